@@ -1,0 +1,36 @@
+# Each target creates .venv when missing and installs what it needs: nothing by hand.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest bench serve clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python -m svc_frames.demo
+
+test: lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check svc_frames tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy svc_frames
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+serve: $(STAMP)
+	$(BIN)/svc-frames serve --demo
+
+clean:
+	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache

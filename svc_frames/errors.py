@@ -1,0 +1,107 @@
+"""One exception hierarchy for the toolkit and the local service's client-facing errors.
+
+Usage::
+
+    try:
+        read_object(client, "object_9")
+    except NotFound as exc:
+        print(exc.message)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SvcError(Exception):
+    """Base of every error svc_frames raises on purpose."""
+
+    def __init__(self, message: str, *, status: int | None = None, field: str | None = None,
+                 body: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.field = field
+        self.body = body
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# --- errors answered by the service -------------------------------------------------------
+class ServiceError(SvcError):
+    """The service answered an error status; `status` and the server's `message` are kept."""
+
+
+class AuthenticationError(ServiceError, PermissionError):
+    """401: wrong or missing API key, application id, or login credentials."""
+
+
+class Forbidden(ServiceError, PermissionError):
+    """403: invalid or expired user token, or a profile that may not use the view."""
+
+
+class NotFound(ServiceError, KeyError):
+    """404: unknown object, view, record or asset."""
+
+    def __str__(self) -> str:  # KeyError would repr-quote the message
+        return self.message
+
+
+class ValidationError(ServiceError, ValueError):
+    """400: the service refused a value or a request; `field` names the field when known."""
+
+
+class PayloadTooLarge(ServiceError, ValueError):
+    """413: an upload over the service's size limit."""
+
+
+class RateLimited(ServiceError):
+    """429: the per-second rate limit or the daily quota was exceeded."""
+
+
+class ServerError(ServiceError):
+    """5xx, a dropped connection, or a body that is not what the interface promises."""
+
+
+class OutcomeUnknown(ServerError):
+    """A non-idempotent request (a create) may or may not have been applied."""
+
+
+# --- errors found before any request --------------------------------------------------------
+class UsageError(SvcError, ValueError):
+    """Bad input found before the first request; nothing was sent."""
+
+
+class ConfigurationError(UsageError):
+    """Missing or contradictory settings (base URL, application id, key, token)."""
+
+
+class InvalidValue(UsageError):
+    """A value does not fit its field kind. `field` names the field (and `column` the column)."""
+
+    def __init__(self, message: str, *, field: str | None = None, column: str | None = None,
+                 record_id: str | None = None) -> None:
+        super().__init__(message, field=field)
+        self.column = column
+        self.record_id = record_id
+
+
+class ReadOnlyField(InvalidValue):
+    """An edit to a kind the service computes (equation, sums, auto increment, formula text)."""
+
+
+class ConsistencyError(SvcError):
+    """Records moved while paging in a way that could not be repaired by re-fetching."""
+
+
+class ConflictError(SvcError):
+    """write_back(on_conflict="raise"): a record changed on the server since it was loaded."""
+
+    def __init__(self, message: str, conflicts: Any = None) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts
+
+
+__all__ = [name for name in dir() if name.endswith(("Error", "Found", "Limited", "Large",
+                                                      "Unknown", "Value", "Field", "Forbidden"))]

@@ -1,0 +1,136 @@
+"""The field-kind codec contract: one codec per kind, reading and writing side by side.
+
+A codec serves both halves of the package from one table of rules (real-world.md):
+
+* the local service calls ``normalize`` (an accepted write input -> the stored raw value,
+  or ``None`` for empty) and ``render`` (raw -> display value);
+* the toolkit calls ``decode`` (a column of raw/display values -> frame columns),
+  ``tables`` (exploded tables, for connections and multi choices) and ``encode``
+  (one row's column values -> the value a write request sends).
+
+So a value loaded and written back unchanged encodes to what the service stores, and an
+edit encodes to exactly what the service accepts.
+
+Usage::
+
+    codec = codec_for(FieldSpec(key="field_21", kind="address"))
+    cols = codec.decode(raws, displays, field, ReadContext())
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field as dc_field
+from typing import Any, ClassVar, Protocol
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+
+from ..errors import InvalidValue
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of an object, as the application schema describes it."""
+
+    key: str
+    kind: str
+    name: str = ""
+    format: Mapping[str, Any] = dc_field(default_factory=dict)
+    relationship: Mapping[str, Any] | None = None
+    required: bool = False
+    unique: bool = False
+    object_key: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.name or self.key
+
+    @classmethod
+    def from_schema(cls, raw: Mapping[str, Any], object_key: str = "") -> FieldSpec:
+        return cls(
+            key=raw["key"],
+            kind=raw.get("type") or "unknown",
+            name=raw.get("name") or "",
+            format=dict(raw.get("format") or {}),
+            relationship=dict(raw["relationship"]) if raw.get("relationship") else None,
+            required=bool(raw.get("required")),
+            unique=bool(raw.get("unique")),
+            object_key=raw.get("object_key") or object_key,
+        )
+
+    def to_schema(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"key": self.key, "type": self.kind, "name": self.name,
+                               "required": self.required, "unique": self.unique,
+                               "format": dict(self.format), "object_key": self.object_key}
+        if self.relationship is not None:
+            out["relationship"] = dict(self.relationship)
+        return out
+
+
+@dataclass(frozen=True)
+class ReadContext:
+    """What decoding and encoding need beyond the values: the application's timezone."""
+
+    timezone: ZoneInfo | None = None
+
+
+class ServiceHooks(Protocol):
+    """What the local service lends a codec while normalizing a write."""
+
+    app_id: str
+    base_url: str
+
+    def connected(self, object_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """``[{id, identifier}]`` for ids of ``object_key``; InvalidValue for an unknown id."""
+        ...
+
+    def asset(self, asset_id: str, field_key: str) -> dict[str, Any]:
+        """The raw asset shape for ``asset_id`` placed in ``field_key``; InvalidValue if the
+        asset is unknown or already placed in another field (interface.md 2.5)."""
+        ...
+
+
+class Codec:
+    """Base of every kind codec. Subclasses set ``kinds`` and override what applies."""
+
+    kinds: ClassVar[tuple[str, ...]] = ()
+    read_only: ClassVar[bool] = False  # computed by the service: equation, sums, formulas...
+
+    # ---- service side -------------------------------------------------------------------
+    def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
+        """An accepted write input -> the raw value to store; None means empty.
+
+        Raises InvalidValue naming ``field.key`` when the input is not accepted."""
+        raise InvalidValue(f"{field.key} ({field.kind}) cannot be written", field=field.key)
+
+    def render(self, raw: Any, field: FieldSpec) -> Any:
+        """The display value (``field_N``) of a stored raw value (never called with None)."""
+        return "" if raw is None else str(raw)
+
+    # ---- toolkit side -------------------------------------------------------------------
+    @classmethod
+    def detect(cls, raw: Any) -> bool:
+        """Whether a non-empty raw value has this kind's shape (used without a schema)."""
+        return False
+
+    def columns(self, field: FieldSpec) -> list[str]:
+        """Names of the main-frame columns this field produces (may be empty)."""
+        return [field.key]
+
+    def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
+               ctx: ReadContext) -> dict[str, pd.Series]:
+        """Column-wise: raws[i] is record i's ``field_N_raw`` (None when absent), displays[i]
+        its ``field_N``. Returns {column name: Series} positionally aligned with the input;
+        empty values are NA."""
+        raise NotImplementedError
+
+    def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
+               field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
+        """Exploded tables keyed by name (usually ``field.key``); none by default."""
+        return {}
+
+    def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
+        """One record's column values for this field ({column: value}, NA for empty) -> the
+        value a create/update request sends. Raises InvalidValue / ReadOnlyField."""
+        raise NotImplementedError
