@@ -11,7 +11,8 @@ Usage::
 from __future__ import annotations
 
 import copy
-from dataclasses import asdict, dataclass, field as dc_field
+from dataclasses import asdict, dataclass
+from dataclasses import field as dc_field
 from typing import Any, Literal
 
 import pandas as pd

@@ -20,7 +20,8 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any, ClassVar, Protocol
 from zoneinfo import ZoneInfo
 
