@@ -1,0 +1,362 @@
+"""Quick, readable matplotlib plots of loaded frames: where, how many, and when.
+
+Every function takes the ``Frames`` a loader returned and a field given by key
+(``"field_21"``) or by label (``"Address"``), draws on ``ax`` (a new figure when omitted),
+and returns the Axes. Titles and axis labels come from the field labels.
+
+Usage::
+
+    from svc_frames.plot import plot_counts, plot_locations, plot_over_time
+    ax = plot_locations(frames, "Address", color_by="Status")
+    ax.figure.savefig("locations.png")
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from .errors import UsageError
+from .frames import Frames
+from .kinds.base import FieldSpec
+
+if TYPE_CHECKING:  # matplotlib is imported lazily: importing svc_frames must stay cheap
+    from matplotlib.axes import Axes
+
+__all__ = ["plot_locations", "plot_counts", "plot_over_time", "LOCATION_KINDS",
+           "COUNT_KINDS", "TIME_KINDS"]
+
+LOCATION_KINDS = ("address",)
+COUNT_KINDS = ("multiple_choice", "connection", "boolean", "user_roles")
+TIME_KINDS = ("date_time", "timer")
+
+# Period frequencies offered, and the word used in titles.
+_FREQS = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year"}
+_MAX_LEGEND = 12  # categorical colours beyond this are folded into "other"
+
+
+# ---- resolving a field given by key or label ---------------------------------------------
+def _fields(frames: Frames) -> list[FieldSpec]:
+    return list(frames.source.fields) if frames.source is not None else []
+
+
+def _prefix(frames: Frames, spec: FieldSpec) -> str:
+    """The column prefix of a field in this frame: its key, or its label (columns="labels")."""
+    if frames.source is not None and frames.source.columns == "labels":
+        return spec.label
+    return spec.key
+
+
+def resolve_field(frames: Frames, field: str) -> FieldSpec:
+    """The FieldSpec of ``field`` (a key or a label, case-insensitive for labels).
+
+    Usage: ``spec = resolve_field(frames, "Address")``."""
+    if not isinstance(field, str) or not field:
+        raise UsageError(f"field must be a field key or label, got {field!r}")
+    specs = _fields(frames)
+    for spec in specs:
+        if spec.key == field:
+            return spec
+    matches = [s for s in specs if s.name == field] or \
+              [s for s in specs if s.name.casefold() == field.casefold()]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        keys = ", ".join(s.key for s in matches)
+        raise UsageError(f"label {field!r} names several fields ({keys}); pass the key",
+                         field=field)
+    if not specs:
+        raise UsageError(f"cannot find field {field!r}: these frames carry no field "
+                         "descriptions (frames.source is missing)", field=field)
+    known = ", ".join(f"{s.key} ({s.label})" for s in specs[:30])
+    raise UsageError(f"no field {field!r} in {frames.source.object_key if frames.source else ''}"
+                     f"; fields: {known}", field=field)
+
+
+def _require_kind(spec: FieldSpec, kinds: tuple[str, ...], what: str) -> None:
+    if spec.kind not in kinds:
+        allowed = kinds[0] if len(kinds) == 1 else ", ".join(kinds[:-1]) + " or " + kinds[-1]
+        raise UsageError(f"{what} takes a field of kind {allowed}; "
+                         f"{spec.key} ({spec.label!r}) is {spec.kind}", field=spec.key)
+
+
+def _column(frames: Frames, name: str) -> pd.Series:
+    """A main-frame column for ``color_by``: a column name, or a field key/label whose
+    value column (the bare ``field_N``) exists."""
+    main = frames.main
+    if name in main.columns:
+        return main[name]
+    spec = resolve_field(frames, name)
+    col = _prefix(frames, spec)
+    if col in main.columns:
+        return main[col].rename(spec.label)
+    own = [c for c in main.columns if str(c).startswith(col + ".")]
+    if own:
+        raise UsageError(f"{spec.key} ({spec.label!r}) has several columns; pass one of "
+                         f"{', '.join(map(str, own))}", field=spec.key)
+    raise UsageError(f"{spec.key} ({spec.label!r}, {spec.kind}) has no column in the main "
+                     "frame to colour by", field=spec.key)
+
+
+def _new_axes(figsize: tuple[float, float]) -> Axes:
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _source_name(frames: Frames) -> str:
+    src = frames.source
+    if src is None:
+        return ""
+    if src.kind == "view" and src.view_key:
+        return f"{src.scene_key}/{src.view_key}"
+    return src.object_key
+
+
+def _title(ax: Axes, text: str, frames: Frames, note: str = "") -> None:
+    sub = ", ".join(p for p in (_source_name(frames), note) if p)
+    ax.set_title(text + (f"\n{sub}" if sub else ""), fontsize=12)
+
+
+# ---- plots ---------------------------------------------------------------------------------
+def plot_locations(frames: Frames, address_field: str, color_by: str | None = None, *,
+                   ax: Axes | None = None, size: float = 18.0) -> Axes:
+    """Scatter the records of an address field at their longitude/latitude.
+
+    ``color_by`` (a field key/label or a main-frame column) colours the points: a legend for
+    categories, a colour bar for numbers. Records without coordinates are left out (and
+    counted in the title).
+
+    Usage: ``plot_locations(frames, "Address", color_by="Status").figure.savefig("map.png")``
+    """
+    spec = resolve_field(frames, address_field)
+    _require_kind(spec, LOCATION_KINDS, "plot_locations")
+    prefix = _prefix(frames, spec)
+    main = frames.main
+    lat_col, lon_col = f"{prefix}.latitude", f"{prefix}.longitude"
+    if lat_col not in main.columns or lon_col not in main.columns:
+        raise UsageError(f"{spec.key} ({spec.label!r}) has no {lat_col}/{lon_col} columns "
+                         "in these frames", field=spec.key)
+    colour = _column(frames, color_by) if color_by is not None else None
+    lat = pd.to_numeric(main[lat_col], errors="coerce").astype("Float64")
+    lon = pd.to_numeric(main[lon_col], errors="coerce").astype("Float64")
+    keep = (lat.notna() & lon.notna()).to_numpy(dtype=bool)
+    if ax is None:
+        ax = _new_axes((8.0, 6.5))
+    x = lon[keep].to_numpy(dtype=float)
+    y = lat[keep].to_numpy(dtype=float)
+    missing = int((~keep).sum())
+    note = f"{int(keep.sum())} of {len(main)} records" + (
+        f"; {missing} without coordinates" if missing else "")
+    _title(ax, f"Locations: {spec.label}", frames, note)
+    ax.set_xlabel(f"Longitude ({spec.label})")
+    ax.set_ylabel(f"Latitude ({spec.label})")
+    ax.grid(True, alpha=0.3)
+    if not keep.any():
+        ax.text(0.5, 0.5, "No records with coordinates", ha="center", va="center",
+                transform=ax.transAxes, color="0.4")
+        return ax
+    if colour is None:
+        ax.scatter(x, y, s=size, alpha=0.75, edgecolors="none")
+    else:
+        _scatter_coloured(ax, x, y, colour[keep], size)
+    # Degrees of longitude shrink with latitude: keep the map from looking stretched.
+    mid = float(y.mean())
+    ax.set_aspect(1.0 / max(math.cos(math.radians(mid)), 0.1), adjustable="datalim")
+    return ax
+
+
+def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float) -> None:
+    name = str(colour.name)
+    if pd.api.types.is_numeric_dtype(colour.dtype) and not pd.api.types.is_bool_dtype(
+            colour.dtype):
+        values = pd.to_numeric(colour, errors="coerce").astype("Float64")
+        known = values.notna().to_numpy(dtype=bool)
+        if (~known).any():
+            ax.scatter(x[~known], y[~known], s=size, c="0.75", alpha=0.6, edgecolors="none",
+                       label="(blank)")
+            ax.legend(loc="best", fontsize=8)
+        points = ax.scatter(x[known], y[known], s=size, c=values[known].to_numpy(dtype=float),
+                            cmap="viridis", alpha=0.85, edgecolors="none")
+        ax.figure.colorbar(points, ax=ax, label=name, shrink=0.85)
+        return
+    labels = _category_labels(colour)
+    order = labels.value_counts().index.tolist()
+    if len(order) > _MAX_LEGEND:
+        keep = set(order[: _MAX_LEGEND - 1])
+        labels = labels.where(labels.isin(keep), "other")
+        order = order[: _MAX_LEGEND - 1] + ["other"]
+    import matplotlib as mpl
+
+    cmap = mpl.colormaps["tab20" if len(order) > 10 else "tab10"]
+    arr = labels.to_numpy(dtype=object)
+    for i, cat in enumerate(order):
+        sel = arr == cat
+        grey = cat in ("(blank)", "other")
+        ax.scatter(x[sel], y[sel], s=size, alpha=0.8, edgecolors="none",
+                   color="0.7" if grey else cmap(i % cmap.N), label=f"{cat} ({int(sel.sum())})")
+    ax.legend(title=name, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8,
+              title_fontsize=9, frameon=False)
+
+
+def _category_labels(values: pd.Series) -> pd.Series:
+    """Values as display strings; list cells (multi choices) joined; blanks as "(blank)"."""
+    def one(v: Any) -> str:
+        if isinstance(v, (list, tuple)):
+            items = [str(i) for i in v if i is not None and not _isna(i)]
+            return ", ".join(items) if items else "(blank)"
+        if _isna(v) or v == "":
+            return "(blank)"
+        if isinstance(v, bool):
+            return "Yes" if v else "No"
+        return str(v)
+
+    return pd.Series([one(v) for v in values], index=values.index, dtype=object)
+
+
+def _isna(v: Any) -> bool:
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):  # arrays are not scalars: not NA
+        return False
+
+
+def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int = 20) -> Axes:
+    """Horizontal bars: how many records have each value of a choice or connection field.
+
+    Multi choices count every chosen option; connections count the records connected to
+    each connected record (labelled by its identifier, from ``frames.tables[key]``). The
+    ``top`` most frequent values are shown, the rest folded into one bar.
+
+    Usage: ``plot_counts(frames, "Status")``
+    """
+    spec = resolve_field(frames, field)
+    _require_kind(spec, COUNT_KINDS, "plot_counts")
+    if not isinstance(top, int) or top < 1:
+        raise UsageError(f"top must be a positive integer, got {top!r}")
+    counts = _connection_counts(frames, spec) if spec.kind == "connection" else \
+        _value_counts(frames, spec)
+    counts = counts.sort_values(ascending=False, kind="stable")
+    if len(counts) > top:
+        rest = counts.iloc[top - 1:]
+        counts = pd.concat([counts.iloc[: top - 1],
+                            pd.Series({f"{len(rest)} others": int(rest.sum())})])
+    if ax is None:
+        ax = _new_axes((8.0, min(2.0 + 0.38 * max(len(counts), 1), 12.0)))
+    labels = [_shorten(str(i)) for i in counts.index]
+    pos = list(range(len(counts)))[::-1]  # most frequent on top
+    colours = ["0.7" if str(i) in ("(blank)", "(none)") or str(i).endswith(" others")
+               else "C0" for i in counts.index]
+    bars = ax.barh(pos, counts.to_numpy(dtype=float), color=colours)
+    ax.set_yticks(pos, labels)
+    ax.bar_label(bars, labels=[f"{int(v)}" for v in counts], padding=3, fontsize=8)
+    ax.margins(x=0.12)
+    ax.set_xlabel("Number of records")
+    ax.set_ylabel(spec.label)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    _title(ax, f"Records by {spec.label}", frames, f"{len(frames.main)} records")
+    if counts.empty:
+        ax.text(0.5, 0.5, "No values", ha="center", va="center", transform=ax.transAxes,
+                color="0.4")
+    return ax
+
+
+def _shorten(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _value_counts(frames: Frames, spec: FieldSpec) -> pd.Series:
+    col = _prefix(frames, spec)
+    if col not in frames.main.columns:
+        raise UsageError(f"{spec.key} ({spec.label!r}) has no column {col!r} in these frames",
+                         field=spec.key)
+    values = frames.main[col]
+    if values.map(lambda v: isinstance(v, (list, tuple))).any():  # multi choice / roles
+        values = values.map(lambda v: [i for i in v if i is not None and not _isna(i)] or pd.NA
+                            if isinstance(v, (list, tuple)) else v).explode()
+    labels = _category_labels(values)
+    return labels.value_counts().astype(int)
+
+
+def _connection_counts(frames: Frames, spec: FieldSpec) -> pd.Series:
+    table = frames.tables.get(spec.key)
+    if table is None:
+        table = frames.tables.get(_prefix(frames, spec))
+    if table is None:
+        raise UsageError(f"connection {spec.key} ({spec.label!r}) has no table in "
+                         f"frames.tables; tables: {', '.join(frames.tables) or 'none'}",
+                         field=spec.key)
+    ids = table["connected_id"].astype("string")
+    names = table["identifier"].astype("string") if "identifier" in table.columns else ids
+    names = names.fillna(ids)
+    # Two connected records may share an identifier: keep them apart by their id.
+    per_name = pd.DataFrame({"id": ids, "name": names}).drop_duplicates()
+    shared = per_name["name"].duplicated(keep=False)
+    label_of = {r.id: (f"{r.name} ({r.id})" if s else r.name)
+                for r, s in zip(per_name.itertuples(), shared, strict=True)}
+    counts = ids.map(label_of).value_counts().astype(int)
+    unconnected = len(set(frames.main.index) - set(table["record_id"].astype(str)))
+    if unconnected:
+        counts = pd.concat([counts, pd.Series({"(none)": unconnected})])
+    return counts
+
+
+def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
+                   ax: Axes | None = None) -> Axes:
+    """Records per day/week/month/quarter/year of a date field (``freq`` D, W, M, Q or Y).
+
+    Dates are counted in the application's timezone (the frame's tz-aware values); records
+    without a date are left out and counted in the title.
+
+    Usage: ``plot_over_time(frames, "Order Date", freq="M")``
+    """
+    spec = resolve_field(frames, date_field)
+    _require_kind(spec, TIME_KINDS, "plot_over_time")
+    if freq not in _FREQS:
+        raise UsageError(f"freq must be one of {', '.join(_FREQS)}, got {freq!r}")
+    unit = _FREQS[freq]
+    col = _prefix(frames, spec)
+    if col not in frames.main.columns:
+        raise UsageError(f"{spec.key} ({spec.label!r}) has no column {col!r} in these frames",
+                         field=spec.key)
+    when = frames.main[col]
+    if not isinstance(when.dtype, pd.DatetimeTZDtype) and not pd.api.types.is_datetime64_dtype(
+            when.dtype):
+        raise UsageError(f"column {col!r} is {when.dtype}, not dates", field=spec.key)
+    dated = when.dropna()
+    if ax is None:
+        ax = _new_axes((9.0, 4.2))
+    missing = len(when) - len(dated)
+    note = f"{len(dated)} records" + (f"; {missing} without a date" if missing else "")
+    _title(ax, f"Records per {unit} by {spec.label}", frames, note)
+    ax.set_ylabel(f"Records per {unit}")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    if dated.empty:
+        ax.set_xlabel(spec.label)
+        ax.text(0.5, 0.5, "No dates", ha="center", va="center", transform=ax.transAxes,
+                color="0.4")
+        return ax
+    tz = getattr(dated.dtype, "tz", None)
+    # Count on the app's wall clock (the frame is tz-aware in the app timezone) by period.
+    wall = dated.dt.tz_localize(None) if tz is not None else dated
+    periods = wall.dt.to_period(freq)
+    full = pd.period_range(periods.min(), periods.max(), freq=freq)
+    counts = periods.value_counts().reindex(full, fill_value=0)
+    starts = full.start_time
+    widths = ((full.end_time - starts).total_seconds() / 86400 * 0.85).to_numpy()
+    ax.bar(starts.to_pydatetime(), counts.to_numpy(dtype=float), width=widths,
+           align="edge", color="C0")
+    import matplotlib.dates as mdates
+    from matplotlib.ticker import MaxNLocator
+
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_xlabel(f"{spec.label}" + (f" ({tz})" if tz is not None else ""))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    return ax

@@ -1,0 +1,189 @@
+"""svc_frames.plot: the plots draw what the frames hold, label from fields, refuse bad fields."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: before pyplot is imported anywhere
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+
+from svc_frames import FieldSpec, Frames, Source
+from svc_frames.errors import UsageError
+from svc_frames.plot import plot_counts, plot_locations, plot_over_time
+
+TZ = "America/Chicago"
+
+
+def synthetic(n: int = 60, seed: int = 1, columns: str = "keys") -> Frames:
+    """Frames shaped per ARCHITECTURE.md (used where the point is the plotting itself)."""
+    rng = np.random.default_rng(seed)
+    ids = pd.Index([f"r{i:03d}" for i in range(n)], name="id", dtype="string")
+    fields = [
+        FieldSpec("field_1", "short_text", "Name"),
+        FieldSpec("field_2", "address", "Site Address"),
+        FieldSpec("field_3", "multiple_choice", "Status", format={"type": "single"}),
+        FieldSpec("field_4", "multiple_choice", "Tags", format={"type": "multi"}),
+        FieldSpec("field_5", "date_time", "Visit Date"),
+        FieldSpec("field_6", "connection", "Customer"),
+        FieldSpec("field_7", "number", "Amount"),
+    ]
+    lat = pd.array(rng.normal(30.3, 0.1, n), dtype="Float64")
+    lat[:3] = pd.NA
+    dates = pd.Series(pd.Timestamp("2026-03-01", tz=TZ)
+                      + pd.to_timedelta(rng.integers(0, 90 * 24, n), unit="h"), index=ids)
+    dates.iloc[-2:] = pd.NaT
+    main = pd.DataFrame({
+        "field_1": pd.array([f"name {i}" for i in range(n)], dtype="string"),
+        "field_2.latitude": lat,
+        "field_2.longitude": pd.array(rng.normal(-97.7, 0.1, n), dtype="Float64"),
+        "field_3": pd.array(rng.choice(["open", "closed", "pending", None], n), dtype="string"),
+        "field_4": [list(rng.choice(["a", "b", "c"], int(rng.integers(0, 3)), replace=False))
+                    for _ in range(n)],
+        "field_5": dates,
+        "field_7": pd.array(rng.gamma(2, 50, n), dtype="Float64"),
+    }, index=ids)
+    rid = [i for i in ids for _ in range(int(rng.integers(0, 3)))]
+    cid = rng.choice(["c1", "c2", "c3"], len(rid))
+    names = {"c1": "Ann Lee", "c2": "Bo Chan", "c3": "Ann Lee"}  # two customers share a name
+    table = pd.DataFrame({"record_id": pd.array(rid, dtype="string"),
+                          "connected_id": pd.array(cid, dtype="string"),
+                          "identifier": pd.array([names[c] for c in cid], dtype="string")})
+    source = Source(kind="object", object_key="object_1", fields=fields, timezone=TZ)
+    if columns == "labels":
+        by_key = {f.key: f.label for f in fields}
+        main = main.rename(columns=lambda c: by_key[c.split(".")[0]] + c[len(c.split(".")[0]):])
+        source.columns = "labels"
+    return Frames(main, {"field_6": table}, source)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def bar_values(ax) -> dict[str, float]:
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    widths = [p.get_width() for p in ax.patches]
+    # barh draws bottom-up in tick order; ticks are set on the same positions.
+    pos = [p.get_y() + p.get_height() / 2 for p in ax.patches]
+    ticks = list(ax.get_yticks())
+    return {labels[ticks.index(round(y))]: w for y, w in zip(pos, widths, strict=True)}
+
+
+def test_locations_plots_every_record_with_coordinates_labelled_from_the_field() -> None:
+    frames = synthetic()
+    ax = plot_locations(frames, "Site Address")
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    expected = int((frames.main["field_2.latitude"].notna()
+                    & frames.main["field_2.longitude"].notna()).sum())
+    assert points == expected
+    assert "Site Address" in ax.get_title()
+    assert "Longitude" in ax.get_xlabel() and "Site Address" in ax.get_xlabel()
+    assert "Latitude" in ax.get_ylabel()
+    assert f"{len(frames) - expected} without coordinates" in ax.get_title()
+
+
+def test_locations_colour_by_category_gives_a_legend_and_by_number_a_colour_bar() -> None:
+    frames = synthetic()
+    ax = plot_locations(frames, "field_2", color_by="Status")
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    keep = frames.main["field_2.latitude"].notna()
+    for status, n in frames.main.loc[keep, "field_3"].value_counts().items():
+        assert f"{status} ({n})" in legend
+    assert any(t.startswith("(blank)") for t in legend)
+
+    fig, ax2 = plt.subplots()
+    out = plot_locations(frames, "field_2", color_by="Amount", ax=ax2)
+    assert out is ax2
+    assert len(fig.axes) == 2  # the plot and its colour bar
+    assert fig.axes[1].get_ylabel() == "Amount"
+
+
+def test_counts_of_a_single_choice_match_value_counts() -> None:
+    frames = synthetic()
+    ax = plot_counts(frames, "Status")
+    bars = bar_values(ax)
+    expected = frames.main["field_3"].value_counts()
+    for value, n in expected.items():
+        assert bars[value] == n
+    assert bars["(blank)"] == frames.main["field_3"].isna().sum()
+    assert ax.get_ylabel() == "Status" and "Status" in ax.get_title()
+
+
+def test_counts_of_a_multi_choice_count_each_option() -> None:
+    frames = synthetic()
+    bars = bar_values(plot_counts(frames, "field_4"))
+    exploded = frames.main["field_4"].explode().dropna()
+    for value, n in exploded.value_counts().items():
+        assert bars[value] == n
+    assert bars["(blank)"] == sum(1 for v in frames.main["field_4"] if not v)
+
+
+def test_counts_of_a_connection_use_identifiers_and_keep_namesakes_apart() -> None:
+    frames = synthetic()
+    bars = bar_values(plot_counts(frames, "Customer"))
+    table = frames.tables["field_6"]
+    per_id = table["connected_id"].value_counts()
+    assert bars["Ann Lee (c1)"] == per_id["c1"]
+    assert bars["Ann Lee (c3)"] == per_id["c3"]
+    assert bars["Bo Chan"] == per_id["c2"]
+    assert bars["(none)"] == len(set(frames.main.index) - set(table["record_id"]))
+
+
+def test_counts_fold_the_tail_into_one_bar() -> None:
+    frames = synthetic()
+    bars = bar_values(plot_counts(frames, "Status", top=2))
+    assert len(bars) == 2
+    folded = [k for k in bars if k.endswith("others")]
+    assert folded and sum(bars.values()) == len(frames)
+
+
+def test_over_time_bars_sum_to_the_dated_records() -> None:
+    frames = synthetic()
+    for freq in ("D", "W", "M"):
+        ax = plot_over_time(frames, "Visit Date", freq=freq)
+        heights = [p.get_height() for p in ax.patches]
+        assert sum(heights) == frames.main["field_5"].notna().sum()
+        assert "Visit Date" in ax.get_title() and TZ in ax.get_xlabel()
+    month = plot_over_time(frames, "field_5", freq="M")
+    months = frames.main["field_5"].dropna().dt.tz_localize(None).dt.to_period("M")
+    assert len(month.patches) == len(pd.period_range(months.min(), months.max(), freq="M"))
+
+
+def test_columns_by_label_work_the_same() -> None:
+    frames = synthetic(columns="labels")
+    assert "Site Address.latitude" in frames.main.columns
+    ax = plot_locations(frames, "field_2", color_by="Status")
+    assert sum(len(c.get_offsets()) for c in ax.collections) == int(
+        frames.main["Site Address.latitude"].notna().sum())
+    bars = bar_values(plot_counts(frames, "Status"))
+    assert sum(bars.values()) == len(frames)
+    plot_over_time(frames, "Visit Date")
+
+
+@pytest.mark.parametrize(("call", "kinds"), [
+    (lambda f: plot_locations(f, "Status"), "address"),
+    (lambda f: plot_counts(f, "Amount"), "multiple_choice, connection, boolean or user_roles"),
+    (lambda f: plot_over_time(f, "Name"), "date_time or timer"),
+])
+def test_a_field_of_the_wrong_kind_says_which_kinds_it_takes(call, kinds) -> None:
+    with pytest.raises(UsageError) as info:
+        call(synthetic())
+    assert kinds in str(info.value)
+
+
+def test_unknown_fields_and_bad_options_are_named() -> None:
+    frames = synthetic()
+    with pytest.raises(UsageError, match="Nope"):
+        plot_counts(frames, "Nope")
+    with pytest.raises(UsageError, match="freq"):
+        plot_over_time(frames, "Visit Date", freq="H")
+    with pytest.raises(UsageError, match="Customer"):
+        plot_locations(frames, "Site Address", color_by="Customer")  # no main column
+    with pytest.raises(UsageError, match="top"):
+        plot_counts(frames, "Status", top=0)
