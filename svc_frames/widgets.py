@@ -1,0 +1,266 @@
+"""Notebook widgets: review a write-back plan record by record, then apply only what you keep.
+
+The review shows every planned change (field label, old value, new value) in a table with a
+checkbox per record. **Apply** sends only the checked records, through ``write_back`` with
+``plan.select(ids)``, and shows the report. It sends nothing twice: after a run the button
+is disabled.
+
+Usage::
+
+    from svc_frames.widgets import review
+    plan = diff(edited)
+    review(plan, client, edited)      # in a notebook cell: tick, untick, press Apply
+
+Progress bars: the loaders use ``tqdm.auto``, which draws an ipywidgets bar in notebooks.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pandas as pd
+
+from .errors import UsageError
+from .frames import Frames
+
+__all__ = ["PlanReview", "review", "changes_html", "report_html"]
+
+_MAX_CELL = 80  # characters of a value shown in the table before it is shortened
+
+
+def _fmt(value: Any) -> str:
+    """A change value as short, readable text (lists joined, NA as an empty marker)."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value) if value else "∅"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items())
+    try:
+        if pd.isna(value):
+            return "∅"
+    except (TypeError, ValueError):
+        pass
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat(sep=" ", timespec="minutes")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    text = str(value)
+    return text if len(text) <= _MAX_CELL else text[: _MAX_CELL - 1] + "…"
+
+
+def _labels(*sources: Any) -> dict[str, str]:
+    """field key -> label, from whichever of plan / frames carries a Source."""
+    out: dict[str, str] = {}
+    for obj in sources:
+        src = getattr(obj, "source", None)
+        for spec in getattr(src, "fields", None) or []:
+            out.setdefault(spec.key, spec.label)
+    return out
+
+
+_CSS = ("<style>.svcf-t{border-collapse:collapse;font-size:12px;margin:0}"
+        ".svcf-t td,.svcf-t th{border:1px solid #ddd;padding:2px 6px;text-align:left;"
+        "vertical-align:top}.svcf-t th{background:#f4f4f4}.svcf-old{color:#a33;"
+        "text-decoration:line-through}.svcf-new{color:#070}</style>")
+
+
+def _record_rows(changes: pd.DataFrame, labels: dict[str, str]) -> str:
+    rows = []
+    for row in changes.itertuples(index=False):
+        field = str(getattr(row, "field", "") or "")
+        column = str(getattr(row, "column", "") or field)
+        name = labels.get(field, field)
+        if column and column != field and column.startswith(field + "."):
+            name += column[len(field):]
+        rows.append(f"<tr><td>{html.escape(name)}</td>"
+                    f"<td class='svcf-old'>{html.escape(_fmt(row.old))}</td>"
+                    f"<td class='svcf-new'>{html.escape(_fmt(row.new))}</td></tr>")
+    return "".join(rows)
+
+
+def changes_html(changes: pd.DataFrame, labels: dict[str, str] | None = None) -> str:
+    """The plan's changes as one HTML table: record, action, field label, old, new.
+
+    Usage: ``IPython.display.HTML(changes_html(plan.changes, {"field_3": "Status"}))``"""
+    labels = labels or {}
+    body = []
+    for rid, group in changes.groupby("record_id", sort=False):
+        first = group.iloc[0]
+        body.append(f"<tr><th colspan='3'>{html.escape(str(rid))} · "
+                    f"{html.escape(str(first['action']))}</th></tr>")
+        body.append(_record_rows(group, labels))
+    return (_CSS + "<table class='svcf-t'><tr><th>field</th><th>old</th><th>new</th></tr>"
+            + "".join(body) + "</table>")
+
+
+def report_html(report: Any) -> str:
+    """A write-back Report as HTML: counts per status, then the table (problems first).
+
+    Usage: ``IPython.display.HTML(report_html(write_back(client, edited)))``"""
+    table: pd.DataFrame = report.table
+    counts = table["status"].value_counts() if len(table) else pd.Series(dtype=int)
+    summary = ", ".join(f"{n} {s}" for s, n in counts.items()) or "nothing sent"
+    order = {"applied": 2, "planned": 3, "skipped": 1}
+    shown = table.assign(_o=table["status"].map(lambda s: order.get(str(s), 0))) \
+        .sort_values("_o", kind="stable").drop(columns="_o")
+    return (_CSS + f"<p><b>Report:</b> {html.escape(summary)}</p>"
+            + shown.to_html(index=False, classes="svcf-t", border=0, escape=True,
+                            max_rows=500))
+
+
+class PlanReview:
+    """A review widget for a write-back plan: a checkbox per record and an Apply button.
+
+    ``write`` is the function that sends; by default ``svc_frames.writeback.write_back``
+    called as ``write(client, edited, plan=selected_plan, **write_options)``.
+
+    Usage::
+
+        box = PlanReview(plan, client, edited, on_conflict="skip")
+        box                       # displays in a notebook
+        box.exclude(["abc123"])   # or untick in the table
+        report = box.apply()      # same as pressing Apply
+    """
+
+    def __init__(self, plan: Any, client: Any, edited: Frames | None = None, *,
+                 write: Callable[..., Any] | None = None, **write_options: Any) -> None:
+        import ipywidgets as w
+
+        if plan is None or not hasattr(plan, "changes"):
+            raise UsageError("review() needs the Plan returned by diff(); got "
+                             f"{type(plan).__name__}")
+        self.plan = plan
+        self.client = client
+        self.edited = edited if edited is not None else getattr(plan, "edited", None)
+        self.write_options = write_options
+        self._write = write
+        self.report: Any = None
+        changes: pd.DataFrame = plan.changes
+        self.record_ids: list[str] = [str(r) for r in pd.unique(changes["record_id"])] \
+            if len(changes) else []
+        labels = _labels(plan, self.edited)
+
+        self.checkboxes: dict[str, w.Checkbox] = {}
+        rows: list[w.Widget] = []
+        for rid, group in changes.groupby("record_id", sort=False):
+            rid = str(rid)
+            box = w.Checkbox(value=True, indent=False, description="",
+                             layout=w.Layout(width="28px"))
+            box.observe(self._on_toggle, names="value")
+            self.checkboxes[rid] = box
+            action = str(group.iloc[0]["action"])
+            head = w.HTML(f"<b>{html.escape(rid)}</b><br><i>{html.escape(action)}</i>",
+                          layout=w.Layout(width="170px"))
+            table = w.HTML(_CSS + "<table class='svcf-t'>" + _record_rows(group, labels)
+                           + "</table>")
+            rows.append(w.HBox([box, head, table],
+                               layout=w.Layout(border_bottom="1px solid #eee")))
+
+        self.summary = w.HTML()
+        self.apply_button = w.Button(description="Apply", button_style="primary",
+                                     icon="upload", tooltip="Send the checked records")
+        self.apply_button.on_click(lambda _b: self.apply())
+        all_btn = w.Button(description="All", layout=w.Layout(width="60px"))
+        none_btn = w.Button(description="None", layout=w.Layout(width="60px"))
+        all_btn.on_click(lambda _b: self.include(self.record_ids))
+        none_btn.on_click(lambda _b: self.exclude(self.record_ids))
+        self.output = w.HTML()
+        table_box = w.VBox(rows, layout=w.Layout(max_height="420px", overflow="auto"))
+        controls = w.HBox([self.apply_button, all_btn, none_btn, self.summary])
+        if not self.record_ids:
+            self.apply_button.disabled = True
+            all_btn.disabled = none_btn.disabled = True
+            self.summary.value = "<b>Nothing to send:</b> the plan has no changes."
+            self.widget = w.VBox([self.summary])
+        else:
+            self._on_toggle()
+            self.widget = w.VBox([controls, table_box, self.output])
+
+    # ---- state ---------------------------------------------------------------------------
+    @property
+    def selected(self) -> list[str]:
+        """Record ids currently ticked, in plan order."""
+        return [rid for rid, box in self.checkboxes.items() if box.value]
+
+    def include(self, ids: Iterable[str]) -> None:
+        """Tick these records. Usage: ``box.include(["abc"])``"""
+        for rid in self._known(ids):
+            self.checkboxes[rid].value = True
+
+    def exclude(self, ids: Iterable[str]) -> None:
+        """Untick these records. Usage: ``box.exclude(["abc"])``"""
+        for rid in self._known(ids):
+            self.checkboxes[rid].value = False
+
+    def _known(self, ids: Iterable[str]) -> list[str]:
+        ids = [ids] if isinstance(ids, str) else [str(i) for i in ids]
+        unknown = [i for i in ids if i not in self.checkboxes]
+        if unknown:
+            raise UsageError(f"record(s) not in this plan: {', '.join(unknown[:10])}")
+        return ids
+
+    def _on_toggle(self, _change: Any = None) -> None:
+        n, total = len(self.selected), len(self.record_ids)
+        counts = getattr(self.plan, "counts", None)
+        by_action = ""
+        if isinstance(counts, dict) and counts:
+            by_action = " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
+        self.summary.value = f"{n} of {total} records selected{by_action}"
+        if self.report is None:
+            self.apply_button.disabled = False
+
+    # ---- sending -------------------------------------------------------------------------
+    def apply(self) -> Any:
+        """Send the ticked records and show the report; returns the Report (None when
+        nothing was sent). Usage: ``report = box.apply()``"""
+        if self.report is not None:
+            self.output.value = "<b>Already applied</b>; build a new plan to send again."
+            return self.report
+        ids = self.selected
+        if not ids:
+            self.output.value = "<b>Nothing selected:</b> nothing was sent."
+            return None
+        write = self._write or _default_write()
+        self.apply_button.disabled = True
+        self.apply_button.description = "Sending…"
+        try:
+            report = write(self.client, self.edited, plan=self.plan.select(ids),
+                           **self.write_options)
+        except Exception as exc:  # show it in the widget, and re-raise for scripts
+            self.apply_button.description = "Apply"
+            self.apply_button.disabled = False
+            self.output.value = (f"<b style='color:#a33'>Not applied:</b> "
+                                 f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}")
+            raise
+        self.report = report
+        self.apply_button.description = "Applied"
+        for box in self.checkboxes.values():
+            box.disabled = True
+        self.output.value = report_html(report)
+        return report
+
+    # ---- display -------------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return (f"PlanReview({len(self.selected)} of {len(self.record_ids)} records selected"
+                + (", applied" if self.report is not None else "") + ")")
+
+
+def _default_write() -> Callable[..., Any]:
+    from .writeback import write_back  # imported late: the widget module loads without it
+
+    return write_back
+
+
+def review(plan: Any, client: Any, edited: Frames | None = None, **write_options: Any
+           ) -> PlanReview:
+    """Show a plan for review in a notebook; Apply sends only the ticked records.
+
+    ``write_options`` go to ``write_back`` (for example ``on_conflict="overwrite"``,
+    ``token=...``).
+
+    Usage: ``review(diff(edited), client, edited)``"""
+    return PlanReview(plan, client, edited, **write_options)
