@@ -11,13 +11,16 @@ Usage::
 from __future__ import annotations
 
 import copy
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from .kinds.base import FieldSpec
+from .kinds.base import Codec, FieldSpec, ReadContext
 
 
 @dataclass
@@ -73,3 +76,125 @@ class Frames:
 
     def __len__(self) -> int:
         return len(self.main)
+
+
+# ---- records -> frames ------------------------------------------------------------------
+_FIELD_KEY = re.compile(r"field_\d+\Z")
+
+
+def record_field_keys(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ``field_N`` keys present in records, in first-seen order (``_raw`` folded in)."""
+    keys: dict[str, None] = {}
+    prev: Any = None
+    for rec in records:
+        ks = rec.keys()
+        if prev is not None and ks == prev:  # records of a list share their keys
+            continue
+        prev = ks
+        for k in ks:
+            base = k[:-4] if k.endswith("_raw") else k
+            if base not in keys and _FIELD_KEY.match(base):
+                keys[base] = None
+    return list(keys)
+
+
+def schema_fields(app: Mapping[str, Any] | None, object_key: str) -> list[FieldSpec] | None:
+    """The FieldSpecs of ``object_key`` from an application dict, or None if absent."""
+    if not app:
+        return None
+    for obj in app.get("objects") or ():
+        if obj.get("key") == object_key:
+            return [FieldSpec.from_schema(f, object_key) for f in obj.get("fields") or ()]
+    return None
+
+
+def all_schema_fields(app: Mapping[str, Any] | None) -> dict[str, FieldSpec]:
+    """Every field of every object by key (views may show fields of connected objects)."""
+    out: dict[str, FieldSpec] = {}
+    for obj in (app or {}).get("objects") or ():
+        for f in obj.get("fields") or ():
+            if isinstance(f, Mapping) and f.get("key"):
+                out[f["key"]] = FieldSpec.from_schema(f, obj.get("key", ""))
+    return out
+
+
+def resolve_fields(records: Sequence[Mapping[str, Any]], known: Mapping[str, FieldSpec] | None,
+                   order: Sequence[FieldSpec] | None = None) -> tuple[list[FieldSpec], bool]:
+    """FieldSpecs for the fields of ``records``: from the schema where known, else inferred
+    from the raw shapes (an empty column gets the codec layer's "unknown" kind, never a
+    made-up one). Returns (fields, any_inferred).
+
+    ``order``: schema fields to use (in schema order) even when absent from the records."""
+    from .kinds import infer_field
+
+    present = record_field_keys(records)
+    fields: list[FieldSpec] = []
+    done: set[str] = set()
+    inferred = False
+    for spec in order or ():
+        fields.append(spec)
+        done.add(spec.key)
+    for key in present:
+        if key in done:
+            continue
+        done.add(key)
+        if known and key in known:
+            fields.append(known[key])
+            continue
+        raws = [r.get(key + "_raw") for r in records]
+        displays = [r.get(key) for r in records]
+        fields.append(infer_field(key, raws, displays))
+        inferred = True
+    return fields, inferred
+
+
+def label_map(fields: Sequence[FieldSpec]) -> dict[str, str]:
+    """field key -> unique label (``"Label (field_N)"`` when two fields share a label)."""
+    counts: dict[str, int] = {}
+    for f in fields:
+        counts[f.label] = counts.get(f.label, 0) + 1
+    return {f.key: (f.label if counts[f.label] == 1 else f"{f.label} ({f.key})") for f in fields}
+
+
+def relabel(name: str, labels: Mapping[str, str]) -> str:
+    """``field_N`` / ``field_N.part`` -> ``Label`` / ``Label.part``."""
+    key, dot, rest = name.partition(".")
+    return labels.get(key, key) + dot + rest
+
+
+def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec],
+                 source: Source, *, tz: ZoneInfo | None = None,
+                 keep_original: bool = True) -> Frames:
+    """Decode records column by column through the kind codecs into :class:`Frames`.
+
+    Usage: ``build_frames(records, fields, Source("object", "object_1", fields))``"""
+    from .kinds import codec_for
+
+    ctx = ReadContext(timezone=tz)
+    ids = [r["id"] for r in records]
+    n = len(ids)
+    columns: dict[str, Any] = {}
+    tables: dict[str, pd.DataFrame] = {}
+    for spec in fields:
+        codec = codec_for(spec)
+        if not codec.columns(spec) and type(codec).tables is Codec.tables:
+            continue  # e.g. password: nothing to show
+        key, raw_key = spec.key, spec.key + "_raw"
+        raws = [r.get(raw_key) for r in records]
+        displays = [r.get(key) for r in records]
+        for name, series in codec.decode(raws, displays, spec, ctx).items():
+            if len(series) != n:
+                raise ValueError(f"codec for {key} ({spec.kind}) returned {len(series)} "
+                                 f"values for {n} records")
+            columns[name] = series.array if isinstance(series, pd.Series) else series
+        tables.update(codec.tables(ids, raws, displays, spec, ctx))
+    index = pd.Index(pd.array(ids, dtype="string"), name="id")
+    main = pd.DataFrame(columns, index=index) if columns else pd.DataFrame(index=index)
+    if source.columns == "labels":
+        labels = label_map(fields)
+        main = main.rename(columns=lambda c: relabel(str(c), labels))
+        tables = {relabel(k, labels): v for k, v in tables.items()}
+    frames = Frames(main, tables, source)
+    if keep_original:
+        frames.original = frames.snapshot()
+    return frames

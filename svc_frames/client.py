@@ -1,0 +1,587 @@
+"""The HTTP client: headers, one pooled session, client-side pacing, retries, typed errors.
+
+Usage::
+
+    client = Client("app_id", api_key="...", base_url="http://127.0.0.1:8000")
+    client = Client.from_env()              # SVC_APP_ID, SVC_API_KEY, SVC_BASE_URL, ...
+    client.login("ann@example.org", "secret")   # token for views behind a login
+    page = client.get_page("object_1", page=1, rows_per_page=1000)
+    page = client.get_page(("scene_1", "view_2"))
+
+Object requests send the application id and the API key; view requests send the literal
+``service`` as key plus the user token in ``Authorization`` (interface.md section 5).
+GET, PUT and DELETE are retried with backoff on 429, 502/503/504 and dropped connections;
+a POST is only retried when it surely did not reach the server (refused by the rate limit
+or the connection was never opened), otherwise :class:`OutcomeUnknown` is raised.
+The API key and the token never appear in a repr, a log line or an error message.
+"""
+
+from __future__ import annotations
+
+import collections
+import html
+import json
+import logging
+import os
+import random
+import re
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+import requests
+from requests.adapters import HTTPAdapter
+
+from .errors import (
+    AuthenticationError,
+    ConfigurationError,
+    Forbidden,
+    NotFound,
+    OutcomeUnknown,
+    PayloadTooLarge,
+    RateLimited,
+    ServerError,
+    ServiceError,
+    UsageError,
+    ValidationError,
+)
+from .filters import Filters, encode_filters
+
+log = logging.getLogger("svc_frames.client")
+
+Target = str | tuple[str, str]
+"""``"object_N"`` or ``("scene_N", "view_N")``."""
+
+MAX_ROWS_PER_PAGE = 1000
+_OBJECT_RE = re.compile(r"object_\d+\Z")
+_SCENE_RE = re.compile(r"scene_\d+\Z")
+_VIEW_RE = re.compile(r"view_\d+\Z")
+_RETRY_STATUS = frozenset({429, 502, 503, 504})
+
+
+def parse_target(target: Target | str) -> tuple[str, str | None, str | None]:
+    """``"object_N"`` -> ("object", "object_N", None); ``"scene_N/view_N"`` or a tuple ->
+    ("view", "scene_N", "view_N"). UsageError names anything else.
+
+    Usage: ``kind, a, b = parse_target("scene_1/view_2")``"""
+    if isinstance(target, str) and "/" in target:
+        target = tuple(target.split("/", 1))  # type: ignore[assignment]
+    if isinstance(target, tuple):
+        if (len(target) == 2 and isinstance(target[0], str) and isinstance(target[1], str)
+                and _SCENE_RE.match(target[0]) and _VIEW_RE.match(target[1])):
+            return "view", target[0], target[1]
+        raise UsageError(f"bad view target {target!r}: expected ('scene_N', 'view_N')")
+    if isinstance(target, str) and _OBJECT_RE.match(target):
+        return "object", target, None
+    raise UsageError(f"bad target {target!r}: expected 'object_N' or 'scene_N/view_N'")
+
+
+class RateLimiter:
+    """At most ``rate`` request starts in any window of ``window`` seconds, shared by threads.
+
+    A sliding-window log rather than a refilling bucket: the hosted service counts requests
+    per second and refuses the ones over the limit, so a bucket's burst plus refill could
+    put rate+1 requests in one server second. ``margin`` widens the window a little to
+    absorb network jitter between our clock and the server's. ``rate=0`` disables pacing.
+
+    Usage: ``limiter = RateLimiter(10); limiter.acquire()`` before each request."""
+
+    def __init__(self, rate: float = 10.0, window: float = 1.0, margin: float = 0.03) -> None:
+        self._lock = threading.Lock()
+        self._starts: collections.deque[float] = collections.deque()
+        self._blocked_until = 0.0
+        self.window = window + margin
+        self.rate = float(rate)
+
+    @property
+    def rate(self) -> float:
+        return self._rate
+
+    @rate.setter
+    def rate(self, value: float) -> None:
+        if value < 0:
+            raise UsageError(f"rate_limit must be >= 0, got {value!r}")
+        self._rate = float(value)
+        # whole requests per window; fractional rates (0.5/s) widen the window instead
+        self._per_window = max(1, int(value)) if value else 0
+        self._span = self.window * (self._per_window / value) if value else 0.0
+
+    def acquire(self) -> float:
+        """Block until a request may start; returns the seconds waited."""
+        if not self._rate and self._blocked_until == 0.0:
+            return 0.0
+        waited = 0.0
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                wait = self._blocked_until - now
+                if wait <= 0 and self._rate:
+                    while self._starts and now - self._starts[0] >= self._span:
+                        self._starts.popleft()
+                    if len(self._starts) >= self._per_window:
+                        wait = self._starts[0] + self._span - now
+                if wait <= 0:
+                    if self._rate:
+                        self._starts.append(now)
+                    return waited
+            time.sleep(min(wait, 1.0))
+            waited += min(wait, 1.0)
+
+    def block_for(self, seconds: float) -> None:
+        """Hold every thread back for ``seconds`` (after a 429 or ``Remaining: 0``)."""
+        with self._lock:
+            self._blocked_until = max(self._blocked_until, time.monotonic() + seconds)
+
+    def observe(self, headers: Mapping[str, str]) -> None:
+        """Adjust from ``X-RateLimit-Limit/-Remaining/-Reset`` (epoch seconds) headers."""
+        try:
+            limit = headers.get("X-RateLimit-Limit")
+            if limit is not None and self._rate and 0 < float(limit) < self._rate:
+                self.rate = float(limit)
+            remaining = headers.get("X-RateLimit-Remaining")
+            if remaining is not None and int(float(remaining)) <= 0:
+                reset = headers.get("X-RateLimit-Reset")
+                wait = float(reset) - time.time() if reset is not None else 0.0
+                if not 0 < wait <= 2.0:  # clock skew or a bogus value: next second
+                    wait = 1.0 - (time.time() % 1.0)
+                self.block_for(wait + 0.01)
+        except (TypeError, ValueError):
+            pass  # headers are advisory; never fail a good response over them
+
+
+class Client:
+    """A connection to one application of the service (see module docstring).
+
+    Usage: ``Client(app_id, api_key=key, base_url=url).get_page("object_1")``"""
+
+    def __init__(self, app_id: str, api_key: str | None = None, base_url: str | None = None,
+                 token: str | None = None, rate_limit: float = 10.0, timeout: float = 30.0,
+                 max_retries: int = 5, *, max_workers: int = 12, backoff: float = 0.25,
+                 session: requests.Session | None = None) -> None:
+        if not app_id or not isinstance(app_id, str):
+            raise ConfigurationError("app_id is required (or SVC_APP_ID in the environment)")
+        if not base_url:
+            raise ConfigurationError("base_url is required (or SVC_BASE_URL in the environment)")
+        if not str(base_url).startswith(("http://", "https://")):
+            raise ConfigurationError(f"base_url must start with http:// or https://: {base_url!r}")
+        if max_workers < 1:
+            raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
+        self.app_id = app_id
+        self.base_url = str(base_url).rstrip("/")
+        self._api_key = api_key
+        self._token = token
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_workers = max_workers
+        self.limiter = RateLimiter(rate_limit)
+        self.session = session or requests.Session()
+        # pool sized for the paging threads, so no connection is thrown away under load
+        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=max(max_workers, 4),
+                              max_retries=0)
+        self.session.mount("http://", adapter)
+        self.session.mount("https://", adapter)
+        self._count_lock = threading.Lock()
+        self.request_count = 0
+        self.retry_count = 0
+        self._schema: dict[str, Any] | None = None
+        self._schema_loaded = False
+        self.user: dict[str, Any] | None = None
+
+    # ---- construction / secrets ----------------------------------------------------------
+    @classmethod
+    def from_env(cls, **overrides: Any) -> Client:
+        """A client from SVC_APP_ID, SVC_API_KEY, SVC_BASE_URL and optional SVC_TOKEN, or a
+        login with SVC_EMAIL + SVC_PASSWORD. Keyword arguments win over the environment.
+
+        Usage: ``client = Client.from_env(rate_limit=5)``"""
+        env = os.environ
+        kwargs: dict[str, Any] = {
+            "app_id": env.get("SVC_APP_ID"), "api_key": env.get("SVC_API_KEY"),
+            "base_url": env.get("SVC_BASE_URL"), "token": env.get("SVC_TOKEN") or None}
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        client = cls(**kwargs)
+        email, password = env.get("SVC_EMAIL"), env.get("SVC_PASSWORD")
+        if client.token is None and email and password:
+            client.login(email, password)
+        return client
+
+    @property
+    def token(self) -> str | None:
+        return self._token
+
+    @token.setter
+    def token(self, value: str | None) -> None:
+        self._token = value
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self._api_key)
+
+    def __repr__(self) -> str:
+        return (f"Client(app_id={self.app_id!r}, base_url={self.base_url!r}, "
+                f"api_key={'***' if self._api_key else None}, "
+                f"token={'***' if self._token else None}, rate_limit={self.limiter.rate})")
+
+    def _redact(self, text: str) -> str:
+        for secret in (self._api_key, self._token):
+            if secret and len(secret) >= 4:
+                text = text.replace(secret, "***")
+        return text
+
+    # ---- headers -------------------------------------------------------------------------
+    def headers(self, *, view: bool = False, token: str | None = None,
+                key_required: bool = True, bare: bool = False) -> dict[str, str]:
+        """The header set of interface.md section 5 (object: app id + key; view: app id,
+        the literal ``service`` and ``Authorization`` when a token is known; ``bare``: none,
+        as the login request of 4.5)."""
+        if bare:
+            return {}
+        out = {"X-Service-Application-Id": self.app_id}
+        if view:
+            out["X-Service-REST-API-KEY"] = "service"
+            tok = token or self._token
+            if tok:
+                out["Authorization"] = tok
+        elif self._api_key:
+            out["X-Service-REST-API-KEY"] = self._api_key
+        elif key_required:
+            raise ConfigurationError(
+                "object requests need the API key: Client(api_key=...) or SVC_API_KEY")
+        return out
+
+    # ---- the one request function ------------------------------------------------------
+    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                json_body: Any = None, files: Any = None, view: bool = False,
+                token: str | None = None, key_required: bool = True,
+                idempotent: bool | None = None, what: str = "", bare: bool = False,
+                extra_headers: Mapping[str, str] | None = None) -> Any:
+        """Send one paced request with retries; return the decoded JSON body.
+
+        ``what`` names the target in error messages (``"object_3"``, ``"scene_1/view_2"``).
+        Usage: ``client.request("GET", "/v1/objects/object_1/records", params={"page": 1})``"""
+        method = method.upper()
+        if idempotent is None:
+            idempotent = method in ("GET", "PUT", "DELETE", "HEAD")
+        headers = self.headers(view=view, token=token, key_required=key_required, bare=bare)
+        if json_body is not None:
+            headers["Content-Type"] = "application/json"
+        if extra_headers:
+            headers.update(extra_headers)
+        url = self.base_url + path
+        what = what or path
+        attempt = 0
+        while True:
+            self.limiter.acquire()
+            with self._count_lock:
+                self.request_count += 1
+            sent = False
+            try:
+                resp = self.session.request(
+                    method, url, params=params, headers=headers,
+                    data=json.dumps(json_body) if json_body is not None else None,
+                    files=files, timeout=(min(10.0, self.timeout), self.timeout))
+                sent = True
+                body = resp.content  # reads the whole body: a cut-off body raises here
+            except (requests.ConnectionError, requests.Timeout,
+                    requests.exceptions.ChunkedEncodingError,
+                    requests.exceptions.ContentDecodingError) as exc:
+                never_sent = isinstance(exc, requests.exceptions.ConnectTimeout) or (
+                    not sent and _is_connect_refused(exc))
+                reason = _short_reason(exc)
+                if not (idempotent or never_sent):
+                    raise OutcomeUnknown(
+                        f"{method} {what}: the connection failed after the request was sent "
+                        f"({reason}); it may or may not have been applied") from None
+                if attempt >= self.max_retries:
+                    raise ServerError(f"{method} {what}: {reason} (gave up after "
+                                      f"{attempt + 1} attempts)") from None
+                attempt += 1
+                self._sleep_backoff(attempt, method, what, reason)
+                continue
+            self.limiter.observe(resp.headers)
+            status = resp.status_code
+            if status < 400:
+                return self._decode_ok(resp, body, method, what)
+            retryable = status in _RETRY_STATUS and (idempotent or status == 429)
+            if status == 429:
+                # refused before doing anything, so even a POST may be sent again;
+                # the hosted limit counts per second: wait for the next one
+                self.limiter.block_for(1.0 - (time.time() % 1.0) + 0.01)
+            if retryable and attempt < self.max_retries:
+                attempt += 1
+                self._sleep_backoff(attempt, method, what, f"HTTP {status}")
+                continue
+            if not idempotent and status >= 500:
+                raise OutcomeUnknown(
+                    f"{method} {what}: HTTP {status} ({self._message(resp, body)}); the "
+                    "request reached the server and may or may not have been applied",
+                    status=status)
+            raise self._error(resp, body, method, what, view=view, token=token)
+
+    def _sleep_backoff(self, attempt: int, method: str, what: str, reason: str) -> None:
+        with self._count_lock:
+            self.retry_count += 1
+        delay = min(8.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random() / 2)
+        log.info("retry %d of %s %s after %s in %.2fs", attempt, method, what, reason, delay)
+        time.sleep(delay)
+
+    def _decode_ok(self, resp: requests.Response, body: bytes, method: str, what: str) -> Any:
+        if not body:
+            return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            ctype = resp.headers.get("Content-Type", "?")
+            raise ServerError(
+                f"{method} {what}: the service answered {resp.status_code} with a body that is "
+                f"not JSON ({ctype}): {self._redact(_snippet(body))!r}",
+                status=resp.status_code) from None
+
+    def _message(self, resp: requests.Response, body: bytes) -> str:
+        """The server's message from a JSON ``{"errors": [...]}`` / ``{"message"}`` body or
+        plain text (HTML is reduced to its text)."""
+        msg, _field = _parse_error_body(body)
+        return self._redact(msg or resp.reason or f"HTTP {resp.status_code}")
+
+    def _error(self, resp: requests.Response, body: bytes, method: str, what: str, *,
+               view: bool, token: str | None) -> ServiceError:
+        status = resp.status_code
+        msg, field = _parse_error_body(body)
+        msg = self._redact(msg or resp.reason or "")
+        has_token = bool(token or self._token)
+        prefix = f"{method} {what}: "
+        parsed = _json_or_none(body)
+        if status == 401:
+            hint = ""
+            if view and not has_token:
+                hint = " (this view is behind a login: call client.login(email, password) " \
+                       "or pass token=)"
+            return AuthenticationError(f"{prefix}{msg or 'not authenticated'}{hint}",
+                                       status=status, body=parsed)
+        if status == 403:
+            if view and not has_token:
+                hint = " (this view is behind a login: call client.login(email, password) " \
+                       "or pass token=)"
+            elif view:
+                hint = " (the user token is invalid or expired, or the user may not use " \
+                       "this view: log in again with client.login(email, password))"
+            else:
+                hint = ""
+            return Forbidden(f"{prefix}{msg or 'forbidden'}{hint}", status=status, body=parsed)
+        if status == 404:
+            return NotFound(f"{prefix}not found: {what} ({msg or 'unknown'})", status=status,
+                            body=parsed)
+        if status == 400:
+            return ValidationError(f"{prefix}{msg or 'refused'}", status=status, field=field,
+                                   body=parsed)
+        if status == 413:
+            return PayloadTooLarge(f"{prefix}{msg or 'too large'}", status=status, body=parsed)
+        if status == 429:
+            return RateLimited(f"{prefix}{msg or 'rate limit exceeded'} (after "
+                               f"{self.max_retries} retries)", status=status, body=parsed)
+        if status >= 500:
+            return ServerError(f"{prefix}HTTP {status}: {msg}", status=status, body=parsed)
+        return ServiceError(f"{prefix}HTTP {status}: {msg}", status=status, field=field,
+                            body=parsed)
+
+    # ---- the service's operations --------------------------------------------------------
+    def login(self, email: str, password: str) -> dict[str, Any]:
+        """Remote login (interface.md 4.5): keep the user token for view requests.
+
+        Usage: ``user = client.login("ann@example.org", "pw")``"""
+        if not email or not password:
+            raise UsageError("login needs an email and a password")
+        out = self.request("POST", f"/v1/applications/{quote(self.app_id)}/session",
+                           json_body={"email": email, "password": password}, bare=True,
+                           idempotent=True, what="login")
+        try:
+            user = out["session"]["user"]
+            self._token = user["token"]
+        except (KeyError, TypeError):
+            raise ServerError("login: the answer has no session.user.token") from None
+        self.user = {k: v for k, v in user.items() if k != "token"}
+        return self.user
+
+    def schema(self, *, refresh: bool = False) -> dict[str, Any] | None:
+        """The application dict (``objects``, ``scenes``, ``settings``), or None when the
+        service does not expose it (404). Cached.
+
+        Usage: ``tz = client.schema()["settings"]["timezone"]``"""
+        if self._schema_loaded and not refresh:
+            return self._schema
+        try:
+            out = self.request("GET", f"/v1/applications/{quote(self.app_id)}",
+                               key_required=False, what="application schema")
+        except NotFound:
+            out = None
+        app = out.get("application") if isinstance(out, dict) else None
+        self._schema = app if isinstance(app, dict) else None
+        self._schema_loaded = True
+        return self._schema
+
+    def records_path(self, target: Target) -> tuple[str, bool, str]:
+        """(path of the record list, is_view, display name) of a target."""
+        kind, a, b = parse_target(target)
+        if kind == "view":
+            return f"/v1/pages/{a}/views/{b}/records", True, f"{a}/{b}"
+        return f"/v1/objects/{a}/records", False, str(a)
+
+    def page_params(self, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
+                    filters: Filters | None = None, sort_field: str | None = None,
+                    sort_order: str | None = None) -> dict[str, Any]:
+        """Validated query parameters of a list request (UsageError before any request)."""
+        if not isinstance(page, int) or page < 1:
+            raise UsageError(f"page must be an integer >= 1, got {page!r}")
+        if (not isinstance(rows_per_page, int) or isinstance(rows_per_page, bool)
+                or not 1 <= rows_per_page <= MAX_ROWS_PER_PAGE):
+            raise UsageError(f"rows_per_page must be between 1 and {MAX_ROWS_PER_PAGE}, "
+                             f"got {rows_per_page!r}")
+        params: dict[str, Any] = {"page": page, "rows_per_page": rows_per_page}
+        if filters is not None:
+            encoded = encode_filters(filters)
+            if encoded is not None:
+                params["filters"] = encoded
+        if sort_field is not None:
+            if not re.fullmatch(r"field_\d+", str(sort_field)):
+                raise UsageError(f"sort_field must look like 'field_N', got {sort_field!r}")
+            params["sort_field"] = sort_field
+        if sort_order is not None:
+            if sort_order not in ("asc", "desc"):
+                raise UsageError(f"sort_order must be 'asc' or 'desc', got {sort_order!r}")
+            params["sort_order"] = sort_order
+        return params
+
+    def get_page(self, target: Target, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
+                 filters: Filters | None = None, sort_field: str | None = None,
+                 sort_order: str | None = None, *, params: Mapping[str, Any] | None = None,
+                 ) -> dict[str, Any]:
+        """One page of a record list: ``{total_pages, current_page, total_records, records}``.
+
+        Usage: ``client.get_page("object_1", page=2, rows_per_page=500)``"""
+        path, view, what = self.records_path(target)
+        if params is None:
+            params = self.page_params(page, rows_per_page, filters, sort_field, sort_order)
+        out = self.request("GET", path, params=params, view=view, what=what)
+        if not isinstance(out, dict) or not isinstance(out.get("records"), list):
+            raise ServerError(f"GET {what} page {page}: the answer is not a record list "
+                              f"envelope: {_snippet(json.dumps(out).encode())!r}")
+        return out
+
+    def get_record(self, object_key: str, record_id: str) -> dict[str, Any]:
+        """One record of an object. Usage: ``client.get_record("object_1", rid)``"""
+        parse_target(object_key)
+        return self.request("GET", f"/v1/objects/{object_key}/records/{quote(record_id)}",
+                            what=f"{object_key} record {record_id}")
+
+    def create_record(self, object_key: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a record (POST, never blindly repeated). Usage:
+        ``client.create_record("object_1", {"field_1": "x"})``"""
+        parse_target(object_key)
+        return self.request("POST", f"/v1/objects/{object_key}/records", json_body=dict(data),
+                            what=object_key)
+
+    def update_record(self, object_key: str, record_id: str,
+                      data: Mapping[str, Any]) -> dict[str, Any]:
+        """Update fields of a record (PUT). Usage:
+        ``client.update_record("object_1", rid, {"field_1": "y"})``"""
+        parse_target(object_key)
+        return self.request("PUT", f"/v1/objects/{object_key}/records/{quote(record_id)}",
+                            json_body=dict(data), what=f"{object_key} record {record_id}")
+
+    def delete_record(self, object_key: str, record_id: str) -> dict[str, Any]:
+        """Delete a record. Usage: ``client.delete_record("object_1", rid)``"""
+        parse_target(object_key)
+        return self.request("DELETE", f"/v1/objects/{object_key}/records/{quote(record_id)}",
+                            what=f"{object_key} record {record_id}")
+
+    def create_view_record(self, scene: str, view: str, data: Mapping[str, Any],
+                           *, token: str | None = None) -> dict[str, Any]:
+        """Create a record through a form view: ``{"record", "submit_key"}``."""
+        parse_target((scene, view))
+        return self.request("POST", f"/v1/pages/{scene}/views/{view}/records",
+                            json_body=dict(data), view=True, token=token,
+                            what=f"{scene}/{view}")
+
+    def update_view_record(self, scene: str, view: str, record_id: str,
+                           data: Mapping[str, Any], *, token: str | None = None,
+                           ) -> dict[str, Any]:
+        """Update a record through a view: ``{"record", "submit_key"}``."""
+        parse_target((scene, view))
+        return self.request("PUT", f"/v1/pages/{scene}/views/{view}/records/{quote(record_id)}",
+                            json_body=dict(data), view=True, token=token,
+                            what=f"{scene}/{view} record {record_id}")
+
+    def delete_view_record(self, scene: str, view: str, record_id: str,
+                           *, token: str | None = None) -> dict[str, Any]:
+        """Delete a record through a view."""
+        parse_target((scene, view))
+        return self.request("DELETE",
+                            f"/v1/pages/{scene}/views/{view}/records/{quote(record_id)}",
+                            view=True, token=token, what=f"{scene}/{view} record {record_id}")
+
+    def close(self) -> None:
+        self.session.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---- helpers ---------------------------------------------------------------------------
+_TAG_RE = re.compile(r"<[^>]+>")
+
+
+def _snippet(body: bytes, n: int = 120) -> str:
+    text = body[:2000].decode("utf-8", "replace")
+    text = " ".join(html.unescape(_TAG_RE.sub(" ", text)).split())
+    return text[:n]
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return None
+
+
+def _parse_error_body(body: bytes) -> tuple[str, str | None]:
+    """(message, field) from JSON ``{"errors": [{message, field}]}``, ``{"message"}``,
+    ``{"error"}`` or plain text / HTML."""
+    data = _json_or_none(body)
+    if isinstance(data, dict):
+        errors = data.get("errors")
+        if isinstance(errors, list) and errors:
+            msgs, field = [], None
+            for err in errors:
+                if isinstance(err, dict):
+                    msgs.append(str(err.get("message") or err))
+                    field = field or err.get("field")
+                else:
+                    msgs.append(str(err))
+            return "; ".join(msgs), field
+        for key in ("message", "error", "detail"):
+            if isinstance(data.get(key), str):
+                return data[key], data.get("field")
+        return _snippet(body), None
+    if isinstance(data, str):
+        return data, None
+    return _snippet(body, 300), None
+
+
+def _is_connect_refused(exc: Exception) -> bool:
+    """A connection that was never opened (nothing reached the server)."""
+    text = repr(exc)
+    return "NewConnectionError" in text or "Connection refused" in text
+
+
+def _short_reason(exc: Exception) -> str:
+    name = type(exc).__name__
+    text = str(exc)
+    if "IncompleteRead" in text or isinstance(exc, requests.exceptions.ChunkedEncodingError):
+        return f"{name}: the answer was cut off mid-body"
+    return f"{name}: {text[:160]}"

@@ -1,0 +1,226 @@
+"""Page plan, concurrent fetch within the client's pace, and consistency checks.
+
+Page-number paging can skip or repeat a record inserted, deleted or re-sorted while a run
+is under way (real-world.md). A :class:`Paginator` therefore treats ``total_records`` and
+``total_pages`` as estimates and checks every *pass* over the pages:
+
+* stop conditions: an empty page ends a pass; after the planned pages a full last page
+  means the data grew, so the next page is fetched too; ``limit`` stops early;
+* a pass is *consistent* when every page reported the same ``total_records``, no id came
+  twice, and the pass holds ``total_records`` distinct ids (or ``limit`` of them);
+* an inconsistent pass is fetched again (``max_passes`` in all); if none is consistent,
+  :class:`ConsistencyError` is raised. So records are never silently lost or duplicated.
+
+Usage::
+
+    pager = Paginator(client, "object_1", rows_per_page=1000, limit=None)
+    records = pager.records()           # the last consistent pass, de-duplicated, in order
+    for page in Paginator(client, ("scene_1", "view_2")).iter_pages():  # streaming
+        ...                             # page.records; consumers de-duplicate by id
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConsistencyError, ServerError, UsageError
+
+if TYPE_CHECKING:
+    from .client import Client, Target
+    from .filters import Filters
+
+
+@dataclass
+class Page:
+    """One fetched page: its records and the envelope's (estimated) totals."""
+
+    number: int
+    records: list[dict[str, Any]]
+    total_pages: int
+    total_records: int
+    pass_no: int = 1
+
+
+@dataclass
+class PassReport:
+    """What one pass over the pages saw."""
+
+    pass_no: int
+    pages: int = 0
+    records: int = 0
+    distinct: int = 0
+    totals: set[int] = field(default_factory=set)
+    duplicates: int = 0
+    consistent: bool = False
+    reason: str = ""
+
+
+class Paginator:
+    """Fetch every page of an object or a view (see module docstring)."""
+
+    def __init__(self, client: Client, target: Target, *, rows_per_page: int = 1000,
+                 filters: Filters | None = None, sort_field: str | None = None,
+                 sort_order: str | None = None, limit: int | None = None,
+                 max_workers: int | None = None, max_passes: int = 3,
+                 on_page: Callable[[Page], None] | None = None) -> None:
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                                  or limit < 0):
+            raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
+        if max_passes < 1:
+            raise UsageError(f"max_passes must be >= 1, got {max_passes!r}")
+        self.client = client
+        self.target = target
+        self.limit = limit
+        self.rows_per_page = rows_per_page
+        if limit is not None and 0 < limit < rows_per_page:
+            self.rows_per_page = limit  # smaller pages: no bytes fetched to be dropped
+        # validates target, rows_per_page, filters and sort before any request
+        client.records_path(target)
+        self._params = client.page_params(1, rows_per_page, filters, sort_field, sort_order)
+        self._params["rows_per_page"] = self.rows_per_page
+        self.max_workers = max_workers or client.max_workers
+        self.max_passes = max_passes
+        self.on_page = on_page
+        self.passes: list[PassReport] = []
+        self.final_ids: list[str] | None = None
+        self.total_records: int | None = None
+        self.total_pages: int | None = None
+        self._lock = threading.Lock()
+
+    # ---- fetching ------------------------------------------------------------------------
+    def _fetch(self, number: int, pass_no: int) -> Page:
+        params = dict(self._params, page=number)
+        env = self.client.get_page(self.target, page=number, params=params)
+        try:
+            total_pages = int(env.get("total_pages") or 0)
+            total_records = int(env.get("total_records") or 0)
+        except (TypeError, ValueError):
+            raise ServerError(f"page {number}: total_pages/total_records are not numbers: "
+                              f"{env.get('total_pages')!r}/{env.get('total_records')!r}"
+                              ) from None
+        records = env["records"]
+        for rec in records:
+            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+                raise ServerError(f"page {number}: a record without a string id")
+        page = Page(number, records, total_pages, total_records, pass_no)
+        if self.on_page is not None:
+            self.on_page(page)
+        return page
+
+    def _pages_wanted(self, first: Page) -> int:
+        n = first.total_pages
+        if n == 0 and first.records:
+            n = 1
+        if self.limit is not None:
+            n = min(n, math.ceil(self.limit / self.rows_per_page)) if self.limit else 0
+        return max(n, 1)
+
+    def _one_pass(self, pass_no: int, report: PassReport) -> Iterator[Page]:
+        """Yield the pages of one pass, in order, fetched concurrently within the pace."""
+        first = self._fetch(1, pass_no)
+        if pass_no == 1:
+            self.total_records, self.total_pages = first.total_records, first.total_pages
+        yield first
+        if not first.records or self.limit == 0:
+            return
+        wanted = self._pages_wanted(first)
+        if (self.limit is not None and len(first.records) >= self.limit):
+            return
+        window = max(1, self.max_workers) * 2
+        with ThreadPoolExecutor(max_workers=self.max_workers,
+                                thread_name_prefix="svc-page") as pool:
+            pending: dict[int, Future[Page]] = {}
+            next_submit = 2
+            number = 2
+            got = len(first.records)
+            last_full = len(first.records) >= self.rows_per_page
+            try:
+                while True:
+                    # plan: the announced pages, then one more while the last was full
+                    while (next_submit <= wanted and len(pending) < window):
+                        pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
+                        next_submit += 1
+                    if number > wanted:
+                        if not last_full or (self.limit is not None and got >= self.limit):
+                            break
+                        wanted = number  # total was an estimate: the data grew
+                        continue
+                    page = pending.pop(number).result()
+                    yield page
+                    got += len(page.records)
+                    last_full = len(page.records) >= self.rows_per_page
+                    if not page.records:  # stop on an empty page
+                        break
+                    if self.limit is not None and got >= self.limit:
+                        break
+                    number += 1
+            finally:
+                for fut in pending.values():
+                    fut.cancel()
+
+    def iter_pages(self) -> Iterator[Page]:
+        """Every page of every pass, in order; passes repeat until one is consistent.
+
+        Consumers de-duplicate by id; after the loop, ``final_ids`` holds the ids of the
+        consistent pass (records seen earlier but not there were deleted mid-run)."""
+        for pass_no in range(1, self.max_passes + 1):
+            report = PassReport(pass_no)
+            self.passes.append(report)
+            ids: list[str] = []
+            seen: set[str] = set()
+            for page in self._one_pass(pass_no, report):
+                report.pages += 1
+                report.records += len(page.records)
+                report.totals.add(page.total_records)
+                for rec in page.records:
+                    rid = rec["id"]
+                    if rid in seen:
+                        report.duplicates += 1
+                    else:
+                        seen.add(rid)
+                        ids.append(rid)
+                yield page
+            report.distinct = len(ids)
+            report.consistent, report.reason = self._judge(report)
+            if report.consistent:
+                self.final_ids = ids if self.limit is None else ids[: self.limit]
+                return
+        raise ConsistencyError(
+            f"records of {self._what()} kept moving while paging: {self.max_passes} passes, "
+            f"none consistent (last: {self.passes[-1].reason}); try again, or sort by a "
+            "field that does not change")
+
+    def _judge(self, r: PassReport) -> tuple[bool, str]:
+        if len(r.totals) > 1:
+            return False, f"total_records changed during the pass ({sorted(r.totals)})"
+        if r.duplicates:
+            return False, f"{r.duplicates} record(s) came twice (pages shifted)"
+        total = next(iter(r.totals))
+        expected = total if self.limit is None else min(total, self.limit)
+        if r.distinct < expected:
+            return False, f"{r.distinct} distinct records for total_records {total}"
+        return True, ""
+
+    def records(self) -> list[dict[str, Any]]:
+        """All records of the consistent pass, in order, each id once (``limit`` applied).
+
+        Usage: ``recs = Paginator(client, "object_1").records()``"""
+        latest: dict[str, dict[str, Any]] = {}
+        for page in self.iter_pages():
+            for rec in page.records:
+                latest[rec["id"]] = rec  # a later pass holds the fresher version
+        assert self.final_ids is not None
+        return [latest[rid] for rid in self.final_ids]
+
+    def _what(self) -> str:
+        return self.client.records_path(self.target)[2]
+
+    @property
+    def refetched(self) -> bool:
+        """Whether more than one pass was needed."""
+        return len(self.passes) > 1
