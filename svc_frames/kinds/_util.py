@@ -1,0 +1,153 @@
+"""Small helpers shared by the kind codecs: emptiness, HTML to text, numbers, column builders.
+
+Decoding is column-wise over plain Python lists; these helpers build each Series once.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Iterable, Sequence
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InvalidValue
+from .base import FieldSpec
+
+_TAG = re.compile(r"<[^>]+>")
+_BR = re.compile(r"<br\s*/?>", re.I)
+_NUMERIC_JUNK = re.compile(r"[^0-9eE.+\-]")
+
+
+def is_na(value: Any) -> bool:
+    """True for None, pd.NA, NaT and float NaN (scalars only; lists are never NA)."""
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    try:
+        return bool(pd.isna(value)) if not isinstance(value, (list, tuple, dict, str)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def is_blank(value: Any) -> bool:
+    """An empty write input: NA, "", whitespace only, [] or {} (or [None])."""
+    if is_na(value):
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, (list, tuple)):
+        return all(is_blank(v) for v in value)
+    if isinstance(value, dict):
+        return not value
+    return False
+
+
+def invalid(field: FieldSpec, message: str) -> InvalidValue:
+    """An InvalidValue whose message starts with the field key and kind."""
+    return InvalidValue(f"{field.key} ({field.kind}): {message}", field=field.key)
+
+
+def html_to_text(value: str) -> str:
+    """Display HTML -> plain text: ``<br />`` becomes a newline, tags go, entities decode."""
+    if "<" not in value and "&" not in value:
+        return value
+    return html.unescape(_TAG.sub("", _BR.sub("\n", value.replace("&nbsp;", " "))))
+
+
+def html_lines(value: str) -> list[str]:
+    """Display HTML split on ``<br />`` (or newlines) into clean text lines."""
+    return [html.unescape(_TAG.sub("", part)).strip()
+            for part in re.split(r"<br\s*/?>|\n", value, flags=re.I)]
+
+
+def to_number(value: Any, field: FieldSpec) -> int | float:
+    """A number, or a numeric string ("1,234.5", "$3"), as int when integral else float."""
+    if isinstance(value, bool):
+        raise invalid(field, f"expected a number, got a boolean {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise invalid(field, f"expected a finite number, got {value!r}")
+        return value
+    if isinstance(value, (Decimal,)) or hasattr(value, "__float__") and not isinstance(value, str):
+        return to_number(float(value), field)
+    if isinstance(value, str):
+        text = value.strip().replace(",", "")
+        text = re.sub(r"^[^\d+\-.]+", "", text)  # a leading currency symbol
+        try:
+            dec = Decimal(text)
+        except InvalidOperation:
+            raise invalid(field, f"expected a number, got {value!r}") from None
+        if not dec.is_finite():
+            raise invalid(field, f"expected a finite number, got {value!r}")
+        if dec == dec.to_integral_value() and "e" not in text.lower() and "." not in text:
+            return int(dec)
+        return float(dec)
+    raise invalid(field, f"expected a number, got {type(value).__name__} {value!r}")
+
+
+def parse_number_text(text: Any) -> float | None:
+    """Best effort number from a display value ("$1,234.50", "4.00", 12); None if not one."""
+    if text is None or isinstance(text, bool):
+        return None
+    if isinstance(text, (int, float)):
+        return float(text)
+    if not isinstance(text, str):
+        return None
+    cleaned = _NUMERIC_JUNK.sub("", html_to_text(text))
+    if not cleaned:
+        return None
+    try:
+        return float(cleaned)
+    except ValueError:
+        return None
+
+
+def as_text(value: Any, field: FieldSpec) -> str:
+    """A write input that must be text (numbers are accepted and written as text)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise invalid(field, f"expected text, got {type(value).__name__} {value!r}")
+    return str(value)
+
+
+def string_series(values: Iterable[Any]) -> pd.Series:
+    """A nullable "string" Series; None/"" become NA."""
+    return pd.Series([v if v not in (None, "") else None for v in values], dtype="string")
+
+
+def float_series(values: Sequence[Any]) -> pd.Series:
+    return pd.Series(pd.array(list(values), dtype="Float64"))
+
+
+def int_series(values: Sequence[Any]) -> pd.Series:
+    return pd.Series(pd.array(list(values), dtype="Int64"))
+
+
+def object_series(values: Sequence[Any]) -> pd.Series:
+    """An object Series whose cells may be lists (built element-wise so lists stay lists)."""
+    arr = np.empty(len(values), dtype=object)
+    for i, v in enumerate(values):
+        arr[i] = v
+    return pd.Series(arr, dtype=object)
+
+
+def na_to_none(value: Any) -> Any:
+    return None if is_na(value) else value
+
+
+def get_value(values: Any, key: str) -> Any:
+    """values[key] with NA (and missing) as None."""
+    try:
+        got = values[key]
+    except (KeyError, IndexError, TypeError):
+        return None
+    return na_to_none(got) if not isinstance(got, (list, tuple, dict)) else got

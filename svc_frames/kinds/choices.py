@@ -1,0 +1,181 @@
+"""Choice kinds: multiple_choice (single or multi, from ``format["type"]``) and user_roles."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from ._util import get_value, html_lines, html_to_text, invalid, is_blank, is_na, object_series
+from ._util import string_series as _strings
+from .base import Codec, FieldSpec, ReadContext, ServiceHooks
+
+MULTI_JOIN = ", "  # how a multi choice's display joins its values
+
+
+def is_multi(field: FieldSpec) -> bool:
+    return str(field.format.get("type") or "single").lower() == "multi"
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        return list(value.tolist())
+    return [value]
+
+
+class ChoiceCodec(Codec):
+    """multiple_choice: single -> one string; multi -> a list of strings (display joined)."""
+
+    kinds: ClassVar[tuple[str, ...]] = ("multiple_choice",)
+
+    def _options(self, field: FieldSpec) -> list[str]:
+        opts = field.format.get("options") or []
+        return [str(o) for o in opts] if isinstance(opts, (list, tuple)) else []
+
+    def _check(self, choice: Any, field: FieldSpec) -> str:
+        if not isinstance(choice, str) or isinstance(choice, bool):
+            if isinstance(choice, (int, float)) and not isinstance(choice, bool):
+                choice = str(choice)
+            else:
+                raise invalid(field, f"a choice must be text, got {choice!r}")
+        choice = choice.strip()
+        options = self._options(field)
+        if options and choice not in options:
+            raise invalid(field, f"{choice!r} is not one of the options {options}")
+        return choice
+
+    def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
+        if is_blank(value):
+            return None
+        items = [v for v in _as_list(value) if not is_blank(v)]
+        if is_multi(field):
+            out: list[str] = []
+            for v in items:
+                choice = self._check(v, field)
+                if choice not in out:
+                    out.append(choice)
+            return out or None
+        if len(items) != 1:
+            raise invalid(field, f"a single choice takes one value, got {len(items)}")
+        return self._check(items[0], field)
+
+    def render(self, raw: Any, field: FieldSpec) -> Any:
+        if isinstance(raw, list):
+            return MULTI_JOIN.join(str(v) for v in raw if v is not None)
+        return "" if raw is None else str(raw)
+
+    @classmethod
+    def detect(cls, raw: Any) -> bool:
+        return isinstance(raw, list) and all(v is None or isinstance(v, str) for v in raw)
+
+    # ---- toolkit ----
+    def _split(self, display: Any, field: FieldSpec) -> list[str] | None:
+        if not isinstance(display, str) or not display:
+            return None
+        text = html_to_text(display)
+        options = self._options(field)
+        if text in options:
+            return [text]
+        parts = [p for line in html_lines(display) for p in line.split(MULTI_JOIN)]
+        return [p for p in (x.strip() for x in parts) if p] or None
+
+    def _lists(self, raws: Sequence[Any], displays: Sequence[Any],
+               field: FieldSpec) -> list[list[str] | None]:
+        out: list[list[str] | None] = []
+        for r, d in zip(raws, displays, strict=False):
+            if r is None:
+                out.append(self._split(d, field))
+            elif isinstance(r, list):
+                vals = [str(v) for v in r if v is not None and v != ""]
+                out.append(vals or None)
+            else:
+                out.append([str(r)] if r != "" else None)
+        return out
+
+    def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
+               ctx: ReadContext) -> dict[str, pd.Series]:
+        if is_multi(field):
+            return {field.key: object_series(self._lists(raws, displays, field))}
+        out = [(", ".join(str(v) for v in r if v is not None) if isinstance(r, list) else r)
+               if r is not None else (html_to_text(d) if isinstance(d, str) else d)
+               for r, d in zip(raws, displays, strict=False)]
+        return {field.key: _strings(out)}
+
+    def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
+               field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
+        if not is_multi(field):
+            return {}
+        rec: list[str] = []
+        val: list[str] = []
+        for rid, values in zip(ids, self._lists(raws, displays, field), strict=False):
+            for v in values or ():
+                rec.append(rid)
+                val.append(v)
+        return {field.key: pd.DataFrame({"record_id": pd.Series(rec, dtype="string"),
+                                         "value": pd.Series(val, dtype="string")})}
+
+    def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
+        value = values.get(field.key) if isinstance(values, Mapping) else None
+        if value is None or (not isinstance(value, (list, tuple, str)) and is_na(value)):
+            return [] if is_multi(field) else ""
+        if is_multi(field):
+            return [str(v) for v in _as_list(value) if not is_blank(v)]
+        return str(value)
+
+
+_PROFILE = re.compile(r"^profile_\d+$")
+
+
+class UserRolesCodec(Codec):
+    """user_roles: a list of ``profile_N`` keys; the display joins them."""
+
+    kinds: ClassVar[tuple[str, ...]] = ("user_roles",)
+
+    def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
+        if is_blank(value):
+            return None
+        out: list[str] = []
+        for v in _as_list(value):
+            if is_blank(v):
+                continue
+            if not isinstance(v, str) or not _PROFILE.match(v.strip()):
+                raise invalid(field, f"user roles are profile keys like 'profile_1', got {v!r}")
+            if v.strip() not in out:
+                out.append(v.strip())
+        return out or None
+
+    def render(self, raw: Any, field: FieldSpec) -> Any:
+        return MULTI_JOIN.join(raw) if isinstance(raw, list) else str(raw or "")
+
+    @classmethod
+    def detect(cls, raw: Any) -> bool:
+        return (isinstance(raw, list) and bool(raw)
+                and all(isinstance(v, str) and _PROFILE.match(v) for v in raw))
+
+    def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
+               ctx: ReadContext) -> dict[str, pd.Series]:
+        out: list[list[str] | None] = []
+        for r, d in zip(raws, displays, strict=False):
+            if isinstance(r, list):
+                out.append([str(v) for v in r if v] or None)
+            elif isinstance(r, str) and r:
+                out.append([r])
+            elif isinstance(d, str) and d:
+                found = re.findall(r"profile_\d+", d)
+                out.append(found or None)
+            else:
+                out.append(None)
+        return {field.key: object_series(out)}
+
+    def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
+        value = values.get(field.key) if isinstance(values, Mapping) else None
+        if value is None or (not isinstance(value, (list, tuple, str)) and is_na(value)):
+            return []
+        return self.normalize(value, field) or []
+
+
+__all__ = ["ChoiceCodec", "UserRolesCodec", "is_multi", "get_value"]

@@ -1,0 +1,144 @@
+"""connection: links to records of another object (``field.relationship["object"]``).
+
+Raw ``[{id, identifier}]``; interface.md 2.1 also shows name-like ``[{first, last}]`` whose
+ids are only in the display HTML (``<span class="<id>">``). No main-frame column: the
+exploded table ``tables[field_N]`` (record_id, connected_id, identifier) is the truth.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import pandas as pd
+
+from ._util import invalid, is_blank, is_na
+from .base import Codec, FieldSpec, ReadContext, ServiceHooks
+
+_SPAN = re.compile(r"""<span[^>]*\bclass\s*=\s*["']([^"']+)["'][^>]*>(.*?)</span>""",
+                   re.I | re.S)
+_TAG = re.compile(r"<[^>]+>")
+_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _esc(text: Any) -> str:
+    return html.escape(str(text), quote=False)
+
+
+def identifier_text(item: Any) -> str:
+    """The text of a connected record's identifier (a name-like object is "first last")."""
+    if isinstance(item, Mapping):
+        ident = item.get("identifier", item)
+        if isinstance(ident, Mapping):
+            return " ".join(str(ident.get(k)) for k in ("title", "first", "middle", "last")
+                            if ident.get(k))
+        if "identifier" in item:
+            return "" if ident is None else str(ident)
+        return " ".join(str(item.get(k)) for k in ("title", "first", "middle", "last")
+                        if item.get(k))
+    return "" if item is None else str(item)
+
+
+def display_pairs(display: Any) -> list[tuple[str, str]]:
+    """(id, text) of each ``<span class="<id>">text</span>`` in a display value."""
+    if not isinstance(display, str) or "<span" not in display:
+        return []
+    return [(cls.split()[0], html.unescape(_TAG.sub("", text)).strip())
+            for cls, text in _SPAN.findall(display)]
+
+
+class ConnectionCodec(Codec):
+    """connection: a write takes one record id or a list of them (``has: "one"``: at most
+    one); the service resolves identifiers through ``hooks.connected``."""
+
+    kinds: ClassVar[tuple[str, ...]] = ("connection",)
+
+    def _ids(self, value: Any, field: FieldSpec) -> list[str]:
+        if is_blank(value):
+            return []
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        ids: list[str] = []
+        for item in items:
+            if isinstance(item, Mapping):
+                item = item.get("id")
+            if is_blank(item):
+                continue
+            if not isinstance(item, str) or not _ID.match(item.strip()):
+                raise invalid(field, f"expected connected record ids, got {item!r}")
+            if item.strip() not in ids:
+                ids.append(item.strip())
+        return ids
+
+    def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
+        ids = self._ids(value, field)
+        rel = field.relationship or {}
+        if len(ids) > 1 and str(rel.get("has") or "many") == "one":
+            raise invalid(field, f"connects to one record only, got {len(ids)} ids")
+        if not ids:
+            return []
+        if hooks is None:
+            raise invalid(field, "connections can only be resolved by the service")
+        return hooks.connected(str(rel.get("object") or ""), ids)
+
+    def render(self, raw: Any, field: FieldSpec) -> Any:
+        if not isinstance(raw, list):
+            return ""
+        return "<br />".join(
+            f'<span class="{_esc(item.get("id"))}">{_esc(identifier_text(item))}</span>'
+            for item in raw if isinstance(item, Mapping))
+
+    @classmethod
+    def detect(cls, raw: Any) -> bool:
+        return isinstance(raw, list) and all(
+            isinstance(x, Mapping) and ("id" in x or "first" in x or "last" in x) for x in raw)
+
+    def columns(self, field: FieldSpec) -> list[str]:
+        return []
+
+    def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
+               ctx: ReadContext) -> dict[str, pd.Series]:
+        return {}
+
+    def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
+               field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
+        rec: list[str] = []
+        conn: list[str | None] = []
+        ident: list[str | None] = []
+        for rid, r, d in zip(ids, raws, displays, strict=False):
+            pairs = display_pairs(d)
+            if isinstance(r, list) and r:
+                for i, item in enumerate(r):
+                    if not isinstance(item, Mapping):
+                        continue
+                    cid = item.get("id")
+                    if cid is None and i < len(pairs):  # name-like: id only in the HTML
+                        cid = pairs[i][0]
+                    rec.append(rid)
+                    conn.append(None if cid is None else str(cid))
+                    ident.append(identifier_text(item) or None)
+            elif r is None and pairs:  # a display-only answer (format=html)
+                for cid, text in pairs:
+                    rec.append(rid)
+                    conn.append(cid)
+                    ident.append(text or None)
+        return {field.key: pd.DataFrame({
+            "record_id": pd.Series(rec, dtype="string"),
+            "connected_id": pd.Series(conn, dtype="string"),
+            "identifier": pd.Series(ident, dtype="string"),
+        })}
+
+    def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
+        """``values[field_N]``: the connected ids of the record (a list, one id, or NA) ->
+        the list of ids to send."""
+        value = values.get(field.key) if isinstance(values, Mapping) else None
+        if value is None or (not isinstance(value, (list, tuple, str)) and is_na(value)):
+            return []
+        if hasattr(value, "tolist") and not isinstance(value, str):
+            value = value.tolist()
+        ids = self._ids(value, field)
+        rel = field.relationship or {}
+        if len(ids) > 1 and str(rel.get("has") or "many") == "one":
+            raise invalid(field, f"connects to one record only, got {len(ids)} ids")
+        return ids
