@@ -1,0 +1,306 @@
+"""Client: headers, pacing, retries, typed errors, secrets never shown.
+
+Most tests use a tiny real HTTP server on loopback (``http.server``) that answers what the
+local service never does: HTML, garbage, a body cut off mid-way, scripted error bodies.
+Tests against the local service itself sit at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from svc_frames.client import Client, RateLimiter
+from svc_frames.errors import (
+    AuthenticationError,
+    ConfigurationError,
+    Forbidden,
+    NotFound,
+    OutcomeUnknown,
+    ServerError,
+    UsageError,
+    ValidationError,
+)
+
+KEY = "sk-very-secret-key-42"
+TOKEN = "tok-very-secret-99"
+
+
+class Scripted(ThreadingHTTPServer):
+    """Answers each request with the next scripted reply (the last one repeats)."""
+
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), Handler)
+        self.replies: list[tuple[int, str, bytes | str, dict[str, str]]] = []
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
+        self.lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def script(self, *replies: tuple[Any, ...]) -> None:
+        self.replies = [(r + ({},))[:4] if len(r) == 3 else r for r in replies]  # type: ignore
+        self.seen.clear()
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Scripted
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        with self.server.lock:
+            self.server.seen.append((self.command, self.path, dict(self.headers)))
+            idx = min(len(self.server.seen), len(self.server.replies)) - 1
+            status, ctype, body, headers = self.server.replies[idx]
+        data = body.encode() if isinstance(body, str) else body
+        if status == -1:  # cut off: promise more bytes than sent, then hang up
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data) * 10))
+            self.end_headers()
+            self.wfile.write(data)
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_PUT = do_DELETE = _answer
+
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[Scripted]:
+    srv = Scripted()
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def make(srv: Scripted, **kw: Any) -> Client:
+    kw.setdefault("max_retries", 2)
+    kw.setdefault("backoff", 0.01)
+    kw.setdefault("rate_limit", 0)
+    return Client("app1", api_key=KEY, base_url=srv.url, **kw)
+
+
+PAGE = json.dumps({"total_pages": 1, "current_page": 1, "total_records": 1,
+                   "records": [{"id": "r1", "field_1": "a", "field_1_raw": "a"}]})
+
+
+def no_secret(text: str) -> None:
+    assert KEY not in text and TOKEN not in text
+
+
+# ---- headers (interface.md section 5) -------------------------------------------------
+def test_object_and_view_headers(scripted: Scripted) -> None:
+    scripted.script((200, "application/json", PAGE))
+    client = make(scripted, token=TOKEN)
+    client.get_page("object_1")
+    client.get_page(("scene_1", "view_2"))
+    (_, opath, oh), (_, vpath, vh) = scripted.seen
+    assert opath.startswith("/v1/objects/object_1/records?")
+    assert oh["X-Service-Application-Id"] == "app1" and oh["X-Service-REST-API-KEY"] == KEY
+    assert "Authorization" not in oh
+    assert vpath.startswith("/v1/pages/scene_1/views/view_2/records?")
+    assert vh["X-Service-REST-API-KEY"] == "service" and vh["Authorization"] == TOKEN
+
+
+def test_secrets_never_in_repr() -> None:
+    client = Client("app1", api_key=KEY, base_url="http://127.0.0.1:9", token=TOKEN)
+    no_secret(repr(client))
+    no_secret(str(vars(client).get("limiter")))
+
+
+# ---- bad input, before any request --------------------------------------------------------
+@pytest.mark.parametrize("kwargs, culprit", [
+    ({"rows_per_page": 1001}, "rows_per_page"),
+    ({"rows_per_page": 0}, "rows_per_page"),
+    ({"sort_field": "Name"}, "sort_field"),
+    ({"sort_order": "up"}, "sort_order"),
+    ({"filters": [{"field": "field_1", "operator": "like", "value": 1}]}, "like"),
+])
+def test_bad_page_arguments_send_nothing(scripted: Scripted, kwargs: dict[str, Any],
+                                         culprit: str) -> None:
+    scripted.script((200, "application/json", PAGE))
+    with pytest.raises(UsageError, match=culprit):
+        make(scripted).get_page("object_1", **kwargs)
+    assert scripted.seen == []
+
+
+@pytest.mark.parametrize("target", ["object_x", "objects_1", ("scene_1",), ("scene_1", "v2")])
+def test_bad_target_names_it(target: Any) -> None:
+    client = Client("app1", api_key=KEY, base_url="http://127.0.0.1:9")
+    with pytest.raises(UsageError, match="target"):
+        client.get_page(target)
+
+
+def test_configuration_errors() -> None:
+    with pytest.raises(ConfigurationError, match="base_url"):
+        Client("app1", api_key=KEY)
+    with pytest.raises(ConfigurationError, match="API key"):
+        Client("app1", base_url="http://127.0.0.1:9").get_page("object_1")
+
+
+def test_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SVC_APP_ID", "envapp")
+    monkeypatch.setenv("SVC_API_KEY", KEY)
+    monkeypatch.setenv("SVC_BASE_URL", "http://127.0.0.1:9/")
+    client = Client.from_env(rate_limit=3)
+    assert client.app_id == "envapp" and client.base_url == "http://127.0.0.1:9"
+    assert client.limiter.rate == 3 and client.has_api_key
+
+
+# ---- error bodies: plain text and JSON, typed, secrets redacted -------------------------
+def test_plain_text_401_keeps_server_message(scripted: Scripted) -> None:
+    scripted.script((401, "text/plain", "Invalid API key"))
+    with pytest.raises(AuthenticationError, match="Invalid API key") as exc:
+        make(scripted).get_page("object_1")
+    assert exc.value.status == 401
+    assert len(scripted.seen) == 1  # not retried
+
+
+def test_json_400_names_field(scripted: Scripted) -> None:
+    body = json.dumps({"errors": [{"message": "Not a number", "field": "field_4"}]})
+    scripted.script((400, "application/json", body))
+    with pytest.raises(ValidationError, match="Not a number") as exc:
+        make(scripted).update_record("object_1", "r1", {"field_4": "x"})
+    assert exc.value.field == "field_4"
+
+
+def test_view_without_token_says_log_in(scripted: Scripted) -> None:
+    scripted.script((403, "text/plain", "Invalid or Expired Token"))
+    with pytest.raises(Forbidden, match="login") as exc:
+        make(scripted).get_page(("scene_2", "view_3"))
+    assert "Invalid or Expired Token" in str(exc.value)
+
+
+def test_expired_token_says_log_in_again(scripted: Scripted) -> None:
+    scripted.script((403, "text/plain", f"Invalid or Expired Token {TOKEN}"))
+    with pytest.raises(Forbidden, match="log in again") as exc:
+        make(scripted, token=TOKEN).get_page(("scene_2", "view_3"))
+    no_secret(str(exc.value))
+
+
+def test_key_echoed_by_server_is_redacted(scripted: Scripted) -> None:
+    scripted.script((401, "text/plain", f"Invalid API key {KEY}"))
+    with pytest.raises(AuthenticationError) as exc:
+        make(scripted).get_page("object_1")
+    no_secret(str(exc.value))
+    no_secret(repr(exc.value))
+
+
+def test_unknown_object_named(scripted: Scripted) -> None:
+    scripted.script((404, "text/plain", "Object not found"))
+    with pytest.raises(NotFound, match="object_77"):
+        make(scripted).get_page("object_77")
+
+
+# ---- misbehaving servers -------------------------------------------------------------
+def test_html_answer_is_a_server_error(scripted: Scripted) -> None:
+    scripted.script((200, "text/html", "<html><body><h1>Sign in to the portal</h1></body>"))
+    with pytest.raises(ServerError, match="not JSON.*Sign in to the portal"):
+        make(scripted).get_page("object_1")
+
+
+def test_garbage_answer_is_a_server_error(scripted: Scripted) -> None:
+    scripted.script((200, "application/json", b"\x00\xff{{garbage"))
+    with pytest.raises(ServerError, match="not JSON"):
+        make(scripted).get_page("object_1")
+
+
+def test_json_that_is_not_an_envelope(scripted: Scripted) -> None:
+    scripted.script((200, "application/json", '{"hello": 1}'))
+    with pytest.raises(ServerError, match="envelope"):
+        make(scripted).get_page("object_1")
+
+
+def test_cut_off_page_is_retried_then_reported(scripted: Scripted) -> None:
+    scripted.script((-1, "", PAGE[:40]))
+    with pytest.raises(ServerError, match="cut off"):
+        make(scripted, max_retries=2).get_page("object_1")
+    assert len(scripted.seen) == 3
+
+
+def test_cut_off_page_recovers(scripted: Scripted) -> None:
+    scripted.script((-1, "", PAGE[:40]), (200, "application/json", PAGE))
+    page = make(scripted).get_page("object_1")
+    assert page["records"][0]["id"] == "r1"
+
+
+def test_get_retried_on_5xx_and_429(scripted: Scripted) -> None:
+    scripted.script((503, "text/plain", "busy"), (429, "text/plain", "Rate limit exceeded"),
+                    (200, "application/json", PAGE))
+    client = make(scripted, max_retries=3)
+    assert client.get_page("object_1")["total_records"] == 1
+    assert len(scripted.seen) == 3 and client.retry_count == 2
+
+
+def test_post_never_blindly_repeated(scripted: Scripted) -> None:
+    scripted.script((503, "text/plain", "busy"), (200, "application/json", '{"id": "r9"}'))
+    with pytest.raises(OutcomeUnknown, match="may or may not"):
+        make(scripted, max_retries=3).create_record("object_1", {"field_1": "x"})
+    assert len(scripted.seen) == 1
+
+
+def test_post_refused_by_rate_limit_is_sent_again(scripted: Scripted) -> None:
+    scripted.script((429, "text/plain", "Rate limit exceeded"),
+                    (200, "application/json", '{"id": "r9"}'))
+    assert make(scripted).create_record("object_1", {"field_1": "x"})["id"] == "r9"
+    assert len(scripted.seen) == 2
+
+
+def test_ratelimit_headers_lower_the_pace(scripted: Scripted) -> None:
+    scripted.script((200, "application/json", PAGE, {"X-RateLimit-Limit": "4"}))
+    client = make(scripted, rate_limit=10)
+    client.get_page("object_1")
+    assert client.limiter.rate == 4
+
+
+# ---- the limiter ---------------------------------------------------------------------
+def test_limiter_never_exceeds_rate_in_any_second() -> None:
+    limiter = RateLimiter(10, margin=0.0)
+    starts: list[float] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        for _ in range(6):
+            limiter.acquire()
+            with lock:
+                starts.append(time.monotonic())
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    starts.sort()
+    assert len(starts) == 24
+    for i, t0 in enumerate(starts):
+        in_window = sum(1 for t in starts[i:] if t - t0 < 1.0)
+        assert in_window <= 10
+
+
+def test_limiter_rejects_negative_rate() -> None:
+    with pytest.raises(UsageError):
+        RateLimiter(-1)
