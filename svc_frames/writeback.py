@@ -1,0 +1,1200 @@
+"""Write edited frames back: diff -> Plan -> apply -> Report, sending only what changed.
+
+Usage::
+
+    frames = read_object(client, "object_2")
+    frames.main.loc["5d79...", "field_21.latitude"] = 30.27
+    plan = diff(frames)              # what would be sent, as a DataFrame: plan.changes
+    report = write_back(client, frames, journal="push.jsonl")
+    report.table                     # record_id, action, fields, status, message
+
+Rules (issue 4, ARCHITECTURE.md "Write-back contract"):
+
+* The loaded frames remember their ``original``; ``diff`` compares column by column
+  (vectorized) and encodes only the changed fields of changed records through the same
+  kind codec that decoded them, so an unchanged frame plans nothing and sends nothing.
+* Everything is validated before the first request: unknown columns, duplicate or unknown
+  ids, a reset or re-typed index, values a kind does not accept, read-only kinds, missing
+  upload files, a view target without a token, frames without metadata.
+* ``write_back`` re-reads the records about to change in a few batched list requests (the
+  lost-update guard), then applies updates, creates and (opt-in) deletes concurrently
+  within the client's pace. A create is never repeated blindly: when its outcome is
+  unknown it is looked up first, and a journal makes an interrupted run resumable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+
+from .errors import (
+    ConfigurationError,
+    ConflictError,
+    InvalidValue,
+    OutcomeUnknown,
+    ReadOnlyField,
+    ServerError,
+    SvcError,
+    UsageError,
+)
+from .frames import Frames, Source, label_map, relabel
+from .kinds import codec_for, values_equal
+from .kinds.base import Codec, FieldSpec, ReadContext
+
+__all__ = ["Plan", "Report", "diff", "write_back", "NEW_ID_PREFIX", "add_rows"]
+
+#: Index labels starting with this prefix (or NA) mark rows to create; connection-table
+#: rows may use the same temporary id to connect a new record.
+NEW_ID_PREFIX = "new:"
+
+Action = Literal["update", "create", "delete"]
+Status = Literal["applied", "conflict", "failed", "skipped", "unknown", "not_applied",
+                 "planned"]
+
+# Kinds whose uploaded asset is placed by id; an image whose source is a URL is plain text.
+_ASSET_KINDS = ("file", "image")
+_CHANGE_COLUMNS = ["record_id", "action", "field", "column", "old", "new"]
+_REPORT_COLUMNS = ["record_id", "action", "fields", "status", "message"]
+
+
+# ----------------------------------------------------------------------------------------
+# Field/column layout of a source
+# ----------------------------------------------------------------------------------------
+@dataclass
+class _Layout:
+    """Which frame column belongs to which field, for one source."""
+
+    fields: dict[str, FieldSpec]
+    codecs: dict[str, Codec]
+    field_cols: dict[str, list[str]]        # field key -> frame column names
+    col_field: dict[str, str]               # frame column name -> field key
+    col_key: dict[str, str]                 # frame column name -> keys-mode column name
+    tables: dict[str, str]                  # table name -> connection field key
+    ctx: ReadContext
+
+    @classmethod
+    def of(cls, source: Source) -> _Layout:
+        fields: dict[str, FieldSpec] = {}
+        codecs: dict[str, Codec] = {}
+        field_cols: dict[str, list[str]] = {}
+        col_field: dict[str, str] = {}
+        col_key: dict[str, str] = {}
+        tables: dict[str, str] = {}
+        labels = source.columns == "labels"
+        names = label_map(source.fields)
+        for f in source.fields:
+            codec = codec_for(f)
+            fields[f.key] = f
+            codecs[f.key] = codec
+            cols: list[str] = []
+            for key_col in codec.columns(f):
+                col = relabel(key_col, names) if labels else key_col
+                cols.append(col)
+                col_field[col] = f.key
+                col_key[col] = key_col
+            field_cols[f.key] = cols
+            if f.kind == "connection":
+                tables[f.key] = f.key
+                if labels:
+                    tables[relabel(f.key, names)] = f.key
+        tz = ZoneInfo(source.timezone) if source.timezone else None
+        return cls(fields, codecs, field_cols, col_field, col_key, tables, ReadContext(tz))
+
+    def is_upload(self, key: str) -> bool:
+        f = self.fields[key]
+        return f.kind in _ASSET_KINDS and (f.format or {}).get("source", "upload") != "url"
+
+
+# ----------------------------------------------------------------------------------------
+# Plan
+# ----------------------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """What ``write_back`` would send: one entry per record, shown as ``changes``.
+
+    Usage::
+
+        plan = diff(frames)
+        plan.changes            # record_id, action, field, column, old, new
+        plan.counts             # {"update": 12, "create": 1, "delete": 0}
+        write_back(client, frames, plan=plan.select(["5d79..."]))
+    """
+
+    changes: pd.DataFrame
+    payloads: dict[str, dict[str, Any]]
+    actions: dict[str, Action]
+    source: Source
+    edited: Frames | None = dc_field(default=None, repr=False)
+    base: Frames | None = dc_field(default=None, repr=False)
+    # record id -> field key -> the field's base column values {keys-mode column: value}
+    loaded: dict[str, dict[str, dict[str, Any]]] = dc_field(default_factory=dict, repr=False)
+    # record id -> field key -> edited column values (for conflict / "already applied")
+    wanted: dict[str, dict[str, dict[str, Any]]] = dc_field(default_factory=dict, repr=False)
+    # temporary id of a create -> position of its row in ``edited.main``
+    create_rows: dict[str, int] = dc_field(default_factory=dict, repr=False)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"update": 0, "create": 0, "delete": 0}
+        for a in self.actions.values():
+            out[a] += 1
+        return out
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions
+
+    @property
+    def record_ids(self) -> list[str]:
+        return list(self.actions)
+
+    def select(self, ids: Iterable[str]) -> Plan:
+        """The same plan restricted to ``ids`` (for a review widget's selection)."""
+        keep = [i for i in ids if i in self.actions]
+        wanted = set(keep)
+        ch = self.changes[self.changes["record_id"].isin(wanted)].reset_index(drop=True)
+        return Plan(ch, {i: self.payloads[i] for i in keep if i in self.payloads},
+                    {i: self.actions[i] for i in keep}, self.source, self.edited, self.base,
+                    {i: self.loaded[i] for i in keep if i in self.loaded},
+                    {i: self.wanted[i] for i in keep if i in self.wanted},
+                    {i: p for i, p in self.create_rows.items() if i in wanted})
+
+    def summary(self) -> pd.DataFrame:
+        """One row per record: record_id, action, fields (comma separated)."""
+        rows = [(rid, act, ", ".join(self.payloads.get(rid, {})))
+                for rid, act in self.actions.items()]
+        return pd.DataFrame(rows, columns=["record_id", "action", "fields"]).astype("string")
+
+    def __repr__(self) -> str:
+        c = self.counts
+        return (f"Plan({c['update']} update, {c['create']} create, {c['delete']} delete; "
+                f"{len(self.changes)} changed cells)")
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self!r}</p>" + self.changes.head(50).to_html()
+
+
+# ----------------------------------------------------------------------------------------
+# Report
+# ----------------------------------------------------------------------------------------
+@dataclass
+class Report:
+    """The outcome of ``write_back``: one row per record and action.
+
+    Usage::
+
+        report = write_back(client, frames)
+        report.table[report.table.status != "applied"]
+        report.requests   # {"writes": 12, "rereads": 1, "uploads": 0, "lookups": 0}
+    """
+
+    table: pd.DataFrame
+    plan: Plan
+    conflicts: pd.DataFrame
+    requests: dict[str, int]
+    dry_run: bool = False
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.table["status"].value_counts().items()}
+
+    @property
+    def ok(self) -> bool:
+        """True when every planned change was applied (or only planned, in a dry run)."""
+        return bool(self.table["status"].isin(["applied", "planned"]).all())
+
+    def __repr__(self) -> str:
+        return f"Report({self.counts}, requests={self.requests})"
+
+    def _repr_html_(self) -> str:
+        return f"<p>{self!r}</p>" + self.table.head(50).to_html()
+
+
+# ----------------------------------------------------------------------------------------
+# diff
+# ----------------------------------------------------------------------------------------
+def _is_new_label(label: Any) -> bool:
+    return label is None or (not isinstance(label, str) and pd.isna(label)) or (
+        isinstance(label, str) and (label == "" or label.startswith(NEW_ID_PREFIX)))
+
+
+def _check_index(main: pd.DataFrame, base: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Validate the index; return (is-new mask, record ids with temp ids for new rows)."""
+    idx = main.index
+    if isinstance(idx, pd.MultiIndex):
+        raise UsageError("the frame has a MultiIndex: write_back needs the record id index 'id'")
+    if idx.name != base.index.name:
+        hint = (" (it looks reset: call .set_index('id'))" if "id" in main.columns else "")
+        raise UsageError(f"the frame's index is {idx.name!r}, not the record id index "
+                         f"{base.index.name!r}{hint}")
+    if pd.api.types.is_numeric_dtype(idx.dtype) or pd.api.types.is_bool_dtype(idx.dtype):
+        raise UsageError(f"the record id index was re-typed to {idx.dtype}: ids are strings")
+    labels = idx.to_list()
+    new = np.fromiter((_is_new_label(x) for x in labels), dtype=bool, count=len(labels))
+    bad = [x for x, n in zip(labels, new, strict=False) if not n and not isinstance(x, str)]
+    if bad:
+        raise UsageError(f"the record id index holds non-string ids (e.g. {bad[0]!r}): "
+                         "it was re-typed")
+    ids: list[str] = []
+    for pos, (x, n) in enumerate(zip(labels, new, strict=False)):
+        if not n:
+            ids.append(x)
+        elif isinstance(x, str) and x.startswith(NEW_ID_PREFIX):
+            ids.append(x)
+        else:
+            ids.append(f"{NEW_ID_PREFIX}{pos}")
+    return new, ids
+
+
+def _changed_positions(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Positions where base ``a`` and edited ``b`` (positionally aligned) differ.
+
+    Vectorized when both columns share a non-object dtype; candidates are then confirmed
+    with ``values_equal`` (NA vs "", NaN vs None, 1 vs 1.0 are not changes)."""
+    n = len(a)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if a.dtype == b.dtype and a.dtype != object:
+        try:
+            res = a.array == b.array
+            if isinstance(res, pd.api.extensions.ExtensionArray):
+                eq = res.to_numpy(dtype=bool, na_value=False)
+            else:
+                eq = np.asarray(res, dtype=bool)
+            both_na = a.isna().to_numpy() & b.isna().to_numpy()
+            cand = np.flatnonzero(~eq & ~both_na)
+        except (TypeError, ValueError):
+            cand = np.arange(n)
+    else:
+        cand = np.arange(n)
+    if len(cand) == 0:
+        return cand
+    av = a.iloc[cand].tolist() if len(cand) < n else a.tolist()
+    bv = b.iloc[cand].tolist() if len(cand) < n else b.tolist()
+    keep = [i for i, x, y in zip(cand, av, bv, strict=False) if not (x is y or values_equal(x, y))]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _is_empty(v: Any) -> bool:
+    if v is None:
+        return True
+    if isinstance(v, (list, tuple, dict, set, np.ndarray, bytes, bytearray, Path)):
+        return len(v) == 0 if not isinstance(v, Path) else False
+    try:
+        return bool(pd.isna(v)) or (isinstance(v, str) and v == "")
+    except (TypeError, ValueError):
+        return False
+
+
+def _encode(layout: _Layout, key: str, values: dict[str, Any], rid: str,
+            col_names: Mapping[str, str]) -> Any:
+    """Encode one field of one record, re-raising with the record id and column named."""
+    f = layout.fields[key]
+    try:
+        return layout.codecs[key].encode(values, f, layout.ctx)
+    except InvalidValue as exc:
+        exc.record_id = exc.record_id or rid
+        exc.field = exc.field or key
+        if exc.column is None and len(values) == 1:
+            exc.column = col_names.get(next(iter(values)), next(iter(values)))
+        if rid not in exc.message:
+            exc.message = f"record {rid}: {exc.message}"
+            exc.args = (exc.message,)
+        raise
+
+
+def _cell(v: Any) -> Any:
+    """A value as shown in Plan.changes (NA for empties, paths as text)."""
+    if isinstance(v, Path):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return f"<{len(v)} bytes>"
+    return v
+
+
+def diff(edited: Frames, base: Frames | None = None) -> Plan:
+    """Compare edited frames with what was loaded; return the Plan of writes.
+
+    Usage::
+
+        plan = diff(frames)                  # base = frames.original
+        plan.changes.query("action == 'update'")
+
+    Raises a ``UsageError`` (or ``InvalidValue``/``ReadOnlyField``) naming the column and
+    record id for anything that cannot be written; nothing is sent by ``diff``."""
+    from . import assets  # late: assets imports nothing from here, but keeps import light
+
+    if not isinstance(edited, Frames):
+        raise UsageError(f"diff needs Frames (as read_object returns), not {type(edited).__name__}")
+    source = edited.source or (base.source if base is not None else None)
+    if source is None:
+        raise UsageError("the frames carry no metadata (source): load them with read_object/"
+                         "read_view or read_parquet, or pass base=")
+    if base is None:
+        base = edited.original
+    if base is None:
+        raise UsageError("the frames carry no original values to diff against: pass base=")
+    layout = _Layout.of(source)
+    main, bmain = edited.main, base.main
+
+    # ---- columns and index ----------------------------------------------------------------
+    for col in main.columns:
+        if col not in layout.col_field:
+            raise UsageError(f"unknown column {col!r}: not a column of the source's fields "
+                             f"(object {source.object_key})")
+    new_mask, ids = _check_index(main, bmain)
+    existing = pd.Index([i for i, n in zip(ids, new_mask, strict=False) if not n], dtype=object)
+    if existing.has_duplicates:
+        dups = existing[existing.duplicated()].unique().tolist()
+        raise UsageError(f"duplicate record ids in the frame: {dups[:5]}")
+    temp = [i for i, n in zip(ids, new_mask, strict=False) if n]
+    if len(set(temp)) != len(temp):
+        raise UsageError("duplicate temporary ids for new rows: "
+                         f"{pd.Index(temp)[pd.Index(temp).duplicated()].tolist()[:5]}")
+    base_ids = pd.Index(bmain.index.astype(object))
+    unknown = existing.difference(base_ids)
+    if len(unknown):
+        raise UsageError(f"unknown record ids (not in the loaded frame): {unknown.tolist()[:5]}"
+                         f"; new rows need an NA id or one starting with {NEW_ID_PREFIX!r}")
+
+    changes: dict[str, list[Any]] = {c: [] for c in _CHANGE_COLUMNS}
+    payloads: dict[str, dict[str, Any]] = {}
+    actions: dict[str, Action] = {}
+    loaded: dict[str, dict[str, dict[str, Any]]] = {}
+    wanted: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def add_change(rid: str, action: Action, key: str, col: str, old: Any, new: Any) -> None:
+        changes["record_id"].append(rid)
+        changes["action"].append(action)
+        changes["field"].append(key)
+        changes["column"].append(col)
+        changes["old"].append(_cell(old))
+        changes["new"].append(_cell(new))
+
+    placed = assets.placed_assets(base, layout)   # asset id -> (record id, field) as loaded
+
+    # ---- updates: vectorized per column ----------------------------------------------------
+    old_pos = np.flatnonzero(~new_mask)
+    same_order = len(old_pos) == len(bmain) and existing.equals(base_ids)
+    if same_order:
+        base_rows = np.arange(len(bmain))
+    else:
+        base_rows = base_ids.get_indexer(existing)
+    ed_old = main.iloc[old_pos] if len(old_pos) != len(main) else main
+    changed_cols: dict[str, dict[int, list[str]]] = {}   # field -> edited-old pos -> cols
+    for col in main.columns:
+        a = (bmain[col].iloc[base_rows] if not same_order else bmain[col]) \
+            if col in bmain.columns else pd.Series([pd.NA] * len(base_rows), dtype=object)
+        b = ed_old[col]
+        pos = _changed_positions(a.reset_index(drop=True), b.reset_index(drop=True))
+        if len(pos) == 0:
+            continue
+        key = layout.col_field[col]
+        if layout.codecs[key].read_only:
+            rid = existing[int(pos[0])]
+            raise ReadOnlyField(f"column {col!r} ({layout.fields[key].kind}) is computed by the "
+                                f"service and cannot be written (record {rid})",
+                                field=key, column=col, record_id=rid)
+        per = changed_cols.setdefault(key, {})
+        for p in pos.tolist():
+            per.setdefault(p, []).append(col)
+
+    for key, per in changed_cols.items():
+        cols = layout.field_cols[key]
+        cols_present = [c for c in cols if c in main.columns]
+        positions = np.fromiter(per.keys(), dtype=np.int64, count=len(per))
+        ed_vals = {c: ed_old[c].iloc[positions].tolist() for c in cols_present}
+        b_idx = base_rows[positions]
+        b_vals = {c: (bmain[c].iloc[b_idx].tolist() if c in bmain.columns
+                      else [pd.NA] * len(positions)) for c in cols_present}
+        for j, p in enumerate(positions.tolist()):
+            rid = existing[p]
+            new_v = {layout.col_key[c]: ed_vals[c][j] for c in cols_present}
+            old_v = {layout.col_key[c]: b_vals[c][j] for c in cols_present}
+            if layout.is_upload(key):
+                enc = assets.plan_asset_value(new_v, old_v, layout.fields[key], rid, placed,
+                                              columns=layout.col_key)
+                if enc is assets.UNCHANGED:
+                    continue
+                if enc is None:   # cleared: the kind's empty write value
+                    enc = _encode(layout, key, {key: pd.NA}, rid, {key: key})
+            else:
+                enc = _encode(layout, key, new_v, rid, {v: k for k, v in layout.col_key.items()})
+                try:
+                    if layout.codecs[key].encode(old_v, layout.fields[key], layout.ctx) == enc:
+                        continue   # only derived columns changed: nothing to send
+                except (SvcError, NotImplementedError, TypeError, ValueError):
+                    pass
+            payloads.setdefault(rid, {})[key] = enc
+            actions[rid] = "update"
+            loaded.setdefault(rid, {})[key] = old_v
+            wanted.setdefault(rid, {})[key] = new_v
+            for c in per[p]:
+                add_change(rid, "update", key, c, old_v[layout.col_key[c]],
+                           new_v[layout.col_key[c]])
+
+    # ---- creates ---------------------------------------------------------------------------
+    create_rows: dict[str, int] = {}
+    inv_cols = {v: k for k, v in layout.col_key.items()}
+    for new_pos in np.flatnonzero(new_mask).tolist():
+        rid = ids[new_pos]
+        create_rows[rid] = new_pos
+        actions[rid] = "create"
+        payloads[rid] = {}
+        row = main.iloc[new_pos]
+        for key, cols in layout.field_cols.items():
+            cols_present = [c for c in cols if c in main.columns]
+            if not cols_present:
+                continue
+            vals = {layout.col_key[c]: row[c] for c in cols_present}
+            if all(_is_empty(v) for v in vals.values()):
+                continue
+            if layout.codecs[key].read_only:
+                col = next(c for c in cols_present if not _is_empty(row[c]))
+                raise ReadOnlyField(f"new row {rid}: column {col!r} "
+                                    f"({layout.fields[key].kind}) is computed by the service; "
+                                    "leave it empty", field=key, column=col, record_id=rid)
+            if layout.is_upload(key):
+                enc = assets.plan_asset_value(vals, {}, layout.fields[key], rid, placed,
+                                              columns=layout.col_key)
+                if enc is assets.UNCHANGED:
+                    continue
+            else:
+                enc = _encode(layout, key, vals, rid, inv_cols)
+            payloads[rid][key] = enc
+            wanted.setdefault(rid, {})[key] = vals
+            for c in cols_present:
+                if not _is_empty(row[c]):
+                    add_change(rid, "create", key, c, pd.NA, row[c])
+
+    # ---- connections: exploded tables -> id lists ----------------------------------------
+    all_ids = set(ids)
+    for name, table in edited.tables.items():
+        conn_key = layout.tables.get(name)
+        if conn_key is None:
+            continue  # multi-choice tables etc.: the main-frame list column is the truth
+        missing = {"record_id", "connected_id"} - set(table.columns)
+        if missing:
+            raise UsageError(f"connection table {name!r} lacks columns {sorted(missing)}")
+        btable = base.tables.get(name)
+        if btable is not None and table.equals(btable):
+            continue
+        rec = table["record_id"].astype(object).tolist()
+        con = table["connected_id"].astype(object).tolist()
+        for r, c in zip(rec, con, strict=False):
+            if _is_empty(r) or r not in all_ids:
+                raise UsageError(f"connection table {name!r}: record_id {r!r} is not a row of "
+                                 "the main frame", field=conn_key)
+            if _is_empty(c) or not isinstance(c, str):
+                raise InvalidValue(f"connection table {name!r}: connected_id {c!r} of record "
+                                   f"{r} is not a record id", field=conn_key, column=name,
+                                   record_id=str(r))
+        new_lists: dict[str, list[str]] = {}
+        for r, c in zip(rec, con, strict=False):
+            lst = new_lists.setdefault(r, [])
+            if c not in lst:
+                lst.append(c)
+        old_lists: dict[str, list[str]] = {}
+        if btable is not None:
+            for r, c in zip(btable["record_id"].astype(object).tolist(),
+                            btable["connected_id"].astype(object).tolist(), strict=False):
+                old_lists.setdefault(r, []).append(c)
+        touched = {r for r in set(new_lists) | set(old_lists)
+                   if set(new_lists.get(r, [])) != set(old_lists.get(r, []))}
+        for r in sorted(touched, key=str):
+            if r not in all_ids:
+                continue   # a deleted record: its connections go with it
+            action = actions.get(r, "update")
+            if action == "create" and not new_lists.get(r):
+                continue
+            new_ids = new_lists.get(r, [])
+            enc = _encode(layout, conn_key, {conn_key: new_ids}, r, {conn_key: name})
+            payloads.setdefault(r, {})[conn_key] = enc
+            actions[r] = action
+            if action == "update":
+                loaded.setdefault(r, {})[conn_key] = {conn_key: sorted(old_lists.get(r, []))}
+            wanted.setdefault(r, {})[conn_key] = {conn_key: sorted(new_ids)}
+            add_change(r, action, conn_key, name, old_lists.get(r, []) if action == "update"
+                       else pd.NA, new_ids)
+
+    # ---- deletes ---------------------------------------------------------------------------
+    for rid in base_ids.difference(existing).tolist():
+        actions[rid] = "delete"
+        payloads[rid] = {}
+        add_change(rid, "delete", "", "", pd.NA, pd.NA)
+
+    frame = pd.DataFrame(changes, columns=_CHANGE_COLUMNS)
+    for c in ("record_id", "action", "field", "column"):
+        frame[c] = frame[c].astype("string")
+    return Plan(frame, payloads, actions, source, edited, base, loaded, wanted, create_rows)
+
+
+def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Append new rows (to be created by ``write_back``); returns their temporary ids.
+
+    Usage::
+
+        add_rows(frames, [{"field_2": "New order", "field_5": 12.5}])
+    """
+    main = frames.main
+    start = sum(1 for x in main.index if isinstance(x, str) and x.startswith(NEW_ID_PREFIX))
+    tmp = [f"{NEW_ID_PREFIX}{start + i}" for i in range(len(rows))]
+    unknown = {k for r in rows for k in r} - set(main.columns)
+    if unknown:
+        raise UsageError(f"unknown columns in new rows: {sorted(unknown)}")
+    add = pd.DataFrame(list(rows), index=pd.Index(tmp, name=main.index.name),
+                       columns=main.columns)
+    for col in main.columns:
+        try:
+            add[col] = add[col].astype(main[col].dtype)
+        except (TypeError, ValueError):
+            pass
+    frames.main = pd.concat([main, add]) if len(main) else add
+    return tmp
+
+
+# ----------------------------------------------------------------------------------------
+# Journal
+# ----------------------------------------------------------------------------------------
+def _jsonable(v: Any) -> Any:
+    from .assets import PendingUpload
+
+    if isinstance(v, PendingUpload):
+        return {"upload": v.digest, "kind": v.kind, "filename": v.filename}
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+def _key(*parts: Any) -> str:
+    text = json.dumps(_jsonable(list(parts)), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class Journal:
+    """Append-only JSON lines of acknowledged writes, so an interrupted run resumes.
+
+    Each line is ``{"op": "intent"|"ack"|"upload", "key", ...}``; ``intent`` is written
+    just before a create is sent, ``ack`` once the service answered. A torn last line (a
+    crash mid-write) is ignored.
+
+    Usage: ``write_back(client, frames, journal="push.jsonl")``"""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.acks: dict[str, dict[str, Any]] = {}
+        self.intents: dict[str, dict[str, Any]] = {}
+        self.uploads: dict[str, dict[str, Any]] = {}
+        if self.path.exists():
+            with self.path.open("r", encoding="utf-8") as fh:
+                for line in fh:
+                    try:
+                        rec = json.loads(line)
+                    except ValueError:
+                        continue
+                    if not isinstance(rec, dict) or "key" not in rec:
+                        continue
+                    {"ack": self.acks, "intent": self.intents,
+                     "upload": self.uploads}.get(rec.get("op", ""), {})[rec["key"]] = rec
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = self.path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
+
+    def write(self, op: str, key: str, **info: Any) -> None:
+        rec = {"op": op, "key": key, "ts": round(time.time(), 3), **info}
+        line = json.dumps(_jsonable(rec), default=str) + "\n"
+        with self._lock:
+            self._fh.write(line)
+            self._fh.flush()   # in the OS before the next write: survives a killed process
+            {"ack": self.acks, "intent": self.intents,
+             "upload": self.uploads}[op][key] = rec
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+# ----------------------------------------------------------------------------------------
+# write_back
+# ----------------------------------------------------------------------------------------
+@dataclass
+class _Target:
+    object_key: str
+    scene: str | None = None
+    view: str | None = None
+    token: str | None = None
+
+    @property
+    def is_view(self) -> bool:
+        return self.view is not None
+
+    @property
+    def name(self) -> str:
+        return f"{self.scene}/{self.view}" if self.is_view else self.object_key
+
+
+def _resolve_target(client: Any, source: Source, target: Any, token: str | None) -> _Target:
+    if target is None:
+        target = (source.scene_key, source.view_key) if source.kind == "view" else \
+            source.object_key
+    if isinstance(target, str) and "/" in target:
+        target = tuple(target.split("/", 1))
+    if isinstance(target, str):
+        if target != source.object_key:
+            raise UsageError(f"target {target!r} is not the frames' object "
+                             f"{source.object_key!r}")
+        return _Target(source.object_key)
+    if not (isinstance(target, tuple) and len(target) == 2 and all(
+            isinstance(x, str) and x for x in target)):
+        raise UsageError(f"target must be 'object_N' or ('scene_N', 'view_N'), got {target!r}")
+    tok = token or getattr(client, "token", None)
+    if not tok:
+        raise ConfigurationError(
+            f"writing through the view {target[0]}/{target[1]} needs a user token: call "
+            "client.login(email, password) or pass token=")
+    return _Target(source.object_key, target[0], target[1], tok)
+
+
+def _view_fields(app: Mapping[str, Any] | None, scene: str, view: str) -> set[str] | None:
+    """Field keys a view shows/accepts (form inputs, table columns), None when unknown."""
+    if not app:
+        return None
+    for sc in app.get("scenes") or ():
+        if sc.get("key") != scene:
+            continue
+        for v in sc.get("views") or ():
+            if v.get("key") != view:
+                continue
+            found: set[str] = set()
+
+            def walk(node: Any, found: set[str] = found) -> None:
+                if isinstance(node, Mapping):
+                    fld = node.get("field")
+                    if isinstance(fld, Mapping) and isinstance(fld.get("key"), str):
+                        found.add(fld["key"])
+                    for k in ("groups", "columns", "inputs"):
+                        if k in node:
+                            walk(node[k])
+                elif isinstance(node, list):
+                    for x in node:
+                        walk(x)
+
+            walk(v)
+            return found
+    return None
+
+
+@dataclass
+class _Outcome:
+    record_id: str
+    action: str
+    fields: list[str]
+    status: str
+    message: str = ""
+    record: dict[str, Any] | None = None     # the server's record after the write
+    new_id: str | None = None                # for creates
+
+
+class _Counter:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.n: dict[str, int] = {"writes": 0, "rereads": 0, "uploads": 0, "lookups": 0}
+
+    def add(self, what: str, k: int = 1) -> None:
+        with self._lock:
+            self.n[what] += k
+
+
+_REREAD_CHUNK = 40     # ids per filtered re-read: keeps the URL well under 8 KB
+
+
+def _decode(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
+    from .frames import build_frames
+
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    return build_frames(list(records), source.fields, source, tz=tz, keep_original=False)
+
+
+def _fetch_all(client: Any, where: Any, counter: _Counter, params: dict[str, Any] | None = None
+               ) -> tuple[list[dict[str, Any]], int]:
+    """Every record of a (filtered) list, page by page; returns (records, pages read)."""
+    out: list[dict[str, Any]] = []
+    page, pages = 1, 1
+    while page <= pages:
+        p = dict(params or {})
+        p.update(page=page, rows_per_page=1000)
+        env = client.get_page(where, params=p)
+        counter.add("rereads")
+        out.extend(env.get("records") or [])
+        pages = int(env.get("total_pages") or 1)
+        if not env.get("records"):
+            break
+        page += 1
+    return out, page
+
+
+def _reread(client: Any, source: Source, ids: Sequence[str], counter: _Counter
+            ) -> dict[str, dict[str, Any]]:
+    """Current server records for ``ids``, batched: filtered list requests of a few dozen
+    ids each, or the whole list paged when that takes fewer requests."""
+    where: Any = (source.scene_key, source.view_key) if source.kind == "view" else \
+        source.object_key
+    want = set(ids)
+    found: dict[str, dict[str, Any]] = {}
+    chunks = [list(ids[i:i + _REREAD_CHUNK]) for i in range(0, len(ids), _REREAD_CHUNK)]
+    if len(chunks) > 2:
+        # a first full page tells how many pages the whole list takes
+        env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
+        counter.add("rereads")
+        pages = int(env.get("total_pages") or 1)
+        if pages <= len(chunks):
+            recs = list(env.get("records") or [])
+            for page in range(2, pages + 1):
+                e = client.get_page(where, params={"page": page, "rows_per_page": 1000})
+                counter.add("rereads")
+                recs.extend(e.get("records") or [])
+            return {r["id"]: r for r in recs if r.get("id") in want}
+    for chunk in chunks:
+        rules = [{"field": "id", "operator": "is", "value": i} for i in chunk]
+        params = {"filters": json.dumps({"match": "or", "rules": rules})}
+        recs, _ = _fetch_all(client, where, counter, params)
+        for r in recs:
+            if r.get("id") in want:
+                found[r["id"]] = r
+    return found
+
+
+def _field_values(frames: Frames, layout: _Layout, rid: str, key: str) -> dict[str, Any]:
+    """One record's values of one field, keyed by keys-mode column (or table -> id list)."""
+    f = layout.fields[key]
+    if f.kind == "connection":
+        for name, k in layout.tables.items():
+            if k == key and name in frames.tables:
+                t = frames.tables[name]
+                ids = t.loc[t["record_id"] == rid, "connected_id"].tolist()
+                return {key: sorted(str(x) for x in ids)}
+        return {key: []}
+    row = frames.main.loc[rid]
+    return {layout.col_key[c]: row[c] for c in layout.field_cols[key] if c in frames.main.columns}
+
+
+def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    return all(values_equal(a.get(k, pd.NA), b.get(k, pd.NA)) for k in set(a) | set(b))
+
+
+def _response_record(resp: Any) -> dict[str, Any] | None:
+    if isinstance(resp, Mapping):
+        rec = resp.get("record") if "record" in resp and isinstance(resp.get("record"),
+                                                                   Mapping) else resp
+        return dict(rec) if isinstance(rec, Mapping) and rec.get("id") else None
+    return None
+
+
+def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
+               plan: Plan | None = None, dry_run: bool = False,
+               on_conflict: Literal["skip", "overwrite", "raise"] = "skip",
+               delete_missing: bool = False, journal: str | os.PathLike[str] | None = None,
+               token: str | None = None, target: Any = None, guard: bool = True,
+               max_workers: int = 8) -> Report:
+    """Send the changes of ``edited`` (only changed fields of changed records).
+
+    Usage::
+
+        report = write_back(client, frames)                        # object, guard on
+        write_back(client, frames, target=("scene_3", "view_7"))   # a form, as the user
+        write_back(client, frames, dry_run=True).table             # nothing sent
+
+    ``on_conflict``: a record changed on the server since it was loaded is skipped
+    (default), overwritten, or raises ConflictError before anything is written.
+    ``delete_missing``: rows removed from the frame are deleted (otherwise reported as
+    skipped). ``journal``: a JSON-lines file of acknowledged writes; re-running with it
+    resumes an interrupted run without re-sending. ``target``: write through a form or an
+    inline-editing view (needs a user token: ``client.login`` or ``token=``)."""
+    from .assets import PendingUpload, upload
+
+    if on_conflict not in ("skip", "overwrite", "raise"):
+        raise UsageError(f"on_conflict must be 'skip', 'overwrite' or 'raise', got "
+                         f"{on_conflict!r}")
+    if plan is None:
+        plan = diff(edited, base)
+    elif plan.edited is not None and plan.edited is not edited:
+        raise UsageError("the plan was made from other frames: diff(edited) again")
+    source = plan.source
+    layout = _Layout.of(source)
+    tgt = _resolve_target(client, source, target, token)
+    # files may have vanished since diff(): check all before the first request
+    for rid, payload in plan.payloads.items():
+        for key, val in payload.items():
+            if isinstance(val, PendingUpload):
+                val.check(key, rid)
+
+    counter = _Counter()
+    outcomes: dict[str, _Outcome] = {}
+    extra: list[_Outcome] = []
+    conflicts_rows: list[dict[str, Any]] = []
+
+    def fields_of(rid: str) -> list[str]:
+        return list(plan.payloads.get(rid, {}))
+
+    if dry_run:
+        rows = [_Outcome(rid, act, fields_of(rid), "planned",
+                         "" if act != "delete" or delete_missing
+                         else "delete_missing=False: would be skipped")
+                for rid, act in plan.actions.items()]
+        return _report(rows, plan, conflicts_rows, counter, dry_run=True)
+
+    jr = Journal(journal) if journal is not None else None
+    try:
+        # ---- keys and journal ----------------------------------------------------------
+        keys: dict[str, str] = {}
+        seen: dict[str, int] = {}
+        for rid, act in plan.actions.items():
+            payload = plan.payloads.get(rid, {})
+            if act == "create":
+                h = _key("create", tgt.name, payload)
+                n = seen[h] = seen.get(h, -1) + 1
+                keys[rid] = f"{h}#{n}"
+            else:
+                keys[rid] = _key(act, tgt.name, rid, payload)
+        todo: dict[str, Action] = {}
+        for rid, act in plan.actions.items():
+            if act == "delete" and not delete_missing:
+                outcomes[rid] = _Outcome(rid, act, [], "skipped",
+                                         "row removed from the frame; pass delete_missing=True "
+                                         "to delete it")
+                continue
+            ack = jr.acks.get(keys[rid]) if jr else None
+            if ack is not None:
+                outcomes[rid] = _Outcome(rid, act, fields_of(rid), "applied",
+                                         "already applied (journal)", None, ack.get("new_id"))
+                continue
+            todo[rid] = act
+
+        # ---- fields a view does not take ----------------------------------------------
+        payloads = {rid: dict(plan.payloads.get(rid, {})) for rid in todo}
+        if tgt.is_view:
+            assert tgt.scene and tgt.view
+            accepted = _view_fields(client.schema(), tgt.scene, tgt.view)
+            if accepted is not None:
+                for rid in list(todo):
+                    dropped = [k for k in payloads[rid] if k not in accepted]
+                    if dropped:
+                        for k in dropped:
+                            del payloads[rid][k]
+                        extra.append(_Outcome(rid, todo[rid], dropped, "not_applied",
+                                              f"not in the view {tgt.name}"))
+                        if not payloads[rid] and todo[rid] == "update":
+                            del todo[rid]
+
+        # ---- lost-update guard: batched re-read -------------------------------------------
+        updates = [rid for rid, a in todo.items() if a == "update"]
+        server_now: dict[str, dict[str, Any]] = {}
+        if guard and updates:
+            server_now = _reread(client, source, updates, counter)
+            srv = _decode(list(server_now.values()), source) if server_now else None
+            for rid in updates:
+                if rid not in server_now:
+                    outcomes[rid] = _Outcome(rid, "update", list(payloads[rid]), "conflict",
+                                             "the record is gone from the server")
+                    conflicts_rows.append({"record_id": rid, "field": "", "loaded": "",
+                                           "server": "<deleted>", "new": ""})
+                    continue
+                assert srv is not None
+                clash: list[str] = []
+                done: list[str] = []
+                for key in list(payloads[rid]):
+                    now = _field_values(srv, layout, rid, key)
+                    was = plan.loaded.get(rid, {}).get(key, {})
+                    want = plan.wanted.get(rid, {}).get(key, {})
+                    if want and _same(now, want):
+                        done.append(key)
+                    elif was and not _same(now, was):
+                        clash.append(key)
+                        conflicts_rows.append({"record_id": rid, "field": key,
+                                               "loaded": _short(was), "server": _short(now),
+                                               "new": _short(want)})
+                for key in done:  # already on the server (e.g. a resumed run): not re-sent
+                    del payloads[rid][key]
+                if clash and on_conflict == "skip":
+                    outcomes[rid] = _Outcome(rid, "update", clash, "conflict",
+                                             "changed on the server since loaded: "
+                                             + ", ".join(clash))
+                elif not payloads[rid]:
+                    outcomes[rid] = _Outcome(rid, "update", done, "applied",
+                                             "already on the server", server_now[rid])
+            if conflicts_rows and on_conflict == "raise":
+                raise ConflictError(f"{len({c['record_id'] for c in conflicts_rows})} records "
+                                    "changed on the server since loaded; nothing was written",
+                                    conflicts=pd.DataFrame(conflicts_rows))
+        todo = {rid: a for rid, a in todo.items() if rid not in outcomes}
+
+        # ---- apply, concurrently within the client's pace ----------------------------------
+        known_ids = set(map(str, plan.base.main.index)) if plan.base is not None else set()
+        adopted: set[str] = set()
+        adopt_lock = threading.Lock()
+
+        def resolve_uploads(rid: str, payload: dict[str, Any]) -> dict[str, Any]:
+            out = dict(payload)
+            for key, val in payload.items():
+                if isinstance(val, PendingUpload):
+                    ukey = _key("upload", keys[rid], key, val.digest)
+                    prior = jr.uploads.get(ukey) if jr else None
+                    if prior is not None:
+                        out[key] = prior["asset_id"]   # uploaded, never placed: reuse it
+                        continue
+                    counter.add("uploads")
+                    asset = upload(client, val, val.kind)
+                    if jr:
+                        jr.write("upload", ukey, asset_id=asset["id"], record_id=rid, field=key)
+                    out[key] = asset["id"]
+            return out
+
+        def do_update(rid: str) -> _Outcome:
+            body = resolve_uploads(rid, payloads[rid])
+            counter.add("writes")
+            if tgt.is_view:
+                assert tgt.scene and tgt.view
+                resp = client.update_view_record(tgt.scene, tgt.view, rid, body, token=tgt.token)
+            else:
+                resp = client.update_record(tgt.object_key, rid, body)
+            if jr:
+                jr.write("ack", keys[rid], action="update", record_id=rid)
+            rec = _response_record(resp)
+            msg = ""
+            if tgt.is_view and rec is not None:
+                missing = [k for k in body if k not in rec and f"{k}_raw" not in rec]
+                if missing:
+                    extra.append(_Outcome(rid, "update", missing, "not_applied",
+                                          f"the view {tgt.name} did not take them"))
+            return _Outcome(rid, "update", list(body), "applied", msg, rec)
+
+        def lookup(tmp: str, body: Mapping[str, Any]) -> str | None:
+            """The id of a record matching a create whose outcome is unknown, or None."""
+            want = plan.wanted.get(tmp, {})
+            rules = []
+            for key, val in body.items():
+                f = layout.fields[key]
+                if f.kind in ("short_text", "paragraph_text", "number") and isinstance(
+                        val, (str, int, float)) and not isinstance(val, bool):
+                    rules.append({"field": key, "operator": "is", "value": val})
+            where: Any = (tgt.scene, tgt.view) if tgt.is_view and source.kind == "view" \
+                else source.object_key
+            if source.kind == "view":
+                where = (source.scene_key, source.view_key)
+            params = {"filters": json.dumps({"match": "and", "rules": rules[:5]})} if rules \
+                else None
+            if params is None and len(known_ids) > 5000:
+                return None   # no way to find it cheaply: report the outcome as unknown
+            counter.add("lookups")
+            recs, _ = _fetch_all(client, where, counter, params)
+            cands = [r for r in recs if r.get("id") not in known_ids]
+            if not cands:
+                return None
+            dec = _decode(cands, source)
+            for r in cands:
+                rid = r["id"]
+                if all(_same(_field_values(dec, layout, rid, k), want.get(k, {}))
+                       for k in want if not layout.is_upload(k)):
+                    with adopt_lock:
+                        if rid in adopted:
+                            continue
+                        adopted.add(rid)
+                    return rid
+            return None
+
+        def do_create(tmp: str) -> _Outcome:
+            key = keys[tmp]
+            body = resolve_uploads(tmp, payloads[tmp])
+            if jr and key in jr.intents:
+                found = lookup(tmp, body)   # a previous run sent it and never heard back
+                if found:
+                    jr.write("ack", key, action="create", record_id=tmp, new_id=found)
+                    return _Outcome(tmp, "create", list(body), "applied",
+                                    "created by an earlier run (found)", None, found)
+            for attempt in range(3):
+                if jr:
+                    jr.write("intent", key, action="create", record_id=tmp)
+                counter.add("writes")
+                try:
+                    if tgt.is_view:
+                        assert tgt.scene and tgt.view
+                        resp = client.create_view_record(tgt.scene, tgt.view, body,
+                                                         token=tgt.token)
+                    else:
+                        resp = client.create_record(tgt.object_key, body)
+                except (OutcomeUnknown, ServerError) as exc:
+                    time.sleep(0.2 * (attempt + 1))   # let a slow commit land before looking
+                    try:
+                        found = lookup(tmp, body)
+                    except SvcError:
+                        found = None
+                    if found:
+                        if jr:
+                            jr.write("ack", key, action="create", record_id=tmp, new_id=found)
+                        return _Outcome(tmp, "create", list(body), "applied",
+                                        "outcome was unknown; found on the server", None, found)
+                    if not lookup_possible(body):
+                        return _Outcome(tmp, "create", list(body), "unknown",
+                                        f"{exc.message}; re-run with the journal to check")
+                    continue   # verified absent: sending again cannot duplicate it
+                rec = _response_record(resp)
+                new_id = rec["id"] if rec else None
+                with adopt_lock:
+                    if new_id:
+                        adopted.add(new_id)
+                if jr:
+                    jr.write("ack", key, action="create", record_id=tmp, new_id=new_id)
+                return _Outcome(tmp, "create", list(body), "applied", "", rec, new_id)
+            return _Outcome(tmp, "create", list(body), "unknown",
+                            "the service kept failing; nothing found on the server")
+
+        def lookup_possible(body: Mapping[str, Any]) -> bool:
+            return any(layout.fields[k].kind in ("short_text", "paragraph_text", "number")
+                       for k in body) or len(known_ids) <= 5000
+
+        def do_delete(rid: str) -> _Outcome:
+            counter.add("writes")
+            try:
+                if tgt.is_view:
+                    assert tgt.scene and tgt.view
+                    client.delete_view_record(tgt.scene, tgt.view, rid, token=tgt.token)
+                else:
+                    client.delete_record(tgt.object_key, rid)
+            except SvcError as exc:
+                if getattr(exc, "status", None) != 404:
+                    raise
+            if jr:
+                jr.write("ack", keys[rid], action="delete", record_id=rid)
+            return _Outcome(rid, "delete", [], "applied")
+
+        def run(rid: str) -> _Outcome:
+            act = todo[rid]
+            try:
+                if act == "update":
+                    return do_update(rid)
+                if act == "create":
+                    return do_create(rid)
+                return do_delete(rid)
+            except OutcomeUnknown as exc:
+                return _Outcome(rid, act, list(payloads.get(rid, {})), "unknown", exc.message)
+            except SvcError as exc:
+                return _Outcome(rid, act, list(payloads.get(rid, {})), "failed", exc.message)
+
+        order = sorted(todo, key=lambda r: {"update": 0, "create": 1, "delete": 2}[todo[r]])
+        if order:
+            workers = max(1, min(max_workers, len(order)))
+            with ThreadPoolExecutor(workers, thread_name_prefix="write_back") as pool:
+                for out in pool.map(run, order):
+                    outcomes[out.record_id] = out
+    finally:
+        if jr:
+            jr.close()
+
+    _refresh(edited, plan, layout, outcomes, server_now)
+    rows = [outcomes[rid] for rid in plan.actions if rid in outcomes] + extra
+    return _report(rows, plan, conflicts_rows, counter)
+
+
+def _short(v: Mapping[str, Any]) -> Any:
+    vals = list(v.values())
+    return vals[0] if len(vals) == 1 else {k: x for k, x in v.items() if not _is_empty(x)}
+
+
+def _report(rows: Sequence[_Outcome], plan: Plan, conflicts: list[dict[str, Any]],
+            counter: _Counter, dry_run: bool = False) -> Report:
+    table = pd.DataFrame(
+        [(o.new_id or o.record_id if o.action == "create" else o.record_id, o.action,
+          ", ".join(o.fields), o.status, o.message) for o in rows],
+        columns=_REPORT_COLUMNS).astype("string")
+    conf = pd.DataFrame(conflicts, columns=["record_id", "field", "loaded", "server", "new"])
+    return Report(table, plan, conf, dict(counter.n), dry_run)
+
+
+# ----------------------------------------------------------------------------------------
+# After the writes: frames follow the server, and ``original`` follows the frames
+# ----------------------------------------------------------------------------------------
+def _refresh(edited: Frames, plan: Plan, layout: _Layout, outcomes: Mapping[str, _Outcome],
+             server_now: Mapping[str, dict[str, Any]]) -> None:
+    """Update ``edited`` from the server's answers and refresh ``edited.original`` for the
+    records that were applied, so a second write_back of the same frames sends nothing."""
+    if plan.edited is not edited or edited.source is None:
+        return
+    applied = {rid: o for rid, o in outcomes.items() if o.status == "applied"}
+    if not applied:
+        return
+    main = edited.main
+    # new ids for created rows
+    relabel: dict[Any, str] = {}
+    if any(o.action == "create" and o.new_id for o in applied.values()):
+        labels = main.index.tolist()
+        for tmp, o in applied.items():
+            if o.action == "create" and o.new_id and tmp in plan.create_rows:
+                pos = plan.create_rows[tmp]
+                relabel[tmp] = o.new_id
+                labels[pos] = o.new_id
+        idx_dtype: Any = main.index.dtype if main.index.dtype != object else "string"
+        main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=main.index.name)
+        for name in list(edited.tables):
+            t = edited.tables[name]
+            if "record_id" in t.columns and t["record_id"].isin(list(relabel)).any():
+                t = t.copy()
+                t["record_id"] = t["record_id"].map(lambda r: relabel.get(r, r)).astype(
+                    t["record_id"].dtype)
+                edited.tables[name] = t
+    # values as the server stored them (rendering, rounding, computed fields)
+    recs = [o.record for o in applied.values() if o.record]
+    recs += [server_now[rid] for rid, o in applied.items() if o.record is None
+             and rid in server_now]
+    if recs:
+        try:
+            dec = _decode(recs, edited.source)
+        except (SvcError, ValueError, TypeError, KeyError):
+            dec = None
+        if dec is not None:
+            ids = [i for i in dec.main.index if i in main.index]
+            for col in main.columns:
+                if col in dec.main.columns and ids:
+                    try:
+                        main.loc[ids, col] = dec.main.loc[ids, col]
+                    except (TypeError, ValueError):
+                        pass
+    edited.main = main
+    # original := edited for applied records (others keep their loaded values)
+    orig = edited.original
+    if orig is None:
+        return
+    done_ids = [o.new_id or rid for rid, o in applied.items() if o.action != "delete"]
+    gone = {rid for rid, o in applied.items() if o.action == "delete"}
+    keep = orig.main.drop(index=[i for i in set(done_ids) | gone if i in orig.main.index])
+    fresh = edited.main.loc[[i for i in done_ids if i in edited.main.index]]
+    om = pd.concat([keep, fresh]) if len(keep) else fresh.copy()
+    for col in om.columns:
+        if col in orig.main.columns and om[col].dtype != orig.main[col].dtype:
+            try:
+                om[col] = om[col].astype(orig.main[col].dtype)
+            except (TypeError, ValueError):
+                pass
+    orig.main = om
+    touched = set(done_ids) | gone | set(applied)
+    for name, t in edited.tables.items():
+        ot = orig.tables.get(name)
+        if ot is None or "record_id" not in t.columns:
+            continue
+        orig.tables[name] = pd.concat(
+            [ot[~ot["record_id"].isin(list(touched))],
+             t[t["record_id"].isin(list(touched))]], ignore_index=True)
