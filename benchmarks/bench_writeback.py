@@ -1,0 +1,205 @@
+"""Write-back benchmarks (issue 4). Run: ``.venv/bin/python -m benchmarks.bench_writeback``
+
+1. ``diff`` of a 100,000 x 20 frame with 1% of the cells changed: seconds (goal <= 1 s).
+2. Requests sent / records changed, from the local service's request log: exactly 1.0,
+   plus the lost-update guard's re-reads, counted separately (batched).
+3. 2,000 updates with the service emulating 50 requests/s (client rate_limit=50): wall
+   time / ceiling (requests / 50) -- goal <= 1.15.
+
+``--quick`` runs smaller sizes (a smoke run, not the reported figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from svc_frames.frames import Frames, Source
+from svc_frames.kinds.base import FieldSpec
+from svc_frames.writeback import diff, write_back
+
+
+# ---- 1. diff speed ---------------------------------------------------------------------------
+def _synthetic(n: int, seed: int = 0) -> Frames:
+    """A loaded-looking frame of n records and 20 columns of common kinds."""
+    rng = np.random.default_rng(seed)
+    fields: list[FieldSpec] = []
+    cols: dict[str, Any] = {}
+    k = 1
+
+    def add(kind: str, values: Any, dtype: str, fmt: dict[str, Any] | None = None) -> None:
+        nonlocal k
+        key = f"field_{k}"
+        k += 1
+        fields.append(FieldSpec(key=key, kind=kind, name=f"{kind} {k}", format=fmt or {}))
+        cols[key] = pd.array(values, dtype=dtype)
+
+    words = np.array(["alpha", "beta", "gamma", "delta", "omega", "pump", "valve", "Austin"])
+    for _ in range(5):
+        add("short_text", rng.choice(words, n), "string")
+    for _ in range(4):
+        add("number", rng.integers(0, 10_000, n).astype(float), "Float64")
+    for _ in range(2):
+        add("currency", np.round(rng.random(n) * 1000, 2), "Float64", {"format": "$"})
+    for _ in range(2):
+        add("boolean", rng.random(n) < 0.5, "boolean")
+    tz = "America/Chicago"
+    for _ in range(2):
+        ts = pd.to_datetime(1_600_000_000 + rng.integers(0, 10**8, n) // 60 * 60, unit="s",
+                            utc=True).tz_convert(tz)
+        fields.append(FieldSpec(key=f"field_{k}", kind="date_time", name=f"date {k}",
+                                format={"date_format": "mm/dd/yyyy", "time_format": "HH:MM am"}))
+        cols[f"field_{k}"] = ts.array
+        k += 1
+    add("email", [f"user{i}@example.org" for i in rng.integers(0, 10**6, n)], "string")
+    add("phone", [f"(512) 555-{i:04d}" for i in rng.integers(0, 10**4, n)], "string")
+    add("multiple_choice", rng.choice(np.array(["Open", "Closed", "Hold"]), n), "string",
+        {"type": "single", "options": ["Open", "Closed", "Hold"]})
+    add("rating", rng.integers(0, 6, n).astype(float), "Float64")
+    add("link", [f"https://example.org/{i}" for i in rng.integers(0, 10**6, n)], "string")
+    ids = [f"{i:024x}" for i in range(n)]
+    main = pd.DataFrame(cols, index=pd.Index(pd.array(ids, dtype="string"), name="id"))
+    frames = Frames(main, {}, Source("object", "object_1", fields, timezone=tz))
+    frames.original = frames.snapshot()
+    return frames
+
+
+def _edit(frames: Frames, share: float, seed: int = 1) -> int:
+    """Change ``share`` of the cells in place (new values of the column's type)."""
+    rng = np.random.default_rng(seed)
+    main = frames.main
+    n, m = main.shape
+    cells = int(n * m * share)
+    flat = rng.choice(n * m, cells, replace=False)
+    rows, cols = flat // m, flat % m
+    for j, col in enumerate(main.columns):
+        pos = rows[cols == j]
+        if not len(pos):
+            continue
+        s = main[col].copy()
+        dt = s.dtype
+        if str(dt) == "Float64":
+            s.iloc[pos] = s.iloc[pos].fillna(0) + 1.5
+        elif str(dt) == "boolean":
+            s.iloc[pos] = ~s.iloc[pos].fillna(False)
+        elif isinstance(dt, pd.DatetimeTZDtype):
+            s.iloc[pos] = s.iloc[pos] + pd.Timedelta(minutes=30)
+        elif col == "field_18":  # multiple choice: another option
+            s.iloc[pos] = "Hold"
+        elif col == "field_16":
+            s.iloc[pos] = "changed@example.org"
+        elif col == "field_17":
+            s.iloc[pos] = "(512) 555-0000"
+        elif col == "field_20":
+            s.iloc[pos] = "https://example.org/changed"
+        else:
+            s.iloc[pos] = s.iloc[pos] + "!"
+        main[col] = s
+    return cells
+
+
+def bench_diff(n: int = 100_000) -> dict[str, float]:
+    frames = _synthetic(n)
+    cells = _edit(frames, 0.01)
+    t0 = time.perf_counter()
+    plan = diff(frames)
+    secs = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    diff(Frames(frames.original.main, {}, frames.source, frames.original))  # type: ignore[arg-type]
+    unchanged = time.perf_counter() - t0
+    return {"records": n, "columns": frames.main.shape[1], "cells_changed": cells,
+            "changed_cells_found": len(plan.changes), "records_to_update": plan.counts["update"],
+            "diff_seconds": round(secs, 3), "unchanged_diff_seconds": round(unchanged, 3)}
+
+
+# ---- 2 and 3: against the local service ----------------------------------------------------
+def _service_edit(frames: Frames, n: int, seed: int = 2) -> list[str]:
+    """Edit one short-text field of n records; returns their ids."""
+    src = frames.source
+    assert src is not None
+    key = next(f.key for f in src.fields if f.kind == "short_text" and f.key in frames.main)
+    rng = np.random.default_rng(seed)
+    ids = list(rng.choice(np.asarray(frames.main.index, dtype=object), n, replace=False))
+    s = frames.main[key].copy()
+    s.loc[ids] = [f"bench {i}" for i in range(n)]
+    frames.main[key] = s
+    return ids
+
+
+def bench_requests(records: int = 500, changed: int = 100) -> dict[str, Any]:
+    from svc_frames.client import Client
+    from svc_frames.loaders import read_object
+    from svc_frames.server import LocalService
+
+    with LocalService(demo=True, records=records, rate_limit=0) as svc:
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
+        obj = _biggest_object(client)
+        frames = read_object(client, obj, progress=False)
+        _service_edit(frames, changed)
+        svc.request_log.clear()
+        report = write_back(client, frames)
+        puts = svc.request_log.count(method="PUT")
+        gets = svc.request_log.count(method="GET")
+        total = svc.request_log.count()
+        svc.request_log.clear()
+        second = write_back(client, frames)
+        again = svc.request_log.count()
+    return {"records": records, "records_changed": changed, "writes": puts,
+            "writes_per_changed_record": puts / changed, "guard_rereads": gets,
+            "requests_total": total, "report_requests": report.requests,
+            "applied": int((report.table.status == "applied").sum()),
+            "second_write_back_requests": again, "second_plan_empty": second.plan.empty}
+
+
+def bench_apply(updates: int = 2000, rate: float = 50.0) -> dict[str, Any]:
+    from svc_frames.client import Client
+    from svc_frames.loaders import read_object
+    from svc_frames.server import LocalService
+
+    with LocalService(demo=True, records=updates + 200, rate_limit=0) as svc:
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
+        obj = _biggest_object(client)
+        frames = read_object(client, obj, progress=False)
+        _service_edit(frames, updates)
+        svc.emulation.rate_limit = rate
+        paced = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=rate)
+        svc.request_log.clear()
+        t0 = time.perf_counter()
+        report = write_back(paced, frames, max_workers=16)
+        wall = time.perf_counter() - t0
+        sent = svc.request_log.count()
+        limited = sum(1 for e in svc.request_log.entries if _status(e) == 429)
+    ceiling = sent / rate
+    return {"updates": updates, "rate_limit": rate, "requests": sent,
+            "rereads": report.requests.get("rereads"), "wall_s": round(wall, 2),
+            "ceiling_s": round(ceiling, 2), "ratio": round(wall / ceiling, 3),
+            "429s": limited, "applied": int((report.table.status == "applied").sum())}
+
+
+def _status(entry: Any) -> Any:
+    return entry.get("status") if isinstance(entry, dict) else getattr(entry, "status", None)
+
+
+def _biggest_object(client: Any) -> str:
+    app = client.schema() or {}
+    best = max(app.get("objects") or [], key=lambda o: len(o.get("fields") or []))
+    return str(best["key"])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    args = ap.parse_args()
+    n = 10_000 if args.quick else 100_000
+    print("1. diff:", bench_diff(n))
+    print("2. requests per changed record:", bench_requests(200 if args.quick else 1000,
+                                                             50 if args.quick else 300))
+    print("3. apply at 50 req/s:", bench_apply(200 if args.quick else 2000))
+
+
+if __name__ == "__main__":
+    main()
