@@ -58,7 +58,9 @@ MAX_ROWS_PER_PAGE = 1000
 _OBJECT_RE = re.compile(r"object_\d+\Z")
 _SCENE_RE = re.compile(r"scene_\d+\Z")
 _VIEW_RE = re.compile(r"view_\d+\Z")
-_RETRY_STATUS = frozenset({429, 502, 503, 504})
+# 500 too: for an idempotent request a repeat is harmless, and a hosted 500 is often
+# transient; a POST is never repeated after any 5xx (see request()).
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 def parse_target(target: Target | str) -> tuple[str, str | None, str | None]:
@@ -136,6 +138,8 @@ class RateLimiter:
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Adjust from ``X-RateLimit-Limit/-Remaining/-Reset`` (epoch seconds) headers."""
+        if not self._rate:
+            return  # pacing switched off by the user: the headers do not bind us
         try:
             limit = headers.get("X-RateLimit-Limit")
             if limit is not None and self._rate and 0 < float(limit) < self._rate:

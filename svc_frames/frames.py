@@ -143,9 +143,9 @@ def resolve_fields(records: Sequence[Mapping[str, Any]], known: Mapping[str, Fie
             continue
         raws = [r.get(key + "_raw") for r in records]
         displays = [r.get(key) for r in records]
-        spec = infer_field(key, raws, displays)
+        guess = infer_field(key, raws, displays)
         # an all-empty column: no kind is made up; "unknown" keeps whatever comes later
-        fields.append(spec if spec is not None else FieldSpec(key=key, kind="unknown"))
+        fields.append(guess if guess is not None else FieldSpec(key=key, kind="unknown"))
         inferred = True
     return fields, inferred
 

@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+import pandas as pd
+
 from .client import Client, Target, parse_target
 from .errors import NotFound, UsageError
 from .filters import Filters, validate_filters
@@ -179,7 +181,10 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
          limit: int | None = None, columns: Columns = "keys",
          timezone: str | ZoneInfo | None = None, progress: bool | None = None,
          rows_per_page: int = 1000) -> Frames:
-    """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``)."""
+    """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``).
+
+    With a schema, each page is decoded as soon as it arrives, while later pages are still
+    on the wire; without one, kinds are inferred from all records at the end."""
     parse_target(target)
     check_columns(columns)
     validate_filters(filters)
@@ -187,13 +192,60 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     bar = PageProgress(want_progress(progress), client.records_path(target)[2])
     pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar)
+    parts: list[tuple[int, Frames]] = []
+    collected: list[Page] | None = None  # no schema: decode everything at the end
+    fields: list[FieldSpec] | None = None
+    source: Source | None = None
+    app: dict[str, Any] | None = None
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-schema") as pool:
         schema_future = pool.submit(client.schema)  # in parallel with the first page
         try:
-            records = pager.records()
+            for page in pager.iter_pages():
+                if fields is None and collected is None:
+                    app = schema_future.result()
+                    if app is None:
+                        collected = []
+                    else:
+                        tz = tz or app_timezone(app)
+                        fields, source = describe(client, target, app, page.records, columns,
+                                                  tz)
+                if collected is not None:
+                    collected.append(page)
+                else:
+                    assert fields is not None and source is not None
+                    parts.append((page.pass_no, build_frames(page.records, fields, source,
+                                                             tz=tz, keep_original=False)))
         finally:
             bar.close()
-        app = schema_future.result()
-    tz = tz or app_timezone(app)
-    fields, source = describe(client, target, app, records, columns, tz)
-    return build_frames(records, fields, source, tz=tz)
+    final_pass = pager.passes[-1].pass_no
+    final_ids = pager.final_ids or []
+    if collected is not None:
+        latest = {r["id"]: r for p in collected if p.pass_no == final_pass for r in p.records}
+        records = [latest[rid] for rid in final_ids]
+        tz = tz or app_timezone(app)
+        fields, source = describe(client, target, app, records, columns, tz)
+        return build_frames(records, fields, source, tz=tz)
+    assert source is not None
+    frames = concat_frames([f for n, f in parts if n == final_pass], source)
+    if len(frames.main) != len(final_ids):  # limit cut the last page
+        keep = pd.Index(final_ids, dtype="string")
+        frames.main = frames.main.iloc[: len(final_ids)]
+        frames.tables = {k: t[t[t.columns[0]].isin(keep)].reset_index(drop=True)
+                         for k, t in frames.tables.items()}
+    frames.original = frames.snapshot()
+    return frames
+
+
+def concat_frames(parts: list[Frames], source: Source) -> Frames:
+    """Page frames -> one Frames (same columns and dtypes in every part)."""
+    if not parts:
+        raise ValueError("no pages")
+    if len(parts) == 1:
+        return Frames(parts[0].main, dict(parts[0].tables), source)
+    main = pd.concat([p.main for p in parts])
+    names: list[str] = []
+    for p in parts:
+        names.extend(n for n in p.tables if n not in names)
+    tables = {n: pd.concat([p.tables[n] for p in parts if n in p.tables], ignore_index=True)
+              for n in names}
+    return Frames(main, tables, source)
