@@ -49,6 +49,11 @@ from .errors import (
 )
 from .filters import Filters, encode_filters
 
+try:  # orjson parses pages ~1.4x faster than json (the client's main CPU cost)
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - optional speed-up
+    _loads = json.loads
+
 log = logging.getLogger("svc_frames.client")
 
 Target = str | tuple[str, str]
@@ -336,7 +341,7 @@ class Client:
         if not body:
             return None
         try:
-            return json.loads(body)
+            return _loads(body)
         except ValueError:
             ctype = resp.headers.get("Content-Type", "?")
             raise ServerError(
