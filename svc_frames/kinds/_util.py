@@ -14,12 +14,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from ..errors import InvalidValue
 from .base import FieldSpec
 
 _TAG = re.compile(r"<[^>]+>")
 _BR = re.compile(r"<br\s*/?>", re.I)
+_ARROW_STRINGS = pd.StringDtype().storage == "pyarrow"
 _NUMERIC_JUNK = re.compile(r"[^0-9eE.+\-]")
 
 
@@ -120,12 +122,35 @@ def as_text(value: Any, field: FieldSpec) -> str:
 
 
 def string_series(values: Iterable[Any]) -> pd.Series:
-    """A nullable "string" Series; None/"" become NA."""
-    return pd.Series([v if v not in (None, "") else None for v in values], dtype="string")
+    """A nullable "string" Series; None and "" become NA. Built straight from an Arrow
+    array when every value is text (several times faster than pd.Series(..., "string"))."""
+    vals = [None if v == "" else v for v in values]
+    if _ARROW_STRINGS:
+        try:
+            arr = pa.array(vals, type=pa.large_string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        else:
+            return pd.Series(pd.arrays.ArrowStringArray(arr))
+    return pd.Series(vals, dtype="string")
 
 
 def float_series(values: Sequence[Any]) -> pd.Series:
-    return pd.Series(pd.array(list(values), dtype="Float64"))
+    """A Float64 Series; None is NA, numeric text is parsed, anything else is NA."""
+    try:
+        arr = np.array([np.nan if v is None else v for v in values], dtype="float64")
+    except (TypeError, ValueError):
+        arr = np.array([_float_or_none(v) for v in values], dtype="float64")
+    return pd.Series(pd.arrays.FloatingArray(arr, np.isnan(arr)))
+
+
+def _float_or_none(value: Any) -> float:
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def int_series(values: Sequence[Any]) -> pd.Series:

@@ -79,12 +79,12 @@ class AssetCodec(Codec):
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         if is_url_source(field):
-            urls = [(r if isinstance(r, str) else r.get("url") if isinstance(r, Mapping)
+            urls = [(r if isinstance(r, str) else r.get("url") if isinstance(r, dict)
                      else None) if r is not None
                     else (_img_src(d) if isinstance(d, str) and d else None)
                     for r, d in zip(raws, displays, strict=False)]
             return {field.key: string_series(urls)}
-        rows = [r if isinstance(r, Mapping)
+        rows = [r if isinstance(r, dict)
                 else (_parse_asset_html(d) if r is None and isinstance(d, str) and d else {})
                 for r, d in zip(raws, displays, strict=False)]
         k = field.key
@@ -167,7 +167,7 @@ class SignatureCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        out = [(r.get("svg") if isinstance(r, Mapping) else str(r)) if r is not None
+        out = [(r.get("svg") if isinstance(r, dict) else str(r)) if r is not None
                else (_svg_of(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: string_series(out)}

@@ -119,7 +119,7 @@ class ChoiceCodec(Codec):
                                          "value": pd.Series(val, dtype="string")})}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
-        value = values.get(field.key) if isinstance(values, Mapping) else None
+        value = values.get(field.key)
         if value is None or (not isinstance(value, (list, tuple, str)) and is_na(value)):
             return [] if is_multi(field) else ""
         if is_multi(field):
@@ -172,7 +172,7 @@ class UserRolesCodec(Codec):
         return {field.key: object_series(out)}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
-        value = values.get(field.key) if isinstance(values, Mapping) else None
+        value = values.get(field.key)
         if value is None or (not isinstance(value, (list, tuple, str)) and is_na(value)):
             return []
         return self.normalize(value, field) or []

@@ -110,7 +110,7 @@ class ConnectionCodec(Codec):
             pairs = display_pairs(d)
             if isinstance(r, list) and r:
                 for i, item in enumerate(r):
-                    if not isinstance(item, Mapping):
+                    if not isinstance(item, dict):
                         continue
                     cid = item.get("id")
                     if cid is None and i < len(pairs):  # name-like: id only in the HTML
@@ -132,7 +132,7 @@ class ConnectionCodec(Codec):
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         """``values[field_N]``: the connected ids of the record (a list, one id, or NA) ->
         the list of ids to send."""
-        value = values.get(field.key) if isinstance(values, Mapping) else None
+        value = values.get(field.key)
         if value is None or (not isinstance(value, (list, tuple, str)) and is_na(value)):
             return []
         if hasattr(value, "tolist") and not isinstance(value, str):

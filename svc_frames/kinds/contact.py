@@ -92,7 +92,7 @@ class NameCodec(Codec):
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         fmt = str(field.format.get("format") or "First Last")
-        rows = [r if isinstance(r, Mapping)
+        rows = [r if isinstance(r, dict)
                 else (_split_name(html_to_text(d), fmt) if r is None and isinstance(d, str)
                       and d else {}) for r, d in zip(raws, displays, strict=False)]
         return {f"{field.key}.{p}": string_series([row.get(p) for row in rows])
@@ -164,7 +164,7 @@ class EmailCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        out = [(r.get("email") if isinstance(r, Mapping) else str(r)) if r is not None
+        out = [(r.get("email") if isinstance(r, dict) else str(r)) if r is not None
                else (_email_of(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: string_series(out)}
@@ -240,7 +240,7 @@ class PhoneCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        out = [(self.render(r, field) if isinstance(r, Mapping) else str(r)) if r is not None
+        out = [(self.render(r, field) if isinstance(r, dict) else str(r)) if r is not None
                else (html_to_text(d).strip() if isinstance(d, str) else d)
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: string_series(out)}
@@ -293,7 +293,7 @@ class LinkCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        out = [(r.get("url") if isinstance(r, Mapping) else str(r)) if r is not None
+        out = [(r.get("url") if isinstance(r, dict) else str(r)) if r is not None
                else (_href_of(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: string_series(out)}
@@ -379,13 +379,13 @@ class AddressCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        rows = [r if isinstance(r, Mapping)
+        rows = [r if isinstance(r, dict)
                 else (_parse_address(d) if r is None and isinstance(d, str) and d else {})
                 for r, d in zip(raws, displays, strict=False)]
-        out = {f"{field.key}.{p}": string_series([_text_or_none(row.get(p)) for row in rows])
+        out = {f"{field.key}.{p}": string_series([row.get(p) for row in rows])
                for p in ADDRESS_TEXT}
         for p in ("latitude", "longitude"):
-            out[f"{field.key}.{p}"] = float_series([_float_or_none(row.get(p)) for row in rows])
+            out[f"{field.key}.{p}"] = float_series([row.get(p) for row in rows])
         return out
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:

@@ -241,13 +241,14 @@ class DateTimeCodec(Codec):
         try:
             wall = parse_wall(start, field)
             raw = raw_date(wall, field)
+            to_wall = None
             if end is not None and not is_blank(end):
                 to_wall = parse_wall(end, field, base=wall.date())
-                if to_wall < wall:
-                    raise invalid(field, f"the end {end!r} is before the start {start!r}")
                 raw["to"] = raw_date(to_wall, field)
         except (ValueError, TypeError, OverflowError):
             raise _bad_date(field, value) from None
+        if to_wall is not None and to_wall < wall:
+            raise invalid(field, f"the end {end!r} is before the start {start!r}")
         return raw
 
     def render(self, raw: Any, field: FieldSpec) -> Any:
@@ -272,25 +273,27 @@ class DateTimeCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        starts: list[int] = []
-        ends: list[int] = []
+        # fast path: a dict with an int unix_timestamp; anything else goes the slow way
+        starts = [ms if type(r) is dict and type(ms := r.get("unix_timestamp")) is int
+                  else self._slow(r, d, field)[0] for r, d in zip(raws, displays, strict=False)]
         want_to = is_range(field)
-        for r, d in zip(raws, displays, strict=False):
-            if isinstance(r, Mapping):
-                starts.append(_ms(r, field))
-                if want_to:
-                    ends.append(_ms(r.get("to"), field))
-            elif r is None and isinstance(d, str) and d:
-                s, e = _walls_from_display(d, field)
-                starts.append(s)
-                ends.append(e)
-            else:
-                starts.append(_NAT)
-                ends.append(_NAT)
+        ends: list[int] = []
+        if want_to:
+            ends = [(_ms(r.get("to"), field) if "to" in r else _NAT) if type(r) is dict
+                    else self._slow(r, d, field)[1]
+                    for r, d in zip(raws, displays, strict=False)]
         out = {field.key: instants(starts, ctx)}
         if want_to:
             out[f"{field.key}.to"] = instants(ends, ctx)
         return out
+
+    @staticmethod
+    def _slow(r: Any, d: Any, field: FieldSpec) -> tuple[int, int]:
+        if isinstance(r, dict):
+            return _ms(r, field), _ms(r.get("to"), field)
+        if r is None and isinstance(d, str) and d:
+            return _walls_from_display(d, field)
+        return _NAT, _NAT
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         start = values.get(field.key)
@@ -365,8 +368,14 @@ class TimerCodec(Codec):
         starts: list[int] = []
         ends: list[int] = []
         totals: list[int] = []
-        for r in raws:
-            times = r.get("times") if isinstance(r, Mapping) else None
+        for r, d in zip(raws, displays, strict=False):
+            times = r.get("times") if isinstance(r, dict) else None
+            if not times and r is None and isinstance(d, str) and d:
+                a_ms, b_ms, t_ms = _timer_from_display(d, field)
+                starts.append(a_ms)
+                ends.append(b_ms)
+                totals.append(t_ms)
+                continue
             if not times:
                 starts.append(_NAT)
                 ends.append(_NAT)
@@ -419,7 +428,7 @@ def _display(dt: datetime, field: FieldSpec) -> str:
 
 def _ms(raw: Any, field: FieldSpec) -> int:
     """Wall-clock milliseconds of a raw date object (NaT sentinel when absent)."""
-    if not isinstance(raw, Mapping):
+    if not isinstance(raw, dict):
         return _NAT
     ms = raw.get("unix_timestamp")
     if isinstance(ms, (int, float)) and not isinstance(ms, bool):
@@ -444,6 +453,35 @@ def _walls_from_display(display: str, field: FieldSpec) -> tuple[int, int]:
     except ValueError:
         return a_ms, _NAT
     return a_ms, int((b - epoch).total_seconds() * 1000)
+
+
+_TIMER_LINE = re.compile(r"(\d{1,2}/\d{1,2}/\d{2,4})\s*(.+?)\s+to\s+(.+?)\s*(?:=|$)")
+_TIMER_TOTAL = re.compile(r"=\s*(\d+):(\d{2})\s*hours")
+
+
+def _timer_from_display(display: str, field: FieldSpec) -> tuple[int, int, int]:
+    """(first start, last end, total) in ms from a timer's display HTML."""
+    epoch = datetime(1970, 1, 1)
+    walls: list[datetime] = []
+    for line in re.split(r"<br\s*/?>", display, flags=re.I):
+        m = _TIMER_LINE.search(html_to_text(line).replace("\xa0", " "))
+        if not m:
+            continue
+        try:
+            day = _parse_date_text(m.group(1), FieldSpec(key=field.key, kind="date_time"))
+            h1, m1 = _parse_time_text(m.group(2))
+            h2, m2 = _parse_time_text(m.group(3))
+        except ValueError:
+            continue
+        base = datetime.combine(day, datetime.min.time())
+        walls += [base.replace(hour=h1, minute=m1), base.replace(hour=h2, minute=m2)]
+    if not walls:
+        return _NAT, _NAT, _NAT
+    total = _TIMER_TOTAL.search(display)
+    total_ms = ((int(total.group(1)) * 60 + int(total.group(2))) * 60000 if total
+                else int((walls[-1] - walls[0]).total_seconds() * 1000))
+    return (int((walls[0] - epoch).total_seconds() * 1000),
+            int((walls[-1] - epoch).total_seconds() * 1000), total_ms)
 
 
 def instants(wall_ms: Sequence[int], ctx: ReadContext) -> pd.Series:

@@ -38,7 +38,7 @@ DISPLAY_NAMES: dict[str, str] = {
     "Azores": "Atlantic/Azores", "Cape Verde Is.": "Atlantic/Cape_Verde",
     "Dublin": "Europe/Dublin", "Edinburgh": "Europe/London", "Lisbon": "Europe/Lisbon",
     "London": "Europe/London", "Casablanca": "Africa/Casablanca", "Monrovia": "Africa/Monrovia",
-    "UTC": "Etc/UTC", "Belgrade": "Europe/Belgrade", "Bratislava": "Europe/Bratislava",
+    "UTC": "UTC", "Belgrade": "Europe/Belgrade", "Bratislava": "Europe/Bratislava",
     "Budapest": "Europe/Budapest", "Ljubljana": "Europe/Ljubljana", "Prague": "Europe/Prague",
     "Sarajevo": "Europe/Sarajevo", "Skopje": "Europe/Skopje", "Warsaw": "Europe/Warsaw",
     "Zagreb": "Europe/Zagreb", "Brussels": "Europe/Brussels", "Copenhagen": "Europe/Copenhagen",
