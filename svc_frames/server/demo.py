@@ -1,0 +1,614 @@
+"""The demo application and its deterministic record generator.
+
+Keys (stable; tests and notebooks may use them):
+
+``object_1`` People (UserObject, ``profile_1``; identifier ``field_1``)
+    field_1 name "Name" · field_2 email "Email" · field_3 password "Password" ·
+    field_4 multiple_choice "User Status" (active/inactive/pending approval) ·
+    field_5 user_roles "User Roles" · field_6 phone "Phone" ·
+    field_7 address "Address" (with latitude/longitude)
+``object_2`` Parts (identifier ``field_8``)
+    field_8 short_text "Part Name" (unique) · field_9 currency "Unit Price" ·
+    field_10 number "In Stock" · field_11 auto_increment "Part No"
+``object_3`` Work Orders (the widest object: every field kind; identifier ``field_12``)
+    field_12 short_text "Title" · field_13 paragraph_text "Description" ·
+    field_14 rich_text "Notes" · field_15 concatenation "Code" (``WO-{field_24}: {field_12}``) ·
+    field_16 number "Quantity" · field_17 currency "Unit Cost" ·
+    field_18 equation "Total Cost" (``{field_16} * {field_17}``) ·
+    field_19 sum / field_20 count / field_21 average / field_22 min / field_23 max over
+    ``field_41`` (Parts) of ``field_9`` (Unit Price) ·
+    field_24 auto_increment "WO Number" · field_25 rating "Priority" (max 5) ·
+    field_26 boolean "Urgent" · field_27 multiple_choice single "Status"
+    (Open/In Progress/On Hold/Done/Cancelled) · field_28 multiple_choice multi "Tags" ·
+    field_29 date_time "Due" · field_30 date_time range "Scheduled" · field_31 timer
+    "Work Time" · field_32 name "Contact" · field_33 email "Contact Email" ·
+    field_34 address "Site" (lat/lon) · field_35 phone "Contact Phone" · field_36 link
+    "Manual" · field_37 file "Attachment" · field_38 image (upload) "Photo" ·
+    field_39 image (url) "Reference Image" · field_40 signature "Sign-off" ·
+    field_41 connection many -> object_2 "Parts" · field_42 connection one -> object_1
+    "Assignee" · field_43 connection one -> object_1 "Created By" ·
+    field_44 date_time "Submitted At"
+
+Scenes and views:
+
+* ``scene_1`` (public): ``view_1`` table "Open work orders" (fixed rule: Status is not
+  Cancelled; columns field_24, field_12, field_27, field_29, field_25); ``view_2``
+  calendar "Schedule" (field_12, field_30).
+* ``scene_2`` (login, profile_2 Manager only): ``view_3`` table "Dispatch board" with a
+  connection column: ``field_42`` showing the assignee's ``field_1`` (view records carry
+  ``field_42_raw`` = the connected records' field_1 raw values, ``[{first, last}]``, and a
+  display of anchors holding ``<span class="<id>">``), plus field_24, field_12, field_27,
+  field_41, field_19; ``view_4`` form (insert) "New work order" (inputs field_12,
+  field_13, field_16, field_17, field_27, field_41, field_42) with record rules: always set
+  field_43 = logged-in user and field_44 = now; field_27 = "Open" when blank;
+  field_26 = true when field_16 is higher than 100.
+* ``scene_3`` (login, any profile): ``view_5`` search "Find work orders" with inline
+  editing (field_24, field_12, field_27, field_25, field_26, field_16, field_18).
+* ``scene_4`` (login, any profile): ``view_6`` list "My work orders" (records whose
+  field_42 Assignee is the logged-in user; field_24, field_12, field_27, field_29);
+  ``view_7`` form (update) "Update my work order" (same source; inputs field_27, field_14;
+  rule: field_26 = false when field_27 is "Done"); ``view_8`` details "My account"
+  (the logged-in user's own People record: field_1, field_2, field_6, field_7).
+
+Profiles: ``profile_1`` People (every user), ``profile_2`` Manager, ``profile_3``
+Technician. Users: ``manager@example.com`` / ``Manager-2024!`` (profile_1, profile_2) and
+``tech@example.com`` / ``Tech-2024!`` (profile_1, profile_3).
+
+Usage::
+
+    doc = demo_document()
+    generate(state, records=1000, seed=0)   # after the service state is opened
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import io
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidValue
+from ..kinds.base import FieldSpec
+from .query import vals_of
+from .render import Piece, assemble, dumps
+from .schema import COMPUTED_KINDS, ObjectDef
+from .store import BASE_URL_PLACEHOLDER
+
+if TYPE_CHECKING:
+    from .service import ServiceState
+
+DEMO_USERS = [
+    {"email": "manager@example.com", "password": "Manager-2024!", "name": "Morgan Reyes",
+     "profile_keys": ["profile_1", "profile_2"], "roles": ["profile_2"]},
+    {"email": "tech@example.com", "password": "Tech-2024!", "name": "Taylor Kim",
+     "profile_keys": ["profile_1", "profile_3"], "roles": ["profile_3"]},
+]
+
+
+def _f(key: str, kind: str, name: str, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"key": key, "type": kind, "name": name, "required": False,
+                           "unique": False}
+    out.update(extra)
+    return out
+
+
+_DATE = {"date_format": "mm/dd/yyyy", "time_format": "HH:MM am", "calendar": False}
+_MONEY = {"format": "$"}
+_NUM = {"mark_decimal": "period", "precision": "2", "rounding": "none",
+        "mark_thousands": "comma", "format": "", "pre": "", "post": ""}
+
+
+def _agg(kind: str) -> dict[str, Any]:
+    fmt: dict[str, Any] = dict(_NUM)
+    fmt["connection"] = {"key": "field_41"}
+    if kind != "count":
+        fmt["field"] = {"key": "field_9"}
+        fmt["precision"] = "2"
+    else:
+        fmt["precision"] = "0"
+    return fmt
+
+
+def _col(key: str, **extra: Any) -> dict[str, Any]:
+    return {"field": {"key": key}, "type": "field", **extra}
+
+
+def demo_document() -> dict[str, Any]:
+    """The demo application in the application-schema shape (a fresh copy)."""
+    people = [
+        _f("field_1", "name", "Name", required=True, format={"format": "First Last"}),
+        _f("field_2", "email", "Email", required=True, unique=True),
+        _f("field_3", "password", "Password"),
+        _f("field_4", "multiple_choice", "User Status",
+           format={"type": "single", "options": ["active", "inactive", "pending approval"]}),
+        _f("field_5", "user_roles", "User Roles"),
+        _f("field_6", "phone", "Phone", format={"format": "(999) 999-9999"}),
+        _f("field_7", "address", "Address", format={"input": "address", "format": "US"}),
+    ]
+    parts = [
+        _f("field_8", "short_text", "Part Name", required=True, unique=True),
+        _f("field_9", "currency", "Unit Price", format=_MONEY),
+        _f("field_10", "number", "In Stock", format={**_NUM, "precision": "0"}),
+        _f("field_11", "auto_increment", "Part No"),
+    ]
+    wo = [
+        _f("field_12", "short_text", "Title", required=True),
+        _f("field_13", "paragraph_text", "Description"),
+        _f("field_14", "rich_text", "Notes"),
+        _f("field_15", "concatenation", "Code", format={"equation": "WO-{field_24}: {field_12}"}),
+        _f("field_16", "number", "Quantity", format={**_NUM, "precision": "0"}),
+        _f("field_17", "currency", "Unit Cost", format=_MONEY),
+        _f("field_18", "equation", "Total Cost",
+           format={**_NUM, "equation": "{field_16} * {field_17}", "equation_type": "numeric"}),
+        _f("field_19", "sum", "Parts Total", format=_agg("sum")),
+        _f("field_20", "count", "Parts Count", format=_agg("count")),
+        _f("field_21", "average", "Average Part Price", format=_agg("average")),
+        _f("field_22", "min", "Cheapest Part", format=_agg("min")),
+        _f("field_23", "max", "Dearest Part", format=_agg("max")),
+        _f("field_24", "auto_increment", "WO Number"),
+        _f("field_25", "rating", "Priority", format={"max": "5", "allow_half": False}),
+        _f("field_26", "boolean", "Urgent", format={"format": "yes_no", "default": False}),
+        _f("field_27", "multiple_choice", "Status", format={
+            "type": "single", "options": ["Open", "In Progress", "On Hold", "Done",
+                                          "Cancelled"]}),
+        _f("field_28", "multiple_choice", "Tags", format={
+            "type": "multi", "options": ["Electrical", "Plumbing", "HVAC", "Safety",
+                                         "Outdoor", "Inspection"]}),
+        _f("field_29", "date_time", "Due", format=dict(_DATE)),
+        _f("field_30", "date_time", "Scheduled", format={**_DATE, "calendar": True}),
+        _f("field_31", "timer", "Work Time", format={"total_format": "from-to",
+                                                     "time_format": "HH:MM am",
+                                                     "date_format": "mm/dd/yyyy"}),
+        _f("field_32", "name", "Contact", format={"format": "Last, First Middle"}),
+        _f("field_33", "email", "Contact Email"),
+        _f("field_34", "address", "Site", format={"input": "address", "format": "US"}),
+        _f("field_35", "phone", "Contact Phone", format={"format": "(999) 999-9999"}),
+        _f("field_36", "link", "Manual", format={"target": "_blank", "text_format": "url"}),
+        _f("field_37", "file", "Attachment", format={"secure": False}),
+        _f("field_38", "image", "Photo", format={"source": "upload", "thumbs": []}),
+        _f("field_39", "image", "Reference Image", format={"source": "url", "thumbs": []}),
+        _f("field_40", "signature", "Sign-off"),
+        _f("field_41", "connection", "Parts",
+           relationship={"object": "object_2", "has": "many", "belongs_to": "many"}),
+        _f("field_42", "connection", "Assignee",
+           relationship={"object": "object_1", "has": "one", "belongs_to": "many"}),
+        _f("field_43", "connection", "Created By",
+           relationship={"object": "object_1", "has": "one", "belongs_to": "many"}),
+        _f("field_44", "date_time", "Submitted At", format=dict(_DATE)),
+    ]
+    objects: list[dict[str, Any]] = [
+        {"key": "object_1", "name": "People", "type": "UserObject", "profile_key": "profile_1",
+         "identifier": "field_1", "fields": people},
+        {"key": "object_2", "name": "Parts", "type": "StandardObject", "identifier": "field_8",
+         "fields": parts},
+        {"key": "object_3", "name": "Work Orders", "type": "StandardObject",
+         "identifier": "field_12", "fields": wo},
+    ]
+    for o in objects:
+        for f in o["fields"]:
+            f["object_key"] = o["key"]
+    scenes = [
+        {"key": "scene_1", "slug": "public", "name": "Public board", "authenticated": False,
+         "views": [
+             {"key": "view_1", "name": "Open work orders", "type": "table",
+              "source": {"object": "object_3", "criteria": {"match": "and", "rules": [
+                  {"field": "field_27", "operator": "is not", "value": "Cancelled"}]}},
+              "columns": [_col(k) for k in ("field_24", "field_12", "field_27", "field_29",
+                                            "field_25")],
+              "rows_per_page": "25", "options": {"cell_editor": False}},
+             {"key": "view_2", "name": "Schedule", "type": "calendar",
+              "source": {"object": "object_3"}, "events": {"event_field": "field_30"},
+              "columns": [_col("field_12"), _col("field_30")]},
+         ]},
+        {"key": "scene_2", "slug": "dispatch", "name": "Dispatch", "authenticated": True,
+         "limit_profile_access": True, "allowed_profiles": ["profile_2"],
+         "views": [
+             {"key": "view_3", "name": "Dispatch board", "type": "table",
+              "source": {"object": "object_3"},
+              "columns": [_col("field_24"), _col("field_12"), _col("field_27"),
+                          _col("field_42", connection_field={"key": "field_1"},
+                               header="Assignee"),
+                          _col("field_41"), _col("field_19")],
+              "options": {"cell_editor": False}},
+             {"key": "view_4", "name": "New work order", "type": "form", "action": "insert",
+              "source": {"object": "object_3"},
+              "groups": [{"columns": [{"inputs": [
+                  {"field": {"key": k}, "type": "field"} for k in
+                  ("field_12", "field_13", "field_16", "field_17", "field_27", "field_41",
+                   "field_42")]}]}],
+              "rules": {"submits": [{"key": "submit_1", "action": "message",
+                                     "message": "Work order created."}],
+                        "records": [
+                            {"criteria": [], "values": [
+                                {"field": "field_43", "type": "user"},
+                                {"field": "field_44", "type": "current_date"}]},
+                            {"criteria": [{"field": "field_27", "operator": "is blank"}],
+                             "values": [{"field": "field_27", "type": "value",
+                                         "value": "Open"}]},
+                            {"criteria": [{"field": "field_16", "operator": "higher than",
+                                           "value": 100}],
+                             "values": [{"field": "field_26", "type": "value",
+                                         "value": True}]}]}},
+         ]},
+        {"key": "scene_3", "slug": "search", "name": "Search", "authenticated": True,
+         "views": [
+             {"key": "view_5", "name": "Find work orders", "type": "search",
+              "source": {"object": "object_3"},
+              "columns": [_col(k) for k in ("field_24", "field_12", "field_27", "field_25",
+                                            "field_26", "field_16", "field_18")],
+              "options": {"cell_editor": True}},
+         ]},
+        {"key": "scene_4", "slug": "my-work", "name": "My work", "authenticated": True,
+         "views": [
+             {"key": "view_6", "name": "My work orders", "type": "list",
+              "source": {"object": "object_3", "connection_key": "field_42"},
+              "columns": [_col(k) for k in ("field_24", "field_12", "field_27", "field_29")]},
+             {"key": "view_7", "name": "Update my work order", "type": "form",
+              "action": "update",
+              "source": {"object": "object_3", "connection_key": "field_42"},
+              "groups": [{"columns": [{"inputs": [
+                  {"field": {"key": k}, "type": "field"} for k in ("field_27", "field_14")]}]}],
+              "rules": {"submits": [{"key": "submit_2", "action": "message",
+                                     "message": "Saved."}],
+                        "records": [{"criteria": [{"field": "field_27", "operator": "is",
+                                                   "value": "Done"}],
+                                     "values": [{"field": "field_26", "type": "value",
+                                                 "value": False}]}]}},
+             {"key": "view_8", "name": "My account", "type": "details",
+              "source": {"object": "object_1", "authenticated_user": True},
+              "columns": [_col(k) for k in ("field_1", "field_2", "field_6", "field_7")]},
+         ]},
+    ]
+    return copy.deepcopy({
+        "name": "Field Service Demo",
+        "settings": {"timezone": "Central Time (US & Canada)"},
+        "profiles": [{"key": "profile_1", "name": "People"},
+                     {"key": "profile_2", "name": "Manager"},
+                     {"key": "profile_3", "name": "Technician"}],
+        "objects": objects, "scenes": scenes,
+        "users": [{"object": "object_1", "email": u["email"], "password": u["password"],
+                   "name": u["name"], "profile_keys": u["roles"]} for u in DEMO_USERS],
+    })
+
+
+# ---- the generator --------------------------------------------------------------------
+_FIRST = ["Ann", "Ben", "Carla", "Dev", "Elena", "Femi", "Grace", "Hiro", "Ines", "Jon",
+          "Kira", "Luis", "Mara", "Nils", "Omar", "Priya", "Quinn", "Rosa", "Sam", "Tariq"]
+_LAST = ["Lee", "Novak", "Okafor", "Garcia", "Smith", "Tanaka", "Rossi", "Khan", "Berg",
+         "Silva", "Moreau", "Chen", "Ivanova", "Brown", "Haddad", "Nguyen"]
+_STREETS = ["Cameron Rd", "Lamar Blvd", "Congress Ave", "Burnet Rd", "Oltorf St", "Guadalupe St",
+            "Riverside Dr", "Airport Blvd", "Manor Rd", "Koenig Ln"]
+_CITIES = [("Austin", "TX", "787", 30.27, -97.74), ("Dallas", "TX", "752", 32.78, -96.80),
+           ("Houston", "TX", "770", 29.76, -95.37), ("Denver", "CO", "802", 39.74, -104.99),
+           ("Chicago", "IL", "606", 41.88, -87.63), ("Tulsa", "OK", "741", 36.15, -95.99)]
+_VERBS = ["Replace", "Inspect", "Repair", "Install", "Service", "Clean", "Calibrate", "Test"]
+_THINGS = ["pump", "boiler", "rooftop unit", "fire alarm", "water heater", "generator",
+           "chiller", "conveyor", "gate motor", "lighting panel", "backflow valve", "compressor"]
+_PARTS = ["Bearing", "Filter", "Gasket", "Valve", "Fuse", "Belt", "Sensor", "Relay", "Seal",
+          "Thermostat", "Capacitor", "Hose", "Bracket", "Switch", "Motor", "Coupling"]
+_SIZES = ["S", "M", "L", "XL", "10mm", "12mm", "1in", "2in", "24V", "120V", "240V"]
+POOL = 211  # distinct values per field; records pick from pools (fast, still varied)
+
+
+class _Gen:
+    """Pools of ready pieces per field, built from inputs normalized by the codecs."""
+
+    def __init__(self, state: ServiceState, rng: random.Random) -> None:
+        self.state = state
+        self.rng = rng
+        self.renderer = state.renderer
+        self.assets: dict[str, list[dict[str, Any]]] = {}
+
+    def piece(self, spec: FieldSpec, raw: Any) -> Piece:
+        return self.renderer.piece(spec, raw)
+
+    def normalize(self, spec: FieldSpec, value: Any) -> Any:
+        try:
+            return self.renderer.normalize(spec, value, None)
+        except InvalidValue:
+            return None
+
+    def date_input(self, d: dt.datetime) -> dict[str, Any]:
+        return {"date": d.strftime("%m/%d/%Y"), "hours": d.strftime("%I"),
+                "minutes": d.strftime("%M"), "am_pm": d.strftime("%p")}
+
+    def input_for(self, spec: FieldSpec, i: int) -> Any:  # noqa: C901 - one branch per kind
+        r = self.rng
+        k = spec.kind
+        base = dt.datetime(2024, 1, 1, 8, 0)
+        if k == "short_text":
+            return f"{r.choice(_VERBS)} {r.choice(_THINGS)} #{r.randint(1, 999)}"
+        if k == "paragraph_text":
+            return (f"{r.choice(_VERBS)} the {r.choice(_THINGS)} on level {r.randint(1, 9)}."
+                    f"\nCustomer reports noise since {r.choice(['Monday', 'last week', 'May'])}.")
+        if k == "rich_text":
+            return (f"<p><strong>{r.choice(_VERBS)}</strong> {r.choice(_THINGS)}</p>"
+                    f"<ul><li>check {r.choice(_PARTS).lower()}</li></ul>")
+        if k == "number":
+            return r.randint(1, 250)
+        if k == "currency":
+            return f"{r.uniform(2, 900):.2f}"
+        if k == "rating":
+            return r.randint(0, 5)
+        if k == "boolean":
+            return r.random() < 0.3
+        if k == "multiple_choice":
+            opts = list((spec.format or {}).get("options") or ["A"])
+            if (spec.format or {}).get("type") == "multi":
+                return r.sample(opts, r.randint(1, min(3, len(opts))))
+            return r.choice(opts)
+        if k == "date_time":
+            d = base + dt.timedelta(days=r.randint(0, 900), minutes=15 * r.randint(0, 40))
+            value = self.date_input(d)
+            if (spec.format or {}).get("calendar"):
+                value["to"] = self.date_input(d + dt.timedelta(minutes=30 * r.randint(1, 8)))
+            return value
+        if k == "timer":
+            d = base + dt.timedelta(days=r.randint(0, 900), minutes=15 * r.randint(0, 40))
+            return {"times": [{"from": self.date_input(d), "to": self.date_input(
+                d + dt.timedelta(minutes=15 * r.randint(1, 16)))}]}
+        if k == "name":
+            out = {"first": r.choice(_FIRST), "last": r.choice(_LAST)}
+            if r.random() < 0.2:
+                out["middle"] = r.choice(_FIRST)
+            if r.random() < 0.1:
+                out["title"] = r.choice(["Dr.", "Ms.", "Mr."])
+            return out
+        if k == "email":
+            return {"email": f"{r.choice(_FIRST).lower()}.{r.choice(_LAST).lower()}"
+                             f"{r.randint(1, 99)}@example.com"}
+        if k == "address":
+            city, state, zip3, lat, lon = r.choice(_CITIES)
+            addr: dict[str, Any] = {"street": f"{r.randint(100, 9999)} {r.choice(_STREETS)}",
+                   "street2": r.choice(["", "", f"Suite {r.randint(1, 400)}"]),
+                   "city": city, "state": state, "zip": f"{zip3}{r.randint(10, 99)}",
+                   "latitude": round(lat + r.uniform(-0.2, 0.2), 5),
+                   "longitude": round(lon + r.uniform(-0.2, 0.2), 5)}
+            return addr
+        if k == "phone":
+            return f"({r.randint(201, 989)}) {r.randint(200, 999)}-{r.randint(0, 9999):04d}"
+        if k == "link":
+            return {"url": f"https://manuals.example.com/{r.choice(_THINGS).replace(' ', '-')}"
+                           f"/{r.randint(1, 500)}"}
+        if k == "image" and (spec.format or {}).get("source") == "url":
+            return f"https://images.example.com/equipment/{r.randint(1, 400)}.jpg"
+        if k == "signature":
+            pts = " ".join(f"l {r.randint(-9, 9)} {r.randint(-9, 9)}" for _ in range(6))
+            svg = ('<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="200" '
+                   f'height="60"><path stroke="rgb(0, 0, 0)" fill="none" d="M 10 30 {pts}"/>'
+                   '</svg>')
+            return {"svg": svg, "base30": f"{r.randint(0, 10**9):x}"}
+        if k == "user_roles":
+            return [r.choice(["profile_3", "profile_3", "profile_2"])]
+        return None
+
+    def pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
+        out: list[Piece] = []
+        for i in range(POOL):
+            if not spec.required and (i % int(1 / empty_rate) == 0):
+                out.append(self.piece(spec, None))
+                continue
+            if spec.kind in ("file", "image") and (spec.format or {}).get("source") != "url":
+                asset = self.assets[spec.kind][i % len(self.assets[spec.kind])]
+                raw: Any = self.state.store.asset_raw(
+                    asset["id"], spec.kind, asset["filename"], asset["size"], spec.kind == "image",
+                    spec.key, BASE_URL_PLACEHOLDER)
+                asset.setdefault("fields", set()).add(spec.key)
+            else:
+                raw = self.normalize(spec, self.input_for(spec, i))
+            out.append(self.piece(spec, raw))
+        return out
+
+    def make_assets(self, count: int = 6) -> None:
+        from PIL import Image, ImageDraw
+
+        store = self.state.store
+        self.assets = {"file": [], "image": []}
+        for i in range(count):
+            text = (f"Work order checklist {i + 1}\n" + "- inspect\n- record readings\n" * 5)
+            content = text.encode()
+            name = f"checklist_{i + 1}.txt"
+            aid, size = store.add_asset("file", name, content, None)
+            self.assets["file"].append({"id": aid, "filename": name, "size": size})
+            im = Image.new("RGB", (320, 240), (40 * i % 255, 120, 200 - 20 * i % 200))
+            ImageDraw.Draw(im).rectangle((20 + 10 * i, 20, 200, 200), fill=(250, 200, 40))
+            buf = io.BytesIO()
+            im.save(buf, format="PNG")
+            png = buf.getvalue()
+            thumb = io.BytesIO()
+            im.thumbnail((200, 200))
+            im.save(thumb, format="PNG")
+            name = f"site_photo_{i + 1}.png"
+            aid, size = store.add_asset("image", name, png, thumb.getvalue())
+            self.assets["image"].append({"id": aid, "filename": name, "size": size})
+
+
+def _rid(rng: random.Random, t0: int, i: int) -> str:
+    return f"{t0 + i:08x}{rng.getrandbits(64):016x}"
+
+
+def generate(state: ServiceState, records: int, seed: int = 0,
+             progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Fill the demo application: users, people, parts, then ``records`` work orders.
+
+    Deterministic for a seed (ids and values); returns counts per object."""
+    app = state.app
+    store = state.store
+    rng = random.Random(seed)
+    gen = _Gen(state, rng)
+    gen.make_assets()
+    t0 = 0x65000000
+    people_obj, parts_obj, wo_obj = (app.object(k) for k in ("object_1", "object_2",
+                                                             "object_3"))
+    counts: dict[str, int] = {}
+    # people: the demo users (with passwords) and technicians without a login
+    n_people = min(1000, 20 + records // 200)
+    people_rows: list[tuple[str, str, str, str, str | None]] = []
+    people_ids: list[str] = []
+    people_recs: dict[str, dict[str, Any]] = {}
+    from .store import hash_password
+    pools = {f.key: gen.pool(f, 0.1) for f in people_obj.fields
+             if f.kind not in COMPUTED_KINDS | {"connection", "password"}}
+    for i in range(n_people):
+        rid = _rid(rng, t0, i)
+        raw_pieces: dict[str, Piece] = {}
+        secret = None
+        for f in people_obj.fields:
+            if f.kind == "password":
+                if i < len(app.users):
+                    secret = dumps({f.key: hash_password(app.users[i]["password"])})
+                    raw_pieces[f.key] = gen.piece(f, "set")
+                else:
+                    raw_pieces[f.key] = gen.piece(f, None)
+                continue
+            raw_pieces[f.key] = pools[f.key][rng.randrange(POOL)]
+        if i < len(app.users):
+            u = app.users[i]
+            first, _, last = str(u.get("name", "Demo User")).partition(" ")
+            for f in people_obj.fields:
+                if f.kind == "name":
+                    raw_pieces[f.key] = gen.piece(f, gen.normalize(f, {"first": first,
+                                                                       "last": last}))
+                elif f.kind == "email":
+                    raw_pieces[f.key] = gen.piece(f, gen.normalize(f, {"email": u["email"]}))
+                elif f.kind == "user_roles":
+                    raw_pieces[f.key] = gen.piece(f, gen.normalize(f, u.get("profile_keys")))
+                elif f.kind == "multiple_choice" and "status" in f.name.lower():
+                    raw_pieces[f.key] = gen.piece(f, gen.normalize(f, "active"))
+        else:
+            for f in people_obj.fields:  # unique, login-free emails for the others
+                if f.kind == "email":
+                    raw_pieces[f.key] = gen.piece(f, gen.normalize(
+                        f, {"email": f"tech{i}@example.com"}))
+        pieces = [raw_pieces[f.key] for f in people_obj.fields]
+        people_rows.append((people_obj.key, rid, assemble(rid, (p.both for p in pieces)),
+                            dumps(vals_of(pieces)), secret))
+        people_ids.append(rid)
+        people_recs[rid] = json.loads(people_rows[-1][2])
+    counts[people_obj.key] = n_people
+    # parts
+    n_parts = min(400, 40 + records // 500)
+    parts_rows: list[tuple[str, str, str, str, str | None]] = []
+    parts_ids: list[str] = []
+    part_recs: dict[str, dict[str, Any]] = {}
+    price_spec = parts_obj.field("field_9")
+    for i in range(n_parts):
+        rid = _rid(rng, t0 + 100000, i)
+        praw: dict[str, Any] = {"field_8": f"{_PARTS[i % len(_PARTS)]} {_SIZES[(i // len(_PARTS)) % len(_SIZES)]}"
+                          f"-{i + 1}",
+               "field_9": gen.normalize(price_spec, f"{rng.uniform(1.5, 480):.2f}"),
+               "field_10": gen.normalize(parts_obj.field("field_10"), rng.randint(0, 400))
+               if i % 9 else None,
+               "field_11": i + 1}
+        pieces = [gen.piece(f, praw.get(f.key)) for f in parts_obj.fields]
+        parts_rows.append((parts_obj.key, rid, assemble(rid, (p.both for p in pieces)),
+                           dumps(vals_of(pieces)), None))
+        parts_ids.append(rid)
+        part_recs[rid] = {"id": rid, "raw": praw, "display": json.loads(parts_rows[-1][2])}
+    counts[parts_obj.key] = n_parts
+    store.bulk_insert(people_rows + parts_rows, [],
+                      {(parts_obj.key, "field_11"): n_parts})
+    # work orders: pooled pieces for stored kinds; computed and connections per record
+    pools = {f.key: gen.pool(f, 0.08) for f in wo_obj.fields
+             if f.kind not in COMPUTED_KINDS and f.kind != "connection"}
+    part_ident = {rid: part_recs[rid]["display"]["field_8"] for rid in parts_ids}
+    people_ident = {rid: people_recs[rid]["field_1"] for rid in people_ids}
+
+    def connected(obj_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        return [part_recs[i] for i in ids if i in part_recs] if obj_key == "object_2" else []
+
+    computed = [f for f in wo_obj.fields if f.kind in COMPUTED_KINDS]
+    conn_specs = {f.key: f for f in wo_obj.fields if f.kind == "connection"}
+    stored = [f for f in wo_obj.fields if f.kind not in COMPUTED_KINDS
+              and f.kind != "connection"]
+    rows: list[tuple[str, str, str, str, str | None]] = []
+    links: list[tuple[str, str, str, str]] = []
+    started = time.perf_counter()
+    for n in range(records):
+        rid = _rid(rng, t0 + 200000, n)
+        chosen = {f.key: pools[f.key][rng.randrange(POOL)] for f in stored}
+        raw: dict[str, Any] = {k: p.raw for k, p in chosen.items()}
+        raw["field_24"] = n + 1
+        k_parts = rng.choice((0, 1, 1, 2, 2, 3, 4))
+        part_ids = rng.sample(parts_ids, k_parts)
+        raw["field_41"] = [{"id": i, "identifier": part_ident[i]} for i in part_ids] or None
+        if n % 12:
+            who = people_ids[rng.randrange(len(people_ids))] if n % 5 else \
+                people_ids[n % len(app.users)] if app.users else people_ids[0]
+            raw["field_42"] = [{"id": who, "identifier": people_ident[who]}]
+        else:
+            raw["field_42"] = None
+        if n % 3 == 0:
+            who = people_ids[0]
+            raw["field_43"] = [{"id": who, "identifier": people_ident[who]}]
+        else:
+            raw["field_43"] = None
+        gen.renderer.compute(wo_obj, raw, connected)
+        for f in computed:
+            chosen[f.key] = gen.piece(f, raw.get(f.key))
+        for key, spec in conn_specs.items():
+            chosen[key] = gen.piece(spec, raw.get(key))
+            for c in raw.get(key) or []:
+                links.append((wo_obj.key, rid, key, c["id"]))
+        pieces = [chosen[f.key] for f in wo_obj.fields]
+        rows.append((wo_obj.key, rid, assemble(rid, (p.both for p in pieces)),
+                     dumps(vals_of(pieces)), None))
+        if len(rows) >= 20000:
+            store.bulk_insert(rows, links, {})
+            rows, links = [], []
+            if progress:
+                progress(f"{n + 1} work orders in {time.perf_counter() - started:.1f}s")
+    store.bulk_insert(rows, links, {(wo_obj.key, "field_24"): records})
+    counts[wo_obj.key] = records
+    # demo assets are shared by generated records: mark each as placed in its field(s)
+    with store._wlock:  # noqa: SLF001 - a bulk fix-up of the generator's own assets
+        for kind_assets in gen.assets.values():
+            for a in kind_assets:
+                fields = sorted(a.get("fields") or [])
+                if fields:
+                    store._writer.execute("UPDATE assets SET field_key = ?, record_id = '*' "
+                                          "WHERE id = ?", (fields[0], a["id"]))
+    return counts
+
+
+def seed_users(state: ServiceState) -> None:
+    """Create the application document's ``users`` (when not generated) through writes."""
+    app = state.app
+    for u in app.users:
+        obj = app.objects.get(u.get("object", ""))
+        if obj is None:
+            continue
+        values: dict[str, Any] = {}
+        for f in obj.fields:
+            if f.kind == "email":
+                values[f.key] = {"email": u["email"]}
+            elif f.kind == "password":
+                values[f.key] = u["password"]
+            elif f.kind == "name":
+                first, _, last = str(u.get("name", "User")).partition(" ")
+                values[f.key] = {"first": first, "last": last or first}
+            elif f.kind == "user_roles":
+                values[f.key] = list(u.get("profile_keys") or [])
+            elif f.kind == "multiple_choice" and "status" in f.name.lower():
+                values[f.key] = "active"
+        state.store.write(obj.key, values)
+
+
+def demo_users(app_users: Sequence[dict[str, Any]], profile_of: dict[str, str]) -> list[
+        dict[str, Any]]:
+    """``[{"email", "password", "profile_keys", "name"}]`` as LocalService.users lists them."""
+    out = []
+    for u in app_users:
+        own = profile_of.get(u.get("object", ""))
+        keys = ([own] if own else []) + [p for p in u.get("profile_keys") or [] if p != own]
+        out.append({"email": u["email"], "password": u["password"], "name": u.get("name", ""),
+                    "profile_keys": keys})
+    return out
+
+
+__all__ = ["demo_document", "generate", "seed_users", "demo_users", "DEMO_USERS",
+           "ObjectDef"]

@@ -1,0 +1,355 @@
+"""The application definition: a JSON document in the application-schema shape.
+
+The local service reads the same shape the hosted service answers at
+``GET /v1/applications/<app_id>`` (real-world.md "Application schema"): ``objects[]`` with
+``fields[]``, ``scenes[]`` with ``views[]``. A few members the hosted schema does not show
+are read too (all optional):
+
+* view ``source``: ``{"object": "object_3", "criteria": {"match": "and", "rules": [...]},
+  "authenticated_user": true}`` (the logged-in user's own record) or
+  ``"connection_key": "field_N"`` (records whose connection ``field_N`` holds the logged-in
+  user);
+* view ``options.cell_editor`` (inline editing on tables and searches), form ``action``
+  (``insert`` or ``update``), form ``rules.records`` (record rules, see ``RecordRule``);
+* table/list/search/calendar/details ``columns[]``: ``{"field": {"key": "field_N"}}`` and,
+  for a connection column that shows a field of the connected object,
+  ``{"field": {"key": "field_C"}, "connection_field": {"key": "field_K"}}``;
+* scene ``authenticated`` and ``allowed_profiles`` (empty = every logged-in user);
+* application ``users``: ``[{"object": "object_1", "email", "password", "name",
+  "profile_keys"}]`` seeded at first start (never served by the schema endpoint).
+
+Usage::
+
+    app = AppDef.from_document(json.load(open("app.json")))
+    app.object("object_3").field("field_12").kind
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..kinds.base import FieldSpec
+
+KEY_RE = {
+    "object": re.compile(r"^object_\d+$"),
+    "field": re.compile(r"^field_\d+$"),
+    "scene": re.compile(r"^scene_\d+$"),
+    "view": re.compile(r"^view_\d+$"),
+}
+
+#: Kinds the service computes; writes to them are refused.
+COMPUTED_KINDS = frozenset({"equation", "sum", "count", "average", "min", "max",
+                            "auto_increment", "concatenation"})
+AGGREGATE_KINDS = frozenset({"sum", "count", "average", "min", "max"})
+VIEW_TYPES = frozenset({"table", "list", "search", "calendar", "form", "details"})
+
+# Display names the hosted service uses for settings.timezone -> IANA names.
+_TZ_NAMES = {
+    "Eastern Time (US & Canada)": "America/New_York",
+    "Central Time (US & Canada)": "America/Chicago",
+    "Mountain Time (US & Canada)": "America/Denver",
+    "Arizona": "America/Phoenix",
+    "Pacific Time (US & Canada)": "America/Los_Angeles",
+    "Alaska": "America/Juneau",
+    "Hawaii": "Pacific/Honolulu",
+    "UTC": "UTC",
+    "London": "Europe/London",
+    "Paris": "Europe/Paris",
+    "Berlin": "Europe/Berlin",
+    "Tokyo": "Asia/Tokyo",
+    "Sydney": "Australia/Sydney",
+}
+
+
+class SchemaError(ValueError):
+    """The application document is not usable; the message names the culprit."""
+
+
+def zone_for(name: str | None) -> ZoneInfo:
+    """IANA zone for a hosted display name (``Central Time (US & Canada)``) or an IANA name."""
+    if not name:
+        return ZoneInfo("UTC")
+    try:
+        return ZoneInfo(_TZ_NAMES.get(name, name))
+    except (ZoneInfoNotFoundError, ValueError):
+        return ZoneInfo("UTC")
+
+
+@dataclass
+class ObjectDef:
+    """One object (table) of the application."""
+
+    key: str
+    name: str
+    type: str
+    identifier: str | None
+    profile_key: str | None
+    fields: list[FieldSpec]
+    doc: dict[str, Any]
+
+    def field(self, key: str) -> FieldSpec:
+        for f in self.fields:
+            if f.key == key:
+                return f
+        raise KeyError(key)
+
+    def has_field(self, key: str) -> bool:
+        return any(f.key == key for f in self.fields)
+
+    def fields_of(self, *kinds: str) -> list[FieldSpec]:
+        return [f for f in self.fields if f.kind in kinds]
+
+    @property
+    def is_user(self) -> bool:
+        return self.type == "UserObject"
+
+
+@dataclass
+class Column:
+    """A field a view shows: its own field, or (connection column) a connected field."""
+
+    key: str
+    connection_field: str | None = None
+
+
+@dataclass
+class RecordRule:
+    """A form record rule: when ``criteria`` hold (all of them), set each of ``values``.
+
+    ``values[i]``: ``{"field": "field_N", "type": "value"|"current_date"|"user",
+    "value": ...}`` (``user``: the logged-in user's record id, for a connection field)."""
+
+    criteria: list[dict[str, Any]]
+    values: list[dict[str, Any]]
+
+
+@dataclass
+class ViewDef:
+    """One view of a scene, with what the service needs to serve it."""
+
+    key: str
+    scene_key: str
+    name: str
+    type: str
+    object_key: str
+    criteria: dict[str, Any]
+    authenticated_user: bool
+    connection_key: str | None
+    columns: list[Column]
+    authenticated: bool
+    allowed_profiles: list[str]
+    inline_edit: bool
+    action: str | None
+    record_rules: list[RecordRule]
+    submit_key: str
+    rows_per_page: int
+
+    @property
+    def field_keys(self) -> list[str]:
+        return [c.key for c in self.columns]
+
+    @property
+    def accepts_update(self) -> bool:
+        if self.type == "form":
+            return self.action != "insert"
+        return self.type in ("table", "search") and self.inline_edit
+
+    @property
+    def accepts_create(self) -> bool:
+        return self.type == "form" and self.action in ("insert", "create")
+
+
+@dataclass
+class AppDef:
+    """The whole application: objects, views, settings, seed users."""
+
+    id: str
+    name: str
+    timezone: str
+    objects: dict[str, ObjectDef]
+    views: dict[tuple[str, str], ViewDef]
+    users: list[dict[str, Any]]
+    doc: dict[str, Any]
+    profiles: dict[str, str] = field(default_factory=dict)
+
+    # ---- lookups --------------------------------------------------------------------
+    def object(self, key: str) -> ObjectDef:
+        return self.objects[key]
+
+    def view(self, scene_key: str, view_key: str) -> ViewDef:
+        return self.views[(scene_key, view_key)]
+
+    def field_spec(self, key: str) -> FieldSpec:
+        for obj in self.objects.values():
+            for f in obj.fields:
+                if f.key == key:
+                    return f
+        raise KeyError(key)
+
+    def iter_fields(self) -> Iterator[tuple[ObjectDef, FieldSpec]]:
+        for obj in self.objects.values():
+            for f in obj.fields:
+                yield obj, f
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return zone_for(self.timezone)
+
+    def local_now(self) -> dt.datetime:
+        """The application's wall-clock time now, naive (the hosted service's convention)."""
+        return dt.datetime.now(self.zone).replace(tzinfo=None, microsecond=0)
+
+    def public_document(self) -> dict[str, Any]:
+        """The ``{"application": {...}}`` answer of the schema endpoint (no seed users)."""
+        doc = copy.deepcopy(self.doc)
+        doc.pop("users", None)
+        doc["id"] = self.id
+        doc.setdefault("settings", {})["timezone"] = self.timezone
+        return {"application": doc}
+
+    # ---- parsing --------------------------------------------------------------------
+    @classmethod
+    def from_document(cls, document: Mapping[str, Any], app_id: str | None = None) -> AppDef:
+        """Parse an application document (with or without the ``application`` wrapper).
+
+        Raises SchemaError naming the first bad member."""
+        doc = dict(document.get("application", document))
+        doc = copy.deepcopy(doc)
+        objects: dict[str, ObjectDef] = {}
+        seen_fields: set[str] = set()
+        for i, o in enumerate(doc.get("objects") or []):
+            key = o.get("key")
+            if not isinstance(key, str) or not KEY_RE["object"].match(key):
+                raise SchemaError(f"objects[{i}].key {key!r} is not of the form object_<n>")
+            if key in objects:
+                raise SchemaError(f"object {key} is defined twice")
+            specs = []
+            for j, f in enumerate(o.get("fields") or []):
+                fkey = f.get("key")
+                if not isinstance(fkey, str) or not KEY_RE["field"].match(fkey):
+                    raise SchemaError(f"{key}.fields[{j}].key {fkey!r} is not field_<n>")
+                if fkey in seen_fields:
+                    raise SchemaError(f"field {fkey} is defined twice")
+                if not f.get("type"):
+                    raise SchemaError(f"field {fkey} has no type")
+                seen_fields.add(fkey)
+                f.setdefault("object_key", key)
+                specs.append(FieldSpec.from_schema(f, key))
+            ident = o.get("identifier")
+            if ident is not None and ident not in {s.key for s in specs}:
+                raise SchemaError(f"{key}.identifier {ident!r} is not a field of {key}")
+            objects[key] = ObjectDef(key=key, name=o.get("name") or key,
+                                     type=o.get("type") or "StandardObject", identifier=ident,
+                                     profile_key=o.get("profile_key"), fields=specs, doc=o)
+        for obj in objects.values():
+            for f in obj.fields:
+                if f.kind == "connection":
+                    target = (f.relationship or {}).get("object")
+                    if target not in objects:
+                        raise SchemaError(f"connection {f.key} points to unknown object "
+                                          f"{target!r}")
+        profiles = {o.profile_key: o.name for o in objects.values() if o.profile_key}
+        for p in doc.get("profiles") or []:
+            profiles[p["key"]] = p.get("name") or p["key"]
+        views: dict[tuple[str, str], ViewDef] = {}
+        for s in doc.get("scenes") or []:
+            skey = s.get("key")
+            if not isinstance(skey, str) or not KEY_RE["scene"].match(skey):
+                raise SchemaError(f"scene key {skey!r} is not of the form scene_<n>")
+            for v in s.get("views") or []:
+                vd = _parse_view(s, v, objects)
+                views[(skey, vd.key)] = vd
+        return cls(id=app_id or str(doc.get("id") or ""), name=doc.get("name") or "app",
+                   timezone=(doc.get("settings") or {}).get("timezone") or "UTC",
+                   objects=objects, views=views, users=list(doc.get("users") or []),
+                   doc=doc, profiles=profiles)
+
+
+def _parse_view(scene: Mapping[str, Any], v: Mapping[str, Any],
+                objects: Mapping[str, ObjectDef]) -> ViewDef:
+    skey = scene["key"]
+    vkey = v.get("key")
+    if not isinstance(vkey, str) or not KEY_RE["view"].match(vkey):
+        raise SchemaError(f"{skey}: view key {vkey!r} is not of the form view_<n>")
+    vtype = v.get("type")
+    if vtype not in VIEW_TYPES:
+        raise SchemaError(f"{skey}/{vkey}: unknown view type {vtype!r}")
+    source = v.get("source") or {}
+    okey = str(source.get("object") or "")
+    if okey not in objects:
+        raise SchemaError(f"{skey}/{vkey}: source.object {okey!r} is unknown")
+    obj = objects[okey]
+    columns = [c for c in _walk_columns(v) if obj.has_field(c.key)]
+    for c in columns:
+        if c.connection_field is not None:
+            conn = obj.field(c.key)
+            target = objects[(conn.relationship or {})["object"]]
+            if not target.has_field(c.connection_field):
+                raise SchemaError(f"{skey}/{vkey}: {c.connection_field} is not a field of "
+                                  f"{target.key}")
+    rules = v.get("rules") or {}
+    record_rules = [RecordRule(criteria=list(r.get("criteria") or []),
+                               values=list(r.get("values") or []))
+                    for r in (rules.get("records") or [])]
+    submits = rules.get("submits") or []
+    submit_key = submits[0].get("key", "submit_1") if submits else "submit_1"
+    allowed = list(scene.get("allowed_profiles") or [])
+    if scene.get("limit_profile_access") is False:
+        allowed = []
+    try:
+        rpp = int(v.get("rows_per_page") or 25)
+    except (TypeError, ValueError):
+        rpp = 25
+    crit = source.get("criteria") or {}
+    if isinstance(crit, list):
+        crit = {"match": "and", "rules": crit}
+    return ViewDef(
+        key=vkey, scene_key=skey, name=v.get("name") or vkey, type=vtype, object_key=okey,
+        criteria={"match": crit.get("match", "and"), "rules": list(crit.get("rules") or [])},
+        authenticated_user=bool(source.get("authenticated_user")),
+        connection_key=source.get("connection_key"),
+        columns=columns,
+        authenticated=bool(scene.get("authenticated")) or bool(source.get("authenticated_user"))
+        or bool(source.get("connection_key")),
+        allowed_profiles=allowed,
+        inline_edit=bool((v.get("options") or {}).get("cell_editor")),
+        action=v.get("action"), record_rules=record_rules, submit_key=submit_key,
+        rows_per_page=min(max(rpp, 1), 1000))
+
+
+def _walk_columns(v: Mapping[str, Any]) -> list[Column]:
+    """Every field a view shows, whatever its layout (table columns, form inputs, details)."""
+    out: list[Column] = []
+    seen: set[tuple[str, str | None]] = set()
+
+    def add(key: Any, conn: Any = None) -> None:
+        if isinstance(key, str) and KEY_RE["field"].match(key):
+            ck = conn if isinstance(conn, str) else None
+            if (key, ck) not in seen:
+                seen.add((key, ck))
+                out.append(Column(key=key, connection_field=ck))
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for n in node:
+                walk(n)
+        elif isinstance(node, dict):
+            if isinstance(node.get("field"), dict) and "key" in node["field"]:
+                cf = node.get("connection_field")
+                add(node["field"]["key"], cf.get("key") if isinstance(cf, dict) else None)
+            elif "key" in node and isinstance(node.get("key"), str) and \
+                    KEY_RE["field"].match(node["key"]):
+                add(node["key"])
+            for k in ("columns", "inputs", "groups"):
+                if k in node:
+                    walk(node[k])
+
+    for k in ("columns", "inputs", "groups"):
+        walk(v.get(k) or [])
+    return out

@@ -1,0 +1,244 @@
+"""Opening a service on a data directory, and ``LocalService`` (uvicorn in a thread).
+
+A data directory holds ``app.json`` (the application document with its id, API key and
+utility key, written once) and ``service.db`` (SQLite). Reopening the same directory
+serves the same application and data; ``app``/``demo``/``records`` only apply when the
+directory is new.
+
+Usage::
+
+    with LocalService(demo=True, records=300) as svc:
+        requests.get(f"{svc.base_url}/v1/objects/object_3/records", headers=svc.headers())
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .emulate import Emulation, RequestLog
+from .render import Renderer
+from .schema import AppDef
+from .store import Store
+
+
+@dataclass
+class ServiceState:
+    """Everything the routes need: the app, its store, emulation knobs, keys."""
+
+    app: AppDef
+    store: Store
+    renderer: Renderer
+    emulation: Emulation
+    api_key: str
+    utility_key: str
+    data_dir: Path
+    users: list[dict[str, Any]] = field(default_factory=list)
+    created: bool = False
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
+                   demo: bool) -> dict[str, Any]:
+    if app is None:
+        if not demo:
+            raise ValueError("give an application document (app=...) or demo=True")
+        from .demo import demo_document
+        return demo_document()
+    if isinstance(app, Mapping):
+        return json.loads(json.dumps(app))
+    text = Path(app).read_text(encoding="utf-8")
+    try:
+        doc = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{app}: not valid JSON ({exc})") from exc
+    if not isinstance(doc, dict):
+        raise ValueError(f"{app}: the application document must be a JSON object")
+    return doc
+
+
+def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool = True,
+               records: int = 300, seed: int = 0, token_ttl_s: float | None = None,
+               emulation: Emulation | None = None) -> ServiceState:
+    """Open (or create and fill) the service of a data directory."""
+    from .demo import demo_users, generate, seed_users
+
+    data = Path(data_dir)
+    data.mkdir(parents=True, exist_ok=True)
+    meta_path = data / "app.json"
+    created = not meta_path.exists()
+    if created:
+        doc = _load_document(app, demo)
+        inner = doc.get("application", doc)
+        app_id = str(inner.get("id") or secrets.token_hex(12))
+        meta = {"app_id": app_id, "api_key": secrets.token_hex(16),
+                "utility_key": secrets.token_hex(12), "demo": app is None,
+                "document": inner}
+    else:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    app_def = AppDef.from_document(meta["document"], app_id=meta["app_id"])
+    renderer = Renderer(app_def)
+    store = Store(data, app_def, renderer)
+    if token_ttl_s is not None:
+        store.token_ttl = float(token_ttl_s)
+    emu = emulation or Emulation()
+    emu.validate()
+    profile_of = {o.key: o.profile_key or "" for o in app_def.objects.values()}
+    state = ServiceState(app=app_def, store=store, renderer=renderer, emulation=emu,
+                         api_key=meta["api_key"], utility_key=meta["utility_key"],
+                         data_dir=data, users=demo_users(app_def.users, profile_of),
+                         created=created)
+    if created:
+        if meta.get("demo"):
+            state.counts = generate(state, max(int(records), 0), seed=seed)
+        else:
+            seed_users(state)
+        tmp = meta_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(tmp, meta_path)  # written last: a half-made directory is remade
+    state.counts = {k: store.count(k) for k in app_def.objects}
+    return state
+
+
+class _DropFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "emulated dropped connection" not in str(record.exc_info and record.exc_info[1])
+
+
+class LocalService:
+    """The local service on a free loopback port, in a background thread.
+
+    Usage::
+
+        with LocalService(demo=True, records=300, rate_limit=0) as svc:
+            svc.base_url, svc.app_id, svc.api_key, svc.users, svc.emulation, svc.request_log
+    """
+
+    def __init__(self, demo: bool = True, records: int = 300,
+                 data_dir: str | os.PathLike[str] | None = None, rate_limit: float = 0,
+                 latency_ms: float = 0, faults: float = 0.0, seed: int = 0,
+                 app: Any = None, host: str = "127.0.0.1", port: int = 0,
+                 daily_quota: int = 0, jitter_ms: float = 0,
+                 upload_limit_bytes: int = 50 * 1024 * 1024,
+                 token_ttl_s: float | None = None) -> None:
+        self._tmp: str | None = None
+        if data_dir is None:
+            self._tmp = tempfile.mkdtemp(prefix="svc_frames_")
+            data_dir = self._tmp
+        self.data_dir = Path(data_dir)
+        self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
+                                   latency_ms=latency_ms, jitter_ms=jitter_ms,
+                                   fault_rate=faults, upload_limit_bytes=upload_limit_bytes,
+                                   seed=seed)
+        self.emulation.validate()
+        self._opts = {"app": app, "demo": demo, "records": records, "seed": seed,
+                      "token_ttl_s": token_ttl_s}
+        self.host, self.port = host, port
+        self.state: ServiceState | None = None
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self._sock: socket.socket | None = None
+
+    # ---- lifecycle ----------------------------------------------------------------------
+    def start(self) -> LocalService:
+        import uvicorn
+
+        from .app import build_app
+
+        self.state = open_state(self.data_dir, emulation=self.emulation, **self._opts)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self.port))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(build_app(self.state), log_level="critical", access_log=False,
+                                lifespan="off", timeout_keep_alive=30)
+        self._server = uvicorn.Server(config)
+        logging.getLogger("uvicorn.error").addFilter(_DropFilter())
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
+                                        name=f"svc-frames-{self.port}", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the local service did not start")
+            time.sleep(0.01)
+        self._sock = sock  # uvicorn serves on it; closed after stop
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=15)
+        self._server = self._thread = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self.state is not None:
+            self.state.store.close()
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    def __enter__(self) -> LocalService:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- what clients need --------------------------------------------------------------
+    def _st(self) -> ServiceState:
+        if self.state is None:
+            raise RuntimeError("the service is not started")
+        return self.state
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def app_id(self) -> str:
+        return self._st().app.id
+
+    @property
+    def api_key(self) -> str:
+        return self._st().api_key
+
+    @property
+    def users(self) -> list[dict[str, Any]]:
+        return [dict(u) for u in self._st().users]
+
+    @property
+    def request_log(self) -> RequestLog:
+        return self.emulation.log
+
+    @property
+    def app(self) -> AppDef:
+        return self._st().app
+
+    @property
+    def store(self) -> Store:
+        return self._st().store
+
+    def headers(self, view: bool = False, token: str | None = None) -> dict[str, str]:
+        """The auth headers of interface.md §5 (object requests, or views with a token)."""
+        h = {"X-Service-Application-Id": self.app_id,
+             "X-Service-REST-API-KEY": "service" if view else self.api_key}
+        if token:
+            h["Authorization"] = token
+        return h
+
+    def set_token_ttl(self, seconds: float) -> None:
+        """Lifetime of tokens issued from now on (tests of expiry)."""
+        self._st().store.token_ttl = float(seconds)

@@ -1,0 +1,590 @@
+"""SQLite storage of one application: records with their ready JSON, links, assets, tokens.
+
+WAL mode; reads use one connection per thread, writes go through one connection under a
+lock, one ``BEGIN IMMEDIATE`` transaction per write (a write answered 200 has been
+committed; WAL with ``synchronous=NORMAL`` keeps it through a killed process).
+
+A record row keeps ``frag`` (its ``format=both`` JSON text, asset URLs with a base-URL
+placeholder swapped at answer time), ``vals`` (filter/sort values, see query.py) and
+``secret`` (password hashes, never served).
+
+Usage::
+
+    store = Store(Path("data"), app, renderer)
+    rid, frag = store.write("object_3", {"field_12": "Fix pump"})
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidValue
+from ..kinds.base import FieldSpec
+from .apierror import ApiError
+from .query import rule_matches, vals_of
+from .render import Piece, Renderer, assemble, dumps, text_of
+from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, AppDef, ObjectDef
+
+BASE_URL_PLACEHOLDER = "@@SVC_BASE_URL@@"
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS records(
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, obj TEXT NOT NULL, id TEXT NOT NULL,
+    frag TEXT NOT NULL, vals TEXT NOT NULL, secret TEXT);
+CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(obj, id);
+CREATE INDEX IF NOT EXISTS records_obj ON records(obj);
+CREATE TABLE IF NOT EXISTS links(obj TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
+    target TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS links_target ON links(field, target);
+CREATE INDEX IF NOT EXISTS links_src ON links(obj, id);
+CREATE TABLE IF NOT EXISTS counters(obj TEXT NOT NULL, field TEXT NOT NULL,
+    value INTEGER NOT NULL, PRIMARY KEY(obj, field));
+CREATE TABLE IF NOT EXISTS assets(id TEXT PRIMARY KEY, type TEXT NOT NULL,
+    filename TEXT NOT NULL, size INTEGER NOT NULL, thumb INTEGER NOT NULL,
+    field_key TEXT, record_id TEXT, created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS tokens(token TEXT PRIMARY KEY, obj TEXT NOT NULL,
+    user_id TEXT NOT NULL, expires REAL NOT NULL);
+"""
+
+
+def new_id() -> str:
+    """A 24-hex record/asset id, time-prefixed like the hosted service's ids."""
+    return f"{int(time.time()):08x}{secrets.token_hex(8)}"
+
+
+def hash_password(password: str, *, salt: bytes | None = None) -> str:
+    """A salted scrypt hash: ``scrypt$<salt hex>$<hash hex>``."""
+    salt = salt or secrets.token_bytes(16)
+    h = hashlib.scrypt(password.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32)
+    return f"scrypt${salt.hex()}${h.hex()}"
+
+
+def verify_password(password: str, stored: str | None) -> bool:
+    if not stored or not stored.startswith("scrypt$"):
+        return False
+    try:
+        _, salt_hex, h_hex = stored.split("$")
+        expected = hash_password(password, salt=bytes.fromhex(salt_hex))
+    except ValueError:
+        return False
+    return hmac.compare_digest(expected, f"scrypt${salt_hex}${h_hex}")
+
+
+@dataclass
+class WriteContext:
+    """Who writes and how: a view write limits fields and runs record rules."""
+
+    allowed: set[str] | None = None      # fields a view accepts; others are ignored
+    user_id: str | None = None           # logged-in user (record rules "user")
+    rules: Sequence[Any] = ()            # schema.RecordRule list
+    strict: bool = True                  # unknown keys -> 400 (object requests)
+
+
+class _Hooks:
+    """ServiceHooks for the codecs during one write (see kinds/base.py)."""
+
+    def __init__(self, store: Store, conn: sqlite3.Connection, record_id: str) -> None:
+        self.store = store
+        self.conn = conn
+        self.record_id = record_id
+        self.app_id = store.app.id
+        self.base_url = BASE_URL_PLACEHOLDER
+        self.placements: list[tuple[str, str]] = []
+
+    def connected(self, object_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        out = []
+        found = self.store.identifiers(object_key, ids, self.conn)
+        for i in ids:
+            if i not in found:
+                raise InvalidValue(f"no record {i!r} in {object_key}")
+            out.append({"id": i, "identifier": found[i]})
+        return out
+
+    def asset(self, asset_id: str, field_key: str) -> dict[str, Any]:
+        row = self.conn.execute("SELECT type, filename, size, thumb, field_key, record_id "
+                                "FROM assets WHERE id = ?", (str(asset_id),)).fetchone()
+        if row is None:
+            raise InvalidValue(f"unknown asset {asset_id!r}", field=field_key)
+        atype, filename, size, thumb, placed_field, placed_record = row
+        if placed_field is not None and (placed_field != field_key
+                                         or placed_record != self.record_id):
+            raise InvalidValue(f"asset {asset_id} is already used in another field or record; "
+                               "upload the file again for each placement", field=field_key)
+        self.placements.append((str(asset_id), field_key))
+        return self.store.asset_raw(str(asset_id), atype, filename, size, bool(thumb),
+                                    field_key, BASE_URL_PLACEHOLDER)
+
+
+class Store:
+    """One application's data directory."""
+
+    def __init__(self, data_dir: Path, app: AppDef, renderer: Renderer) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        (self.data_dir / "assets").mkdir(exist_ok=True)
+        self.db_path = self.data_dir / "service.db"
+        self.app = app
+        self.renderer = renderer
+        self._local = threading.local()
+        self._wlock = threading.RLock()
+        self._writer = self._connect()
+        self._writer.executescript(_SCHEMA_SQL)
+        self._all_conns: list[sqlite3.Connection] = [self._writer]
+        self._conns_lock = threading.Lock()
+        self.token_ttl = 48 * 3600.0
+        # fields whose connection points at each object: (source object, field spec)
+        self._inbound: dict[str, list[tuple[ObjectDef, FieldSpec]]] = {}
+        for obj, f in app.iter_fields():
+            if f.kind == "connection":
+                target = (f.relationship or {}).get("object", "")
+                self._inbound.setdefault(target, []).append((obj, f))
+
+    # ---- connections --------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False,
+                               timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=30000")
+        return conn
+
+    @property
+    def reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+            with self._conns_lock:
+                self._all_conns.append(conn)
+        return conn
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for c in self._all_conns:
+                try:
+                    c.close()
+                except sqlite3.Error:
+                    pass
+            self._all_conns.clear()
+
+    # ---- meta ---------------------------------------------------------------------------
+    def meta(self, key: str) -> str | None:
+        row = self.reader.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._wlock:
+            self._writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                                 (key, value))
+
+    def count(self, obj_key: str) -> int:
+        return int(self.reader.execute("SELECT count(*) FROM records WHERE obj = ?",
+                                       (obj_key,)).fetchone()[0])
+
+    # ---- reads --------------------------------------------------------------------------
+    def page(self, obj_key: str, where: str, params: Sequence[Any], order: str, limit: int,
+             offset: int, extra_ids: Sequence[str] | None = None) -> tuple[int, list[str]]:
+        """(total matching, fragments of one page)."""
+        cond = f"r.obj = ? AND ({where})"
+        args: list[Any] = [obj_key, *params]
+        if extra_ids is not None:
+            cond += f" AND r.id IN ({','.join('?' * len(extra_ids))})" if extra_ids else " AND 0"
+            args.extend(extra_ids)
+        conn = self.reader
+        if where == "1" and extra_ids is None:
+            total = self.count(obj_key)
+        else:
+            total = int(conn.execute(f"SELECT count(*) FROM records r WHERE {cond}",
+                                     args).fetchone()[0])
+        rows = conn.execute(f"SELECT r.frag FROM records r WHERE {cond} ORDER BY {order} "
+                            "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+        return total, [r[0] for r in rows]
+
+    def frag(self, obj_key: str, record_id: str,
+             conn: sqlite3.Connection | None = None) -> str | None:
+        row = (conn or self.reader).execute("SELECT frag FROM records WHERE obj = ? AND id = ?",
+                                            (obj_key, record_id)).fetchone()
+        return row[0] if row else None
+
+    def records(self, obj_key: str, ids: Sequence[str],
+                conn: sqlite3.Connection | None = None) -> dict[str, dict[str, Any]]:
+        """{id: parsed record (both format)} for existing ids."""
+        out: dict[str, dict[str, Any]] = {}
+        c = conn or self.reader
+        ids = list(dict.fromkeys(ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i:i + 500]
+            q = f"SELECT id, frag FROM records WHERE obj = ? AND id IN ({','.join('?' * len(chunk))})"
+            for rid, frag in c.execute(q, [obj_key, *chunk]):
+                out[rid] = json.loads(frag)
+        return out
+
+    def identifiers(self, obj_key: str, ids: Sequence[str],
+                    conn: sqlite3.Connection | None = None) -> dict[str, str]:
+        obj = self.app.objects.get(obj_key)
+        if obj is None:
+            return {}
+        recs = self.records(obj_key, [str(i) for i in ids], conn)
+        ident = obj.identifier
+        return {rid: (text_of(rec.get(ident, "")) if ident else rid) for rid, rec in recs.items()}
+
+    @staticmethod
+    def raw_of(record: Mapping[str, Any]) -> dict[str, Any]:
+        """Raw values of a parsed record (members ending in ``_raw``)."""
+        return {k[:-4]: v for k, v in record.items() if k.endswith("_raw")}
+
+    def connected_records(self, conn: sqlite3.Connection):  # type: ignore[no-untyped-def]
+        def fetch(obj_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+            recs = self.records(obj_key, ids, conn)
+            return [{"id": i, "raw": self.raw_of(recs[i]), "display": recs[i]}
+                    for i in ids if i in recs]
+        return fetch
+
+    # ---- rendering ----------------------------------------------------------------------
+    def render_row(self, obj: ObjectDef, rid: str, raw: dict[str, Any],
+                   conn: sqlite3.Connection) -> tuple[str, str, list[Piece]]:
+        """(frag, vals JSON, pieces) of a record from its raw values (computed filled)."""
+        self.renderer.compute(obj, raw, self.connected_records(conn))
+        pieces = [self.renderer.piece(f, raw.get(f.key)) for f in obj.fields]
+        frag = assemble(rid, (p.both for p in pieces))
+        return frag, dumps(vals_of(pieces)), pieces
+
+    # ---- writes -------------------------------------------------------------------------
+    def write(self, obj_key: str, values: Mapping[str, Any], record_id: str | None = None,
+              ctx: WriteContext | None = None) -> tuple[str, str]:
+        """Create (record_id None) or update one record in one transaction -> (id, frag).
+
+        Raises ApiError (400 naming fields, 404 unknown record)."""
+        ctx = ctx or WriteContext()
+        obj = self.app.object(obj_key)
+        if not isinstance(values, Mapping):
+            raise ApiError.invalid("the body must be a JSON object of field keys and values")
+        with self._wlock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                rid, frag = self._write(conn, obj, values, record_id, ctx)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return rid, frag
+
+    def _write(self, conn: sqlite3.Connection, obj: ObjectDef, values: Mapping[str, Any],
+               record_id: str | None, ctx: WriteContext) -> tuple[str, str]:
+        creating = record_id is None
+        raw: dict[str, Any] = {}
+        secret: dict[str, str] = {}
+        if not creating:
+            row = conn.execute("SELECT frag, secret FROM records WHERE obj = ? AND id = ?",
+                               (obj.key, record_id)).fetchone()
+            if row is None:
+                raise ApiError.not_found(f"no record {record_id!r} in {obj.key}")
+            raw = self.raw_of(json.loads(row[0]))
+            secret = json.loads(row[1]) if row[1] else {}
+        rid = record_id or new_id()
+        hooks = _Hooks(self, conn, rid)
+        errors: list[dict[str, Any]] = []
+        for key, value in values.items():
+            if key == "id":
+                continue  # clients send it back; it is never written
+            if not obj.has_field(key):
+                if ctx.strict:
+                    errors.append({"message": f"{key} is not a field of {obj.key}",
+                                   "field": key})
+                continue
+            if ctx.allowed is not None and key not in ctx.allowed:
+                continue  # a view uses only its own fields (interface.md 4.4 rules 1-2)
+            spec = obj.field(key)
+            if spec.kind in COMPUTED_KINDS:
+                errors.append({"message": f"{key} ({spec.kind}) is computed by the service "
+                                          "and cannot be written", "field": key})
+                continue
+            if spec.kind == "password":
+                if value is None or value == "":
+                    secret.pop(key, None)
+                    raw[key] = None
+                elif not isinstance(value, str) or len(value) > 1024:
+                    errors.append({"message": f"{key}: a password must be a string",
+                                   "field": key})
+                else:
+                    secret[key] = hash_password(value)
+                    raw[key] = "set"
+                continue
+            try:
+                raw[key] = self.renderer.normalize(spec, value, hooks)
+            except InvalidValue as exc:
+                errors.append({"message": exc.message, "field": exc.field or key})
+        if errors:
+            raise ApiError.errors(errors)
+        self._apply_rules(conn, obj, raw, rid, ctx, hooks)
+        for spec in obj.fields:
+            if spec.kind == "password":
+                raw[spec.key] = "set" if secret.get(spec.key) else None
+        self._check_unique(conn, obj, raw, rid, values)
+        if creating:
+            for spec in obj.fields_of("auto_increment"):
+                raw[spec.key] = self._next_counter(conn, obj.key, spec.key)
+        frag, vals, _ = self.render_row(obj, rid, raw, conn)
+        sec = dumps(secret) if secret else None
+        if creating:
+            conn.execute("INSERT INTO records(obj, id, frag, vals, secret) VALUES (?,?,?,?,?)",
+                         (obj.key, rid, frag, vals, sec))
+        else:
+            conn.execute("UPDATE records SET frag = ?, vals = ?, secret = ? "
+                         "WHERE obj = ? AND id = ?", (frag, vals, sec, obj.key, rid))
+        self._write_links(conn, obj, rid, raw)
+        for asset_id, field_key in hooks.placements:
+            conn.execute("UPDATE assets SET field_key = ?, record_id = ? WHERE id = ?",
+                         (field_key, rid, asset_id))
+        if not creating:
+            self._refresh_dependents(conn, obj.key, [rid])
+        return rid, frag
+
+    def _apply_rules(self, conn: sqlite3.Connection, obj: ObjectDef, raw: dict[str, Any],
+                     rid: str, ctx: WriteContext, hooks: _Hooks) -> None:
+        if not ctx.rules:
+            return
+        pieces = {f.key: self.renderer.piece(f, raw.get(f.key)) for f in obj.fields
+                  if f.kind not in COMPUTED_KINDS}
+        now = self.app.local_now()
+        for rule in ctx.rules:
+            if not all(rule_matches(obj, pieces, c) for c in rule.criteria):
+                continue
+            for v in rule.values:
+                key = v.get("field")
+                if not isinstance(key, str) or not obj.has_field(key):
+                    continue
+                spec = obj.field(key)
+                vtype = v.get("type", "value")
+                if vtype == "current_date":
+                    value: Any = {"date": now.strftime("%m/%d/%Y"),
+                                  "hours": now.strftime("%I"), "minutes": now.strftime("%M"),
+                                  "am_pm": now.strftime("%p")}
+                elif vtype == "user":
+                    if ctx.user_id is None:
+                        continue
+                    value = [ctx.user_id]
+                else:
+                    value = v.get("value")
+                try:
+                    raw[key] = self.renderer.normalize(spec, value, hooks)
+                except InvalidValue as exc:
+                    raise ApiError.invalid(f"record rule on {key}: {exc.message}", key) from exc
+
+    def _check_unique(self, conn: sqlite3.Connection, obj: ObjectDef, raw: Mapping[str, Any],
+                      rid: str, written: Mapping[str, Any]) -> None:
+        for spec in obj.fields:
+            if not spec.unique or spec.key not in written or spec.kind == "password":
+                continue
+            piece = self.renderer.piece(spec, raw.get(spec.key))
+            if not piece.text:
+                continue
+            hit = conn.execute(
+                f"SELECT 1 FROM records WHERE obj = ? AND id != ? AND "
+                f"json_extract(vals, '$.\"{spec.key}\"') = ? LIMIT 1",
+                (obj.key, rid, piece.text)).fetchone()
+            if hit:
+                raise ApiError.invalid(f"{spec.key} must be unique: "
+                                       f"{text_of(piece.display)!r} is already used", spec.key)
+
+    def _next_counter(self, conn: sqlite3.Connection, obj_key: str, field_key: str) -> int:
+        row = conn.execute("SELECT value FROM counters WHERE obj = ? AND field = ?",
+                           (obj_key, field_key)).fetchone()
+        value = (row[0] if row else 0) + 1
+        conn.execute("INSERT OR REPLACE INTO counters(obj, field, value) VALUES (?,?,?)",
+                     (obj_key, field_key, value))
+        return value
+
+    def _write_links(self, conn: sqlite3.Connection, obj: ObjectDef, rid: str,
+                     raw: Mapping[str, Any]) -> None:
+        conn.execute("DELETE FROM links WHERE obj = ? AND id = ?", (obj.key, rid))
+        rows = []
+        for spec in obj.fields_of("connection"):
+            for c in raw.get(spec.key) or []:
+                if isinstance(c, dict) and "id" in c:
+                    rows.append((obj.key, rid, spec.key, str(c["id"])))
+        if rows:
+            conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)", rows)
+
+    def _refresh_dependents(self, conn: sqlite3.Connection, target_obj: str,
+                            ids: Sequence[str], deleted: bool = False) -> None:
+        """Re-render records that connect to ``ids`` (identifiers, sums, text formulas)."""
+        for src_obj, conn_field in self._inbound.get(target_obj, []):
+            depends = any(
+                (f.kind in AGGREGATE_KINDS and _conn_key_of(f) == conn_field.key)
+                or (f.kind == "concatenation" and f"{{{conn_field.key}." in
+                    str((f.format or {}).get("equation", "")))
+                for f in src_obj.fields)
+            srcs: set[str] = set()
+            for i in ids:
+                srcs.update(r[0] for r in conn.execute(
+                    "SELECT id FROM links WHERE field = ? AND target = ? AND obj = ?",
+                    (conn_field.key, i, src_obj.key)))
+            if not srcs:
+                continue
+            recs = self.records(src_obj.key, sorted(srcs), conn)
+            ident = self.identifiers(target_obj, ids, conn) if not deleted else {}
+            for sid, rec in recs.items():
+                raw = self.raw_of(rec)
+                conns = []
+                changed = False
+                for c in raw.get(conn_field.key) or []:
+                    if isinstance(c, dict) and c.get("id") in ids:
+                        if deleted:
+                            changed = True
+                            continue
+                        new_ident = ident.get(c["id"], c.get("identifier"))
+                        if new_ident != c.get("identifier"):
+                            c = {**c, "identifier": new_ident}
+                            changed = True
+                    conns.append(c)
+                if not changed and not depends:
+                    continue
+                raw[conn_field.key] = conns or None
+                frag, vals, _ = self.render_row(src_obj, sid, raw, conn)
+                conn.execute("UPDATE records SET frag = ?, vals = ? WHERE obj = ? AND id = ?",
+                             (frag, vals, src_obj.key, sid))
+                if deleted:
+                    self._write_links(conn, src_obj, sid, raw)
+
+    def delete(self, obj_key: str, record_id: str) -> None:
+        """Delete one record (404 when unknown); connections to it are dropped."""
+        with self._wlock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                cur = conn.execute("DELETE FROM records WHERE obj = ? AND id = ?",
+                                   (obj_key, record_id))
+                if cur.rowcount == 0:
+                    raise ApiError.not_found(f"no record {record_id!r} in {obj_key}")
+                conn.execute("DELETE FROM links WHERE obj = ? AND id = ?", (obj_key, record_id))
+                self._refresh_dependents(conn, obj_key, [record_id], deleted=True)
+                conn.execute("DELETE FROM tokens WHERE user_id = ?", (record_id,))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    # ---- bulk load (generator) ----------------------------------------------------------
+    def bulk_insert(self, rows: Iterable[tuple[str, str, str, str, str | None]],
+                    links: Iterable[tuple[str, str, str, str]],
+                    counters: Mapping[tuple[str, str], int]) -> None:
+        """Insert pre-rendered rows (obj, id, frag, vals, secret) in one transaction."""
+        with self._wlock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT INTO records(obj, id, frag, vals, secret) "
+                                 "VALUES (?,?,?,?,?)", rows)
+                conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)",
+                                 links)
+                for (o, f), v in counters.items():
+                    conn.execute("INSERT OR REPLACE INTO counters(obj, field, value) "
+                                 "VALUES (?,?,?)", (o, f, v))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    # ---- users and tokens ---------------------------------------------------------------
+    def find_user(self, email: str) -> tuple[ObjectDef, str, dict[str, Any], dict[str, str]]:
+        """(user object, record id, parsed record, secrets) for an email; KeyError if none."""
+        for obj in self.app.objects.values():
+            if not obj.is_user:
+                continue
+            emails = obj.fields_of("email")
+            if not emails:
+                continue
+            key = emails[0].key
+            row = self.reader.execute(
+                f"SELECT id, frag, secret FROM records WHERE obj = ? AND "
+                f"json_extract(vals, '$.\"{key}\"') = ? LIMIT 1",
+                (obj.key, email.strip().lower())).fetchone()
+            if row:
+                return obj, row[0], json.loads(row[1]), json.loads(row[2] or "{}")
+        raise KeyError(email)
+
+    def new_token(self, obj_key: str, user_id: str, ttl: float | None = None) -> str:
+        token = secrets.token_urlsafe(32)
+        with self._wlock:
+            self._writer.execute("INSERT INTO tokens(token, obj, user_id, expires) "
+                                 "VALUES (?,?,?,?)",
+                                 (token, obj_key, user_id,
+                                  time.time() + (self.token_ttl if ttl is None else ttl)))
+        return token
+
+    def token_user(self, token: str) -> tuple[str, str] | None:
+        """(user object key, user id) of a live token, else None."""
+        row = self.reader.execute("SELECT obj, user_id, expires FROM tokens WHERE token = ?",
+                                  (token,)).fetchone()
+        if row is None or row[2] < time.time():
+            return None
+        return row[0], row[1]
+
+    # ---- assets -------------------------------------------------------------------------
+    def asset_raw(self, asset_id: str, atype: str, filename: str, size: int, thumb: bool,
+                  field_key: str | None, base_url: str) -> dict[str, Any]:
+        url = f"{base_url}/v1/applications/{self.app.id}/download/asset/{asset_id}/{filename}"
+        thumb_url = (f"{base_url}/v1/applications/{self.app.id}/download/asset/{asset_id}/"
+                     f"thumb/{filename}") if thumb else ""
+        out: dict[str, Any] = {"id": asset_id, "application_id": self.app.id, "s3": False,
+                               "type": atype, "filename": filename, "url": url,
+                               "thumb_url": thumb_url, "size": size}
+        if field_key is not None:
+            out["field_key"] = field_key
+        return out
+
+    def add_asset(self, atype: str, filename: str, content: bytes,
+                  thumb: bytes | None) -> tuple[str, int]:
+        """Store an uploaded file (and its thumbnail) -> (asset id, size)."""
+        asset_id = new_id()
+        folder = self.data_dir / "assets" / asset_id
+        folder.mkdir(parents=True)
+        (folder / "content").write_bytes(content)
+        if thumb is not None:
+            (folder / "thumb").write_bytes(thumb)
+        with self._wlock:
+            self._writer.execute("INSERT INTO assets(id, type, filename, size, thumb, created) "
+                                 "VALUES (?,?,?,?,?,?)",
+                                 (asset_id, atype, filename, len(content),
+                                  1 if thumb is not None else 0, time.time()))
+        return asset_id, len(content)
+
+    def asset_file(self, asset_id: str, filename: str, thumb: bool = False) -> Path | None:
+        if not re.fullmatch(r"[0-9a-f]{24}", asset_id):
+            return None
+        row = self.reader.execute("SELECT filename, thumb FROM assets WHERE id = ?",
+                                  (asset_id,)).fetchone()
+        if row is None or row[0] != filename or (thumb and not row[1]):
+            return None
+        path = self.data_dir / "assets" / asset_id / ("thumb" if thumb else "content")
+        return path if path.is_file() else None
+
+
+def _conn_key_of(spec: FieldSpec) -> str | None:
+    conn = (spec.format or {}).get("connection")
+    return conn.get("key") if isinstance(conn, dict) else conn if isinstance(conn, str) else None
+
+
+def utc_day_key(now: float | None = None) -> str:
+    return dt.datetime.fromtimestamp(now or time.time(), dt.timezone.utc).strftime("%Y-%m-%d")
+
+
+def ensure_dir(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True)
+    return p

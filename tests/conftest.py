@@ -1,0 +1,39 @@
+"""Shared fixtures: the local service over real loopback HTTP (never a mock).
+
+``service``: one demo service for the whole session (300 work orders; do not rely on
+records others may change: create your own, or use ``fresh_service``).
+``fresh_service``: a new small demo service per test (30 work orders).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from svc_frames.server import LocalService
+
+if TYPE_CHECKING:
+    from svc_frames.client import Client
+
+
+@pytest.fixture(scope="session")
+def service() -> Iterator[LocalService]:
+    with LocalService(demo=True, records=300, rate_limit=0, seed=0) as svc:
+        yield svc
+
+
+@pytest.fixture()
+def fresh_service() -> Iterator[LocalService]:
+    with LocalService(demo=True, records=30, rate_limit=0, seed=1) as svc:
+        yield svc
+
+
+@pytest.fixture()
+def client(service: LocalService) -> Client:
+    """A toolkit Client on the shared ``service`` (pacing off: tests stay fast)."""
+    from svc_frames.client import Client
+
+    return Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+                  rate_limit=0, backoff=0.01)

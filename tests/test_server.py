@@ -1,0 +1,87 @@
+"""The local service over real HTTP: schema, paging, CRUD, auth (interface.md 4.1-4.8, §5)."""
+
+from __future__ import annotations
+
+import requests
+
+from svc_frames.server import LocalService
+from svc_frames.testing import create, object_url
+
+
+def test_schema_shape(service: LocalService) -> None:
+    r = requests.get(f"{service.base_url}/v1/applications/{service.app_id}", timeout=30)
+    assert r.status_code == 200
+    app = r.json()["application"]
+    assert app["id"] == service.app_id
+    assert app["settings"]["timezone"]
+    keys = {o["key"] for o in app["objects"]}
+    assert {"object_1", "object_2", "object_3"} <= keys
+    assert "users" not in app
+    kinds = {f["type"] for o in app["objects"] for f in o["fields"]}
+    for k in ("short_text", "paragraph_text", "rich_text", "concatenation", "number",
+              "currency", "equation", "sum", "count", "average", "min", "max",
+              "auto_increment", "rating", "boolean", "multiple_choice", "date_time", "timer",
+              "name", "email", "address", "phone", "link", "file", "image", "signature",
+              "connection", "user_roles", "password"):
+        assert k in kinds, k
+    assert requests.get(f"{service.base_url}/v1/applications/nope", timeout=30).status_code == 404
+
+
+def test_paging(service: LocalService) -> None:
+    h = service.headers()
+    r = requests.get(object_url(service, "object_3"), headers=h, timeout=30)
+    body = r.json()
+    assert r.status_code == 200
+    assert body["current_page"] == 1 and len(body["records"]) == 25
+    total = body["total_records"]
+    assert body["total_pages"] == -(-total // 25)
+    seen: list[str] = []
+    page = 1
+    while True:
+        b = requests.get(object_url(service, "object_3"), headers=h, timeout=30,
+                         params={"page": page, "rows_per_page": 1000}).json()
+        seen += [x["id"] for x in b["records"]]
+        if page >= b["total_pages"]:
+            break
+        page += 1
+    assert len(seen) == len(set(seen)) == total
+
+
+def test_crud_roundtrip(service: LocalService) -> None:
+    h = service.headers()
+    rec = create(service, "object_3", {"field_12": "Check valve", "field_16": 4,
+                                       "field_17": "2.50", "id": "ignored"})
+    assert rec["field_12"] == "Check valve"
+    assert rec["field_18_raw"] == 10.0  # equation computed by the service
+    assert isinstance(rec["field_24_raw"], int)
+    rid = rec["id"]
+    assert rid != "ignored"
+    got = requests.get(object_url(service, "object_3", rid), headers=h, timeout=30).json()
+    assert got == rec
+    upd = requests.put(object_url(service, "object_3", rid), json={"field_16": 6},
+                       headers=h, timeout=30).json()
+    assert upd["field_18_raw"] == 15.0 and upd["field_12"] == "Check valve"
+    d = requests.delete(object_url(service, "object_3", rid), headers=h, timeout=30)
+    assert d.status_code == 200 and d.json() == {"delete": True}
+    assert requests.get(object_url(service, "object_3", rid), headers=h,
+                        timeout=30).status_code == 404
+
+
+def test_blank_create_and_empty_values(service: LocalService) -> None:
+    rec = create(service, "object_3", {})
+    assert rec["field_13"] == "" and "field_13_raw" not in rec
+    assert rec["field_41"] == "" and rec["field_41_raw"] == []
+
+
+def test_auth_headers(service: LocalService) -> None:
+    url = object_url(service, "object_3")
+    r = requests.get(url, timeout=30)
+    assert r.status_code == 401 and r.headers["content-type"].startswith("text/plain")
+    bad = {**service.headers(), "X-Service-REST-API-KEY": "wrong"}
+    r = requests.get(url, headers=bad, timeout=30)
+    assert r.status_code == 401 and r.text == "Invalid API key"
+    bad = {**service.headers(), "X-Service-Application-Id": "other"}
+    assert requests.get(url, headers=bad, timeout=30).status_code == 401
+    # the literal "service" is not an API key for object requests
+    bad = {**service.headers(), "X-Service-REST-API-KEY": "service"}
+    assert requests.get(url, headers=bad, timeout=30).status_code == 401
