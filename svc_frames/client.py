@@ -168,7 +168,7 @@ class Client:
     def __init__(self, app_id: str, api_key: str | None = None, base_url: str | None = None,
                  token: str | None = None, rate_limit: float = 10.0, timeout: float = 30.0,
                  max_retries: int = 5, *, max_workers: int = 12, backoff: float = 0.25,
-                 session: requests.Session | None = None) -> None:
+                 use_schema: bool = True, session: requests.Session | None = None) -> None:
         if not app_id or not isinstance(app_id, str):
             raise ConfigurationError("app_id is required (or SVC_APP_ID in the environment)")
         if not base_url:
@@ -196,7 +196,9 @@ class Client:
         self.request_count = 0
         self.retry_count = 0
         self._schema: dict[str, Any] | None = None
-        self._schema_loaded = False
+        # use_schema=False: never ask for the schema (a deployment that hides it); kinds
+        # are then inferred from the record shapes
+        self._schema_loaded = not use_schema
         self.user: dict[str, Any] | None = None
 
     # ---- construction / secrets ----------------------------------------------------------

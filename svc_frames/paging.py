@@ -168,6 +168,7 @@ class Paginator:
 
         Consumers de-duplicate by id; after the loop, ``final_ids`` holds the ids of the
         consistent pass (records seen earlier but not there were deleted mid-run)."""
+        previous: tuple[list[str], set[int]] | None = None
         for pass_no in range(1, self.max_passes + 1):
             report = PassReport(pass_no)
             self.passes.append(report)
@@ -187,6 +188,12 @@ class Paginator:
                 yield page
             report.distinct = len(ids)
             report.consistent, report.reason = self._judge(report)
+            if (not report.consistent and not report.duplicates and previous is not None
+                    and previous == (ids, report.totals)):
+                # two passes saw exactly the same records: nothing moved, the service's
+                # total is just an estimate that does not match (it is allowed to be)
+                report.consistent = True
+            previous = (ids, report.totals)
             if report.consistent:
                 self.final_ids = ids if self.limit is None else ids[: self.limit]
                 return

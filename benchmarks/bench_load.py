@@ -1,0 +1,213 @@
+"""Load benchmarks (issue 3). Run: ``.venv/bin/python -m benchmarks.bench_load [--quick]``
+
+Every figure is a ratio measured in this one run, on this machine:
+
+1. Paced load: 50,000 demo records, the local service emulating the hosted service
+   (10 requests/s, 100 ms latency): wall time / ceiling (pages / 10 per s); goal <= 1.15,
+   with zero 429 answers (from the service's request log).
+2. Unpaced load (service limit off, 100 ms latency): a naive loader (sequential requests +
+   ``pd.json_normalize``) / ``read_object``; goal >= 5x.
+3. Client CPU from page bytes in memory to the final frames / ``json.loads`` of the same
+   bytes (process time); goal <= 1.5.
+4. Peak RSS of a subprocess streaming ``export`` of 500,000 records (and 100,000, to show it
+   is flat); goal <= 500 MB.
+
+``--quick`` runs small sizes (a smoke run, not the reported figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+import pandas as pd
+import requests
+
+from svc_frames.client import Client
+from svc_frames.frames import build_frames
+from svc_frames.loaders import concat_frames, describe, read_object
+from svc_frames.server import LocalService
+
+
+def biggest_object(client: Client) -> tuple[str, int]:
+    """The demo object holding the generated records (the most records)."""
+    app = client.schema()
+    assert app is not None
+    best = ("", -1)
+    for obj in app["objects"]:
+        n = client.get_page(obj["key"], rows_per_page=1)["total_records"]
+        if n > best[1]:
+            best = (obj["key"], n)
+    return best
+
+
+def client_for(svc: LocalService, rate_limit: float) -> Client:
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                  rate_limit=rate_limit, max_workers=16)
+
+
+def naive_load(svc: LocalService, object_key: str) -> pd.DataFrame:
+    """What a first script does: one page after another, then json_normalize."""
+    headers = {"X-Service-Application-Id": svc.app_id, "X-Service-REST-API-KEY": svc.api_key}
+    records: list[dict[str, Any]] = []
+    page = 1
+    with requests.Session() as s:
+        while True:
+            r = s.get(f"{svc.base_url}/v1/objects/{object_key}/records",
+                      params={"page": page, "rows_per_page": 1000}, headers=headers, timeout=60)
+            r.raise_for_status()
+            body = r.json()
+            records.extend(body["records"])
+            if page >= body["total_pages"]:
+                break
+            page += 1
+    return pd.json_normalize(records)
+
+
+def bench_paced(svc: LocalService, object_key: str, n: int) -> dict[str, Any]:
+    svc.emulation.rate_limit = 10
+    svc.emulation.latency_ms = 100
+    time.sleep(1.1)  # a fresh rate-limit second
+    svc.request_log.clear()
+    client = client_for(svc, 10)
+    t0 = time.perf_counter()
+    frames = read_object(client, object_key, progress=False)
+    wall = time.perf_counter() - t0
+    pages = math.ceil(n / 1000)
+    ceiling = pages / 10
+    return {"records": len(frames.main), "pages": pages, "requests": client.request_count,
+            "wall_s": round(wall, 2), "ceiling_s": ceiling, "ratio": round(wall / ceiling, 3),
+            "429s": svc.request_log.count(status=429)}
+
+
+def bench_unpaced(svc: LocalService, object_key: str) -> dict[str, Any]:
+    svc.emulation.rate_limit = 0
+    svc.emulation.latency_ms = 100
+    client = client_for(svc, 0)
+    t0 = time.perf_counter()
+    frames = read_object(client, object_key, progress=False)
+    ours = time.perf_counter() - t0
+    del frames
+    gc.collect()
+    t0 = time.perf_counter()
+    naive = naive_load(svc, object_key)
+    slow = time.perf_counter() - t0
+    return {"ours_s": round(ours, 2), "naive_s": round(slow, 2), "naive_rows": len(naive),
+            "speedup": round(slow / ours, 2)}
+
+
+def bench_cpu(svc: LocalService, object_key: str, n: int) -> dict[str, Any]:
+    svc.emulation.rate_limit = 0
+    svc.emulation.latency_ms = 0
+    client = client_for(svc, 0)
+    pages = math.ceil(n / 1000)
+    bodies = []
+    for p in range(1, pages + 1):
+        r = client.session.get(f"{svc.base_url}/v1/objects/{object_key}/records",
+                               params={"page": p, "rows_per_page": 1000},
+                               headers=client.headers(), timeout=60)
+        bodies.append(r.content)
+    app = client.schema()
+    tz = None
+    from svc_frames.loaders import app_timezone
+    tz = app_timezone(app)
+
+    def baseline() -> float:
+        t0 = time.process_time()
+        for b in bodies:
+            json.loads(b)
+        return time.process_time() - t0
+
+    def pipeline() -> float:
+        t0 = time.process_time()
+        parts = []
+        fields = source = None
+        for b in bodies:
+            env = client._decode_ok(_Fake, b, "GET", object_key)
+            recs = env["records"]
+            if fields is None:
+                fields, source = describe(client, object_key, app, recs, "keys", tz)
+            parts.append(build_frames(recs, fields, source, tz=tz, keep_original=False))
+        assert source is not None
+        frames = concat_frames(parts, source)
+        frames.original = frames.snapshot()
+        return time.process_time() - t0
+
+    base = min(baseline() for _ in range(3))
+    ours = min(pipeline() for _ in range(3))
+    mb = sum(len(b) for b in bodies) / 1e6
+    return {"bytes_MB": round(mb, 1), "json_loads_s": round(base, 3),
+            "pipeline_s": round(ours, 3), "ratio": round(ours / base, 3)}
+
+
+class _Fake:
+    status_code = 200
+    headers: dict[str, str] = {}
+
+
+_EXPORT_CHILD = r"""
+import resource, sys, time
+from svc_frames.client import Client
+from svc_frames.parquet import export
+app_id, key, url, obj, out = sys.argv[1:6]
+c = Client(app_id, api_key=key, base_url=url, rate_limit=0, max_workers=8)
+t0 = time.perf_counter()
+res = export(c, obj, out, progress=False)
+print(res.records, res.parts, round(time.perf_counter() - t0, 2),
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def bench_export_memory(sizes: list[int]) -> list[dict[str, Any]]:
+    out = []
+    for n in sizes:
+        with LocalService(demo=True, records=n) as svc, tempfile.TemporaryDirectory() as tmp:
+            client = client_for(svc, 0)
+            obj, total = biggest_object(client)
+            proc = subprocess.run(
+                [sys.executable, "-c", _EXPORT_CHILD, svc.app_id, svc.api_key, svc.base_url,
+                 obj, os.path.join(tmp, "ds")], capture_output=True, text=True, check=False)
+            if proc.returncode:
+                raise RuntimeError(proc.stderr[-2000:])
+            recs, parts, secs, maxrss_kb = proc.stdout.split()
+            import pyarrow.dataset as ds
+            rows = ds.dataset(os.path.join(tmp, "ds")).count_rows()
+            out.append({"records": int(recs), "dataset_rows": rows, "parts": int(parts),
+                        "seconds": float(secs), "peak_rss_MB": round(int(maxrss_kb) / 1024)})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    args = ap.parse_args()
+    n = 5_000 if args.quick else 50_000
+    export_sizes = [10_000, 30_000] if args.quick else [100_000, 500_000]
+    print(f"building a demo service with {n} records ...", flush=True)
+    with LocalService(demo=True, records=n) as svc:
+        client = client_for(svc, 0)
+        obj, total = biggest_object(client)
+        print(f"object {obj}: {total} records", flush=True)
+        r1 = bench_paced(svc, obj, total)
+        print(f"1. paced load (10 req/s, 100 ms): {r1}  goal ratio <= 1.15, 0 x 429",
+              flush=True)
+        r2 = bench_unpaced(svc, obj)
+        print(f"2. unpaced load (100 ms) vs naive: {r2}  goal speedup >= 5", flush=True)
+        r3 = bench_cpu(svc, obj, total)
+        print(f"3. client CPU bytes -> frames / json.loads: {r3}  goal ratio <= 1.5",
+              flush=True)
+    r4 = bench_export_memory(export_sizes)
+    for r in r4:
+        print(f"4. streaming export peak RSS: {r}  goal <= 500 MB, flat", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+"""read_object / read_view against the local service over loopback HTTP."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+import pytest
+import requests
+
+from svc_frames.client import Client
+from svc_frames.errors import AuthenticationError, Forbidden, NotFound, UsageError
+from svc_frames.filters import Field
+from svc_frames.frames import Frames
+from svc_frames.loaders import read_object, read_view
+from svc_frames.server import LocalService
+
+NUMERIC = {"number", "currency", "equation", "sum", "count", "average", "min", "max", "rating"}
+TEXT = {"short_text", "paragraph_text", "rich_text", "concatenation", "email", "phone", "link",
+        "signature"}
+
+
+def truth(svc: LocalService, path: str, token: str | None = None,
+          **params: Any) -> list[dict[str, Any]]:
+    """All records straight from the service (plain requests, page by page)."""
+    out: list[dict[str, Any]] = []
+    page = 1
+    while True:
+        r = requests.get(svc.base_url + path, headers=svc.headers(view="/pages/" in path,
+                                                                  token=token),
+                         params={"page": page, "rows_per_page": 1000, **params}, timeout=30)
+        r.raise_for_status()
+        body = r.json()
+        out.extend(body["records"])
+        if page >= body["total_pages"]:
+            return out
+        page += 1
+
+
+def schema(svc: LocalService) -> dict[str, Any]:
+    r = requests.get(f"{svc.base_url}/v1/applications/{svc.app_id}", timeout=30)
+    return r.json()["application"]
+
+
+def kinds_of(svc: LocalService, object_key: str) -> dict[str, dict[str, Any]]:
+    obj = next(o for o in schema(svc)["objects"] if o["key"] == object_key)
+    return {f["key"]: f for f in obj["fields"]}
+
+
+def make_client(svc: LocalService, **kw: Any) -> Client:
+    kw.setdefault("rate_limit", 0)
+    kw.setdefault("backoff", 0.01)
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, **kw)
+
+
+# ---- every kind, the right dtype ----------------------------------------------------------
+def test_every_kind_gets_its_dtype(service: LocalService, client: Client) -> None:
+    frames = read_object(client, "object_3", progress=False)
+    main = frames.main
+    expected = truth(service, "/v1/objects/object_3/records")
+    assert sorted(main.index) == sorted(r["id"] for r in expected)
+    assert main.index.is_unique and main.index.dtype == "string" and main.index.name == "id"
+    seen = set()
+    for key, f in kinds_of(service, "object_3").items():
+        kind = f["type"]
+        seen.add(kind)
+        if kind in NUMERIC:
+            assert main[key].dtype == "Float64", key
+        elif kind in TEXT:
+            assert main[key].dtype == "string", key
+        elif kind == "auto_increment":
+            assert main[key].dtype == "Int64", key
+        elif kind == "boolean":
+            assert main[key].dtype == "boolean", key
+        elif kind == "multiple_choice":
+            if (f.get("format") or {}).get("type") == "multi":
+                assert main[key].dtype == object and key in frames.tables
+                assert all(v is None or isinstance(v, list) for v in main[key])
+            else:
+                assert main[key].dtype == "string", key
+        elif kind == "date_time":
+            assert isinstance(main[key].dtype, pd.DatetimeTZDtype), key
+            assert frames.source is not None
+            assert str(main[key].dt.tz) == frames.source.timezone
+        elif kind == "timer":
+            assert pd.api.types.is_timedelta64_dtype(main[f"{key}.total"]), key
+        elif kind == "name":
+            assert {f"{key}.first", f"{key}.last"} <= set(main.columns)
+        elif kind == "address":
+            assert main[f"{key}.latitude"].dtype == "Float64"
+            assert main[f"{key}.city"].dtype == "string"
+        elif kind in ("file", "image") and (f.get("format") or {}).get("source") != "url":
+            assert main[f"{key}.size"].dtype == "Int64", key
+        elif kind == "connection":
+            assert key not in main.columns
+            assert list(frames.tables[key].columns) == ["record_id", "connected_id",
+                                                        "identifier"]
+    assert len(seen) >= 20  # the demo object holds every kind
+    # values agree with the raw records
+    by_id = {r["id"]: r for r in expected}
+    rid = main.index[0]
+    assert main.loc[rid, "field_12"] == by_id[rid]["field_12_raw"]
+    conn = frames.tables["field_41"]
+    want = {(r["id"], c["id"]) for r in expected for c in r.get("field_41_raw") or []}
+    assert set(zip(conn["record_id"], conn["connected_id"], strict=True)) == want
+    assert frames.original is not None
+    pd.testing.assert_frame_equal(frames.original.main, main)
+
+
+def test_empty_values_are_na_not_blank_strings(client: Client) -> None:
+    main = read_object(client, "object_3", progress=False).main
+    for col in main.columns:
+        if main[col].dtype == "string":
+            assert not (main[col] == "").any(), col
+
+
+def test_labels(client: Client) -> None:
+    frames = read_object(client, "object_2", columns="labels", progress=False)
+    assert {"Part Name", "Unit Price", "In Stock", "Part No"} <= set(frames.main.columns)
+    assert frames.source is not None and frames.source.columns == "labels"
+
+
+def test_inferred_kinds_without_schema(service: LocalService, client: Client) -> None:
+    blind = make_client(service, use_schema=False)
+    inferred = read_object(blind, "object_2", progress=False)
+    known = read_object(client, "object_2", progress=False)
+    assert inferred.source is not None and inferred.source.kinds_inferred
+    assert inferred.main["field_9"].dtype == "Float64"  # currency from "$1.00" + "1.00"
+    pd.testing.assert_series_equal(inferred.main["field_9"], known.main["field_9"])
+    pd.testing.assert_series_equal(inferred.main["field_8"], known.main["field_8"])
+
+
+# ---- views ---------------------------------------------------------------------------------
+def test_view_sees_only_its_fields(service: LocalService, client: Client) -> None:
+    frames = read_view(client, "scene_1", "view_1", progress=False)
+    scene = next(s for s in schema(service)["scenes"] if s["key"] == "scene_1")
+    view = next(v for v in scene["views"] if v["key"] == "view_1")
+    view_keys = {c["field"]["key"] for c in view["columns"]}
+    assert set(frames.main.columns) == view_keys
+    expected = truth(service, "/v1/pages/scene_1/views/view_1/records")
+    assert sorted(frames.main.index) == sorted(r["id"] for r in expected)
+    assert frames.source is not None and frames.source.kind == "view"
+    assert frames.source.object_key == "object_3"
+    assert (frames.source.scene_key, frames.source.view_key) == ("scene_1", "view_1")
+
+
+def test_login_view_name_like_connection(service: LocalService) -> None:
+    client = make_client(service)
+    manager = next(u for u in service.users if "profile_2" in u["profile_keys"])
+    client.login(manager["email"], manager["password"])
+    frames = read_view(client, "scene_2", "view_3", progress=False)
+    raw = truth(service, "/v1/pages/scene_2/views/view_3/records", token=client.token)
+    shapes = [c for r in raw for c in r.get("field_42_raw") or []]
+    assert shapes and all("id" not in c for c in shapes)  # the name-like shape
+    table = frames.tables["field_42"]
+    people = {r["id"] for r in truth(service, "/v1/objects/object_1/records")}
+    assert len(table) == len(shapes) and set(table["connected_id"]) <= people
+    # the same links as an object load of the same records
+    full = read_object(client, "object_3", progress=False).tables["field_42"]
+    full = full[full["record_id"].isin(frames.main.index)]
+    assert (set(zip(full["record_id"], full["connected_id"], strict=True))
+            == set(zip(table["record_id"], table["connected_id"], strict=True)))
+
+
+def test_login_view_without_token_says_log_in(client: Client) -> None:
+    with pytest.raises((Forbidden, AuthenticationError)) as exc:
+        read_view(client, "scene_2", "view_3", progress=False)
+    assert "login" in str(exc.value)
+
+
+def test_expired_token_says_log_in_again(fresh_service: LocalService) -> None:
+    client = make_client(fresh_service)
+    fresh_service.set_token_ttl(0.5)
+    user = fresh_service.users[0]
+    client.login(user["email"], user["password"])
+    time.sleep(1.0)
+    with pytest.raises(Forbidden, match="log in again"):
+        read_view(client, "scene_3", "view_5", progress=False)
+
+
+def test_wrong_login(client: Client, service: LocalService) -> None:
+    with pytest.raises(AuthenticationError) as exc:
+        client.login(service.users[0]["email"], "wrong password")
+    assert "wrong password" not in str(exc.value)
+
+
+# ---- bad input ---------------------------------------------------------------------------
+def test_unknown_object_named(client: Client) -> None:
+    with pytest.raises(NotFound, match="object_99"):
+        read_object(client, "object_99", progress=False)
+
+
+def test_unknown_view_named(client: Client) -> None:
+    with pytest.raises(NotFound, match="view_99"):
+        read_view(client, "scene_1", "view_99", progress=False)
+
+
+def test_wrong_key(service: LocalService) -> None:
+    client = Client(service.app_id, api_key="not-the-key", base_url=service.base_url,
+                    rate_limit=0)
+    with pytest.raises(AuthenticationError) as exc:
+        read_object(client, "object_2", progress=False)
+    assert "not-the-key" not in str(exc.value)
+
+
+@pytest.mark.parametrize("kwargs, culprit", [
+    ({"rows_per_page": 1001}, "rows_per_page"),
+    ({"filters": [{"field": "field_27", "operator": "resembles", "value": "x"}]}, "resembles"),
+    ({"filters": [{"field": "Status", "operator": "is", "value": "x"}]}, "Status"),
+    ({"columns": "names"}, "columns"),
+    ({"timezone": "Mars/Olympus"}, "Mars/Olympus"),
+    ({"limit": -1}, "limit"),
+])
+def test_bad_arguments_before_any_request(service: LocalService, client: Client,
+                                          kwargs: dict[str, Any], culprit: str) -> None:
+    before = client.request_count
+    with pytest.raises(UsageError, match=culprit):
+        read_object(client, "object_3", progress=False, **kwargs)
+    assert client.request_count == before
+
+
+# ---- filters, sort, limit --------------------------------------------------------------------
+def test_filters_and_builder(service: LocalService, client: Client) -> None:
+    flt = [{"field": "field_27", "operator": "is", "value": "Open"}]
+    frames = read_object(client, "object_3", filters=flt, progress=False)
+    import json
+    expected = truth(service, "/v1/objects/object_3/records", filters=json.dumps(flt))
+    assert sorted(frames.main.index) == sorted(r["id"] for r in expected)
+    assert len(frames.main) and (frames.main["field_27"] == "Open").all()
+    built = read_object(client, "object_3", filters=[Field("field_27") == "Open"],
+                        progress=False)
+    pd.testing.assert_frame_equal(built.main, frames.main)
+
+
+def test_sort_and_limit(client: Client) -> None:
+    frames = read_object(client, "object_3", sort_field="field_24", sort_order="desc",
+                         limit=7, rows_per_page=3, progress=False)
+    numbers = list(frames.main["field_24"])
+    assert len(numbers) == 7 and numbers == sorted(numbers, reverse=True)
+    for table in frames.tables.values():
+        assert set(table["record_id"]) <= set(frames.main.index)
+
+
+def test_no_match_gives_empty_typed_frame(client: Client) -> None:
+    frames = read_object(client, "object_3", progress=False,
+                         filters=[Field("field_12") == "no such title anywhere"])
+    assert len(frames.main) == 0
+    assert frames.main["field_16"].dtype == "Float64"
+
+
+def test_progress_bar_on_request(client: Client, capsys: pytest.CaptureFixture[str]) -> None:
+    read_object(client, "object_2", rows_per_page=5, progress=True)
+    assert "page" in capsys.readouterr().err
+
+
+# ---- faults --------------------------------------------------------------------------------
+def test_faults_give_the_same_frames(fresh_service: LocalService) -> None:
+    clean = read_object(make_client(fresh_service), "object_3", rows_per_page=5,
+                        progress=False)
+    fresh_service.emulation.fault_rate = 0.2
+    fresh_service.request_log.clear()
+    faulty_client = make_client(fresh_service, max_retries=8)
+    faulty = read_object(faulty_client, "object_3", rows_per_page=5, progress=False)
+    fresh_service.emulation.fault_rate = 0.0
+    assert faulty_client.retry_count > 0  # faults did happen
+    assert_same(faulty, clean)
+
+
+def assert_same(a: Frames, b: Frames) -> None:
+    pd.testing.assert_frame_equal(a.main, b.main)
+    assert set(a.tables) == set(b.tables)
+    for name in a.tables:
+        pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
