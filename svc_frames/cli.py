@@ -105,9 +105,148 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- credentials shared by client subcommands -------------------------------------------
+def add_credentials(p: argparse.ArgumentParser) -> None:
+    """--app-id/--api-key/--base-url/--token/--email/--password (else SVC_* variables)."""
+    g = p.add_argument_group("credentials (default: SVC_APP_ID, SVC_API_KEY, SVC_BASE_URL, "
+                             "SVC_TOKEN, SVC_EMAIL, SVC_PASSWORD)")
+    g.add_argument("--app-id", default=None, help="application id")
+    g.add_argument("--api-key", default=None, help="API key (prefer SVC_API_KEY)")
+    g.add_argument("--base-url", default=None, help="service address, e.g. http://127.0.0.1:8765")
+    g.add_argument("--token", default=None, help="user token for views behind a login")
+    g.add_argument("--email", default=None, help="log in as this user (views behind a login)")
+    g.add_argument("--password", default=None, help="password for --email (prefer SVC_PASSWORD)")
+    g.add_argument("--rate-limit", type=float, default=10.0,
+                   help="client pace, requests per second (default 10; 0 = off)")
+
+
+def client_from_args(args: argparse.Namespace) -> Any:
+    """A Client from flags, falling back to the environment; logs in when asked to."""
+    import os
+
+    from .client import Client
+
+    client = Client.from_env(app_id=args.app_id, api_key=args.api_key, base_url=args.base_url,
+                             token=args.token, rate_limit=args.rate_limit)
+    email = args.email or (os.environ.get("SVC_EMAIL") if args.password else None)
+    password = args.password or os.environ.get("SVC_PASSWORD")
+    if args.email and not password:
+        raise SystemExit("error: --email needs --password or SVC_PASSWORD")
+    if email and password and (args.email or not client.token):
+        client.login(email, password)
+    return client
+
+
+def run_client_command(fn: Callable[[], int]) -> int:
+    """Typed errors become one clear line on stderr (2: bad input, 1: the service)."""
+    from .errors import SvcError, UsageError
+
+    try:
+        return fn()
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except SvcError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+# ---- export -------------------------------------------------------------------------------
+def add_export(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "export", help="stream an object or a view to a Parquet (or CSV) dataset",
+        description="Write every record of OBJECT (object_N) or SCENE/VIEW (scene_N/view_N) "
+                    "to part files in DIR as pages arrive; memory stays flat. DIR is a "
+                    "dataset pyarrow.dataset, DuckDB, Polars or Spark read as is.")
+    p.add_argument("target", help="object_N or scene_N/view_N")
+    p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
+    p.add_argument("--filters", default=None, help='filters as JSON, e.g. \'[{"field": '
+                   '"field_3", "operator": "is", "value": "Open"}]\'')
+    p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
+    p.add_argument("--sort-field", default=None)
+    p.add_argument("--sort-order", choices=["asc", "desc"], default=None)
+    p.add_argument("--limit", type=int, default=None, help="at most this many records")
+    p.add_argument("--rows-per-page", type=int, default=1000, help="1..1000 (default 1000)")
+    p.add_argument("--columns", choices=["keys", "labels"], default="keys")
+    p.add_argument("--timezone", default=None, help="IANA zone overriding the app's")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_credentials(p)
+    return p
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    def run() -> int:
+        from .filters import validate_filters
+        from .parquet import export
+
+        filters = validate_filters(args.filters) if args.filters else None
+        client = client_from_args(args)
+        res = export(client, args.target, args.out, filters=filters, format=args.format,
+                     sort_field=args.sort_field, sort_order=args.sort_order, limit=args.limit,
+                     columns=args.columns, timezone=args.timezone,
+                     progress=False if args.no_progress else True,
+                     rows_per_page=args.rows_per_page)
+        print(json.dumps({"path": str(res.path), "records": res.records, "parts": res.parts,
+                          "tables": res.tables, "passes": res.passes,
+                          "requests": client.request_count}))
+        return 0
+
+    return run_client_command(run)
+
+
+# ---- schema -------------------------------------------------------------------------------
+def add_schema(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "schema", help="print the application's objects, fields and kinds, scenes and views")
+    p.add_argument("--json", action="store_true", help="the schema as JSON")
+    add_credentials(p)
+    return p
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    def run() -> int:
+        client = client_from_args(args)
+        app = client.schema()
+        if app is None:
+            print("error: this service does not expose its application schema; loads infer "
+                  "kinds from the records", file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps(app, indent=1))
+            return 0
+        tz = (app.get("settings") or {}).get("timezone") or "?"
+        print(f"{app.get('name', '?')} (id {app.get('id', client.app_id)}, timezone {tz})")
+        for obj in app.get("objects") or ():
+            print(f"\n{obj.get('key')}  {obj.get('name', '')}")
+            for f in obj.get("fields") or ():
+                extra = ""
+                fmt = f.get("format") or {}
+                if f.get("type") == "multiple_choice" and fmt.get("type"):
+                    extra = f" ({fmt['type']})"
+                if f.get("relationship"):
+                    rel = f["relationship"]
+                    extra = f" -> {rel.get('object')} ({rel.get('has', '?')})"
+                print(f"  {f.get('key'):<10} {f.get('type', '?'):<16} {f.get('name', '')}{extra}")
+        scenes = app.get("scenes") or ()
+        if scenes:
+            print("\nscenes and views")
+        for sc in scenes:
+            login = " (login)" if sc.get("authenticated") else ""
+            print(f"  {sc.get('key')}{login} {sc.get('name', '')}")
+            for v in sc.get("views") or ():
+                src = (v.get("source") or {}).get("object", "")
+                print(f"    {v.get('key'):<9} {v.get('type', '?'):<9} {src:<10} "
+                      f"{v.get('name', '')}")
+        return 0
+
+    return run_client_command(run)
+
+
 # ---- registry ---------------------------------------------------------------------------
 SUBCOMMANDS: dict[str, tuple[Callable[[Any], argparse.ArgumentParser], Handler]] = {
     "serve": (add_serve, cmd_serve),
+    "export": (add_export, cmd_export),
+    "schema": (add_schema, cmd_schema),
 }
 
 

@@ -139,6 +139,7 @@ class Paginator:
             number = 2
             got = len(first.records)
             last_full = len(first.records) >= self.rows_per_page
+            top_total = first.total_records
             try:
                 while True:
                     # plan: the announced pages, then one more while the last was full
@@ -146,7 +147,10 @@ class Paginator:
                         pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
                         next_submit += 1
                     if number > wanted:
-                        if not last_full or (self.limit is not None and got >= self.limit):
+                        # past the announced pages: go on only while the last page was full
+                        # and some page announced more records than we have
+                        if (not last_full or got >= top_total
+                                or (self.limit is not None and got >= self.limit)):
                             break
                         wanted = number  # total was an estimate: the data grew
                         continue
@@ -154,6 +158,7 @@ class Paginator:
                     yield page
                     got += len(page.records)
                     last_full = len(page.records) >= self.rows_per_page
+                    top_total = max(top_total, page.total_records)
                     if not page.records:  # stop on an empty page
                         break
                     if self.limit is not None and got >= self.limit:
