@@ -8,7 +8,16 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ._util import get_value, html_lines, html_to_text, invalid, is_blank, is_na, object_series
+from ._util import (
+    get_value,
+    html_lines,
+    html_to_text,
+    invalid,
+    is_blank,
+    is_na,
+    object_series,
+    string_series,
+)
 from ._util import string_series as _strings
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
@@ -31,6 +40,9 @@ class ChoiceCodec(Codec):
     """multiple_choice: single -> one string; multi -> a list of strings (display joined)."""
 
     kinds: ClassVar[tuple[str, ...]] = ("multiple_choice",)
+
+    def __init__(self) -> None:
+        self._memo: tuple[Any, Any, list[list[str] | None]] | None = None
 
     def _options(self, field: FieldSpec) -> list[str]:
         opts = field.format.get("options") or []
@@ -85,6 +97,25 @@ class ChoiceCodec(Codec):
 
     def _lists(self, raws: Sequence[Any], displays: Sequence[Any],
                field: FieldSpec) -> list[list[str] | None]:
+        memo = self._memo  # decode then tables on the same page: compute the lists once
+        if memo is not None and memo[0] is raws and memo[1] is displays:
+            return memo[2]
+        lists = self._fast_lists(raws, displays, field)
+        self._memo = (raws, displays, lists)
+        return lists
+
+    def _fast_lists(self, raws: Sequence[Any], displays: Sequence[Any],
+                    field: FieldSpec) -> list[list[str] | None]:
+        # fast path: lists of non-empty strings, as the service answers
+        return [list(r) if type(r) is list and r and None not in r and "" not in r
+                else self._slow_list(r, d, field) for r, d in zip(raws, displays, strict=False)]
+
+    def _slow_list(self, r: Any, d: Any, field: FieldSpec) -> list[str] | None:
+        out = self._slow_lists([r], [d], field)
+        return out[0]
+
+    def _slow_lists(self, raws: Sequence[Any], displays: Sequence[Any],
+                    field: FieldSpec) -> list[list[str] | None]:
         out: list[list[str] | None] = []
         for r, d in zip(raws, displays, strict=False):
             if r is None:
@@ -109,14 +140,11 @@ class ChoiceCodec(Codec):
                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
         if not is_multi(field):
             return {}
-        rec: list[str] = []
-        val: list[str] = []
-        for rid, values in zip(ids, self._lists(raws, displays, field), strict=False):
-            for v in values or ():
-                rec.append(rid)
-                val.append(v)
-        return {field.key: pd.DataFrame({"record_id": pd.Series(rec, dtype="string"),
-                                         "value": pd.Series(val, dtype="string")})}
+        lists = self._lists(raws, displays, field)
+        rec = [rid for rid, vals in zip(ids, lists, strict=False) if vals for _ in vals]
+        val = [v for vals in lists if vals for v in vals]
+        return {field.key: pd.DataFrame({"record_id": string_series(rec),
+                                         "value": string_series(val)})}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         value = values.get(field.key)

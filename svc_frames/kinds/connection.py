@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ._util import invalid, is_blank, is_na
+from ._util import invalid, is_blank, is_na, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
 _SPAN = re.compile(r"""<span[^>]*\bclass\s*=\s*["']([^"']+)["'][^>]*>(.*?)</span>""",
@@ -103,30 +103,47 @@ class ConnectionCodec(Codec):
 
     def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
+        if all(type(r) is list for r in raws):  # fast path: every item has id + text
+            try:
+                triples = [(rid, item["id"], item["identifier"])
+                           for rid, r in zip(ids, raws, strict=False) for item in r]
+            except (KeyError, TypeError):
+                triples = None
+            if triples is not None and {type(t[2]) for t in triples} <= {str}:
+                return {field.key: pd.DataFrame({
+                    "record_id": string_series([t[0] for t in triples]),
+                    "connected_id": string_series([t[1] for t in triples]),
+                    "identifier": string_series([t[2] for t in triples]),
+                })}
         rec: list[str] = []
         conn: list[str | None] = []
         ident: list[str | None] = []
         for rid, r, d in zip(ids, raws, displays, strict=False):
-            pairs = display_pairs(d)
-            if isinstance(r, list) and r:
+            if type(r) is list:
+                pairs: list[tuple[str, str]] | None = None
                 for i, item in enumerate(r):
-                    if not isinstance(item, dict):
+                    if type(item) is not dict:
                         continue
                     cid = item.get("id")
-                    if cid is None and i < len(pairs):  # name-like: id only in the HTML
-                        cid = pairs[i][0]
-                    rec.append(rid)
-                    conn.append(None if cid is None else str(cid))
-                    ident.append(identifier_text(item) or None)
-            elif r is None and pairs:  # a display-only answer (format=html)
-                for cid, text in pairs:
+                    text = item.get("identifier")
+                    if cid is None:  # name-like: the id is only in the display HTML
+                        if pairs is None:
+                            pairs = display_pairs(d)
+                        cid = pairs[i][0] if i < len(pairs) else None
+                    if type(text) is not str:
+                        text = identifier_text(item)
                     rec.append(rid)
                     conn.append(cid)
-                    ident.append(text or None)
+                    ident.append(text)
+            elif r is None and d:  # a display-only answer (format=html)
+                for cid, text in display_pairs(d):
+                    rec.append(rid)
+                    conn.append(cid)
+                    ident.append(text)
         return {field.key: pd.DataFrame({
-            "record_id": pd.Series(rec, dtype="string"),
-            "connected_id": pd.Series(conn, dtype="string"),
-            "identifier": pd.Series(ident, dtype="string"),
+            "record_id": string_series(rec),
+            "connected_id": string_series(conn),
+            "identifier": string_series(ident),
         })}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:

@@ -279,8 +279,10 @@ class DateTimeCodec(Codec):
         want_to = is_range(field)
         ends: list[int] = []
         if want_to:
-            ends = [(_ms(r.get("to"), field) if "to" in r else _NAT) if type(r) is dict
-                    else self._slow(r, d, field)[1]
+            ends = [ms if type(r) is dict and type(to := r.get("to")) is dict
+                    and type(ms := to.get("unix_timestamp")) is int
+                    else (_NAT if type(r) is dict and "to" not in r
+                          else self._slow(r, d, field)[1])
                     for r, d in zip(raws, displays, strict=False)]
         out = {field.key: instants(starts, ctx)}
         if want_to:
@@ -369,6 +371,18 @@ class TimerCodec(Codec):
         ends: list[int] = []
         totals: list[int] = []
         for r, d in zip(raws, displays, strict=False):
+            try:  # fast path: the shape the service answers
+                times = r["times"]
+                a_ms = times[0]["from"]["unix_timestamp"]
+                b_ms = times[-1]["to"]["unix_timestamp"]
+                t_ms = r["total_time"]
+                if type(a_ms) is int and type(b_ms) is int and type(t_ms) is int:
+                    starts.append(a_ms)
+                    ends.append(b_ms)
+                    totals.append(t_ms)
+                    continue
+            except (KeyError, TypeError, IndexError):
+                pass
             times = r.get("times") if isinstance(r, dict) else None
             if not times and r is None and isinstance(d, str) and d:
                 a_ms, b_ms, t_ms = _timer_from_display(d, field)

@@ -23,6 +23,19 @@ from ._util import (
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
 
+def _slow_number(raw: Any, display: Any) -> float | None:
+    if raw is None:
+        return parse_number_text(display) if display not in (None, "") else None
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, str):
+        try:
+            return float(raw)
+        except ValueError:
+            return parse_number_text(raw)
+    return parse_number_text(raw)
+
+
 def _read_only(field: FieldSpec) -> ReadOnlyField:
     return ReadOnlyField(f"{field.key} ({field.kind}) is computed by the service and cannot "
                          "be written", field=field.key)
@@ -47,13 +60,10 @@ class NumberCodec(Codec):
     def detect(cls, raw: Any) -> bool:
         return isinstance(raw, (int, float)) and not isinstance(raw, bool)
 
-    def _numbers(self, raws: Sequence[Any], displays: Sequence[Any]) -> list[float | None]:
-        return [
-            (float(r) if isinstance(r, (int, float)) and not isinstance(r, bool)
-             else parse_number_text(r)) if r is not None
-            else (parse_number_text(d) if d not in (None, "") else None)
-            for r, d in zip(raws, displays, strict=False)
-        ]
+    def _numbers(self, raws: Sequence[Any], displays: Sequence[Any]) -> list[Any]:
+        # fast path: JSON numbers as they are (float_series makes them Float64)
+        return [r if (t := type(r)) is int or t is float else _slow_number(r, d)
+                for r, d in zip(raws, displays, strict=False)]
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
@@ -106,7 +116,8 @@ class AutoIncrementCodec(NumberCodec):
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         nums = self._numbers(raws, displays)
-        return {field.key: int_series([None if n is None else int(n) for n in nums])}
+        return {field.key: int_series([n if type(n) is int or n is None else int(n)
+                                       for n in nums])}
 
 
 class CurrencyCodec(NumberCodec):
