@@ -73,9 +73,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
-from .query import vals_of
-from .render import Piece, assemble, dumps
-from .schema import COMPUTED_KINDS, ObjectDef
+from .render import Piece, assemble, dumps, vals_json
+from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, ObjectDef
 from .store import BASE_URL_PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -486,7 +485,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
                         f, {"email": f"tech{i}@example.com"}))
         pieces = [raw_pieces[f.key] for f in people_obj.fields]
         people_rows.append((people_obj.key, rid, assemble(rid, (p.both for p in pieces)),
-                            dumps(vals_of(pieces)), secret))
+                            vals_json(pieces), secret))
         people_ids.append(rid)
         people_recs[rid] = json.loads(people_rows[-1][2])
     counts[people_obj.key] = n_people
@@ -506,7 +505,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
                "field_11": i + 1}
         pieces = [gen.piece(f, praw.get(f.key)) for f in parts_obj.fields]
         parts_rows.append((parts_obj.key, rid, assemble(rid, (p.both for p in pieces)),
-                           dumps(vals_of(pieces)), None))
+                           vals_json(pieces), None))
         parts_ids.append(rid)
         part_recs[rid] = {"id": rid, "raw": praw, "display": json.loads(parts_rows[-1][2])}
     counts[parts_obj.key] = n_parts
@@ -521,42 +520,66 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     def connected(obj_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
         return [part_recs[i] for i in ids if i in part_recs] if obj_key == "object_2" else []
 
-    computed = [f for f in wo_obj.fields if f.kind in COMPUTED_KINDS]
-    conn_specs = {f.key: f for f in wo_obj.fields if f.kind == "connection"}
+    # Computed values are cached by what they depend on: aggregates and the Parts
+    # connection by parts combination, the equation by its two inputs, connections by
+    # person; only the text formula and the auto increment are rendered per record.
+    agg = [f for f in wo_obj.fields if f.kind in AGGREGATE_KINDS]
+    eq_spec, code_spec, ai_spec = (wo_obj.field(k) for k in ("field_18", "field_15",
+                                                              "field_24"))
+    parts_spec = wo_obj.field("field_41")
+    combos: list[dict[str, Piece]] = []
+    for _ in range(600):
+        ids = rng.sample(parts_ids, rng.choice((0, 1, 1, 2, 2, 3, 4)))
+        craw: dict[str, Any] = {"field_41": [{"id": i, "identifier": part_ident[i]}
+                                             for i in ids] or None}
+        gen.renderer.compute(wo_obj, craw, connected)
+        combo = {f.key: gen.piece(f, craw.get(f.key)) for f in agg}
+        combo["field_41"] = gen.piece(parts_spec, craw["field_41"])
+        combos.append(combo)
+    person_pieces: dict[tuple[str, str | None], Piece] = {}
+
+    def person(key: str, who: str | None) -> Piece:
+        if (key, who) not in person_pieces:
+            spec = wo_obj.field(key)
+            raw_c = [{"id": who, "identifier": people_ident[who]}] if who else None
+            person_pieces[(key, who)] = gen.piece(spec, raw_c)
+        return person_pieces[(key, who)]
+
+    eq_cache: dict[tuple[int, int], Piece] = {}
     stored = [f for f in wo_obj.fields if f.kind not in COMPUTED_KINDS
               and f.kind != "connection"]
+    order = [f.key for f in wo_obj.fields]
     rows: list[tuple[str, str, str, str, str | None]] = []
     links: list[tuple[str, str, str, str]] = []
     started = time.perf_counter()
+    n_users = max(len(app.users), 1)
     for n in range(records):
         rid = _rid(rng, t0 + 200000, n)
-        chosen = {f.key: pools[f.key][rng.randrange(POOL)] for f in stored}
-        raw: dict[str, Any] = {k: p.raw for k, p in chosen.items()}
-        raw["field_24"] = n + 1
-        k_parts = rng.choice((0, 1, 1, 2, 2, 3, 4))
-        part_ids = rng.sample(parts_ids, k_parts)
-        raw["field_41"] = [{"id": i, "identifier": part_ident[i]} for i in part_ids] or None
-        if n % 12:
-            who = people_ids[rng.randrange(len(people_ids))] if n % 5 else \
-                people_ids[n % len(app.users)] if app.users else people_ids[0]
-            raw["field_42"] = [{"id": who, "identifier": people_ident[who]}]
-        else:
-            raw["field_42"] = None
-        if n % 3 == 0:
-            who = people_ids[0]
-            raw["field_43"] = [{"id": who, "identifier": people_ident[who]}]
-        else:
-            raw["field_43"] = None
-        gen.renderer.compute(wo_obj, raw, connected)
-        for f in computed:
-            chosen[f.key] = gen.piece(f, raw.get(f.key))
-        for key, spec in conn_specs.items():
-            chosen[key] = gen.piece(spec, raw.get(key))
-            for c in raw.get(key) or []:
+        idx = [rng.randrange(POOL) for _ in stored]
+        chosen = {f.key: pools[f.key][i] for f, i in zip(stored, idx, strict=True)}
+        p16, p17 = chosen["field_16"], chosen["field_17"]
+        ek = (id(p16), id(p17))
+        if ek not in eq_cache:
+            eq_cache[ek] = gen.piece(eq_spec, gen.renderer._equation(
+                wo_obj, eq_spec, {"field_16": p16.raw, "field_17": p17.raw}))
+        chosen["field_18"] = eq_cache[ek]
+        combo = combos[rng.randrange(len(combos))]
+        chosen.update(combo)
+        ai = gen.piece(ai_spec, n + 1)
+        chosen["field_24"] = ai
+        chosen["field_15"] = gen.piece(code_spec, gen.renderer._concatenate(
+            wo_obj, code_spec, {"field_24": n + 1, "field_12": chosen["field_12"].raw},
+            lambda _k: []))
+        who = (people_ids[rng.randrange(len(people_ids))] if n % 5
+               else people_ids[n % n_users]) if n % 12 else None
+        chosen["field_42"] = person("field_42", who)
+        chosen["field_43"] = person("field_43", people_ids[0] if n % 3 == 0 else None)
+        for key in ("field_41", "field_42", "field_43"):
+            for c in chosen[key].raw or []:
                 links.append((wo_obj.key, rid, key, c["id"]))
-        pieces = [chosen[f.key] for f in wo_obj.fields]
+        pieces = [chosen[k] for k in order]
         rows.append((wo_obj.key, rid, assemble(rid, (p.both for p in pieces)),
-                     dumps(vals_of(pieces)), None))
+                     vals_json(pieces), None))
         if len(rows) >= 20000:
             store.bulk_insert(rows, links, {})
             rows, links = [], []

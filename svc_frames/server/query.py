@@ -163,17 +163,16 @@ class _Builder:
                 and value is None:
             raise ApiError.invalid(f"filters: operator {op!r} on {fkey} needs a value", fkey)
         T, N = _col(fkey), _col(fkey, "#n")
-        blank = f"(json_type(r.vals, '$.\"{fkey}\"') IS NULL AND " \
-                f"json_type(r.vals, '$.\"{fkey}#n\"') IS NULL)"
-        if kind == "connection":
-            blank = ("(NOT EXISTS (SELECT 1 FROM links l WHERE l.obj = r.obj AND l.id = r.id "
-                     f"AND l.field = {self.p(fkey)}))")
         if op == "is any":
             return "1"
-        if op == "is blank":
-            return blank
-        if op == "is not blank":
-            return f"(NOT {blank})"
+        if op in ("is blank", "is not blank"):
+            if kind == "connection":
+                blank = ("(NOT EXISTS (SELECT 1 FROM links l WHERE l.obj = r.obj AND "
+                         f"l.id = r.id AND l.field = {self.p(fkey)}))")
+            else:
+                blank = (f"(json_type(r.vals, '$.\"{fkey}\"') IS NULL AND "
+                         f"json_type(r.vals, '$.\"{fkey}#n\"') IS NULL)")
+            return blank if op == "is blank" else f"(NOT {blank})"
         if op in ("is", "is not"):
             cond = self._equals(kind, fkey, value, T, N)
             return cond if op == "is" else f"(NOT COALESCE({cond}, 0))"
@@ -359,23 +358,6 @@ def sort_sql(obj: ObjectDef, sort_field: str | None, sort_order: str | None,
     kind = obj.field(sort_field).kind
     expr = _col(sort_field, "#n") if kind in NUMERIC_KINDS | DATE_KINDS else _col(sort_field)
     return f"{expr} {order.upper()}, r.seq ASC"
-
-
-def vals_of(pieces: list[Piece]) -> dict[str, Any]:
-    """The ``vals`` JSON of a record from its rendered pieces."""
-    out: dict[str, Any] = {}
-    for p in pieces:
-        if p.text:
-            out[p.key] = p.text
-        if p.number is not None:
-            out[p.key + "#n"] = p.number
-        if isinstance(p.raw, dict) and "latitude" in p.raw and "longitude" in p.raw:
-            try:
-                out[p.key + "#lat"] = float(p.raw["latitude"])
-                out[p.key + "#lon"] = float(p.raw["longitude"])
-            except (TypeError, ValueError):
-                pass
-    return out
 
 
 def rule_matches(obj: ObjectDef, pieces: Mapping[str, Piece], rule: Mapping[str, Any]) -> bool:

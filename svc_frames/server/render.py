@@ -37,9 +37,12 @@ NUMERIC_KINDS = frozenset({"number", "currency", "rating", "equation", "auto_inc
 DATE_KINDS = frozenset({"date_time", "timer"})
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Compact JSON, as the service answers it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def text_of(display: Any) -> str:
@@ -72,6 +75,30 @@ class Piece:
     html: str
     text: str          # lower-case plain text (filters, sorting of text kinds)
     number: float | None  # numbers, currency, ratings, dates (ms): filters and sorting
+    vals: str = ""     # this field's members of the record's ``vals`` JSON (query.py)
+
+
+def _vals_members(key: str, text: str, number: float | None, raw: Any) -> str:
+    parts = []
+    if text:
+        parts.append(f"{dumps(key)}:{dumps(text)}")
+    if number is not None:
+        parts.append(f"{dumps(key + '#n')}:{dumps(number)}")
+    if isinstance(raw, dict) and "latitude" in raw and "longitude" in raw:
+        try:
+            lat, lon = float(raw["latitude"]), float(raw["longitude"])
+        except (TypeError, ValueError):
+            pass
+        else:
+            if math.isfinite(lat) and math.isfinite(lon):
+                parts.append(f"{dumps(key + '#lat')}:{dumps(lat)},"
+                             f"{dumps(key + '#lon')}:{dumps(lon)}")
+    return ",".join(parts)
+
+
+def vals_json(pieces: Iterable[Piece]) -> str:
+    """The record's ``vals`` JSON text from its pieces."""
+    return "{" + ",".join(p.vals for p in pieces if p.vals) + "}"
 
 
 def is_empty_raw(raw: Any) -> bool:
@@ -171,8 +198,10 @@ class Renderer:
             dj = dumps(disp)
             rj = dumps(raw)
             text = " ".join(str(c.get("identifier", "")) for c in raw if isinstance(c, dict))
+            text = text.lower()
             return Piece(spec.key, raw, disp, f"{k}:{dj},{dumps(spec.key + '_raw')}:{rj}",
-                         f"{k}:{rj}", f"{k}:{dj}", text.lower(), None)
+                         f"{k}:{rj}", f"{k}:{dj}", text, None,
+                         _vals_members(spec.key, text, None, None))
         if spec.kind == "password" or is_empty_raw(raw):
             disp = "*****" if (spec.kind == "password" and raw) else ""
             dj = dumps(disp)
@@ -201,8 +230,10 @@ class Renderer:
             text = "signed"
         else:
             text = text_of(disp).lower()
+        text = text[:500]
         return Piece(spec.key, raw, disp, f"{k}:{dj},{dumps(spec.key + '_raw')}:{rj}",
-                     f"{k}:{rj}", f"{k}:{dj}", text[:500], number)
+                     f"{k}:{rj}", f"{k}:{dj}", text, number,
+                     _vals_members(spec.key, text, number, raw))
 
     # ---- computed kinds -----------------------------------------------------------------
     def compute(self, obj: ObjectDef, raw: dict[str, Any],

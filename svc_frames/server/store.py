@@ -34,8 +34,8 @@ from typing import Any
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
 from .apierror import ApiError
-from .query import rule_matches, vals_of
-from .render import Piece, Renderer, assemble, dumps, text_of
+from .query import rule_matches
+from .render import Piece, Renderer, assemble, dumps, text_of, vals_json
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, AppDef, ObjectDef
 
 BASE_URL_PLACEHOLDER = "@@SVC_BASE_URL@@"
@@ -119,11 +119,13 @@ class _Hooks:
         if row is None:
             raise InvalidValue(f"unknown asset {asset_id!r}", field=field_key)
         atype, filename, size, thumb, placed_field, placed_record = row
-        if placed_field is not None and (placed_field != field_key
-                                         or placed_record != self.record_id):
+        shared_demo_asset = placed_record == "*" and placed_field == field_key
+        if placed_field is not None and not shared_demo_asset and (
+                placed_field != field_key or placed_record != self.record_id):
             raise InvalidValue(f"asset {asset_id} is already used in another field or record; "
                                "upload the file again for each placement", field=field_key)
-        self.placements.append((str(asset_id), field_key))
+        if not shared_demo_asset:
+            self.placements.append((str(asset_id), field_key))
         return self.store.asset_raw(str(asset_id), atype, filename, size, bool(thumb),
                                     field_key, BASE_URL_PLACEHOLDER)
 
@@ -260,7 +262,7 @@ class Store:
         self.renderer.compute(obj, raw, self.connected_records(conn))
         pieces = [self.renderer.piece(f, raw.get(f.key)) for f in obj.fields]
         frag = assemble(rid, (p.both for p in pieces))
-        return frag, dumps(vals_of(pieces)), pieces
+        return frag, vals_json(pieces), pieces
 
     # ---- writes -------------------------------------------------------------------------
     def write(self, obj_key: str, values: Mapping[str, Any], record_id: str | None = None,
