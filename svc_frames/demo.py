@@ -1,0 +1,378 @@
+"""The ``make demo`` job: the whole toolkit, end to end, against the embedded local service.
+
+Run ``python -m svc_frames.demo`` (or ``make demo``). In one run it starts the local service
+with the demo application, logs in as a demo user, loads every object and the
+login-protected views, prints a short summary of each frame, exports them to parquet,
+saves plots as PNG, plans a bulk edit (printed as a dry run), applies it and prints the
+report. Outputs go to ``demo-output/``.
+
+Options: ``--records N`` (or ``SVC_DEMO_RECORDS``; default 300) and ``--out DIR``
+(or ``SVC_DEMO_OUT``).
+
+``connect()`` is the notebooks' first cell: a client for a real deployment when the
+``SVC_*`` variables are set, otherwise one for a local service started in-process.
+
+Usage::
+
+    python -m svc_frames.demo --records 50 --out /tmp/demo
+    client, service = connect()
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import pandas as pd
+
+from .errors import ConfigurationError, UsageError
+from .frames import Frames
+
+__all__ = ["connect", "run", "main", "frame_summary", "ENV_HELP"]
+
+DEFAULT_RECORDS = 1000
+DEFAULT_OUT = "demo-output"
+
+ENV_HELP = ("To use a real deployment set SVC_APP_ID, SVC_API_KEY and SVC_BASE_URL "
+            "(plus SVC_EMAIL and SVC_PASSWORD, or SVC_TOKEN, for views behind a login). "
+            "To use the local service instead, unset them (and SVC_LOCAL=0).")
+
+
+def connect(records: int = DEFAULT_RECORDS, *, seed: int = 0, login: bool = True,
+            local: bool | None = None) -> tuple[Any, Any]:
+    """A ``(client, service)`` pair for notebooks and scripts.
+
+    With any ``SVC_APP_ID``/``SVC_BASE_URL``/``SVC_API_KEY`` in the environment the client
+    talks to that deployment (``service`` is None). Otherwise a local service with the demo
+    application is started in-process (stopped at exit) and, when ``login``, the client logs
+    in as its first demo user. ``SVC_LOCAL=0`` forbids the local service: then missing
+    settings raise ConfigurationError saying what to set.
+
+    Usage: ``client, service = connect(records=200)``"""
+    from .client import Client
+
+    env = os.environ
+    remote = any(env.get(k) for k in ("SVC_APP_ID", "SVC_BASE_URL", "SVC_API_KEY"))
+    if local is None:
+        local = not remote and env.get("SVC_LOCAL", "1") != "0"
+    if not local:
+        missing = [k for k in ("SVC_APP_ID", "SVC_BASE_URL") if not env.get(k)]
+        if missing:
+            raise ConfigurationError(f"missing {', '.join(missing)}. {ENV_HELP}")
+        return Client.from_env(), None
+    service = start_local_service(records=records, seed=seed)
+    client = Client(service.app_id, api_key=service.api_key, base_url=service.base_url)
+    if login and service.users:
+        user = service.users[0]
+        client.login(user["email"], user["password"])
+    return client, service
+
+
+def start_local_service(records: int = DEFAULT_RECORDS, seed: int = 0) -> Any:
+    """Start the local service with the demo application; it stops when Python exits.
+
+    Usage: ``svc = start_local_service(100); print(svc.base_url)``"""
+    from .server import LocalService
+
+    service = LocalService(demo=True, records=records, seed=seed).start()
+    atexit.register(service.stop)  # stop() is idempotent: an explicit stop() is fine too
+    return service
+
+
+def frame_summary(name: str, frames: Frames, *, width: int = 88) -> str:
+    """A short text summary of loaded frames: rows, columns, dtypes, exploded tables.
+
+    Usage: ``print(frame_summary("orders", frames))``"""
+    main = frames.main
+    labels: dict[str, str] = {}
+    if frames.source is not None:
+        labels = {f.key: f.label for f in frames.source.fields}
+    lines = [f"== {name}: {len(main)} rows x {main.shape[1]} columns"]
+    by_dtype: dict[str, list[str]] = {}
+    for col, dtype in main.dtypes.items():
+        base = str(col).split(".", 1)
+        label = labels.get(base[0], base[0]) + (f".{base[1]}" if len(base) > 1 else "")
+        by_dtype.setdefault(str(dtype), []).append(label)
+    for dtype, cols in sorted(by_dtype.items(), key=lambda kv: -len(kv[1])):
+        text = ", ".join(cols)
+        head = f"   {dtype:<32} {len(cols):>3}: "
+        if len(head) + len(text) > width:
+            text = text[: width - len(head) - 1] + "…"
+        lines.append(head + text)
+    for key, table in frames.tables.items():
+        lines.append(f"   table {key} ({labels.get(key, key)}): {len(table)} rows "
+                     f"[{', '.join(map(str, table.columns))}]")
+    return "\n".join(lines)
+
+
+# ---- the job -------------------------------------------------------------------------------
+class _Printer:
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.t0 = time.perf_counter()
+
+    def step(self, text: str) -> None:
+        print(f"\n[{time.perf_counter() - self.t0:5.1f}s] {text}", file=self.out, flush=True)
+
+    def __call__(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+
+def _fields_of(schema_obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(schema_obj.get("fields") or [])
+
+
+def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, seed: int = 0,
+        stream: TextIO | None = None) -> dict[str, Any]:
+    """Run the demo job; returns what it made: ``{"frames", "parquet", "plots", "report"}``.
+
+    Usage: ``result = run(records=50, out_dir="/tmp/demo")``"""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: the job may run without a display
+    import matplotlib.pyplot as plt
+
+    from . import plot
+    from .client import Client
+    from .loaders import read_object, read_view
+    from .parquet import to_parquet
+    from .server import LocalService
+    from .writeback import diff, write_back
+
+    if not isinstance(records, int) or records < 1:
+        raise UsageError(f"records must be a positive integer, got {records!r}")
+    say = _Printer(stream or sys.stdout)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    made: dict[str, Any] = {"frames": {}, "parquet": [], "plots": [], "report": None}
+
+    say.step(f"Starting the local service with the demo application ({records} records)")
+    with LocalService(demo=True, records=records, seed=seed) as svc:
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url)
+        say(f"   {svc.base_url}  application {svc.app_id}")
+        user = svc.users[0]
+        client.login(user["email"], user["password"])
+        say(f"   logged in as {user['email']} ({user.get('name', '')})")
+
+        schema = client.schema() or {}
+        objects = {o["key"]: o for o in schema.get("objects", [])}
+
+        say.step("Loading every object")
+        frames_by_name: dict[str, Frames] = {}
+        for key, obj in objects.items():
+            frames = read_object(client, key)
+            name = f"{key} {obj.get('name', '')}".strip()
+            frames_by_name[key] = frames
+            say(frame_summary(name, frames))
+
+        say.step("Loading the views behind a login, as the logged-in user")
+        for scene in schema.get("scenes", []):
+            if not scene.get("authenticated"):
+                continue
+            for view in scene.get("views", []):
+                if view.get("type") not in ("table", "list", "search", "calendar"):
+                    continue
+                frames = read_view(client, scene["key"], view["key"])
+                name = f"{scene['key']}/{view['key']} {view.get('name', '')}".strip()
+                frames_by_name[f"{scene['key']}_{view['key']}"] = frames
+                say(frame_summary(name, frames))
+        made["frames"] = frames_by_name
+
+        say.step(f"Exporting to parquet under {out}/")
+        for name, frames in frames_by_name.items():
+            path = to_parquet(frames, out / "parquet" / name)  # a directory per frame
+            made["parquet"].append(path)
+            size = sum(p.stat().st_size for p in path.rglob("*.parquet"))
+            say(f"   {path}/  ({size / 1024:.0f} KiB; read back with read_parquet)")
+
+        say.step("Plotting")
+        for path in _plots(frames_by_name, objects, out / "plots", plot):
+            made["plots"].append(path)
+            say(f"   {path}")
+        plt.close("all")
+
+        say.step("Planning a bulk edit")
+        edit = _bulk_edit(frames_by_name, objects)
+        if edit is None:
+            say("   no editable choice or number field found; skipped")
+            return made
+        key, edited, description = edit
+        say(f"   {description}")
+        plan = diff(edited)
+        say(f"   {plan!r}")
+        dry = write_back(client, edited, plan=plan, dry_run=True)
+        say(f"   dry run, nothing sent: {dry.counts}; the changes:")
+        say(_indent(_table_text(_labelled(plan.changes, edited).head(8))))
+        if len(plan.changes) > 8:
+            say(f"   … and {len(plan.changes) - 8} more")
+
+        say.step("Applying the bulk edit")
+        report = write_back(client, edited, plan=plan)
+        made["report"] = report
+        counts = report.table["status"].value_counts().to_dict()
+        say(f"   report: {counts}")
+        say(_indent(_table_text(_labelled(report.table, edited).head(8))))
+        report.table.to_csv(out / "bulk_edit_report.csv", index=False)
+        made["report_csv"] = out / "bulk_edit_report.csv"
+
+        check = read_object(client, key)
+        say(f"   re-read {key}: {_verify(edited, check)}")
+
+    say.step(f"Done. Outputs are in {out.resolve()}/")
+    say(f"   parquet/   {len(made['parquet'])} frames (svc_frames.read_parquet(path) gives "
+        "them back with their dtypes)")
+    say(f"   plots/     {', '.join(p.name for p in made['plots'])}")
+    say("   bulk_edit_report.csv")
+    return made
+
+
+def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:
+    """Plan changes or a report table with field labels instead of keys, for printing."""
+    from .widgets import _fmt
+
+    labels = {f.key: f.label for f in frames.source.fields} if frames.source else {}
+    out = table.drop(columns=[c for c in ("column",) if c in table.columns])
+    if "field" in out.columns:
+        out["field"] = out["field"].map(lambda k: labels.get(str(k), k))
+    if "fields" in out.columns:
+        out["fields"] = out["fields"].map(
+            lambda ks: ", ".join(labels.get(k.strip(), k.strip()) for k in str(ks).split(",")))
+    for col in ("old", "new"):
+        if col in out.columns:
+            out[col] = out[col].map(_fmt)
+    return out
+
+
+def _indent(text: str) -> str:
+    return "\n".join("   " + line for line in text.splitlines())
+
+
+def _table_text(table: pd.DataFrame) -> str:
+    with pd.option_context("display.width", 120, "display.max_colwidth", 40):
+        return table.to_string(index=False)
+
+
+def _plots(frames_by_name: dict[str, Frames], objects: dict[str, Any], out: Path,
+           plot: Any) -> list[Path]:
+    """One plot of each sort, on the first object that has a field of the right kind."""
+    made: list[Path] = []
+    out.mkdir(parents=True, exist_ok=True)
+
+    def first(kinds: tuple[str, ...], pred: Any = None) -> tuple[str, dict[str, Any]] | None:
+        for key in sorted(objects, key=lambda k: -len(frames_by_name.get(k, ()))):
+            frames = frames_by_name.get(key)
+            if frames is None or len(frames) == 0:
+                continue
+            for f in _fields_of(objects[key]):
+                if f.get("type") in kinds and (pred is None or pred(f, frames)):
+                    return key, f
+        return None
+
+    def save(ax: Any, name: str) -> None:
+        path = out / name
+        ax.figure.savefig(path, dpi=110)
+        made.append(path)
+
+    loc = first(plot.LOCATION_KINDS,
+                lambda f, fr: f"{f['key']}.latitude" in fr.main.columns
+                and fr.main[f"{f['key']}.latitude"].notna().any())
+    if loc:
+        key, f = loc
+        colour = next((g["key"] for g in _fields_of(objects[key])
+                       if g.get("type") == "multiple_choice"
+                       and (g.get("format") or {}).get("type", "single") == "single"), None)
+        save(plot.plot_locations(frames_by_name[key], f["key"], color_by=colour),
+             f"locations_{key}.png")
+    counted = first(("multiple_choice",)) or first(("connection",))
+    if counted:
+        key, f = counted
+        save(plot.plot_counts(frames_by_name[key], f["key"]), f"counts_{key}_{f['key']}.png")
+    conn = first(("connection",))
+    if conn and conn != counted:
+        key, f = conn
+        save(plot.plot_counts(frames_by_name[key], f["key"]), f"counts_{key}_{f['key']}.png")
+    dated = first(plot.TIME_KINDS, lambda f, fr: f["key"] in fr.main.columns
+                  and fr.main[f["key"]].notna().any())
+    if dated:
+        key, f = dated
+        save(plot.plot_over_time(frames_by_name[key], f["key"], freq="M"),
+             f"over_time_{key}.png")
+    return made
+
+
+def _bulk_edit(frames_by_name: dict[str, Frames], objects: dict[str, Any]
+               ) -> tuple[str, Frames, str] | None:
+    """The demo app's edit (server/demo.py keys): flag open, high-priority work orders as
+    urgent. On another schema: move a tenth of a single-choice field to the next option,
+    or else raise a number field by 10% on a tenth of the records."""
+    orders = frames_by_name.get("object_3")
+    wanted = {"field_25", "field_26", "field_27"}
+    if orders is not None and wanted <= set(orders.main.columns):
+        main = orders.main
+        pick = ((main["field_27"] == "Open") & (main["field_25"] >= 4)
+                & (main["field_26"] != True)).fillna(False)  # noqa: E712 (NA-aware)
+        main.loc[pick, "field_26"] = True
+        return "object_3", orders, (f"Work Orders: set Urgent on the {int(pick.sum())} "
+                                    "Open work orders with Priority >= 4 not yet urgent")
+    for key in sorted(objects, key=lambda k: -len(frames_by_name.get(k, ()))):
+        frames = frames_by_name.get(key)
+        if frames is None or len(frames) < 2:
+            continue
+        edited = frames  # loaders keep the as-loaded copy in .original; diff compares to it
+        main = edited.main
+        n = max(1, len(main) // 10)
+        for f in _fields_of(objects[key]):
+            col = f["key"]
+            fmt = f.get("format") or {}
+            if f.get("type") == "multiple_choice" and fmt.get("type", "single") == "single" \
+                    and col in main.columns and len(fmt.get("options") or []) >= 2:
+                options = list(fmt["options"])
+                rows = main.index[:n]
+                new = [options[(options.index(v) + 1) % len(options)]
+                       if isinstance(v, str) and v in options else options[0]
+                       for v in main.loc[rows, col]]
+                main.loc[rows, col] = pd.array(new, dtype=main[col].dtype)
+                return key, edited, (f"{key}: move {n} records of {f.get('name', col)} "
+                                     "to the next option")
+        for f in _fields_of(objects[key]):
+            col = f["key"]
+            if f.get("type") in ("number", "currency") and col in main.columns:
+                rows = main.index[:n]
+                main.loc[rows, col] = (main.loc[rows, col] * 1.1).round(2)
+                return key, edited, f"{key}: raise {f.get('name', col)} by 10% on {n} records"
+    return None
+
+
+def _verify(edited: Frames, reread: Frames) -> str:
+    from .writeback import diff
+
+    left = diff(edited, base=reread)
+    if left.empty:
+        return "the server now holds every edited value"
+    return f"{left.changes['record_id'].nunique()} records still differ"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m svc_frames.demo``. Usage: ``main(["--records", "50"])``"""
+    parser = argparse.ArgumentParser(prog="python -m svc_frames.demo",
+                                     description="Run the svc_frames demo end to end.")
+    parser.add_argument("--records", type=int,
+                        default=int(os.environ.get("SVC_DEMO_RECORDS", DEFAULT_RECORDS)),
+                        help="records per demo object (env SVC_DEMO_RECORDS; default "
+                             f"{DEFAULT_RECORDS})")
+    parser.add_argument("--out", default=os.environ.get("SVC_DEMO_OUT", DEFAULT_OUT),
+                        help=f"output directory (env SVC_DEMO_OUT; default {DEFAULT_OUT})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the demo data")
+    args = parser.parse_args(argv)
+    run(args.records, args.out, seed=args.seed)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

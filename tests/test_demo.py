@@ -1,0 +1,108 @@
+"""The `make demo` job, end to end on a tiny demo, and `connect()` (the notebooks' first cell)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from svc_frames.demo import connect, frame_summary, run
+from svc_frames.errors import ConfigurationError
+from svc_frames.parquet import read_parquet
+
+
+def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path) -> None:
+    log = io.StringIO()
+    made = run(records=25, out_dir=tmp_path / "out", stream=log)
+    text = log.getvalue()
+
+    # every demo object and at least one login-protected view was loaded and exported
+    names = set(made["frames"])
+    assert {"object_1", "object_2", "object_3"} <= names
+    assert any(n.startswith("scene_") for n in names)
+    for path in made["parquet"]:
+        back = read_parquet(path)
+        original = made["frames"][path.name]
+        assert len(back.main) == len(original.main)
+        assert list(back.main.columns) == list(original.main.columns)
+        assert (back.main.dtypes == original.main.dtypes).all()
+
+    # PNGs of the three plot sorts, real images
+    pngs = {p.name: p for p in made["plots"]}
+    for prefix in ("locations_", "counts_", "over_time_"):
+        assert any(n.startswith(prefix) for n in pngs), prefix
+    for p in pngs.values():
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+
+    # the bulk edit was planned (dry run printed) and applied
+    report = made["report"]
+    assert report is not None and len(report.table) > 0
+    assert set(report.table["status"]) == {"applied"}
+    assert "dry run, nothing sent" in text
+    assert "the server now holds every edited value" in text
+    csv = pd.read_csv(made["report_csv"])
+    assert len(csv) == len(report.table)
+    # the job says where its outputs are
+    assert str((tmp_path / "out").resolve()) in text
+    for name in ("rows x", "columns"):
+        assert name in text
+
+
+def test_demo_runs_as_a_module_with_records_from_argv(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    proc = subprocess.run([sys.executable, "-m", "svc_frames.demo", "--records", "12",
+                           "--out", str(out)], capture_output=True, text=True, timeout=240,
+                          env={**os.environ, "MPLBACKEND": "Agg"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Outputs are in" in proc.stdout
+    assert (out / "bulk_edit_report.csv").exists()
+    assert len(list((out / "plots").glob("*.png"))) >= 3
+
+
+def test_frame_summary_names_rows_columns_and_dtypes() -> None:
+    client, service = connect(records=15, local=True)
+    from svc_frames.loaders import read_object
+
+    frames = read_object(client, "object_3", progress=False)
+    text = frame_summary("Work Orders", frames)
+    assert f"{len(frames.main)} rows x {frames.main.shape[1]} columns" in text
+    for dtype in set(map(str, frames.main.dtypes)):
+        assert dtype in text
+    assert "Status" in text  # labels, not only keys
+    assert client.token  # connect() logged in as the first demo user
+    service.stop()
+
+
+def test_connect_without_local_service_or_settings_says_what_to_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("SVC_APP_ID", "SVC_API_KEY", "SVC_BASE_URL", "SVC_TOKEN", "SVC_EMAIL",
+                "SVC_PASSWORD"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("SVC_LOCAL", "0")
+    with pytest.raises(ConfigurationError) as info:
+        connect()
+    for var in ("SVC_APP_ID", "SVC_BASE_URL", "SVC_API_KEY"):
+        assert var in str(info.value)
+
+
+def test_connect_uses_the_environment_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    client, service = connect(records=10, local=True, login=False)
+    try:
+        monkeypatch.setenv("SVC_APP_ID", service.app_id)
+        monkeypatch.setenv("SVC_API_KEY", service.api_key)
+        monkeypatch.setenv("SVC_BASE_URL", service.base_url)
+        monkeypatch.delenv("SVC_TOKEN", raising=False)
+        monkeypatch.delenv("SVC_EMAIL", raising=False)
+        remote, none = connect()
+        assert none is None
+        assert remote.base_url == service.base_url
+        before = service.request_log.count()
+        remote.get_page("object_2")
+        assert service.request_log.count() == before + 1
+    finally:
+        service.stop()
