@@ -54,7 +54,7 @@ from .frames import Frames, Source, label_map, relabel
 from .kinds import codec_for, values_equal
 from .kinds.base import Codec, FieldSpec, ReadContext
 
-__all__ = ["Plan", "Report", "diff", "write_back", "NEW_ID_PREFIX", "add_rows"]
+__all__ = ["Plan", "Report", "Journal", "diff", "write_back", "push", "add_rows", "NEW_ID_PREFIX"]
 
 #: Index labels starting with this prefix (or NA) mark rows to create; connection-table
 #: rows may use the same temporary id to connect a new record.
@@ -351,11 +351,11 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     main, bmain = edited.main, base.main
 
     # ---- columns and index ----------------------------------------------------------------
+    new_mask, ids = _check_index(main, bmain)
     for col in main.columns:
         if col not in layout.col_field:
             raise UsageError(f"unknown column {col!r}: not a column of the source's fields "
                              f"(object {source.object_key})")
-    new_mask, ids = _check_index(main, bmain)
     existing = pd.Index([i for i, n in zip(ids, new_mask, strict=False) if not n], dtype=object)
     if existing.has_duplicates:
         dups = existing[existing.duplicated()].unique().tolist()
@@ -494,6 +494,11 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
             continue
         rec = table["record_id"].astype(object).tolist()
         con = table["connected_id"].astype(object).tolist()
+        dropped = set(base_ids.difference(existing).tolist())
+        keep_rows = [i for i, r in enumerate(rec) if r not in dropped]
+        if len(keep_rows) != len(rec):   # rows of records removed from the main frame
+            rec = [rec[i] for i in keep_rows]
+            con = [con[i] for i in keep_rows]
         for r, c in zip(rec, con, strict=False):
             if _is_empty(r) or r not in all_ids:
                 raise UsageError(f"connection table {name!r}: record_id {r!r} is not a row of "
@@ -720,7 +725,7 @@ class _Counter:
             self.n[what] += k
 
 
-_REREAD_CHUNK = 40     # ids per filtered re-read: keeps the URL well under 8 KB
+_REREAD_CHUNK = 50     # values per filtered re-read: keeps the URL near 4 KB
 
 
 def _decode(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
@@ -730,9 +735,13 @@ def _decode(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
     return build_frames(list(records), source.fields, source, tz=tz, keep_original=False)
 
 
+def _where(source: Source) -> Any:
+    return (source.scene_key, source.view_key) if source.kind == "view" else source.object_key
+
+
 def _fetch_all(client: Any, where: Any, counter: _Counter, params: dict[str, Any] | None = None
-               ) -> tuple[list[dict[str, Any]], int]:
-    """Every record of a (filtered) list, page by page; returns (records, pages read)."""
+               ) -> list[dict[str, Any]]:
+    """Every record of a (filtered) list, page by page."""
     out: list[dict[str, Any]] = []
     page, pages = 1, 1
     while page <= pages:
@@ -745,37 +754,64 @@ def _fetch_all(client: Any, where: Any, counter: _Counter, params: dict[str, Any
         if not env.get("records"):
             break
         page += 1
-    return out, page
+    return out
 
 
-def _reread(client: Any, source: Source, ids: Sequence[str], counter: _Counter
-            ) -> dict[str, dict[str, Any]]:
-    """Current server records for ``ids``, batched: filtered list requests of a few dozen
-    ids each, or the whole list paged when that takes fewer requests."""
-    where: Any = (source.scene_key, source.view_key) if source.kind == "view" else \
-        source.object_key
+def _key_field(layout: _Layout, base: Frames | None) -> tuple[str, pd.Series] | None:
+    """A field whose loaded value identifies a record (auto increment, or unique), with
+    the values by record id: list requests cannot filter on the record id itself."""
+    if base is None:
+        return None
+    ranked = sorted(layout.fields.values(),
+                    key=lambda f: (f.kind != "auto_increment", not f.unique))
+    for f in ranked:
+        if f.kind not in ("auto_increment", "short_text", "number", "email") or not (
+                f.kind == "auto_increment" or f.unique):
+            continue
+        cols = layout.field_cols.get(f.key) or []
+        if len(cols) == 1 and cols[0] in base.main.columns:
+            return f.key, base.main[cols[0]]
+    return None
+
+
+def _reread(client: Any, source: Source, ids: Sequence[str], counter: _Counter,
+            layout: _Layout, base: Frames | None) -> dict[str, dict[str, Any]]:
+    """Current server records for ``ids``, batched: OR-filters on an identifying field
+    (auto increment / unique) in chunks of 50 values, else the whole list paged, or one
+    GET per record when that is fewer requests than the pages. Matched by id."""
+    where = _where(source)
     want = set(ids)
     found: dict[str, dict[str, Any]] = {}
-    chunks = [list(ids[i:i + _REREAD_CHUNK]) for i in range(0, len(ids), _REREAD_CHUNK)]
-    if len(chunks) > 2:
-        # a first full page tells how many pages the whole list takes
-        env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
-        counter.add("rereads")
-        pages = int(env.get("total_pages") or 1)
-        if pages <= len(chunks):
-            recs = list(env.get("records") or [])
-            for page in range(2, pages + 1):
-                e = client.get_page(where, params={"page": page, "rows_per_page": 1000})
+    keyed = _key_field(layout, base)
+    rest = list(ids)
+    if keyed is not None:
+        key, values = keyed
+        vals = values.reindex(pd.Index(rest, dtype=values.index.dtype))
+        usable = [(i, v) for i, v in zip(rest, vals.tolist(), strict=True) if not _is_empty(v)]
+        for start in range(0, len(usable), _REREAD_CHUNK):
+            chunk = usable[start:start + _REREAD_CHUNK]
+            rules = [{"field": key, "operator": "is",
+                      "value": int(v) if isinstance(v, float) and v.is_integer() else v}
+                     for _, v in chunk]
+            params = {"filters": json.dumps({"match": "or", "rules": rules}, default=str)}
+            for r in _fetch_all(client, where, counter, params):
+                if r.get("id") in want:
+                    found[r["id"]] = r
+        rest = [i for i in rest if i not in found]
+    if rest:
+        n_pages = max(1, -(-len(base.main) // 1000)) if base is not None else len(rest)
+        if source.kind == "object" and len(rest) <= n_pages:
+            for rid in rest:
                 counter.add("rereads")
-                recs.extend(e.get("records") or [])
-            return {r["id"]: r for r in recs if r.get("id") in want}
-    for chunk in chunks:
-        rules = [{"field": "id", "operator": "is", "value": i} for i in chunk]
-        params = {"filters": json.dumps({"match": "or", "rules": rules})}
-        recs, _ = _fetch_all(client, where, counter, params)
-        for r in recs:
-            if r.get("id") in want:
-                found[r["id"]] = r
+                try:
+                    found[rid] = client.get_record(source.object_key, rid)
+                except SvcError as exc:
+                    if getattr(exc, "status", None) != 404:
+                        raise
+        else:
+            for r in _fetch_all(client, where, counter):
+                if r.get("id") in want:
+                    found[r["id"]] = r
     return found
 
 
@@ -790,7 +826,13 @@ def _field_values(frames: Frames, layout: _Layout, rid: str, key: str) -> dict[s
                 return {key: sorted(str(x) for x in ids)}
         return {key: []}
     row = frames.main.loc[rid]
-    return {layout.col_key[c]: row[c] for c in layout.field_cols[key] if c in frames.main.columns}
+    return {layout.col_key[c]: _py(row[c]) for c in layout.field_cols[key]
+            if c in frames.main.columns}
+
+
+def _py(v: Any) -> Any:
+    """numpy scalars (np.bool_ from a row of mixed dtypes) as Python values."""
+    return v.item() if isinstance(v, (np.bool_, np.integer, np.floating)) else v
 
 
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -905,7 +947,7 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
         updates = [rid for rid, a in todo.items() if a == "update"]
         server_now: dict[str, dict[str, Any]] = {}
         if guard and updates:
-            server_now = _reread(client, source, updates, counter)
+            server_now = _reread(client, source, updates, counter, layout, plan.base)
             srv = _decode(list(server_now.values()), source) if server_now else None
             for rid in updates:
                 if rid not in server_now:
@@ -992,16 +1034,13 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                 if f.kind in ("short_text", "paragraph_text", "number") and isinstance(
                         val, (str, int, float)) and not isinstance(val, bool):
                     rules.append({"field": key, "operator": "is", "value": val})
-            where: Any = (tgt.scene, tgt.view) if tgt.is_view and source.kind == "view" \
-                else source.object_key
-            if source.kind == "view":
-                where = (source.scene_key, source.view_key)
+            where = _where(source)
             params = {"filters": json.dumps({"match": "and", "rules": rules[:5]})} if rules \
                 else None
             if params is None and len(known_ids) > 5000:
                 return None   # no way to find it cheaply: report the outcome as unknown
             counter.add("lookups")
-            recs, _ = _fetch_all(client, where, counter, params)
+            recs = _fetch_all(client, where, counter, params)
             cands = [r for r in recs if r.get("id") not in known_ids]
             if not cands:
                 return None
@@ -1082,8 +1121,12 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                 jr.write("ack", keys[rid], action="delete", record_id=rid)
             return _Outcome(rid, "delete", [], "applied")
 
+        stop = threading.Event()
+
         def run(rid: str) -> _Outcome:
             act = todo[rid]
+            if stop.is_set():
+                return _Outcome(rid, act, list(payloads.get(rid, {})), "skipped", "interrupted")
             try:
                 if act == "update":
                     return do_update(rid)
@@ -1094,18 +1137,31 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                 return _Outcome(rid, act, list(payloads.get(rid, {})), "unknown", exc.message)
             except SvcError as exc:
                 return _Outcome(rid, act, list(payloads.get(rid, {})), "failed", exc.message)
+            except BaseException:
+                stop.set()   # a crash or Ctrl-C: no further write starts
+                raise
 
         order = sorted(todo, key=lambda r: {"update": 0, "create": 1, "delete": 2}[todo[r]])
         if order:
             workers = max(1, min(max_workers, len(order)))
-            with ThreadPoolExecutor(workers, thread_name_prefix="write_back") as pool:
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
+            try:
                 for out in pool.map(run, order):
                     outcomes[out.record_id] = out
+            except BaseException:
+                # interrupted (Ctrl-C, a crash): start nothing more; the journal holds
+                # every acknowledged write for the re-run
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
     finally:
         if jr:
             jr.close()
 
-    _refresh(edited, plan, layout, outcomes, server_now)
+    pending: dict[str, list[str]] = {}
+    for o in extra:
+        pending.setdefault(o.record_id, []).extend(o.fields)
+    _refresh(edited, plan, layout, outcomes, server_now, pending)
     rows = [outcomes[rid] for rid in plan.actions if rid in outcomes] + extra
     return _report(rows, plan, conflicts_rows, counter)
 
@@ -1129,7 +1185,8 @@ def _report(rows: Sequence[_Outcome], plan: Plan, conflicts: list[dict[str, Any]
 # After the writes: frames follow the server, and ``original`` follows the frames
 # ----------------------------------------------------------------------------------------
 def _refresh(edited: Frames, plan: Plan, layout: _Layout, outcomes: Mapping[str, _Outcome],
-             server_now: Mapping[str, dict[str, Any]]) -> None:
+             server_now: Mapping[str, dict[str, Any]],
+             not_applied: Mapping[str, list[str]] | None = None) -> None:
     """Update ``edited`` from the server's answers and refresh ``edited.original`` for the
     records that were applied, so a second write_back of the same frames sends nothing."""
     if plan.edited is not edited or edited.source is None:
@@ -1156,23 +1213,31 @@ def _refresh(edited: Frames, plan: Plan, layout: _Layout, outcomes: Mapping[str,
                 t["record_id"] = t["record_id"].map(lambda r: relabel.get(r, r)).astype(
                     t["record_id"].dtype)
                 edited.tables[name] = t
-    # values as the server stored them (rendering, rounding, computed fields)
+    # values as the server stored them (rendering, rounding, computed fields); a view's
+    # answer holds only its own fields, so only fields present in an answer are taken
     recs = [o.record for o in applied.values() if o.record]
     recs += [server_now[rid] for rid, o in applied.items() if o.record is None
              and rid in server_now]
     if recs:
         try:
-            dec = _decode(recs, edited.source)
+            dec: Frames | None = _decode(recs, edited.source)
         except (SvcError, ValueError, TypeError, KeyError):
             dec = None
         if dec is not None:
-            ids = [i for i in dec.main.index if i in main.index]
+            present = {r["id"]: {k[:-4] if k.endswith("_raw") else k for k in r} for r in recs}
             for col in main.columns:
-                if col in dec.main.columns and ids:
-                    try:
-                        main.loc[ids, col] = dec.main.loc[ids, col]
-                    except (TypeError, ValueError):
-                        pass
+                key = layout.col_field.get(col)
+                if key is None or col not in dec.main.columns:
+                    continue
+                ids = [i for i in dec.main.index if i in main.index and key in present[i]]
+                if not ids:
+                    continue
+                try:
+                    s = main[col].copy()
+                    s.loc[ids] = dec.main.loc[ids, col]
+                    main[col] = s
+                except (TypeError, ValueError):
+                    pass
     edited.main = main
     # original := edited for applied records (others keep their loaded values)
     orig = edited.original
@@ -1189,12 +1254,48 @@ def _refresh(edited: Frames, plan: Plan, layout: _Layout, outcomes: Mapping[str,
                 om[col] = om[col].astype(orig.main[col].dtype)
             except (TypeError, ValueError):
                 pass
+    # fields a view did not take stay pending: their loaded values are kept
+    for tmp_or_id, keys in (not_applied or {}).items():
+        rid = relabel.get(tmp_or_id, tmp_or_id)
+        if rid not in om.index:
+            continue
+        for key in keys:
+            for col in layout.field_cols.get(key, []):
+                if col in om.columns:
+                    s = om[col].copy()
+                    s.loc[rid] = orig.main.at[rid, col] if rid in orig.main.index else None
+                    om[col] = s
     orig.main = om
-    touched = set(done_ids) | gone | set(applied)
-    for name, t in edited.tables.items():
+    touched = list(set(done_ids) | gone | set(applied))
+    for name, t in list(edited.tables.items()):
+        if "record_id" not in t.columns:
+            continue
+        if gone:   # deleted records take their table rows with them
+            t = t[~t["record_id"].isin(list(gone))].reset_index(drop=True)
+            edited.tables[name] = t
         ot = orig.tables.get(name)
-        if ot is None or "record_id" not in t.columns:
+        if ot is None:
             continue
         orig.tables[name] = pd.concat(
-            [ot[~ot["record_id"].isin(list(touched))],
-             t[t["record_id"].isin(list(touched))]], ignore_index=True)
+            [ot[~ot["record_id"].isin(touched)], t[t["record_id"].isin(touched)]],
+            ignore_index=True)
+
+
+def push(client: Any, path: str | os.PathLike[str], *, dry_run: bool = False,
+         save: bool = True, **options: Any) -> Report:
+    """``write_back`` for frames saved by ``to_parquet`` (the ``svc-frames push`` command).
+
+    After a run that applied something, the refreshed frames (new ids, server values, the
+    new ``original``) are saved back to ``path``, so pushing again sends nothing.
+
+    Usage: ``push(Client.from_env(), "out/orders", dry_run=True).table``"""
+    from .parquet import read_parquet, to_parquet
+
+    frames = read_parquet(path)
+    if frames.source is None or frames.original is None:
+        raise UsageError(f"{path}: no write-back metadata (source and original) in this "
+                         "parquet directory: save it with to_parquet(read_object(...))")
+    report = write_back(client, frames, dry_run=dry_run, **options)
+    if save and not dry_run and (report.table["status"] == "applied").any():
+        to_parquet(frames, path)
+    return report
