@@ -218,6 +218,9 @@ class PlanReview:
             self.output.value = "<b>Already applied</b>; build a new plan to send again."
             return self.report
         ids = self.selected
+        if not self.record_ids:
+            self.output.value = "<b>Nothing to send:</b> the plan has no changes."
+            return None
         if not ids:
             self.output.value = "<b>Nothing selected:</b> nothing was sent."
             return None
