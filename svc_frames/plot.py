@@ -116,19 +116,22 @@ def _source_name(frames: Frames) -> str:
     return src.object_key
 
 
-def _title(ax: Axes, text: str, frames: Frames, note: str = "") -> None:
-    sub = ", ".join(p for p in (_source_name(frames), note) if p)
-    ax.set_title(text + (f"\n{sub}" if sub else ""), fontsize=12)
+def _title(ax: Axes, text: str, frames: Frames, note: str = "",
+           title: str | None = None) -> None:
+    sub = ", ".join(p for p in (_source_name(frames) if title is None else "", note) if p)
+    ax.set_title((text if title is None else title) + (f"\n{sub}" if sub else ""),
+                 fontsize=12)
 
 
 # ---- plots ---------------------------------------------------------------------------------
 def plot_locations(frames: Frames, address_field: str, color_by: str | None = None, *,
-                   ax: Axes | None = None, size: float = 18.0) -> Axes:
+                   ax: Axes | None = None, size: float = 18.0,
+                   title: str | None = None) -> Axes:
     """Scatter the records of an address field at their longitude/latitude.
 
     ``color_by`` (a field key/label or a main-frame column) colours the points: a legend for
     categories, a colour bar for numbers. Records without coordinates are left out (and
-    counted in the title).
+    counted in the title). ``title`` replaces the generated title (the counts stay).
 
     Usage: ``plot_locations(frames, "Address", color_by="Status").figure.savefig("map.png")``
     """
@@ -151,7 +154,7 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
     missing = int((~keep).sum())
     note = f"{int(keep.sum())} of {len(main)} records" + (
         f"; {missing} without coordinates" if missing else "")
-    _title(ax, f"Locations: {spec.label}", frames, note)
+    _title(ax, f"Locations: {spec.label}", frames, note, title)
     ax.set_xlabel(f"Longitude ({spec.label})")
     ax.set_ylabel(f"Latitude ({spec.label})")
     ax.grid(True, alpha=0.3)
@@ -224,12 +227,14 @@ def _isna(v: Any) -> bool:
         return False
 
 
-def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int = 20) -> Axes:
+def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int = 20,
+                title: str | None = None) -> Axes:
     """Horizontal bars: how many records have each value of a choice or connection field.
 
     Multi choices count every chosen option; connections count the records connected to
     each connected record (labelled by its identifier, from ``frames.tables[key]``). The
-    ``top`` most frequent values are shown, the rest folded into one bar.
+    ``top`` most frequent values are shown, the rest folded into one bar. ``title``
+    replaces the generated title.
 
     Usage: ``plot_counts(frames, "Status")``
     """
@@ -258,7 +263,7 @@ def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int 
     ax.set_ylabel(spec.label)
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    _title(ax, f"Records by {spec.label}", frames, f"{len(frames.main)} records")
+    _title(ax, f"Records by {spec.label}", frames, f"{len(frames.main)} records", title)
     if counts.empty:
         ax.text(0.5, 0.5, "No values", ha="center", va="center", transform=ax.transAxes,
                 color="0.4")
@@ -306,11 +311,12 @@ def _connection_counts(frames: Frames, spec: FieldSpec) -> pd.Series:
 
 
 def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
-                   ax: Axes | None = None) -> Axes:
+                   ax: Axes | None = None, title: str | None = None) -> Axes:
     """Records per day/week/month/quarter/year of a date field (``freq`` D, W, M, Q or Y).
 
     Dates are counted in the application's timezone (the frame's tz-aware values); records
-    without a date are left out and counted in the title.
+    without a date are left out and counted in the title. ``title`` replaces the
+    generated title.
 
     Usage: ``plot_over_time(frames, "Order Date", freq="M")``
     """
@@ -332,7 +338,7 @@ def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
         ax = _new_axes((9.0, 4.2))
     missing = len(when) - len(dated)
     note = f"{len(dated)} records" + (f"; {missing} without a date" if missing else "")
-    _title(ax, f"Records per {unit} by {spec.label}", frames, note)
+    _title(ax, f"Records per {unit} by {spec.label}", frames, note, title)
     ax.set_ylabel(f"Records per {unit}")
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_axisbelow(True)

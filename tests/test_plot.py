@@ -187,3 +187,37 @@ def test_unknown_fields_and_bad_options_are_named() -> None:
         plot_locations(frames, "Site Address", color_by="Customer")  # no main column
     with pytest.raises(UsageError, match="top"):
         plot_counts(frames, "Status", top=0)
+
+
+# ---- on frames loaded from the local service (the real pipeline) -------------------------
+def test_plots_of_loaded_work_orders(client) -> None:
+    from svc_frames.loaders import read_object
+
+    frames = read_object(client, "object_3", progress=False)  # Work Orders (server/demo.py)
+    site = frames.source.field("field_34").label
+    ax = plot_locations(frames, site, color_by="field_27", title="Work order sites")
+    assert ax.get_title().startswith("Work order sites")
+    located = frames.main["field_34.latitude"].notna() & frames.main["field_34.longitude"].notna()
+    assert sum(len(c.get_offsets()) for c in ax.collections) == int(located.sum())
+
+    bars = bar_values(plot_counts(frames, "field_41", top=100))  # connection to Parts
+    table = frames.tables["field_41"]
+    for ident, n in table.groupby("identifier")["record_id"].count().items():
+        if ident in bars:  # namesakes are shown with their id
+            assert bars[ident] == n
+
+    ax = plot_over_time(frames, "field_29", freq="M")
+    assert sum(p.get_height() for p in ax.patches) == frames.main["field_29"].notna().sum()
+    assert str(frames.main["field_29"].dt.tz) in ax.get_xlabel()
+    with pytest.raises(UsageError, match="date_time or timer"):
+        plot_over_time(frames, "field_34")  # an address
+
+
+def test_plot_counts_on_a_view_loaded_with_label_columns(client) -> None:
+    from svc_frames.loaders import read_view
+
+    frames = read_view(client, "scene_1", "view_1", columns="labels", progress=False)
+    status = frames.source.field("field_27").label
+    assert status in frames.main.columns
+    bars = bar_values(plot_counts(frames, status))
+    assert sum(bars.values()) == len(frames)
