@@ -8,6 +8,10 @@ is under way (real-world.md). A :class:`Paginator` therefore treats ``total_reco
   means the data grew, so the next page is fetched too; ``limit`` stops early;
 * a pass is *consistent* when every page reported the same ``total_records``, no id came
   twice, and the pass holds ``total_records`` distinct ids (or ``limit`` of them);
+* when a pass looks consistent, page 1 is fetched once more (``verify="first"``): an
+  insert and a delete that cancel out keep the count right but shift the pages, and this
+  catches the common case (changes at the front); ``verify="full"`` wants two passes that
+  agree (a guarantee, at twice the requests); ``verify="none"`` trusts the counts;
 * an inconsistent pass is fetched again (``max_passes`` in all); if none is consistent,
   :class:`ConsistencyError` is raised. So records are never silently lost or duplicated.
 
@@ -26,7 +30,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import ConsistencyError, ServerError, UsageError
 
@@ -67,6 +71,7 @@ class Paginator:
                  filters: Filters | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, limit: int | None = None,
                  max_workers: int | None = None, max_passes: int = 3,
+                 verify: Literal["first", "full", "none"] = "first",
                  on_page: Callable[[Page], None] | None = None) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
@@ -84,7 +89,10 @@ class Paginator:
         self._params = client.page_params(1, rows_per_page, filters, sort_field, sort_order)
         self._params["rows_per_page"] = self.rows_per_page
         self.max_workers = max_workers or client.max_workers
+        if verify not in ("first", "full", "none"):
+            raise UsageError(f"verify must be 'first', 'full' or 'none', got {verify!r}")
         self.max_passes = max_passes
+        self.verify = verify
         self.on_page = on_page
         self.passes: list[PassReport] = []
         self.final_ids: list[str] | None = None
@@ -193,6 +201,11 @@ class Paginator:
                 yield page
             report.distinct = len(ids)
             report.consistent, report.reason = self._judge(report)
+            if report.consistent and self.verify == "first" and report.pages > 1:
+                report.consistent, report.reason = self._recheck_first(pass_no, ids, report)
+            if report.consistent and self.verify == "full" and (
+                    previous is None or previous[0] != ids):
+                report.consistent, report.reason = False, "full verification: another pass"
             if (not report.consistent and not report.duplicates and previous is not None
                     and previous == (ids, report.totals)):
                 # two passes saw exactly the same records: nothing moved, the service's
@@ -206,6 +219,17 @@ class Paginator:
             f"records of {self._what()} kept moving while paging: {self.max_passes} passes, "
             f"none consistent (last: {self.passes[-1].reason}); try again, or sort by a "
             "field that does not change")
+
+    def _recheck_first(self, pass_no: int, ids: list[str],
+                       r: PassReport) -> tuple[bool, str]:
+        """One more request: page 1 again. An insert and a delete that cancel out leave the
+        count right but shift pages; if they touched the first page, this sees it."""
+        again = self._fetch(1, pass_no)
+        first_ids = [rec["id"] for rec in again.records]
+        if again.total_records not in r.totals or first_ids != ids[: len(first_ids)] \
+                or len(first_ids) < min(self.rows_per_page, len(ids)):
+            return False, "page 1 changed during the pass"
+        return True, ""
 
     def _judge(self, r: PassReport) -> tuple[bool, str]:
         if len(r.totals) > 1:
