@@ -85,3 +85,100 @@ def test_auth_headers(service: LocalService) -> None:
     # the literal "service" is not an API key for object requests
     bad = {**service.headers(), "X-Service-REST-API-KEY": "service"}
     assert requests.get(url, headers=bad, timeout=30).status_code == 401
+
+
+# ---- bad input -----------------------------------------------------------------------------
+def test_malformed_json_body(service: LocalService) -> None:
+    h = {**service.headers(), "content-type": "application/json"}
+    r = requests.post(object_url(service, "object_3"), data="{not json", headers=h, timeout=30)
+    assert r.status_code == 400
+    assert "JSON" in r.json()["errors"][0]["message"]
+    r = requests.post(object_url(service, "object_3"), data="[1, 2]", headers=h, timeout=30)
+    assert r.status_code == 400
+
+
+def test_unknown_field_named_and_id_ignored(service: LocalService) -> None:
+    h = service.headers()
+    r = requests.post(object_url(service, "object_3"), json={"field_12": "x", "field_999": 1},
+                      headers=h, timeout=30)
+    assert r.status_code == 400
+    assert r.json()["errors"][0]["field"] == "field_999"
+    r = requests.post(object_url(service, "object_3"), json={"field_12": "x", "id": "abc"},
+                      headers=h, timeout=30)
+    assert r.status_code == 200 and r.json()["id"] != "abc"
+
+
+def test_nothing_half_written_on_error(service: LocalService) -> None:
+    h = service.headers()
+    rec = create(service, "object_3", {"field_12": "before"})
+    r = requests.put(object_url(service, "object_3", rec["id"]),
+                     json={"field_12": "after", "field_16": "not a number"}, headers=h,
+                     timeout=30)
+    assert r.status_code == 400 and r.json()["errors"][0]["field"] == "field_16"
+    got = requests.get(object_url(service, "object_3", rec["id"]), headers=h, timeout=30)
+    assert got.json()["field_12"] == "before"
+
+
+def test_wrong_kind_values(service: LocalService) -> None:
+    h = service.headers()
+    for key, value in [("field_16", "abc"), ("field_29", "not a date"), ("field_26", "maybe"),
+                       ("field_27", 12.5), ("field_41", ["000000000000000000000000"]),
+                       ("field_18", 5), ("field_24", 3), ("field_38", "nosuchasset")]:
+        r = requests.post(object_url(service, "object_3"), json={key: value}, headers=h,
+                          timeout=30)
+        assert r.status_code == 400, (key, value, r.text)
+        assert r.json()["errors"][0]["field"] == key
+
+
+def test_paging_bounds(service: LocalService) -> None:
+    h = service.headers()
+    for params in ({"rows_per_page": 1001}, {"page": 0}, {"page": -3}, {"rows_per_page": 0},
+                   {"page": "x"}, {"rows_per_page": "many"}):
+        r = requests.get(object_url(service, "object_3"), params=params, headers=h, timeout=30)
+        assert r.status_code == 400, params
+        assert r.json()["errors"][0]["message"]
+    r = requests.get(object_url(service, "object_3"), params={"page": 9999}, headers=h,
+                     timeout=30)
+    assert r.status_code == 200 and r.json()["records"] == []
+
+
+def test_bad_filters(service: LocalService) -> None:
+    h = service.headers()
+    for f, needle in [("{bad", "JSON"), ('[{"field": "field_12", "operator": "resembles"}]',
+                                         "resembles"),
+                      ('[{"field": "field_777", "operator": "is", "value": 1}]', "field_777"),
+                      ('{"match": "xor", "rules": []}', "match"), ('"text"', "filters"),
+                      ('[{"field": "field_16", "operator": "higher than", "value": "x"}]',
+                       "number"),
+                      ('[{"field": "field_29", "operator": "is before", "value": "soon"}]',
+                       "date")]:
+        r = requests.get(object_url(service, "object_3"), params={"filters": f}, headers=h,
+                         timeout=30)
+        assert r.status_code == 400, f
+        assert needle in r.json()["errors"][0]["message"], (f, r.text)
+    r = requests.get(object_url(service, "object_3"), params={"sort_field": "field_888"},
+                     headers=h, timeout=30)
+    assert r.status_code == 400
+    r = requests.get(object_url(service, "object_3"), params={"format": "xml"}, headers=h,
+                     timeout=30)
+    assert r.status_code == 400
+
+
+def test_unknown_things_are_404(service: LocalService) -> None:
+    h = service.headers()
+    b = service.base_url
+    assert requests.get(object_url(service, "object_99"), headers=h,
+                        timeout=30).status_code == 404
+    assert requests.get(object_url(service, "object_3", "0" * 24), headers=h,
+                        timeout=30).status_code == 404
+    assert requests.put(object_url(service, "object_3", "0" * 24), json={}, headers=h,
+                        timeout=30).status_code == 404
+    assert requests.delete(object_url(service, "object_3", "0" * 24), headers=h,
+                           timeout=30).status_code == 404
+    vh = service.headers(view=True)
+    assert requests.get(f"{b}/v1/pages/scene_1/views/view_99/records", headers=vh,
+                        timeout=30).status_code == 404
+    assert requests.get(f"{b}/v1/pages/scene_99/views/view_1/records", headers=vh,
+                        timeout=30).status_code == 404
+    assert requests.get(f"{b}/v1/applications/{service.app_id}/download/asset/"
+                        f"{'0' * 24}/x.txt", timeout=30).status_code == 404
