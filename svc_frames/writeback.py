@@ -784,7 +784,23 @@ def _reread(client: Any, source: Source, ids: Sequence[str], counter: _Counter,
     found: dict[str, dict[str, Any]] = {}
     keyed = _key_field(layout, base)
     rest = list(ids)
-    if keyed is not None:
+    n_chunks = -(-len(rest) // _REREAD_CHUNK)
+    if n_chunks > 2 and base is not None and -(-len(base.main) // 1000) < n_chunks:
+        # many records to check: the whole list paged may take fewer requests; the first
+        # page says how many pages there really are
+        env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
+        counter.add("rereads")
+        pages = int(env.get("total_pages") or 1)
+        if pages <= n_chunks:
+            recs = list(env.get("records") or [])
+            for page in range(2, pages + 1):
+                e = client.get_page(where, params={"page": page, "rows_per_page": 1000})
+                counter.add("rereads")
+                recs.extend(e.get("records") or [])
+            found = {r["id"]: r for r in recs if r.get("id") in want}
+            rest = [i for i in rest if i not in found]
+            keyed = None if not rest else keyed
+    if keyed is not None and rest:
         key, values = keyed
         vals = values.reindex(pd.Index(rest, dtype=values.index.dtype))
         usable = [(i, v) for i, v in zip(rest, vals.tolist(), strict=True) if not _is_empty(v)]
