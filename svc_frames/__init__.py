@@ -1,9 +1,15 @@
 """svc_frames: typed pandas DataFrames from a record-data service, and a local service."""
 
 from . import errors
+from .client import Client
 from .errors import *  # noqa: F403
+from .filters import Field, all_of, any_of
 from .frames import Frames, Source
 from .kinds.base import FieldSpec
+from .loaders import read_object, read_view
+from .parquet import export, read_parquet, to_parquet
 
 __version__ = "0.1.0"
-__all__ = ["Frames", "Source", "FieldSpec", "errors"]
+__all__ = ["Frames", "Source", "FieldSpec", "errors",
+           "Client", "Field", "all_of", "any_of", "read_object", "read_view",
+           "to_parquet", "read_parquet", "export"]

@@ -32,7 +32,7 @@ from .frames import (
     schema_fields,
 )
 from .kinds.base import FieldSpec
-from .paging import Page, Paginator
+from .paging import Page, Paginator, Verify
 
 Columns = Literal["keys", "labels"]
 
@@ -41,27 +41,29 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
                 sort_field: str | None = None, sort_order: str | None = None,
                 limit: int | None = None, columns: Columns = "keys",
                 timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-                rows_per_page: int = 1000) -> Frames:
+                rows_per_page: int = 1000,
+              verify: Verify = "first") -> Frames:
     """All records of an object (object requests: app id + API key) as typed frames.
 
     Usage: ``read_object(client, "object_1", limit=100).main``"""
     return load(client, object_key, filters=filters, sort_field=sort_field,
                 sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
-                progress=progress, rows_per_page=rows_per_page)
+                progress=progress, rows_per_page=rows_per_page, verify=verify)
 
 
 def read_view(client: Client, scene_key: str, view_key: str, *, filters: Filters | None = None,
               sort_field: str | None = None, sort_order: str | None = None,
               limit: int | None = None, columns: Columns = "keys",
               timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-              rows_per_page: int = 1000) -> Frames:
+              rows_per_page: int = 1000,
+              verify: Verify = "first") -> Frames:
     """The records a view shows (only its fields; as the logged-in user when the view sits
     behind a login: call ``client.login`` first) as typed frames.
 
     Usage: ``read_view(client, "scene_1", "view_2").main``"""
     return load(client, (scene_key, view_key), filters=filters, sort_field=sort_field,
                 sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
-                progress=progress, rows_per_page=rows_per_page)
+                progress=progress, rows_per_page=rows_per_page, verify=verify)
 
 
 # ---- shared machinery ------------------------------------------------------------------
@@ -180,7 +182,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
          sort_field: str | None = None, sort_order: str | None = None,
          limit: int | None = None, columns: Columns = "keys",
          timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-         rows_per_page: int = 1000) -> Frames:
+         rows_per_page: int = 1000, verify: Verify = "first") -> Frames:
     """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``).
 
     With a schema, each page is decoded as soon as it arrives, while later pages are still
@@ -191,7 +193,8 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     tz = user_timezone(timezone)
     bar = PageProgress(want_progress(progress), client.records_path(target)[2])
     pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
-                      sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar)
+                      sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
+                      verify=verify)
     parts: list[tuple[int, Frames]] = []
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from .filters import Filters
 
 
+Verify = Literal["first", "full", "none"]
+"""How a pass is verified: page 1 again (default), a second agreeing pass, or not at all."""
+
+
 @dataclass
 class Page:
     """One fetched page: its records and the envelope's (estimated) totals."""
@@ -71,7 +75,7 @@ class Paginator:
                  filters: Filters | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, limit: int | None = None,
                  max_workers: int | None = None, max_passes: int = 3,
-                 verify: Literal["first", "full", "none"] = "first",
+                 verify: Verify = "first",
                  on_page: Callable[[Page], None] | None = None) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):

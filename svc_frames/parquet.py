@@ -54,7 +54,7 @@ from .loaders import (
     user_timezone,
     want_progress,
 )
-from .paging import Paginator
+from .paging import Paginator, Verify
 
 META_KEY = b"svc_frames"
 _LIST = pa.list_(pa.string())
@@ -262,7 +262,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
            sort_field: str | None = None, sort_order: str | None = None,
            limit: int | None = None, columns: Columns = "keys",
            timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-           rows_per_page: int = 1000) -> ExportResult:
+           rows_per_page: int = 1000, verify: Verify = "first") -> ExportResult:
     """Stream every page of an object or a view to part files as pages arrive; memory stays
     flat however many records there are. The directory appears only when complete.
 
@@ -280,7 +280,8 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
         raise UsageError(f"export directory {dest} exists and is not empty")
     bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
-                      sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar)
+                      sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
+                      verify=verify)
     app = client.schema()  # first: every part must share the schema it fixes
     tz = tz or app_timezone(app)
     dest.parent.mkdir(parents=True, exist_ok=True)
