@@ -271,6 +271,8 @@ def test_empty_input_clears(kind: str, empty: Any) -> None:
     ("number", {}, "12abc", "expected a number"),
     ("number", {}, True, "boolean"),
     ("number", {}, float("inf"), "finite"),
+    ("number", {}, "1e400", "finite"),
+    ("number", {}, 10**400, "out of range"),
     ("currency", {}, "ten", "expected a number"),
     ("rating", {"max": "3"}, 4, "between 0 and 3"),
     ("rating", {"max": "5"}, 2.5, "multiple of 1"),
@@ -290,6 +292,7 @@ def test_empty_input_clears(kind: str, empty: Any) -> None:
     ("address", {}, {"latitude": 91, "longitude": 0}, "latitude must be"),
     ("address", {}, {"latitude": 10}, "go together"),
     ("date_time", {}, "31/31/2019", "expected a date"),
+    ("date_time", {}, "01/01/0001", "outside 1700-2250"),
     ("date_time", {}, "09/11/2019 25:00", "expected a date"),
     ("date_time", {}, "09/11/2019 4pm to 09/10/2019 4pm", "before the start"),
     ("date_time", {}, {"date": "09/11/2019", "hours": "13", "am_pm": "PM"}, "expected a date"),
@@ -620,6 +623,37 @@ def test_scalar_kinds_round_trip(amount: Any, number: Any, name: dict[str, str],
     for field, value in cases:
         raw = codec_for(field).normalize(value, field)
         assert _round_trip(field, raw) == raw, field.kind
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["date", "hours", "minutes", "am_pm", "to", "times", "from", "id",
+                         "email", "url", "street", "city", "latitude", "longitude", "first",
+                         "last", "svg", "label", "x"]), inner, max_size=5),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(list(KINDS)), value=json_values,
+       fmt=st.sampled_from([{}, {"type": "multi"}, {"source": "url"}, {"calendar": True},
+                            {"date_format": "Ignore Date"}, {"input": "lat_long"}]))
+def test_normalize_never_fails_otherwise_than_invalid_value(kind: str, value: Any,
+                                                            fmt: dict[str, Any]) -> None:
+    """Whatever JSON a client sends, the service gets a raw value or an InvalidValue (a
+    400 naming the field), never another exception (a 500); and the raw renders."""
+    field = FieldSpec(key="field_8", kind=kind, format=fmt,
+                      relationship={"object": "object_2", "has": "many"})
+    codec = codec_for(field)
+    try:
+        raw = codec.normalize(value, field, HOOKS)
+    except InvalidValue as exc:
+        assert exc.field == "field_8"
+        return
+    json.dumps(raw, allow_nan=False)
+    if raw not in (None, []):
+        codec.render(raw, field)
+        codec.decode([raw], [codec.render(raw, field)], field, CTX)
 
 
 # ---- inference without a schema ---------------------------------------------------------------

@@ -73,6 +73,8 @@ def to_number(value: Any, field: FieldSpec) -> int | float:
     if isinstance(value, bool):
         raise invalid(field, f"expected a number, got a boolean {value!r}")
     if isinstance(value, int):
+        if abs(value) > 2**63:
+            raise invalid(field, f"number out of range: {str(value)[:30]}...")
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -90,8 +92,8 @@ def to_number(value: Any, field: FieldSpec) -> int | float:
         if not dec.is_finite():
             raise invalid(field, f"expected a finite number, got {value!r}")
         if dec == dec.to_integral_value() and "e" not in text.lower() and "." not in text:
-            return int(dec)
-        return float(dec)
+            return to_number(int(dec), field)
+        return to_number(float(dec), field)
     raise invalid(field, f"expected a number, got {type(value).__name__} {value!r}")
 
 
@@ -139,7 +141,7 @@ def float_series(values: Sequence[Any]) -> pd.Series:
     """A Float64 Series; None is NA, numeric text is parsed, anything else is NA."""
     try:
         arr = np.array([np.nan if v is None else v for v in values], dtype="float64")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         arr = np.array([_float_or_none(v) for v in values], dtype="float64")
     return pd.Series(pd.arrays.FloatingArray(arr, np.isnan(arr)))
 
@@ -149,7 +151,7 @@ def _float_or_none(value: Any) -> float:
         return math.nan
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return math.nan
 
 

@@ -26,6 +26,7 @@ from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 DUMMY_DATE = date(2012, 1, 1)  # the date a time-only field carries
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 _NAT = np.iinfo(np.int64).min
+_MIN_MS, _MAX_MS = -9_200_000_000_000, 9_200_000_000_000  # inside datetime64[ns]'s range
 _TIME = re.compile(r"^\s*(\d{1,2})(?::(\d{2}))?(?::\d{2}(?:\.\d+)?)?\s*([ap]\.?m\.?)?\s*$", re.I)
 _ISO = re.compile(r"^\s*(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::\d{2}(?:\.\d+)?)?)?"
                   r"\s*(Z|[+-]\d{2}:?\d{2})?\s*$", re.I)
@@ -73,7 +74,11 @@ def format_time(dt: datetime, fmt: str) -> str:
 
 
 def raw_date(dt: datetime, field: FieldSpec) -> dict[str, Any]:
-    """The raw date object of a wall-clock datetime (naive, app-local)."""
+    """The raw date object of a wall-clock datetime (naive, app-local).
+
+    ValueError outside the years 1700-2250 (what a datetime64[ns] column can hold)."""
+    if not 1700 <= dt.year <= 2250:
+        raise ValueError(f"year {dt.year} is outside 1700-2250")
     hour12 = dt.hour % 12 or 12
     am_pm = "AM" if dt.hour < 12 else "PM"
     text = format_date(dt.date(), date_format(field)) if has_date(field) \
@@ -104,7 +109,7 @@ def _parse_date_text(text: str, field: FieldSpec) -> date:
     m = re.match(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{2,4})$", t)
     if m:
         a, b, y = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        y = y + 2000 if y < 100 else y
+        y = y + 2000 if len(m.group(3)) <= 2 else y
         return date(y, b, a) if fmt == "dd/mm/yyyy" else date(y, a, b)
     m = re.match(r"^([A-Za-z]{3})[a-z]*\.?\s+(\d{1,2}),?\s+(\d{4})$", t)
     if m and m.group(1).title() in _MONTHS:
@@ -215,7 +220,9 @@ def _split_range(value: Any) -> tuple[Any, Any]:
     return value, None
 
 
-def _bad_date(field: FieldSpec, value: Any) -> Exception:
+def _bad_date(field: FieldSpec, value: Any, why: BaseException | None = None) -> Exception:
+    if why is not None and "outside" in str(why):
+        return invalid(field, f"{why}: {value!r}")
     return invalid(field, f"expected a date like {_example(field)!r} or "
                           f"{{date, hours, minutes, am_pm}}, got {value!r}")
 
@@ -245,8 +252,8 @@ class DateTimeCodec(Codec):
             if end is not None and not is_blank(end):
                 to_wall = parse_wall(end, field, base=wall.date())
                 raw["to"] = raw_date(to_wall, field)
-        except (ValueError, TypeError, OverflowError):
-            raise _bad_date(field, value) from None
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise _bad_date(field, value, exc) from None
         if to_wall is not None and to_wall < wall:
             raise invalid(field, f"the end {end!r} is before the start {start!r}")
         return raw
@@ -333,8 +340,8 @@ class TimerCodec(Codec):
             try:
                 a = parse_wall(pair["from"], field)
                 b = parse_wall(pair["to"], field, base=a.date())
-            except (ValueError, TypeError, OverflowError):
-                raise _bad_date(field, value) from None
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise _bad_date(field, value, exc) from None
             if b < a:
                 raise invalid(field, f"the end is before the start in {value!r}")
             total += int((b - a).total_seconds() * 1000)
@@ -503,7 +510,10 @@ def instants(wall_ms: Sequence[int], ctx: ReadContext) -> pd.Series:
 
     Ambiguous wall times (the repeated hour) take the first (daylight) reading; wall times
     that do not exist (the skipped hour) move forward to the first valid instant."""
-    arr = np.array(wall_ms, dtype="int64").view("datetime64[ms]").astype("datetime64[ns]")
+    ms = np.array(wall_ms, dtype="int64")
+    # outside what nanoseconds hold (about 1678-2261): NaT rather than a wrapped value
+    ms[(ms != _NAT) & ((ms < _MIN_MS) | (ms > _MAX_MS))] = _NAT
+    arr = ms.view("datetime64[ms]").astype("datetime64[ns]")
     idx = pd.DatetimeIndex(arr)
     tz = ctx.timezone
     if tz is None:

@@ -129,6 +129,8 @@ class CurrencyCodec(NumberCodec):
         if is_blank(value):
             return None
         number = to_number(value, field)
+        if abs(number) >= 1e15:  # beyond that a double no longer holds the cents
+            raise invalid(field, f"amount out of range (at most 15 digits): {value!r}")
         amount = Decimal(str(number)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
         return f"{amount:.2f}"
 
