@@ -242,11 +242,59 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return run_client_command(run)
 
 
+# ---- push ---------------------------------------------------------------------------------
+def add_push(sub: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "push", help="write the edits of a saved Parquet directory back to the service",
+        description="Diff EDITED (a directory written by to_parquet, edited and saved again) "
+                    "against the values it was loaded with and send only the changes "
+                    "(write_back). On success the directory is saved with the refreshed "
+                    "frames, so pushing again sends nothing.")
+    p.add_argument("path", help="directory written by to_parquet")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, send nothing")
+    p.add_argument("--on-conflict", choices=["skip", "overwrite", "raise"], default="skip",
+                   help="a record changed on the server since it was loaded (default: skip)")
+    p.add_argument("--delete-missing", action="store_true",
+                   help="delete records whose rows were removed")
+    p.add_argument("--journal", default=None,
+                   help="JSON-lines journal of acknowledged writes (resume a cut run)")
+    p.add_argument("--view", default=None,
+                   help="write through a form or inline-editing view: scene_N/view_N")
+    add_credentials(p)
+    return p
+
+
+def cmd_push(args: argparse.Namespace) -> int:
+    def run() -> int:
+        import pandas as pd
+
+        from .writeback import push
+
+        client = client_from_args(args)
+        target = tuple(args.view.split("/", 1)) if args.view else None
+        report = push(client, args.path, dry_run=args.dry_run, on_conflict=args.on_conflict,
+                      delete_missing=args.delete_missing, journal=args.journal,
+                      target=target)
+        with pd.option_context("display.width", 160, "display.max_colwidth", 60,
+                               "display.max_rows", 200):
+            if args.dry_run:
+                print(report.plan.changes.to_string(index=False) if len(report.plan.changes)
+                      else "nothing to send")
+            elif len(report.table):
+                print(report.table.to_string(index=False))
+        print(json.dumps({"dry_run": args.dry_run, "plan": report.plan.counts,
+                          "status": report.counts, "requests": report.requests}))
+        return 0 if report.ok else 1
+
+    return run_client_command(run)
+
+
 # ---- registry ---------------------------------------------------------------------------
 SUBCOMMANDS: dict[str, tuple[Callable[[Any], argparse.ArgumentParser], Handler]] = {
     "serve": (add_serve, cmd_serve),
     "export": (add_export, cmd_export),
     "schema": (add_schema, cmd_schema),
+    "push": (add_push, cmd_push),
 }
 
 

@@ -558,3 +558,81 @@ def test_property_random_edits_round_trip(prop_svc: LocalService, data: st.DataO
     # and the refreshed frames equal a fresh load for every edited record
     for (rid, col) in expected:
         assert values_equal(cell(frames, rid, col), cell(again, rid, col)), col
+
+
+# ---- views --------------------------------------------------------------------------------
+def test_form_view_applies_its_fields_and_reports_the_others(fresh: LocalService) -> None:
+    # demo keys documented in svc_frames/server/demo.py: scene_4/view_7 is the update form
+    # "Update my work order" (inputs field_27 Status, field_14 Notes) over the work orders
+    # whose field_42 Assignee is the logged-in user.
+    client = client_for(fresh)
+    frames = load(client, "object_3")
+    tech = next(u for u in fresh.users if "profile_3" in u["profile_keys"])
+    user = client.login(tech["email"], tech["password"])
+    t = frames.tables["field_42"]
+    mine = t.loc[t["connected_id"] == user["id"], "record_id"].tolist()
+    if not mine:
+        pytest.skip("no work order assigned to the technician in this demo data")
+    rid = mine[0]
+    status = "On Hold" if frames.main.loc[rid, "field_27"] != "On Hold" else "Open"
+    set_cell(frames, rid, "field_27", status)
+    set_cell(frames, rid, "field_12", "not a form field")
+    fresh.request_log.clear()
+    report = write_back(client, frames, target=("scene_4", "view_7"))
+    rows = {r["status"]: r for r in report.table.to_dict("records")}
+    assert rows["applied"]["fields"] == "field_27"
+    assert rows["not_applied"]["fields"] == "field_12"
+    assert fresh.request_log.count(method="PUT", path_prefix="/v1/pages/scene_4") == 1
+    again = load(client, "object_3")
+    assert again.main.loc[rid, "field_27"] == status
+    assert again.main.loc[rid, "field_12"] != "not a form field"
+    # the field the form refused stays pending, never silently dropped
+    assert set(diff(frames).payloads.get(rid, {})) == {"field_12"}
+
+
+def test_create_through_an_insert_form(fresh: LocalService) -> None:
+    # scene_2/view_4 "New work order" (insert; managers only) sets field_43 to the user
+    client = client_for(fresh)
+    frames = load(client, "object_3")
+    manager = next(u for u in fresh.users if "profile_2" in u["profile_keys"])
+    client.login(manager["email"], manager["password"])
+    add_rows(frames, [{"field_12": "made in the form", "field_16": 3.0}])
+    report = write_back(client, frames, target=("scene_2", "view_4"))
+    assert report.table["status"].tolist() == ["applied"]
+    new_id = report.table["record_id"].iloc[0]
+    again = load(client, "object_3")
+    assert again.main.loc[new_id, "field_12"] == "made in the form"
+    t = again.tables["field_43"]
+    assert t.loc[t["record_id"] == new_id, "connected_id"].tolist() == [client.user["id"]]
+
+
+# ---- CLI: svc-frames push ---------------------------------------------------------------------
+def test_cli_push_saved_parquet(fresh: LocalService, tmp_path: Path,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    from svc_frames.cli import main
+    from svc_frames.parquet import read_parquet, to_parquet
+
+    client = client_for(fresh)
+    frames = load(client, "object_3")
+    path = tmp_path / "orders"
+    to_parquet(frames, path)
+    edited = read_parquet(path)
+    rid = edited.main.index[0]
+    set_cell(edited, rid, "field_12", "pushed from parquet")
+    to_parquet(edited, path)
+    creds = ["--app-id", fresh.app_id, "--api-key", fresh.api_key, "--base-url",
+             fresh.base_url, "--rate-limit", "0"]
+    fresh.request_log.clear()
+    assert main(["push", str(path), "--dry-run", *creds]) == 0
+    assert "pushed from parquet" in capsys.readouterr().out
+    assert fresh.request_log.count(method="PUT") == 0
+    assert main(["push", str(path), *creds]) == 0
+    assert load(client, "object_3").main.loc[rid, "field_12"] == "pushed from parquet"
+    fresh.request_log.clear()
+    assert main(["push", str(path), *creds]) == 0     # saved refreshed: nothing to send
+    assert fresh.request_log.count() == 0
+    # a directory without write-back metadata
+    bare = tmp_path / "bare"
+    to_parquet(Frames(edited.main.copy()), bare)
+    assert main(["push", str(bare), *creds]) == 2
+    assert "metadata" in capsys.readouterr().err
