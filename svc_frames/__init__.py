@@ -1,6 +1,7 @@
 """svc_frames: typed pandas DataFrames from a record-data service, and a local service."""
 
 from . import errors
+from .assets import create_with_asset, download, upload_file, upload_image
 from .client import Client
 from .errors import *  # noqa: F403
 from .filters import Field, all_of, any_of
@@ -8,8 +9,11 @@ from .frames import Frames, Source
 from .kinds.base import FieldSpec
 from .loaders import read_object, read_view
 from .parquet import export, read_parquet, to_parquet
+from .writeback import Plan, Report, add_rows, diff, push, write_back
 
 __version__ = "0.1.0"
 __all__ = ["Frames", "Source", "FieldSpec", "errors",
            "Client", "Field", "all_of", "any_of", "read_object", "read_view",
-           "to_parquet", "read_parquet", "export"]
+           "to_parquet", "read_parquet", "export",
+           "diff", "write_back", "push", "add_rows", "Plan", "Report",
+           "upload_file", "upload_image", "create_with_asset", "download"]
