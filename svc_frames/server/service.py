@@ -132,16 +132,16 @@ class LocalService:
                  daily_quota: int = 0, jitter_ms: float = 0,
                  upload_limit_bytes: int = 50 * 1024 * 1024,
                  token_ttl_s: float | None = None) -> None:
-        self._tmp: str | None = None
-        if data_dir is None:
-            self._tmp = tempfile.mkdtemp(prefix="svc_frames_")
-            data_dir = self._tmp
-        self.data_dir = Path(data_dir)
         self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
                                    latency_ms=latency_ms, jitter_ms=jitter_ms,
                                    fault_rate=faults, upload_limit_bytes=upload_limit_bytes,
                                    seed=seed)
         self.emulation.validate()
+        self._tmp: str | None = None
+        if data_dir is None:
+            self._tmp = tempfile.mkdtemp(prefix="svc_frames_")
+            data_dir = self._tmp
+        self.data_dir = Path(data_dir)
         self._opts = {"app": app, "demo": demo, "records": records, "seed": seed,
                       "token_ttl_s": token_ttl_s}
         self.host, self.port = host, port

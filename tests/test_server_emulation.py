@@ -1,0 +1,107 @@
+"""Emulation knobs over HTTP: rate limit, daily quota, faults, request log, headers."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+import requests
+
+from svc_frames.server import LocalService
+from svc_frames.testing import object_url
+
+LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
+                 "X-PlanLimit-Limit", "X-PlanLimit-Remaining", "X-PlanLimit-Reset")
+
+
+def test_headers_on_every_response(service: LocalService) -> None:
+    for r in (requests.get(object_url(service, "object_3"), headers=service.headers(),
+                           timeout=30),
+              requests.get(object_url(service, "object_3"), timeout=30),  # 401
+              requests.get(object_url(service, "object_77"), headers=service.headers(),
+                           timeout=30)):  # 404
+        for h in LIMIT_HEADERS:
+            assert h in r.headers, (r.status_code, h)
+        assert int(r.headers["X-PlanLimit-Reset"]) <= 24 * 3600 * 1000
+
+
+def test_rate_limit_per_second(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.rate_limit = 3
+    s = requests.Session()
+    ok_per_second: dict[str, int] = defaultdict(int)
+    refused = []
+    for _ in range(20):
+        r = s.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+        if r.status_code == 200:
+            ok_per_second[r.headers["X-RateLimit-Reset"]] += 1
+        else:
+            refused.append(r)
+    assert refused, "20 quick requests at 3/s must meet the limit"
+    assert all(r.status_code == 429 and r.text == "Rate limit exceeded" for r in refused)
+    assert all(n <= 3 for n in ok_per_second.values())
+    assert refused[0].headers["X-RateLimit-Remaining"] == "0"
+    svc.emulation.rate_limit = 0
+    assert s.get(object_url(svc, "object_2"), headers=svc.headers(),
+                 timeout=30).status_code == 200
+
+
+def test_daily_quota(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    requests.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+    svc.emulation.daily_quota = 1
+    r = requests.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+    assert r.status_code == 429 and r.headers["X-PlanLimit-Remaining"] == "0"
+    svc.emulation.daily_quota = 0
+
+
+def _count(svc: LocalService) -> int:
+    r = requests.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+    return int(r.json()["total_records"])
+
+
+@pytest.mark.parametrize("fault,status", [("500", 500), ("502", 502), ("503", 503),
+                                          ("429", 429)])
+def test_faults_happen_before_the_write(fresh_service: LocalService, fault: str,
+                                        status: int) -> None:
+    svc = fresh_service
+    before = _count(svc)
+    svc.emulation.faults = (fault,)
+    svc.emulation.fault_rate = 1.0
+    r = requests.post(object_url(svc, "object_2"), json={"field_8": f"fault {fault}"},
+                      headers=svc.headers(), timeout=30)
+    svc.emulation.fault_rate = 0.0
+    assert r.status_code == status
+    assert _count(svc) == before
+
+
+def test_dropped_connection(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    before = _count(svc)
+    svc.emulation.faults = ("drop",)
+    svc.emulation.fault_rate = 1.0
+    with pytest.raises(requests.exceptions.RequestException):
+        requests.post(object_url(svc, "object_2"), json={"field_8": "dropped"},
+                      headers=svc.headers(), timeout=30)
+    svc.emulation.fault_rate = 0.0
+    assert _count(svc) == before
+
+
+def test_request_log(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.request_log.clear()
+    path = "/v1/objects/object_2/records"
+    for _ in range(3):
+        requests.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+    requests.get(object_url(svc, "object_2"), timeout=30)
+    assert svc.request_log.counts()[("GET", path)] == 4
+    assert svc.request_log.count(method="GET", path_prefix="/v1/objects/") == 4
+    assert svc.request_log.count(status=401) == 1
+    assert [e.status for e in svc.request_log.entries] == [200, 200, 200, 401]
+
+
+def test_knobs_are_validated() -> None:
+    with pytest.raises(ValueError, match="fault_rate"):
+        LocalService(faults=2.0)
+    with pytest.raises(ValueError, match="latency"):
+        LocalService(latency_ms=-5)
