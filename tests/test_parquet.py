@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
+import requests
 
-from svc_frames.errors import UsageError
+from svc_frames.client import Client
+from svc_frames.errors import NotFound, UsageError
 from svc_frames.frames import Frames, Source, all_schema_fields, build_frames, resolve_fields
 from svc_frames.frames import schema_fields as object_fields
 from svc_frames.kinds import resolve_timezone
-from svc_frames.parquet import read_parquet, table_meta, to_parquet
+from svc_frames.loaders import read_object, read_view
+from svc_frames.parquet import arrow_to_frame, export, read_parquet, table_meta, to_parquet
+from svc_frames.server import LocalService
 
 FIXTURES = Path("/work/shared/fixtures/hosted-sample")
 if not FIXTURES.exists():
@@ -92,3 +99,79 @@ def test_to_parquet_refuses_foreign_nonempty_dir(fixture_frames: Frames,
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
+
+
+# ---- streaming export, over HTTP --------------------------------------------------------
+def _client(svc: LocalService, **kw: object) -> Client:
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
+                  backoff=0.01, **kw)  # type: ignore[arg-type]
+
+
+def test_export_dataset_equals_a_load(service: LocalService, client: Client,
+                                      tmp_path: Path) -> None:
+    res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False)
+    loaded = read_object(client, "object_3", progress=False)
+    assert res.records == len(loaded.main) and res.parts == -(-len(loaded.main) // 40)
+    dataset = ds.dataset(tmp_path / "ds")  # as is: tables and metadata stay hidden
+    schemas = {pq.read_schema(f).remove_metadata() for f in dataset.files}
+    assert len(schemas) == 1  # one schema for every part
+    table = dataset.to_table()
+    assert table.num_rows == len(loaded.main)
+    main = arrow_to_frame(table)
+    pd.testing.assert_frame_equal(main, loaded.main)
+    for name in loaded.tables:
+        part_dir = tmp_path / "ds" / "_tables" / name
+        t = arrow_to_frame(ds.dataset(part_dir).to_table())
+        pd.testing.assert_frame_equal(t, loaded.tables[name])
+    info = json.loads((tmp_path / "ds" / "_source.json").read_text())
+    assert info["source"]["object_key"] == "object_3" and info["records"] == res.records
+
+
+def test_export_view_to_csv(service: LocalService, tmp_path: Path) -> None:
+    client = _client(service)
+    res = export(client, "scene_1/view_1", tmp_path / "csv", format="csv", progress=False)
+    table = ds.dataset(tmp_path / "csv", format="csv").to_table()
+    loaded = read_view(client, "scene_1", "view_1", progress=False)
+    assert table.num_rows == res.records == len(loaded.main)
+    assert set(table.column_names) == {"id", *loaded.main.columns}
+
+
+def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
+        client: Client, tmp_path: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("keep")
+    with pytest.raises(UsageError, match="not empty"):
+        export(client, "object_3", tmp_path / "full", progress=False)
+    with pytest.raises(NotFound, match="object_99"):
+        export(client, "object_99", tmp_path / "none", progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # no half-written dir
+    with pytest.raises(UsageError, match="format"):
+        export(client, "object_3", tmp_path / "f", format="xlsx", progress=False)  # type: ignore[arg-type]
+
+
+def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
+                                             tmp_path: Path) -> None:
+    fresh_service.emulation.latency_ms = 40
+    ids = [r["id"] for r in requests.get(
+        f"{fresh_service.base_url}/v1/objects/object_3/records", params={"rows_per_page": 100},
+        headers=fresh_service.headers(), timeout=30).json()["records"]]
+    victims = ids[1:3]
+
+    def mutate() -> None:
+        while fresh_service.request_log.count(path_prefix="/v1/objects/object_3") < 3:
+            time.sleep(0.005)
+        for rid in victims:
+            requests.delete(f"{fresh_service.base_url}/v1/objects/object_3/records/{rid}",
+                            headers=fresh_service.headers(), timeout=30).raise_for_status()
+
+    fresh_service.request_log.clear()
+    t = threading.Thread(target=mutate)
+    t.start()
+    res = export(_client(fresh_service, max_workers=1), "object_3", tmp_path / "m",
+                 rows_per_page=3, progress=False)
+    t.join()
+    fresh_service.emulation.latency_ms = 0
+    got = ds.dataset(tmp_path / "m").to_table().column("id").to_pylist()
+    assert len(got) == len(set(got)) == res.records
+    assert set(got) == set(ids) - set(victims)
+    assert res.passes > 1 and res.removed_stale == 2  # written in pass 1, then taken out
