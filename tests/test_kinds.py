@@ -463,6 +463,21 @@ def test_html_only_answers_decode_to_clean_text() -> None:
     assert table["connected_id"].tolist()[0] == "5ea46ad2b6ce4b0015000ae8"
 
 
+@pytest.mark.parametrize("key", sorted(FIELDS))
+def test_raw_only_answers_decode_like_both(key: str) -> None:
+    """format=raw puts the raw value under ``field_N`` and sends no ``field_N_raw``."""
+    field = FIELDS[key]
+    codec = codec_for(field)
+    raws, displays = column(key)
+    under_key = [r if r is not None else d for r, d in zip(raws, displays, strict=True)]
+    nothing = [None] * len(raws)
+    both = codec.decode(raws, displays, field, CTX)
+    for name, series in codec.decode(nothing, under_key, field, CTX).items():
+        assert all(values_equal(a, b) for a, b in zip(series, both[name], strict=True)), name
+    for name, table in codec.tables(IDS, nothing, under_key, field, CTX).items():
+        assert table.equals(codec.tables(IDS, raws, displays, field, CTX)[name])
+
+
 def test_multi_choice_list_column_and_table() -> None:
     field = spec("multiple_choice", type="multi", options=["A", "B", "C"])
     raws = [["A", "C"], None, [None], "B"]

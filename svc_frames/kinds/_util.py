@@ -167,6 +167,16 @@ def object_series(values: Sequence[Any]) -> pd.Series:
     return pd.Series(arr, dtype=object)
 
 
+def raw_values(raws: Sequence[Any], displays: Sequence[Any]) -> Sequence[Any]:
+    """raws, with a structured value found under ``field_N`` (a ``format=raw`` answer puts
+    the raw value there) taking the place of a missing raw. The same list when none."""
+    if any(r is None and d is not None and type(d) is not str
+           for r, d in zip(raws, displays, strict=False)):
+        return [d if r is None and d is not None and type(d) is not str else r
+                for r, d in zip(raws, displays, strict=False)]
+    return raws
+
+
 def na_to_none(value: Any) -> Any:
     return None if is_na(value) else value
 

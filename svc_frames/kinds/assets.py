@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ._util import get_value, int_series, invalid, is_blank, is_na, string_series
+from ._util import get_value, int_series, invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
 ASSET_KEYS = ("id", "application_id", "s3", "type", "filename", "url", "thumb_url", "size",
@@ -78,10 +78,11 @@ class AssetCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         if is_url_source(field):
             urls = [(r if isinstance(r, str) else r.get("url") if isinstance(r, dict)
                      else None) if r is not None
-                    else (_img_src(d) if isinstance(d, str) and d else None)
+                    else (_img_src(d) or (d if "<" not in d else None)) if isinstance(d, str) and d else None
                     for r, d in zip(raws, displays, strict=False)]
             return {field.key: string_series(urls)}
         rows = [r if isinstance(r, dict)
@@ -167,6 +168,7 @@ class SignatureCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         out = [(r.get("svg") if isinstance(r, dict) else str(r)) if r is not None
                else (_svg_of(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]

@@ -16,6 +16,7 @@ from ._util import (
     is_blank,
     is_na,
     object_series,
+    raw_values,
     string_series,
 )
 from ._util import string_series as _strings
@@ -97,6 +98,7 @@ class ChoiceCodec(Codec):
 
     def _lists(self, raws: Sequence[Any], displays: Sequence[Any],
                field: FieldSpec) -> list[list[str] | None]:
+        raws = raw_values(raws, displays)
         memo = self._memo  # decode then tables on the same page: compute the lists once
         if memo is not None and memo[0] is raws and memo[1] is displays:
             return memo[2]
@@ -129,6 +131,7 @@ class ChoiceCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         if is_multi(field):
             return {field.key: object_series(self._lists(raws, displays, field))}
         out = [(", ".join(str(v) for v in r if v is not None) if isinstance(r, list) else r)
@@ -186,6 +189,7 @@ class UserRolesCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         out: list[list[str] | None] = []
         for r, d in zip(raws, displays, strict=False):
             if isinstance(r, list):

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ._util import invalid, is_blank, is_na, string_series
+from ._util import invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
 _SPAN = re.compile(r"""<span[^>]*\bclass\s*=\s*["']([^"']+)["'][^>]*>(.*?)</span>""",
@@ -103,6 +103,7 @@ class ConnectionCodec(Codec):
 
     def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
+        raws = raw_values(raws, displays)
         if all(type(r) is list for r in raws):  # fast path: every item has id + text
             try:
                 triples = [(rid, item["id"], item["identifier"])

@@ -18,6 +18,7 @@ from ._util import (
     invalid,
     is_blank,
     is_na,
+    raw_values,
     string_series,
     to_number,
 )
@@ -91,6 +92,7 @@ class NameCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         fmt = str(field.format.get("format") or "First Last")
         rows = [r if isinstance(r, dict)
                 else (_split_name(html_to_text(d), fmt) if r is None and isinstance(d, str)
@@ -164,6 +166,7 @@ class EmailCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         out = [(r.get("email") if isinstance(r, dict) else str(r)) if r is not None
                else (_email_of(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]
@@ -240,6 +243,7 @@ class PhoneCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         out = [(self.render(r, field) if isinstance(r, dict) else str(r)) if r is not None
                else (html_to_text(d).strip() if isinstance(d, str) else d)
                for r, d in zip(raws, displays, strict=False)]
@@ -293,6 +297,7 @@ class LinkCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         out = [(r.get("url") if isinstance(r, dict) else str(r)) if r is not None
                else (_href_of(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]
@@ -379,6 +384,7 @@ class AddressCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         rows = [r if isinstance(r, dict)
                 else (_parse_address(d) if r is None and isinstance(d, str) and d else {})
                 for r, d in zip(raws, displays, strict=False)]

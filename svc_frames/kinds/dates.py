@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ._util import html_to_text, invalid, is_blank, is_na
+from ._util import html_to_text, invalid, is_blank, is_na, raw_values
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
 DUMMY_DATE = date(2012, 1, 1)  # the date a time-only field carries
@@ -280,6 +280,7 @@ class DateTimeCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         # fast path: a dict with an int unix_timestamp; anything else goes the slow way
         starts = [ms if type(r) is dict and type(ms := r.get("unix_timestamp")) is int
                   else self._slow(r, d, field)[0] for r, d in zip(raws, displays, strict=False)]
@@ -374,6 +375,7 @@ class TimerCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
         starts: list[int] = []
         ends: list[int] = []
         totals: list[int] = []
