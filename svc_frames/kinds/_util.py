@@ -156,7 +156,13 @@ def _float_or_none(value: Any) -> float:
 
 
 def int_series(values: Sequence[Any]) -> pd.Series:
-    return pd.Series(pd.array(list(values), dtype="Int64"))
+    """An Int64 Series; None is NA."""
+    mask = np.array([v is None for v in values], dtype=bool)
+    try:
+        data = np.array([0 if v is None else v for v in values], dtype="int64")
+    except (TypeError, ValueError, OverflowError):
+        return pd.Series(pd.array(list(values), dtype="Int64"))
+    return pd.Series(pd.arrays.IntegerArray(data, mask))
 
 
 def object_series(values: Sequence[Any]) -> pd.Series:

@@ -376,9 +376,13 @@ class TimerCodec(Codec):
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         raws = raw_values(raws, displays)
-        starts: list[int] = []
-        ends: list[int] = []
-        totals: list[int] = []
+        fast = _timer_fast(raws, displays)
+        if fast is not None:
+            starts, ends, totals = fast
+            return self._series(starts, ends, totals, field, ctx)
+        starts = []
+        ends = []
+        totals = []
         for r, d in zip(raws, displays, strict=False):
             try:  # fast path: the shape the service answers
                 times = r["times"]
@@ -413,6 +417,11 @@ class TimerCodec(Codec):
                 total = sum(max(0, _ms(t.get("to"), field) - _ms(t.get("from"), field))
                             for t in times)
             totals.append(int(total))
+        return self._series(starts, ends, totals, field, ctx)
+
+    @staticmethod
+    def _series(starts: Sequence[int], ends: Sequence[int], totals: Sequence[int],
+                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.Series]:
         return {field.key: instants(starts, ctx), f"{field.key}.to": instants(ends, ctx),
                 f"{field.key}.total": pd.Series(
                     np.array(totals, dtype="int64").view("timedelta64[ms]")
@@ -427,6 +436,25 @@ class TimerCodec(Codec):
         payload = _encode_wall(start, field, ctx)
         payload["to"] = _encode_wall(end, field, ctx)
         return payload
+
+
+def _timer_fast(raws: Sequence[Any],
+                displays: Sequence[Any]) -> tuple[list[int], list[int], list[int]] | None:
+    """(starts, ends, totals) when every value has the service's shape; else None."""
+    if any(r is None and d for r, d in zip(raws, displays, strict=False)):
+        return None
+    try:
+        starts = [r["times"][0]["from"]["unix_timestamp"] if r is not None else _NAT
+                  for r in raws]
+        ends = [r["times"][-1]["to"]["unix_timestamp"] if r is not None else _NAT
+                for r in raws]
+        totals = [r["total_time"] if r is not None else _NAT for r in raws]
+    except (KeyError, TypeError, IndexError):
+        return None
+    if not {type(x) for x in starts} | {type(x) for x in ends} | {type(x) for x in totals} \
+            <= {int}:
+        return None
+    return starts, ends, totals
 
 
 # ---- helpers shared by both codecs ----------------------------------------------------------
