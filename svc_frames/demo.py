@@ -37,24 +37,28 @@ from .frames import Frames
 __all__ = ["connect", "run", "main", "frame_summary", "ENV_HELP"]
 
 DEFAULT_RECORDS = 1000
+NOTEBOOK_RECORDS = 500
 DEFAULT_OUT = "demo-output"
 
 ENV_HELP = ("To use a real deployment set SVC_APP_ID, SVC_API_KEY and SVC_BASE_URL "
             "(plus SVC_EMAIL and SVC_PASSWORD, or SVC_TOKEN, for views behind a login). "
-            "To use the local service instead, unset them (and SVC_LOCAL=0).")
+            "To use the local service instead, unset them and SVC_LOCAL.")
 
 
-def connect(records: int = DEFAULT_RECORDS, *, seed: int = 0, login: bool = True,
-            local: bool | None = None) -> tuple[Any, Any]:
+def connect(records: int | None = None, *, seed: int = 0, login: bool = True,
+            local: bool | None = None, writes: bool = False) -> tuple[Any, Any]:
     """A ``(client, service)`` pair for notebooks and scripts.
 
     With any ``SVC_APP_ID``/``SVC_BASE_URL``/``SVC_API_KEY`` in the environment the client
-    talks to that deployment (``service`` is None). Otherwise a local service with the demo
-    application is started in-process (stopped at exit) and, when ``login``, the client logs
-    in as its first demo user. ``SVC_LOCAL=0`` forbids the local service: then missing
-    settings raise ConfigurationError saying what to set.
+    talks to that deployment (``service`` is None; ``Client.from_env`` logs in with
+    ``SVC_EMAIL``/``SVC_PASSWORD`` when set). Otherwise a local service with the demo
+    application is started in-process (stopped at exit; ``records`` per object, default
+    ``SVC_DEMO_RECORDS`` or 500) and, when ``login``, the client logs in as its first demo
+    user. ``SVC_LOCAL=0`` forbids the local service. ``writes=True`` (notebooks that write)
+    refuses a real deployment unless ``SVC_ALLOW_WRITES=1``. Missing settings raise
+    ConfigurationError saying what to set.
 
-    Usage: ``client, service = connect(records=200)``"""
+    Usage: ``client, service = connect()``"""
     from .client import Client
 
     env = os.environ
@@ -64,8 +68,16 @@ def connect(records: int = DEFAULT_RECORDS, *, seed: int = 0, login: bool = True
     if not local:
         missing = [k for k in ("SVC_APP_ID", "SVC_BASE_URL") if not env.get(k)]
         if missing:
-            raise ConfigurationError(f"missing {', '.join(missing)}. {ENV_HELP}")
+            raise ConfigurationError(f"no local service and missing {', '.join(missing)}. "
+                                     f"{ENV_HELP}")
+        if writes and env.get("SVC_ALLOW_WRITES") != "1":
+            raise ConfigurationError(
+                f"this notebook writes records; to let it write to {env.get('SVC_BASE_URL')} "
+                "set SVC_ALLOW_WRITES=1 (or unset SVC_APP_ID/SVC_BASE_URL/SVC_API_KEY to use "
+                "the local service)")
         return Client.from_env(), None
+    if records is None:
+        records = int(env.get("SVC_DEMO_RECORDS") or NOTEBOOK_RECORDS)
     service = start_local_service(records=records, seed=seed)
     client = Client(service.app_id, api_key=service.api_key, base_url=service.base_url)
     if login and service.users:

@@ -1,0 +1,431 @@
+"""Build the notebooks from this file, so they are reviewed as plain Python.
+
+Run ``.venv/bin/python notebooks/build.py`` after editing; commit this file and the
+``.ipynb`` files it writes (they have no outputs). ``tests/test_notebooks.py`` executes them
+and checks they match this builder.
+
+Every notebook starts with ``connect()``: the local service, started in the kernel, unless
+the ``SVC_*`` variables point at a real deployment (see the first cell of each).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+
+CONNECT_MD = """\
+By default this notebook starts the **local service** with the demo application inside the
+kernel. To run it against a **real deployment**, start Jupyter with `SVC_APP_ID`,
+`SVC_API_KEY` and `SVC_BASE_URL` set (and `SVC_EMAIL` / `SVC_PASSWORD` for views behind a
+login); the cells below read the other `SVC_*` variables named in them."""
+
+SETUP = """\
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from svc_frames.demo import connect
+
+OUT = Path(os.environ.get("SVC_NOTEBOOK_OUT", "../demo-output/notebooks"))
+OUT.mkdir(parents=True, exist_ok=True)
+"""
+
+
+def md(text: str) -> nbformat.NotebookNode:
+    return new_markdown_cell(text.strip("\n"))
+
+
+def code(text: str) -> nbformat.NotebookNode:
+    return new_code_cell(text.strip("\n"))
+
+
+# ---- 1 quickstart ------------------------------------------------------------------------
+QUICKSTART = [
+    md("""
+# 1 · Quickstart: records to typed DataFrames
+
+Connect, load an object into pandas, explore it, plot it, and save it as Parquet.
+"""),
+    md(CONNECT_MD + "\n\n`SVC_OBJECT` picks the object to load (default: the widest one)."),
+    code(SETUP + """
+from svc_frames.loaders import read_object
+from svc_frames.parquet import read_parquet, to_parquet
+from svc_frames.plot import plot_counts, plot_locations, plot_over_time
+
+client, service = connect()
+client
+"""),
+    md("## What the application holds\nThe schema lists objects (tables) and their fields."),
+    code("""
+schema = client.schema() or {"objects": []}  # some deployments do not expose it
+pd.DataFrame([{"object": o["key"], "name": o["name"], "fields": len(o["fields"])}
+              for o in schema["objects"]])
+"""),
+    md("## Load an object\nOne row per record, the record id as index, one typed column per "
+       "value (`frames.source.fields` says which field each column comes from)."),
+    code("""
+OBJECT = os.environ.get("SVC_OBJECT") or max(schema["objects"],
+                                             key=lambda o: len(o["fields"]))["key"]
+frames = read_object(client, OBJECT)
+print(f"{OBJECT}: {len(frames.main)} records, {frames.main.shape[1]} columns")
+frames.main.head()
+"""),
+    code("""
+fields = pd.DataFrame([(f.key, f.label, f.kind) for f in frames.source.fields],
+                      columns=["key", "label", "kind"])
+fields.merge(frames.main.dtypes.rename("dtype").astype(str).rename_axis("key").reset_index(),
+             how="left", on="key")
+"""),
+    md("## Explore with plain pandas\nNullable dtypes: numbers are `Float64`, text is "
+       "`string`, dates are tz-aware in the application's timezone, empty is `<NA>`."),
+    code("""
+def first_of(*kinds):
+    \"\"\"The key of the first field of one of these kinds, or None.\"\"\"
+    return next((f.key for f in frames.source.fields if f.kind in kinds), None)
+
+label = {f.key: f.label for f in frames.source.fields}
+numbers = frames.main.select_dtypes("Float64")
+numbers.rename(columns=label).describe().T.head(8)
+"""),
+    code("""
+choice = first_of("multiple_choice")
+if choice:
+    display(frames.main[choice].value_counts(dropna=False).rename(label[choice]).to_frame())
+print("exploded tables (connections, multi choices):", list(frames.tables))
+"""),
+    md("## Plot\nEach plot takes a field by key or label and returns its matplotlib Axes."),
+    code("""
+import matplotlib.pyplot as plt
+
+address, date = first_of("address"), first_of("date_time")
+single = next((f.key for f in frames.source.fields if f.kind == "multiple_choice"
+               and f.format.get("type", "single") == "single"), None)
+if address:
+    plot_locations(frames, address, color_by=single)
+    plt.show()
+if choice:
+    plot_counts(frames, choice)
+    plt.show()
+if date:
+    plot_over_time(frames, date, freq="M")
+    plt.show()
+"""),
+    md("## Save as Parquet\nThe directory keeps dtypes, tables and the source, so it reads "
+       "back equal (and can be written back later)."),
+    code("""
+path = to_parquet(frames, OUT / f"quickstart_{OBJECT}")
+back = read_parquet(path)
+pd.testing.assert_frame_equal(back.main, frames.main)
+print("saved to", path, "and read back equal:", sorted(p.name for p in path.iterdir()))
+"""),
+]
+
+# ---- 2 bulk edit ---------------------------------------------------------------------------
+BULK_EDIT = [
+    md("""
+# 2 · Bulk edit: pandas edits, a dry run, a review, then apply
+
+Edit a frame in pandas, see exactly what would be sent, review it record by record, send
+only what you keep, and handle a record that someone else changed meanwhile.
+"""),
+    md(CONNECT_MD + """
+
+This notebook **writes**: against a real deployment it refuses to start unless
+`SVC_ALLOW_WRITES=1`. Choose what it edits with `SVC_OBJECT`, `SVC_EDIT_FIELD` (a single
+choice field), `SVC_EDIT_FROM` and `SVC_EDIT_TO` (two of its options)."""),
+    code(SETUP + """
+from svc_frames.loaders import read_object
+from svc_frames.widgets import review
+from svc_frames.writeback import diff, write_back
+
+client, service = connect(writes=True)
+
+OBJECT = os.environ.get("SVC_OBJECT", "object_3")       # demo: Work Orders
+FIELD = os.environ.get("SVC_EDIT_FIELD", "field_27")    # demo: Status
+FROM = os.environ.get("SVC_EDIT_FROM", "Open")
+TO = os.environ.get("SVC_EDIT_TO", "On Hold")
+"""),
+    md("## Load, then edit in pandas\nPut up to 10 records that are `FROM` into `TO`. "
+       "The frames remember what was loaded, so nothing else needs tracking."),
+    code("""
+frames = read_object(client, OBJECT)
+main = frames.main
+picked = main.index[main[FIELD] == FROM][:10]
+main.loc[picked, FIELD] = TO
+print(f"{len(picked)} records edited in pandas; nothing sent yet")
+"""),
+    md("## Diff: the plan\nOnly changed fields of changed records; values encoded the way "
+       "the service accepts them."),
+    code("""
+plan = diff(frames)
+print(plan)
+plan.changes.head(10)
+"""),
+    md("## Dry run\nEverything is validated; nothing is sent."),
+    code("""
+dry = write_back(client, frames, plan=plan, dry_run=True)
+print(dry.counts)
+dry.table.head()
+"""),
+    md("## Review and apply\nUntick records you do not want and press **Apply**: only the "
+       "ticked records are sent, and the report replaces the button. Below, the same is "
+       "done from code so the notebook runs top to bottom: the first two are left out."),
+    code("""
+box = review(plan, client)
+box
+"""),
+    code("""
+left_out = plan.record_ids[:2]
+box.exclude(left_out)          # same as unticking them
+report = box.apply()           # same as pressing Apply
+report.table.status.value_counts()
+"""),
+    code("""
+check = read_object(client, OBJECT).main
+sent = [r for r in plan.record_ids if r not in left_out]
+print("sent and now", TO, ":", (check.loc[sent, FIELD] == TO).all())
+print("left out, still", FROM, ":", (check.loc[left_out, FIELD] == FROM).all())
+"""),
+    md("""
+## A conflict, shown and resolved
+
+We load, a colleague changes a record on the server, then we edit the same record from
+our stale copy. `write_back` re-reads the records it is about to change and **skips** the
+one that moved (`on_conflict="skip"`, the default), reporting it as a conflict.
+"""),
+    code("""
+ours = read_object(client, OBJECT)
+rid = ours.main.index[ours.main[FIELD] == FROM][0]
+client.update_record(OBJECT, rid, {FIELD: TO})          # the colleague's change
+
+options = list(ours.source.field(FIELD).format.get("options") or [])
+mine = next(o for o in options if o not in (FROM, TO))  # a third option
+ours.main.loc[rid, FIELD] = mine                        # our edit, from the stale copy
+other = ours.main.index[ours.main[FIELD] == FROM][:1]
+ours.main.loc[other, FIELD] = TO                        # and an edit nobody else touched
+report = write_back(client, ours)
+report.table
+"""),
+    code("""
+report.conflicts
+"""),
+    md("""
+**Resolve** by re-loading the record, looking at the server's value, and re-applying the
+edit that is still wanted (or pass `on_conflict="overwrite"` to impose ours, or
+`on_conflict="raise"` to stop before anything is written).
+"""),
+    code("""
+fresh = read_object(client, OBJECT)
+print("server now has:", fresh.main.loc[rid, FIELD])
+fresh.main.loc[rid, FIELD] = mine                        # we still want our value
+resolved = write_back(client, fresh)
+resolved.table
+"""),
+]
+
+# ---- 3 views and login -------------------------------------------------------------------
+VIEWS = [
+    md("""
+# 3 · Views and login
+
+Views show only some fields and records, and some sit behind a login. Log in as a user,
+read a protected view as that user, and update a record through a form (its record rules
+run on the server).
+"""),
+    md(CONNECT_MD + """
+
+Pick the views with `SVC_VIEW` (a table behind a login), `SVC_LIST` (a list whose records
+the form can update) and `SVC_FORM` (an update form), each as `scene_N/view_N`;
+`SVC_EDIT_FIELD` / `SVC_EDIT_TO` give the form input to change and its new value. Against a
+real deployment the form update writes only with `SVC_ALLOW_WRITES=1`."""),
+    code(SETUP + """
+from svc_frames.client import Client
+from svc_frames.errors import AuthenticationError, Forbidden
+from svc_frames.loaders import read_view
+from svc_frames.writeback import write_back
+
+client, service = connect(login=False)
+VIEW = os.environ.get("SVC_VIEW", "scene_2/view_3")    # demo: Dispatch board (managers)
+LIST = os.environ.get("SVC_LIST", "scene_4/view_6")    # demo: My work orders
+FORM = os.environ.get("SVC_FORM", "scene_4/view_7")    # demo: Update my work order
+FIELD = os.environ.get("SVC_EDIT_FIELD", "field_27")   # demo: Status
+TO = os.environ.get("SVC_EDIT_TO", "Done")
+if service is not None:   # the demo users; on a real deployment: SVC_EMAIL / SVC_PASSWORD
+    EMAIL, PASSWORD = service.users[0]["email"], service.users[0]["password"]
+else:
+    EMAIL, PASSWORD = os.environ.get("SVC_EMAIL"), os.environ.get("SVC_PASSWORD")
+    if not (EMAIL and PASSWORD):
+        raise RuntimeError("set SVC_EMAIL and SVC_PASSWORD to log in to the deployment")
+"""),
+    md("## Without a login the view is refused"),
+    code("""
+anonymous = Client(client.app_id, base_url=client.base_url)
+try:
+    read_view(anonymous, *VIEW.split("/"))
+except (Forbidden, AuthenticationError) as exc:
+    print(type(exc).__name__, "-", exc)
+"""),
+    md("## Log in, then read the view as that user\nThe token stays on the client; the "
+       "password is not kept."),
+    code("""
+user = client.login(EMAIL, PASSWORD)
+print("logged in:", EMAIL, "profiles", user.get("profile_keys"))
+board = read_view(client, *VIEW.split("/"))
+print(f"{VIEW}: {len(board.main)} records, columns {list(board.main.columns)}")
+board.main.head()
+"""),
+    md("A connection column of a view arrives as an exploded table: one row per "
+       "connected record, with its id and identifier."),
+    code("""
+for key, table in board.tables.items():
+    print(key, board.source.field(key).label)
+    display(table.head())
+"""),
+    md("## Update through a form\nLoad the records the form can update (the user's own "
+       "list), edit one in pandas, and write back **through the form** as the user. Only "
+       "the form's inputs are written; its record rules run on the server."),
+    code("""
+mine = read_view(client, *LIST.split("/"))
+print(f"{len(mine.main)} records in {LIST}")
+rid = mine.main.index[mine.main[FIELD] != TO][0]
+mine.main.loc[rid, FIELD] = TO
+writes_ok = service is not None or os.environ.get("SVC_ALLOW_WRITES") == "1"
+report = write_back(client, mine, target=tuple(FORM.split("/")), dry_run=not writes_ok)
+report.table
+"""),
+    code("""
+after = read_view(client, *LIST.split("/")).main
+print(rid, FIELD, "is now", after.loc[rid, FIELD])
+if service is not None:  # the demo form's rule: Urgent (field_26) is cleared when Done
+    record = client.get_record(mine.source.object_key, rid)
+    print("Urgent after the rule:", record.get("field_26_raw"))
+"""),
+]
+
+# ---- 4 files and images ------------------------------------------------------------------
+FILES = [
+    md("""
+# 4 · Files and images
+
+Upload a file and an image, create a record that holds them (the two-step flow), read the
+record back, download the bytes, and show the image and its thumbnail.
+"""),
+    md(CONNECT_MD + """
+
+This notebook **writes** (uploads and creates a record): against a real deployment it needs
+`SVC_ALLOW_WRITES=1`. `SVC_OBJECT`, `SVC_TITLE_FIELD`, `SVC_FILE_FIELD` and
+`SVC_IMAGE_FIELD` say where to put them."""),
+    code(SETUP + """
+import io
+
+from IPython.display import Image, display
+from PIL import Image as PILImage, ImageDraw
+
+from svc_frames.assets import create_with_asset, download, upload_file, upload_image
+from svc_frames.loaders import read_object
+from svc_frames.writeback import write_back
+
+client, service = connect(writes=True)
+OBJECT = os.environ.get("SVC_OBJECT", "object_3")             # demo: Work Orders
+TITLE = os.environ.get("SVC_TITLE_FIELD", "field_12")         # demo: Title
+FILE_FIELD = os.environ.get("SVC_FILE_FIELD", "field_37")     # demo: Attachment
+IMAGE_FIELD = os.environ.get("SVC_IMAGE_FIELD", "field_38")   # demo: Photo
+"""),
+    md("## Make a small image and a file"),
+    code("""
+img = PILImage.new("RGB", (360, 220), (235, 242, 250))
+draw = ImageDraw.Draw(img)
+draw.rectangle((30, 40, 330, 180), outline=(30, 90, 160), width=6)
+draw.ellipse((140, 70, 220, 150), fill=(220, 120, 40))
+draw.text((40, 190), "site photo (generated)", fill=(20, 20, 20))
+buf = io.BytesIO()
+img.save(buf, format="PNG")
+photo = buf.getvalue()
+(OUT / "site-photo.png").write_bytes(photo)
+readings = pd.DataFrame({"sensor": ["A", "B", "C"], "value": [1.5, 2.25, 3.0]})
+(OUT / "readings.csv").write_text(readings.to_csv(index=False))
+print(len(photo), "bytes of PNG;", (OUT / "readings.csv").stat().st_size, "bytes of CSV")
+"""),
+    md("## Upload\nAn upload answers an asset: its id goes into a file or image field. "
+       "One asset can be placed in one field only."),
+    code("""
+asset = upload_image(client, photo, "site-photo.png")
+{k: asset[k] for k in ("id", "type", "filename", "size", "public_url", "thumb_url")}
+"""),
+    md("## Create a record with assets\n`create_with_asset` does both steps: one upload "
+       "per field, then the create with the asset ids."),
+    code("""
+record = create_with_asset(client, OBJECT, {TITLE: "Pump inspection (with photo)"},
+                           {FILE_FIELD: OUT / "readings.csv", IMAGE_FIELD: OUT / "site-photo.png"})
+rid = record["id"]
+print("created", rid)
+"""),
+    md("## Read it back\nFile and image fields give the asset id, file name, URLs and size "
+       "as columns."),
+    code("""
+frames = read_object(client, OBJECT, filters=[{"field": TITLE, "operator": "is",
+                                               "value": "Pump inspection (with photo)"}])
+cols = [c for c in frames.main.columns if c.split(".")[0] in (FILE_FIELD, IMAGE_FIELD)]
+frames.main.loc[[rid], cols].T
+"""),
+    md("## Download and show\nThe bytes come back exactly as uploaded."),
+    code("""
+row = frames.main.loc[rid]
+data = download(client, row[f"{IMAGE_FIELD}.url"])
+assert data == photo
+print("CSV back:", download(client, row[f"{FILE_FIELD}.url"]).decode().splitlines())
+display(Image(data=data))
+"""),
+    code("""
+thumb = download(client, {"thumb_url": row[f"{IMAGE_FIELD}.thumb_url"]}, thumb=True)
+print(len(thumb), "bytes of thumbnail")
+display(Image(data=thumb))
+"""),
+    md("## Attach a file to existing records by writing back a path\nPut a local path in a "
+       "file column: `write_back` uploads it (once per record and field) and places it."),
+    code("""
+some = read_object(client, OBJECT, limit=3)
+some.main[FILE_FIELD] = str(OUT / "readings.csv")
+report = write_back(client, some)
+report.table
+"""),
+]
+
+NOTEBOOKS = {
+    "01_quickstart.ipynb": QUICKSTART,
+    "02_bulk_edit.ipynb": BULK_EDIT,
+    "03_views_and_login.ipynb": VIEWS,
+    "04_files_and_images.ipynb": FILES,
+}
+
+
+def build(name: str) -> nbformat.NotebookNode:
+    """The notebook ``name`` as built from this file (no outputs)."""
+    nb = new_notebook(cells=[nbformat.from_dict(dict(c)) for c in NOTEBOOKS[name]])
+    nb.metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                       "language": "python"},
+        "language_info": {"name": "python"},
+    }
+    for i, cell in enumerate(nb.cells):
+        cell["id"] = f"{Path(name).stem[:2]}-{i:02d}"  # stable ids: clean diffs
+    return nb
+
+
+def main() -> int:
+    for name in NOTEBOOKS:
+        nb = build(name)
+        nbformat.validate(nb)
+        nbformat.write(nb, HERE / name)
+        print("wrote", HERE / name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
