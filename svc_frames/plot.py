@@ -87,7 +87,7 @@ def _column(frames: Frames, name: str) -> pd.Series:
     value column (the bare ``field_N``) exists."""
     main = frames.main
     if name in main.columns:
-        return main[name]
+        return main[name].rename(_column_label(frames, name))
     spec = resolve_field(frames, name)
     col = _prefix(frames, spec)
     if col in main.columns:
@@ -98,6 +98,15 @@ def _column(frames: Frames, name: str) -> pd.Series:
                          f"{', '.join(map(str, own))}", field=spec.key)
     raise UsageError(f"{spec.key} ({spec.label!r}, {spec.kind}) has no column in the main "
                      "frame to colour by", field=spec.key)
+
+
+def _column_label(frames: Frames, column: str) -> str:
+    """``field_34.city`` -> ``Site.city`` (the field label, the column's suffix kept)."""
+    base, dot, rest = str(column).partition(".")
+    for spec in _fields(frames):
+        if _prefix(frames, spec) == base:
+            return spec.label + dot + rest
+    return str(column)
 
 
 def _new_axes(figsize: tuple[float, float]) -> Axes:
@@ -259,6 +268,9 @@ def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int 
     ax.set_yticks(pos, labels)
     ax.bar_label(bars, labels=[f"{int(v)}" for v in counts], padding=3, fontsize=8)
     ax.margins(x=0.12)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # counts: no 2.5 ticks
     ax.set_xlabel("Number of records")
     ax.set_ylabel(spec.label)
     ax.grid(True, axis="x", alpha=0.3)

@@ -90,7 +90,8 @@ def test_locations_plots_every_record_with_coordinates_labelled_from_the_field()
 
 def test_locations_colour_by_category_gives_a_legend_and_by_number_a_colour_bar() -> None:
     frames = synthetic()
-    ax = plot_locations(frames, "field_2", color_by="Status")
+    ax = plot_locations(frames, "field_2", color_by="field_3")  # a key: titled by label
+    assert ax.get_legend().get_title().get_text() == "Status"
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     keep = frames.main["field_2.latitude"].notna()
     for status, n in frames.main.loc[keep, "field_3"].value_counts().items():
