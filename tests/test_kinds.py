@@ -702,6 +702,9 @@ def test_infer_field_never_invents_a_kind() -> None:
     assert roles is not None and roles.kind == "user_roles"
     named = infer_field("field_1", [[{"first": "A", "last": "B"}]], ['<span class="x">A B</span>'])
     assert named is not None and named.kind == "connection"
+    # format=html: displays only, whose kind cannot be told; format=raw: raw under field_N
+    assert infer_field("field_1", [None], ["<b>x</b>"]).kind == "unknown"  # type: ignore[union-attr]
+    assert infer_field("field_1", [None], [{"street": "a", "city": "b"}]).kind == "address"  # type: ignore[union-attr]
 
 
 def test_unknown_kinds_keep_the_raw_json() -> None:
@@ -710,6 +713,9 @@ def test_unknown_kinds_keep_the_raw_json() -> None:
     col = codec.decode([{"a": [1, 2]}, None], ['x', ""], field, CTX)["field_5"]
     assert col.iloc[0] == '{"a": [1, 2]}' and pd.isna(col.iloc[1])
     assert codec.encode({"field_5": col.iloc[0]}, field, CTX) == {"a": [1, 2]}
+    shown = codec.decode([None], ["a &amp; b<br />c"], field, CTX)["field_5"]
+    assert shown.iloc[0] == "a & b\nc"  # a display-only value: clean text
+    assert codec.encode({"field_5": shown.iloc[0]}, field, CTX) == "a & b\nc"
 
 
 # ---- helpers ----------------------------------------------------------------------------------

@@ -118,13 +118,19 @@ def _date_format_hint(raw: dict[str, Any], display: Any) -> dict[str, Any]:
 def infer_field(key: str, raws: Sequence[Any], displays: Sequence[Any]) -> FieldSpec | None:
     """A FieldSpec guessed from the raw shapes of one column, for answers without a schema.
 
-    None for an all-empty column (never invents a kind); "unknown" when shapes disagree.
+    None for an all-empty column (never invents a kind); "unknown" when shapes disagree or
+    when only display values came (format=html).
     A column of ``[]`` only is a connection (only connections answer ``[]`` when empty).
 
     Usage: ``infer_field("field_21", [r.get("field_21_raw") for r in recs], ...)``"""
     kinds: dict[str, dict[str, Any]] = {}
     saw_empty_list = False
+    saw_display = False
     for raw, display in zip(raws, displays, strict=False):
+        if raw is None and display not in (None, ""):
+            saw_display = True  # a display without a raw member (format=html)
+            if not isinstance(display, str):  # format=raw: the raw value under field_N
+                raw, display = display, ""
         if raw is None or (isinstance(raw, str) and raw == "" and display in ("", None)):
             continue
         if isinstance(raw, list) and not [x for x in raw if x is not None]:
@@ -139,7 +145,10 @@ def infer_field(key: str, raws: Sequence[Any], displays: Sequence[Any]) -> Field
             continue
         kinds[kind] = fmt
     if not kinds:
-        return FieldSpec(key=key, kind="connection") if saw_empty_list else None
+        if saw_empty_list:
+            return FieldSpec(key=key, kind="connection")
+        # displays only: their kind cannot be told; "unknown" keeps their clean text
+        return FieldSpec(key=key, kind="unknown") if saw_display else None
     # compatible mixes: ratings shown as 0.00 next to plain numbers, text with or without HTML
     for weak, strong in (("number", "rating"), ("short_text", "rich_text"),
                          ("short_text", "currency"), ("file", "image")):

@@ -117,8 +117,12 @@ class UnknownCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
+        # a raw value (or a structured one under field_N) as JSON text; a display-only
+        # value (format=html) as clean text
         out = [json.dumps(r, ensure_ascii=False) if r is not None
-               else (json.dumps(d, ensure_ascii=False) if d not in (None, "") else None)
+               else (None if d is None or d == ""
+                     else html_to_text(d) if isinstance(d, str)
+                     else json.dumps(d, ensure_ascii=False))
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: string_series(out)}
 
@@ -130,5 +134,5 @@ class UnknownCodec(Codec):
             return value
         try:
             return json.loads(value)
-        except ValueError:
-            raise invalid(field, f"expected JSON text, got {value!r}") from None
+        except ValueError:  # clean text from a display-only answer goes as it is
+            return value
