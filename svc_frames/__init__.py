@@ -9,6 +9,8 @@ from .frames import Frames, Source
 from .kinds.base import FieldSpec
 from .loaders import read_object, read_view
 from .parquet import export, read_parquet, to_parquet
+from .plot import plot_counts, plot_locations, plot_over_time  # matplotlib loads on first plot
+from .widgets import PlanReview, review  # ipywidgets loads on first review
 from .writeback import Plan, Report, add_rows, diff, push, write_back
 
 __version__ = "0.1.0"
@@ -16,4 +18,5 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors",
            "Client", "Field", "all_of", "any_of", "read_object", "read_view",
            "to_parquet", "read_parquet", "export",
            "diff", "write_back", "push", "add_rows", "Plan", "Report",
-           "upload_file", "upload_image", "create_with_asset", "download"]
+           "upload_file", "upload_image", "create_with_asset", "download",
+           "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview"]
