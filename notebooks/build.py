@@ -54,9 +54,8 @@ Connect, load an object into pandas, explore it, plot it, and save it as Parquet
 """),
     md(CONNECT_MD + "\n\n`SVC_OBJECT` picks the object to load (default: the widest one)."),
     code(SETUP + """
-from svc_frames.loaders import read_object
-from svc_frames.parquet import read_parquet, to_parquet
-from svc_frames.plot import plot_counts, plot_locations, plot_over_time
+from svc_frames import (plot_counts, plot_locations, plot_over_time, read_object,
+                        read_parquet, to_parquet)
 
 client, service = connect()
 client
@@ -140,9 +139,7 @@ This notebook **writes**: against a real deployment it refuses to start unless
 `SVC_ALLOW_WRITES=1`. Choose what it edits with `SVC_OBJECT`, `SVC_EDIT_FIELD` (a single
 choice field), `SVC_EDIT_FROM` and `SVC_EDIT_TO` (two of its options)."""),
     code(SETUP + """
-from svc_frames.loaders import read_object
-from svc_frames.widgets import review
-from svc_frames.writeback import diff, write_back
+from svc_frames import diff, read_object, review, write_back
 
 client, service = connect(writes=True)
 
@@ -245,10 +242,7 @@ the form can update) and `SVC_FORM` (an update form), each as `scene_N/view_N`;
 `SVC_EDIT_FIELD` / `SVC_EDIT_TO` give the form input to change and its new value. Against a
 real deployment the form update writes only with `SVC_ALLOW_WRITES=1`."""),
     code(SETUP + """
-from svc_frames.client import Client
-from svc_frames.errors import AuthenticationError, Forbidden
-from svc_frames.loaders import read_view
-from svc_frames.writeback import write_back
+from svc_frames import AuthenticationError, Client, Forbidden, read_view, write_back
 
 client, service = connect(login=False)
 VIEW = os.environ.get("SVC_VIEW", "scene_2/view_3")    # demo: Dispatch board (managers)
@@ -327,9 +321,7 @@ import io
 from IPython.display import Image, display
 from PIL import Image as PILImage, ImageDraw
 
-from svc_frames.assets import create_with_asset, download, upload_file, upload_image
-from svc_frames.loaders import read_object
-from svc_frames.writeback import write_back
+from svc_frames import create_with_asset, download, read_object, upload_image, write_back
 
 client, service = connect(writes=True)
 OBJECT = os.environ.get("SVC_OBJECT", "object_3")             # demo: Work Orders
