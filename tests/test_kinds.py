@@ -123,9 +123,9 @@ def test_render_details_beyond_the_fixtures() -> None:
     multi = spec("multiple_choice", type="multi")
     assert codec_for(multi).render(["A", "B"], multi) == "A, B"
     conn = FieldSpec(key="f", kind="connection", relationship={"object": "o", "has": "many"})
-    assert codec_for(conn).render([{"id": "a1", "identifier": "A"}, {"id": "b2",
-                                                                      "identifier": "B"}],
-                                  conn) == '<span class="a1">A</span><br /><span class="b2">B</span>'
+    both = [{"id": "a1", "identifier": "A"}, {"id": "b2", "identifier": "B"}]
+    assert codec_for(conn).render(both, conn) == \
+        '<span class="a1">A</span><br /><span class="b2">B</span>'
 
 
 # ---- normalize: write inputs -> the hosted raw shapes ------------------------------------------

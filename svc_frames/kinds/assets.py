@@ -61,7 +61,8 @@ class AssetCodec(Codec):
         if field.kind == "image" or raw.get("type") == "image":
             return f'<img src="{_esc(url)}" />'
         name = str(raw.get("filename") or "")
-        return (f'<a class="kn-view-asset" data-field-key="{_esc(raw.get("field_key") or field.key)}"'
+        key = _esc(raw.get("field_key") or field.key)
+        return (f'<a class="kn-view-asset" data-field-key="{key}"'
                 f' data-asset-id="{_esc(raw.get("id") or "")}" data-file-name="{_esc(name)}"'
                 f' href="{_esc(url)}">{_esc(name)}</a>')
 
@@ -81,8 +82,7 @@ class AssetCodec(Codec):
         raws = raw_values(raws, displays)
         if is_url_source(field):
             urls = [(r if isinstance(r, str) else r.get("url") if isinstance(r, dict)
-                     else None) if r is not None
-                    else (_img_src(d) or (d if "<" not in d else None)) if isinstance(d, str) and d else None
+                     else None) if r is not None else _url_of_display(d)
                     for r, d in zip(raws, displays, strict=False)]
             return {field.key: string_series(urls)}
         rows = [r if isinstance(r, dict)
@@ -113,6 +113,13 @@ def _int_or_none(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+def _url_of_display(display: Any) -> str | None:
+    """The URL of an ``<img>`` display, or a bare URL (format=raw puts it under field_N)."""
+    if not isinstance(display, str) or not display:
+        return None
+    return _img_src(display) or (display if "<" not in display else None)
 
 
 def _img_src(display: str) -> str | None:

@@ -209,7 +209,8 @@ class BooleanCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        out = [bool(r) if r is not None else _display_bool(d) for r, d in zip(raws, displays, strict=False)]
+        out = [bool(r) if r is not None else _display_bool(d)
+               for r, d in zip(raws, displays, strict=False)]
         return {field.key: pd.Series(pd.array(out, dtype="boolean"))}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
