@@ -82,7 +82,9 @@ def _edit(frames: Frames, share: float, seed: int = 1) -> int:
             continue
         s = main[col].copy()
         dt = s.dtype
-        if str(dt) == "Float64":
+        if str(dt) == "Float64" and col == "field_19":   # rating: whole steps 0..5
+            s.iloc[pos] = (s.iloc[pos].fillna(0) + 1) % 6
+        elif str(dt) == "Float64":
             s.iloc[pos] = s.iloc[pos].fillna(0) + 1.5
         elif str(dt) == "boolean":
             s.iloc[pos] = ~s.iloc[pos].fillna(False)

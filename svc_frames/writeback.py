@@ -66,6 +66,9 @@ Status = Literal["applied", "conflict", "failed", "skipped", "unknown", "not_app
 
 # Kinds whose uploaded asset is placed by id; an image whose source is a URL is plain text.
 _ASSET_KINDS = ("file", "image")
+# Kinds whose acceptance needs the service (connected ids, uploaded assets): not
+# pre-checked with the codec's normalize.
+_HOOKED_KINDS = ("connection", "file", "image")
 _CHANGE_COLUMNS = ["record_id", "action", "field", "column", "old", "new"]
 _REPORT_COLUMNS = ["record_id", "action", "fields", "status", "message"]
 
@@ -243,7 +246,15 @@ def _check_index(main: pd.DataFrame, base: pd.DataFrame) -> tuple[np.ndarray, li
     if pd.api.types.is_numeric_dtype(idx.dtype) or pd.api.types.is_bool_dtype(idx.dtype):
         raise UsageError(f"the record id index was re-typed to {idx.dtype}: ids are strings")
     labels = idx.to_list()
-    new = np.fromiter((_is_new_label(x) for x in labels), dtype=bool, count=len(labels))
+    if pd.api.types.is_string_dtype(idx.dtype) and idx.dtype != object:
+        # vectorized: string ids, new rows are NA, "" or "new:..."
+        svals = pd.Series(idx, dtype=idx.dtype)
+        new = (svals.isna() | svals.fillna("").str.startswith(NEW_ID_PREFIX)
+               | (svals.fillna("") == "")).to_numpy(dtype=bool)
+        if not new.any():
+            return new, labels
+    else:
+        new = np.fromiter((_is_new_label(x) for x in labels), dtype=bool, count=len(labels))
     bad = [x for x, n in zip(labels, new, strict=False) if not n and not isinstance(x, str)]
     if bad:
         raise UsageError(f"the record id index holds non-string ids (e.g. {bad[0]!r}): "
@@ -274,8 +285,17 @@ def _changed_positions(a: pd.Series, b: pd.Series) -> np.ndarray:
                 eq = res.to_numpy(dtype=bool, na_value=False)
             else:
                 eq = np.asarray(res, dtype=bool)
-            both_na = a.isna().to_numpy() & b.isna().to_numpy()
-            cand = np.flatnonzero(~eq & ~both_na)
+            a_na, b_na = a.isna().to_numpy(), b.isna().to_numpy()
+            diff_mask = ~eq & ~(a_na & b_na)
+            # same dtype, both non-NA and unequal: a change. Only NA against a value needs
+            # the kind's rule ("" on an empty text field is not a change)
+            sure = np.flatnonzero(diff_mask & ~a_na & ~b_na)
+            maybe = np.flatnonzero(diff_mask & (a_na ^ b_na))
+            if len(maybe) == 0:
+                return sure
+            av, bv = a.iloc[maybe].tolist(), b.iloc[maybe].tolist()
+            extra = [i for i, x, y in zip(maybe, av, bv, strict=True) if not values_equal(x, y)]
+            return np.sort(np.concatenate([sure, np.asarray(extra, dtype=np.int64)]))
         except (TypeError, ValueError):
             cand = np.arange(n)
     else:
@@ -303,8 +323,14 @@ def _encode(layout: _Layout, key: str, values: dict[str, Any], rid: str,
             col_names: Mapping[str, str]) -> Any:
     """Encode one field of one record, re-raising with the record id and column named."""
     f = layout.fields[key]
+    codec = layout.codecs[key]
     try:
-        return layout.codecs[key].encode(values, f, layout.ctx)
+        out = codec.encode(values, f, layout.ctx)
+        if f.kind not in _HOOKED_KINDS:
+            # the service's own acceptance rule (same codec), checked before any request:
+            # e.g. a latitude without its longitude
+            codec.normalize(out, f, None)
+        return out
     except InvalidValue as exc:
         exc.record_id = exc.record_id or rid
         exc.field = exc.field or key
@@ -395,6 +421,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
         base_rows = base_ids.get_indexer(existing)
     ed_old = main.iloc[old_pos] if len(old_pos) != len(main) else main
     changed_cols: dict[str, dict[int, list[str]]] = {}   # field -> edited-old pos -> cols
+    inv_cols = {v: k for k, v in layout.col_key.items()}
     for col in main.columns:
         a = (bmain[col].iloc[base_rows] if not same_order else bmain[col]) \
             if col in bmain.columns else pd.Series([pd.NA] * len(base_rows), dtype=object)
@@ -415,6 +442,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     for key, per in changed_cols.items():
         cols = layout.field_cols[key]
         cols_present = [c for c in cols if c in main.columns]
+        bare = next((c for c in cols_present if layout.col_key[c] == key), None)
         positions = np.fromiter(per.keys(), dtype=np.int64, count=len(per))
         ed_vals = {c: ed_old[c].iloc[positions].tolist() for c in cols_present}
         b_idx = base_rows[positions]
@@ -432,12 +460,16 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
                 if enc is None:   # cleared: the kind's empty write value
                     enc = _encode(layout, key, {key: pd.NA}, rid, {key: key})
             else:
-                enc = _encode(layout, key, new_v, rid, {v: k for k, v in layout.col_key.items()})
-                try:
-                    if layout.codecs[key].encode(old_v, layout.fields[key], layout.ctx) == enc:
-                        continue   # only derived columns changed: nothing to send
-                except (SvcError, NotImplementedError, TypeError, ValueError):
-                    pass
+                enc = _encode(layout, key, new_v, rid, inv_cols)
+                if bare is not None and bare not in per[p]:
+                    # the write column is unchanged, only others (e.g. a timer's total):
+                    # send only if the write value differs
+                    try:
+                        if layout.codecs[key].encode(old_v, layout.fields[key],
+                                                     layout.ctx) == enc:
+                            continue
+                    except (SvcError, NotImplementedError, TypeError, ValueError):
+                        pass
             payloads.setdefault(rid, {})[key] = enc
             actions[rid] = "update"
             loaded.setdefault(rid, {})[key] = old_v
@@ -448,7 +480,6 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
 
     # ---- creates ---------------------------------------------------------------------------
     create_rows: dict[str, int] = {}
-    inv_cols = {v: k for k, v in layout.col_key.items()}
     for new_pos in np.flatnonzero(new_mask).tolist():
         rid = ids[new_pos]
         create_rows[rid] = new_pos

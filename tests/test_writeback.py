@@ -404,6 +404,15 @@ def test_bad_unparseable_date(svc: LocalService, obj: str) -> None:
     _bad(svc, frames, InvalidValue, date.key, rid)
 
 
+def test_bad_latitude_without_longitude(svc: LocalService, obj: str) -> None:
+    frames = load(client_for(svc), obj)
+    addr = field_of(frames, "address")
+    rid = frames.main.index[5]
+    set_cell(frames, rid, f"{addr.key}.latitude", 45.5)
+    set_cell(frames, rid, f"{addr.key}.longitude", pd.NA)
+    _bad(svc, frames, InvalidValue, addr.key, rid, "longitude")
+
+
 def test_bad_edit_of_a_read_only_kind(svc: LocalService, obj: str) -> None:
     frames = load(client_for(svc), obj)
     assert frames.source is not None
