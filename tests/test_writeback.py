@@ -27,7 +27,7 @@ from svc_frames.errors import (
 from svc_frames.frames import Frames
 from svc_frames.kinds import values_equal
 from svc_frames.kinds.base import FieldSpec
-from svc_frames.loaders import read_object
+from svc_frames.loaders import read_object, read_view
 from svc_frames.server import LocalService
 from svc_frames.writeback import NEW_ID_PREFIX, add_rows, diff, write_back
 
@@ -722,3 +722,29 @@ def test_lost_create_answer_is_found_not_repeated(fresh: LocalService, tmp_path:
     assert "earlier run" in report.table["message"].iloc[0]
     again = load(client, "object_3")
     assert int((again.main["field_12"] == "sent before the crash").sum()) == 1
+
+
+def test_label_columns_and_a_view_source(fresh: LocalService) -> None:
+    client = client_for(fresh)
+    frames = read_object(client, "object_3", progress=False, columns="labels")
+    rid = frames.main.index[0]
+    set_cell(frames, rid, "Title", "label edit")      # demo.py: field_12 "Title"
+    t = frames.tables["Parts"]                          # field_41 "Parts" connection
+    frames.tables["Parts"] = t[t["record_id"] != rid]
+    plan = diff(frames)
+    assert plan.payloads == {rid: {"field_12": "label edit", "field_41": []}}
+    assert set(plan.changes["column"]) == {"Title", "Parts"}
+    assert write_back(client, frames).table["status"].tolist() == ["applied"]
+    assert diff(frames).empty
+    # frames read from an inline-editing search view write back through it (scene_3/view_5)
+    tech = next(u for u in fresh.users if "profile_3" in u["profile_keys"])
+    client.login(tech["email"], tech["password"])
+    view = read_view(client, "scene_3", "view_5", progress=False)
+    set_cell(view, rid, "field_12", "via the search view")
+    fresh.request_log.clear()
+    report = write_back(client, view)
+    assert report.table["status"].tolist() == ["applied"]
+    assert fresh.request_log.count(method="PUT", path_prefix="/v1/pages/scene_3/views/view_5") == 1
+    again = load(client, "object_3")
+    assert again.main.loc[rid, "field_12"] == "via the search view"
+    assert again.tables["field_41"].query("record_id == @rid").empty
