@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
+import urllib3
 from requests.adapters import HTTPAdapter
 
 from .errors import (
@@ -55,6 +56,11 @@ except ImportError:  # pragma: no cover - optional speed-up
     _loads = json.loads  # type: ignore[assignment]
 
 log = logging.getLogger("svc_frames.client")
+
+
+def parse_json(body: bytes | str) -> Any:
+    """Parse a response body the way the client does (orjson when installed)."""
+    return _loads(body)
 
 Target = str | tuple[str, str]
 """``"object_N"`` or ``("scene_N", "view_N")``."""
@@ -195,6 +201,7 @@ class Client:
         self._count_lock = threading.Lock()
         self.request_count = 0
         self.retry_count = 0
+        self.status_counts: collections.Counter[int] = collections.Counter()
         self._schema: dict[str, Any] | None = None
         # use_schema=False: never ask for the schema (a deployment that hides it); kinds
         # are then inferred from the record shapes
@@ -293,9 +300,9 @@ class Client:
                 resp = self.session.request(
                     method, url, params=params, headers=headers,
                     data=json.dumps(json_body) if json_body is not None else None,
-                    files=files, timeout=(min(10.0, self.timeout), self.timeout))
+                    files=files, timeout=(min(10.0, self.timeout), self.timeout), stream=True)
                 sent = True
-                body = resp.content  # reads the whole body: a cut-off body raises here
+                body = _read_body(resp)  # the whole body: a cut-off body raises here
             except (requests.ConnectionError, requests.Timeout,
                     requests.exceptions.ChunkedEncodingError,
                     requests.exceptions.ContentDecodingError) as exc:
@@ -314,6 +321,8 @@ class Client:
                 continue
             self.limiter.observe(resp.headers)
             status = resp.status_code
+            with self._count_lock:
+                self.status_counts[status] += 1
             if status < 400:
                 return self._decode_ok(resp, body, method, what)
             retryable = status in _RETRY_STATUS and (idempotent or status == 429)
@@ -544,6 +553,30 @@ class Client:
 
 
 # ---- helpers ---------------------------------------------------------------------------
+def _read_body(resp: requests.Response) -> bytes:
+    """The whole body in one read (a 5 MB page in one call, not 500 chunks of 10 kB), the
+    connection back to the pool; urllib3 errors become requests' (a cut-off body raises
+    ChunkedEncodingError because urllib3 enforces Content-Length)."""
+    try:
+        body = resp.raw.read(decode_content=True)
+    except urllib3.exceptions.ProtocolError as exc:
+        resp.close()
+        raise requests.exceptions.ChunkedEncodingError(exc) from None
+    except urllib3.exceptions.DecodeError as exc:
+        resp.close()
+        raise requests.exceptions.ContentDecodingError(exc) from None
+    except urllib3.exceptions.ReadTimeoutError as exc:
+        resp.close()
+        raise requests.exceptions.ReadTimeout(exc) from None
+    except (urllib3.exceptions.HTTPError, OSError) as exc:
+        resp.close()
+        raise requests.exceptions.ConnectionError(exc) from None
+    resp._content = body  # so resp.content / resp.reason work as usual
+    resp._content_consumed = True  # type: ignore[attr-defined]
+    resp.raw.release_conn()
+    return body
+
+
 _TAG_RE = re.compile(r"<[^>]+>")
 
 

@@ -75,7 +75,7 @@ class Paginator:
                  filters: Filters | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, limit: int | None = None,
                  max_workers: int | None = None, max_passes: int = 3,
-                 verify: Verify = "first",
+                 verify: Verify = "first", prefetch: int | None = None,
                  on_page: Callable[[Page], None] | None = None) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
@@ -93,6 +93,9 @@ class Paginator:
         self._params = client.page_params(1, rows_per_page, filters, sort_field, sort_order)
         self._params["rows_per_page"] = self.rows_per_page
         self.max_workers = max_workers or client.max_workers
+        # pages requested ahead of the one being consumed: bounds memory (a parsed page of
+        # 1000 wide records is tens of MB), so a streaming consumer stays flat
+        self.prefetch = max(1, prefetch or self.max_workers * 2)
         if verify not in ("first", "full", "none"):
             raise UsageError(f"verify must be 'first', 'full' or 'none', got {verify!r}")
         self.max_passes = max_passes
@@ -143,7 +146,7 @@ class Paginator:
         wanted = self._pages_wanted(first)
         if (self.limit is not None and len(first.records) >= self.limit):
             return
-        window = max(1, self.max_workers) * 2
+        window = self.prefetch
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-page") as pool:
             pending: dict[int, Future[Page]] = {}

@@ -281,7 +281,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
-                      verify=verify)
+                      verify=verify, max_workers=min(client.max_workers, 3), prefetch=3)
     app = client.schema()  # first: every part must share the schema it fixes
     tz = tz or app_timezone(app)
     dest.parent.mkdir(parents=True, exist_ok=True)
