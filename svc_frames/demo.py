@@ -272,9 +272,12 @@ def _table_text(table: pd.DataFrame) -> str:
 
 def _plots(frames_by_name: dict[str, Frames], objects: dict[str, Any], out: Path,
            plot: Any) -> list[Path]:
-    """One plot of each sort, on the first object that has a field of the right kind."""
-    made: list[Path] = []
+    """One plot of each sort, on the biggest object that has a field of the right kind,
+    each in its own PNG, then all of them on one page (``overview.png``, through ``ax=``)."""
+    import matplotlib.pyplot as plt
+
     out.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
 
     def first(kinds: tuple[str, ...], pred: Any = None) -> tuple[str, dict[str, Any]] | None:
         for key in sorted(objects, key=lambda k: -len(frames_by_name.get(k, ()))):
@@ -286,11 +289,8 @@ def _plots(frames_by_name: dict[str, Frames], objects: dict[str, Any], out: Path
                     return key, f
         return None
 
-    def save(ax: Any, name: str) -> None:
-        path = out / name
-        ax.figure.savefig(path, dpi=110)
-        made.append(path)
-
+    # (file name, draw(ax) -> Axes): each drawn alone, then again on the overview page
+    jobs: list[tuple[str, Any]] = []
     loc = first(plot.LOCATION_KINDS,
                 lambda f, fr: f"{f['key']}.latitude" in fr.main.columns
                 and fr.main[f"{f['key']}.latitude"].notna().any())
@@ -299,22 +299,39 @@ def _plots(frames_by_name: dict[str, Frames], objects: dict[str, Any], out: Path
         colour = next((g["key"] for g in _fields_of(objects[key])
                        if g.get("type") == "multiple_choice"
                        and (g.get("format") or {}).get("type", "single") == "single"), None)
-        save(plot.plot_locations(frames_by_name[key], f["key"], color_by=colour),
-             f"locations_{key}.png")
+        jobs.append((f"locations_{key}.png", lambda ax, k=key, f=f, c=colour:
+                     plot.plot_locations(frames_by_name[k], f["key"], color_by=c, ax=ax)))
     counted = first(("multiple_choice",)) or first(("connection",))
-    if counted:
-        key, f = counted
-        save(plot.plot_counts(frames_by_name[key], f["key"]), f"counts_{key}_{f['key']}.png")
     conn = first(("connection",))
-    if conn and conn != counted:
-        key, f = conn
-        save(plot.plot_counts(frames_by_name[key], f["key"]), f"counts_{key}_{f['key']}.png")
+    for pick in (counted, conn if conn != counted else None):
+        if pick:
+            key, f = pick
+            jobs.append((f"counts_{key}_{f['key']}.png", lambda ax, k=key, f=f:
+                         plot.plot_counts(frames_by_name[k], f["key"], ax=ax, top=12,
+                                          others=False)))
     dated = first(plot.TIME_KINDS, lambda f, fr: f["key"] in fr.main.columns
                   and fr.main[f["key"]].notna().any())
     if dated:
         key, f = dated
-        save(plot.plot_over_time(frames_by_name[key], f["key"], freq="M"),
-             f"over_time_{key}.png")
+        jobs.append((f"over_time_{key}.png", lambda ax, k=key, f=f:
+                     plot.plot_over_time(frames_by_name[k], f["key"], freq="M", ax=ax)))
+
+    for name, draw in jobs:
+        ax = draw(None)
+        ax.figure.savefig(out / name, dpi=110)
+        plt.close(ax.figure)
+        made.append(out / name)
+    if len(jobs) >= 2:
+        rows = (len(jobs) + 1) // 2
+        fig, axes = plt.subplots(rows, 2, figsize=(15, 5.6 * rows), layout="constrained")
+        flat = list(axes.flat)
+        for (_name, draw), ax in zip(jobs, flat, strict=False):
+            draw(ax)
+        for ax in flat[len(jobs):]:
+            ax.set_visible(False)
+        fig.savefig(out / "overview.png", dpi=90)
+        plt.close(fig)
+        made.append(out / "overview.png")
     return made
 
 

@@ -134,13 +134,14 @@ def _title(ax: Axes, text: str, frames: Frames, note: str = "",
 
 # ---- plots ---------------------------------------------------------------------------------
 def plot_locations(frames: Frames, address_field: str, color_by: str | None = None, *,
-                   ax: Axes | None = None, size: float = 18.0,
+                   ax: Axes | None = None, size: float | None = None,
                    title: str | None = None) -> Axes:
     """Scatter the records of an address field at their longitude/latitude.
 
     ``color_by`` (a field key/label or a main-frame column) colours the points: a legend for
     categories, a colour bar for numbers. Records without coordinates are left out (and
-    counted in the title). ``title`` replaces the generated title (the counts stay).
+    counted in the title). ``title`` replaces the generated title (the counts stay);
+    ``size`` is the marker area (default: smaller as points get more numerous).
 
     Usage: ``plot_locations(frames, "Address", color_by="Status").figure.savefig("map.png")``
     """
@@ -171,6 +172,8 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
         ax.text(0.5, 0.5, "No records with coordinates", ha="center", va="center",
                 transform=ax.transAxes, color="0.4")
         return ax
+    if size is None:  # smaller points when there are many
+        size = 18.0 if len(x) <= 300 else 10.0 if len(x) <= 3000 else 4.0
     if colour is None:
         ax.scatter(x, y, s=size, alpha=0.75, edgecolors="none")
     else:
@@ -208,8 +211,10 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float) 
     for i, cat in enumerate(order):
         sel = arr == cat
         grey = cat in ("(blank)", "other")
+        # grey groups go underneath, so they never hide a coloured point
         ax.scatter(x[sel], y[sel], s=size, alpha=0.8, edgecolors="none",
-                   color="0.7" if grey else cmap(i % cmap.N), label=f"{cat} ({int(sel.sum())})")
+                   color="0.7" if grey else cmap(i % cmap.N), label=f"{cat} ({int(sel.sum())})",
+                   zorder=1 if grey else 2)
     ax.legend(title=name, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8,
               title_fontsize=9, frameon=False)
 
@@ -237,13 +242,13 @@ def _isna(v: Any) -> bool:
 
 
 def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int = 20,
-                title: str | None = None) -> Axes:
+                others: bool = True, title: str | None = None) -> Axes:
     """Horizontal bars: how many records have each value of a choice or connection field.
 
     Multi choices count every chosen option; connections count the records connected to
     each connected record (labelled by its identifier, from ``frames.tables[key]``). The
-    ``top`` most frequent values are shown, the rest folded into one bar. ``title``
-    replaces the generated title.
+    ``top`` most frequent values are shown, the rest folded into one bar (or left out, and
+    said so in the title, with ``others=False``). ``title`` replaces the generated title.
 
     Usage: ``plot_counts(frames, "Status")``
     """
@@ -254,7 +259,11 @@ def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int 
     counts = _connection_counts(frames, spec) if spec.kind == "connection" else \
         _value_counts(frames, spec)
     counts = counts.sort_values(ascending=False, kind="stable")
-    if len(counts) > top:
+    note = f"{len(frames.main)} records"
+    if len(counts) > top and not others:
+        note += f"; top {top} of {len(counts)} values"
+        counts = counts.iloc[:top]
+    elif len(counts) > top:
         rest = counts.iloc[top - 1:]
         counts = pd.concat([counts.iloc[: top - 1],
                             pd.Series({f"{len(rest)} others": int(rest.sum())})])
@@ -275,7 +284,7 @@ def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int 
     ax.set_ylabel(spec.label)
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_axisbelow(True)
-    _title(ax, f"Records by {spec.label}", frames, f"{len(frames.main)} records", title)
+    _title(ax, f"Records by {spec.label}", frames, note, title)
     if counts.empty:
         ax.text(0.5, 0.5, "No values", ha="center", va="center", transform=ax.transAxes,
                 color="0.4")

@@ -34,7 +34,7 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
 
     # PNGs of the three plot sorts, real images
     pngs = {p.name: p for p in made["plots"]}
-    for prefix in ("locations_", "counts_", "over_time_"):
+    for prefix in ("locations_", "counts_", "over_time_", "overview"):
         assert any(n.startswith(prefix) for n in pngs), prefix
     for p in pngs.values():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000

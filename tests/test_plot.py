@@ -142,6 +142,12 @@ def test_counts_fold_the_tail_into_one_bar() -> None:
     assert len(bars) == 2
     folded = [k for k in bars if k.endswith("others")]
     assert folded and sum(bars.values()) == len(frames)
+    ax = plot_counts(frames, "Status", top=2, others=False)
+    every = frames.main["field_3"].astype(object).fillna("(blank)").value_counts()
+    shown = bar_values(ax)
+    assert sorted(shown.values()) == sorted(every.iloc[:2].tolist())  # ties may swap names
+    assert all(shown[k] == every[k] for k in shown)
+    assert "top 2 of" in ax.get_title()
 
 
 def test_over_time_bars_sum_to_the_dated_records() -> None:
