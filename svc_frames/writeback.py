@@ -950,8 +950,14 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
     jr = Journal(journal) if journal is not None else None
     try:
         # ---- keys and journal ----------------------------------------------------------
+        # Creates are keyed by content (+ occurrence): an acknowledged create is never sent
+        # again, whatever else changed. Updates and deletes are keyed by this run's whole
+        # plan, so a journal from an earlier, different push cannot mask a new edit back to
+        # an old value (the guard's re-read still spots what is already on the server).
         keys: dict[str, str] = {}
         seen: dict[str, int] = {}
+        run_id = _key(tgt.name, sorted((rid, act, plan.payloads.get(rid, {}))
+                                       for rid, act in plan.actions.items())) if jr else ""
         for rid, act in plan.actions.items():
             payload = plan.payloads.get(rid, {})
             if act == "create":
@@ -959,7 +965,7 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                 n = seen[h] = seen.get(h, -1) + 1
                 keys[rid] = f"{h}#{n}"
             else:
-                keys[rid] = _key(act, tgt.name, rid, payload)
+                keys[rid] = _key(act, tgt.name, rid, payload, run_id)
         todo: dict[str, Action] = {}
         for rid, act in plan.actions.items():
             if act == "delete" and not delete_missing:
@@ -1010,7 +1016,12 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                     now = _field_values(srv, layout, rid, key)
                     was = plan.loaded.get(rid, {}).get(key, {})
                     want = plan.wanted.get(rid, {}).get(key, {})
-                    if want and _same(now, want):
+                    val = payloads[rid][key]
+                    prior = jr.uploads.get(_key("upload", keys[rid], key, val.digest)) \
+                        if jr and isinstance(val, PendingUpload) else None
+                    if prior is not None and now.get(key) == prior.get("asset_id"):
+                        done.append(key)   # placed by an earlier run whose answer was lost
+                    elif want and _same(now, want):
                         done.append(key)
                     elif was and not _same(now, was):
                         clash.append(key)

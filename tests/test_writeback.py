@@ -748,3 +748,16 @@ def test_label_columns_and_a_view_source(fresh: LocalService) -> None:
     again = load(client, "object_3")
     assert again.main.loc[rid, "field_12"] == "via the search view"
     assert again.tables["field_41"].query("record_id == @rid").empty
+
+
+def test_journal_of_an_earlier_push_does_not_mask_a_new_edit(fresh: LocalService,
+                                                              tmp_path: Path) -> None:
+    client = client_for(fresh)
+    frames = load(client, "object_3")
+    rid = frames.main.index[0]
+    journal = tmp_path / "reused.jsonl"
+    for value in ("B", "A", "B"):          # the third push repeats the first one's payload
+        set_cell(frames, rid, "field_12", value)
+        assert write_back(client, frames, journal=journal).table["status"].tolist() == [
+            "applied"]
+        assert load(client, "object_3").main.loc[rid, "field_12"] == value
