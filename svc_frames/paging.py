@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -106,9 +106,11 @@ class Paginator:
         self.total_records: int | None = None
         self.total_pages: int | None = None
         self._lock = threading.Lock()
+        self._early: Future[Page] | None = None
+        self._early_stale = False
 
     # ---- fetching ------------------------------------------------------------------------
-    def _fetch(self, number: int, pass_no: int) -> Page:
+    def _fetch(self, number: int, pass_no: int, notify: bool = True) -> Page:
         params = dict(self._params, page=number)
         env = self.client.get_page(self.target, page=number, params=params)
         try:
@@ -123,7 +125,7 @@ class Paginator:
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
                 raise ServerError(f"page {number}: a record without a string id")
         page = Page(number, records, total_pages, total_records, pass_no)
-        if self.on_page is not None:
+        if notify and self.on_page is not None:
             self.on_page(page)
         return page
 
@@ -161,6 +163,12 @@ class Paginator:
                     while (next_submit <= wanted and len(pending) < window):
                         pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
                         next_submit += 1
+                    if (next_submit > wanted and self._early is None and wanted > 1
+                            and self.verify == "first"):
+                        # verification request as soon as every page is in: it overlaps
+                        # the decoding of the last pages instead of adding a round trip
+                        self._early = pool.submit(self._first_after, list(pending.values()),
+                                                  pass_no)
                     if number > wanted:
                         # past the announced pages: go on only while the last page was full
                         # and some page announced more records than we have
@@ -168,6 +176,7 @@ class Paginator:
                                 or (self.limit is not None and got >= self.limit)):
                             break
                         wanted = number  # total was an estimate: the data grew
+                        self._early_stale = True
                         continue
                     page = pending.pop(number).result()
                     yield page
@@ -190,6 +199,7 @@ class Paginator:
         consistent pass (records seen earlier but not there were deleted mid-run)."""
         previous: tuple[list[str], set[int]] | None = None
         for pass_no in range(1, self.max_passes + 1):
+            self._early, self._early_stale = None, False
             report = PassReport(pass_no)
             self.passes.append(report)
             ids: list[str] = []
@@ -227,11 +237,18 @@ class Paginator:
             f"none consistent (last: {self.passes[-1].reason}); try again, or sort by a "
             "field that does not change")
 
+    def _first_after(self, futures: list[Future[Page]], pass_no: int) -> Page:
+        wait(futures)
+        return self._fetch(1, pass_no, notify=False)
+
     def _recheck_first(self, pass_no: int, ids: list[str],
                        r: PassReport) -> tuple[bool, str]:
         """One more request: page 1 again. An insert and a delete that cancel out leave the
         count right but shift pages; if they touched the first page, this sees it."""
-        again = self._fetch(1, pass_no)
+        if self._early is not None and not self._early_stale:
+            again = self._early.result()
+        else:
+            again = self._fetch(1, pass_no, notify=False)
         first_ids = [rec["id"] for rec in again.records]
         if again.total_records not in r.totals or first_ids != ids[: len(first_ids)] \
                 or len(first_ids) < min(self.rows_per_page, len(ids)):

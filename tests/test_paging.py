@@ -228,7 +228,7 @@ def test_empty_page_stops_and_an_overestimated_total_is_accepted_when_stable(
 def test_underestimated_pages_are_fetched_past_the_announced_end(envelopes: Envelopes) -> None:
     pager = Paginator(scripted_client(envelopes), "object_1", rows_per_page=2)
     assert [r["id"] for r in pager.records()] == list("abcde")
-    assert envelopes.hits[:3] == [1, 2, 3] and len(pager.passes) == 1
+    assert 3 in envelopes.hits and len(pager.passes) == 1  # page 3 though 1 was announced
 
 
 @pytest.mark.parametrize("envelopes", [([["a", "b"], ["b", "c"]], 2, 4)], indirect=True)
