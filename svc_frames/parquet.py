@@ -356,8 +356,9 @@ def _drop_ids(root: Path, stale: set[str], fmt: str) -> int:
                 removed += 0 if in_tables else len(ids) - len(keep)
         else:
             import pyarrow.csv as pacsv
-            table = pacsv.read_csv(part)
-            ids = [str(x) for x in table.column(key).to_pylist()]
+            table = pacsv.read_csv(part, convert_options=pacsv.ConvertOptions(
+                column_types={key: pa.string()}))  # ids that look like numbers stay text
+            ids = table.column(key).to_pylist()
             keep = [i for i, rid in enumerate(ids) if rid not in stale]
             if len(keep) != len(ids):
                 pacsv.write_csv(table.take(pa.array(keep, type=pa.int64())), part)

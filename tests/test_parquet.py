@@ -175,3 +175,45 @@ def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
     assert len(got) == len(set(got)) == res.records
     assert set(got) == set(ids) - set(victims)
     assert res.passes > 1 and res.removed_stale == 2  # written in pass 1, then taken out
+
+
+# ---- the CLI ---------------------------------------------------------------------------------
+def test_cli_export_and_schema(service: LocalService, tmp_path: Path,
+                               monkeypatch: pytest.MonkeyPatch,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    from svc_frames.cli import main
+
+    monkeypatch.setenv("SVC_APP_ID", service.app_id)
+    monkeypatch.setenv("SVC_API_KEY", service.api_key)
+    monkeypatch.setenv("SVC_BASE_URL", service.base_url)
+    flt = json.dumps([{"field": "field_27", "operator": "is", "value": "Open"}])
+    assert main(["export", "object_3", "--out", str(tmp_path / "o"), "--filters", flt,
+                 "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    status = ds.dataset(tmp_path / "o").to_table().column("field_27").to_pylist()
+    assert summary["records"] == len(status) > 0 and set(status) == {"Open"}
+    manager = next(u for u in service.users if "profile_2" in u["profile_keys"])
+    assert main(["export", "scene_2/view_3", "--out", str(tmp_path / "v"), "--format", "csv",
+                 "--email", manager["email"], "--password", manager["password"],
+                 "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] > 0
+    assert main(["schema"]) == 0
+    out = capsys.readouterr().out
+    assert "object_3" in out and "connection" in out and "view_3" in out
+
+
+def test_cli_errors_are_one_clear_line(service: LocalService, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    from svc_frames.cli import main
+
+    monkeypatch.setenv("SVC_APP_ID", service.app_id)
+    monkeypatch.setenv("SVC_API_KEY", "wrong-key-123")
+    monkeypatch.setenv("SVC_BASE_URL", service.base_url)
+    assert main(["export", "object_3", "--out", str(tmp_path / "x"), "--no-progress"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "wrong-key-123" not in err
+    assert main(["export", "object_3", "--out", str(tmp_path / "y"), "--filters",
+                 '[{"field": "field_1", "operator": "near-ish", "value": 1}]']) == 2
+    assert "near-ish" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
