@@ -208,15 +208,19 @@ class EmulationMiddleware:
                                     (b"content-length", str(len(data)).encode())]})
             await send({"type": "http.response.body", "body": data})
             return
-        status_box = [0]
+        logged = [False]
 
         async def send_wrapper(message: Message) -> None:
             if message["type"] == "http.response.start":
-                status_box[0] = int(message["status"])
                 message["headers"] = [*message.get("headers", []), *hdrs]
+                # logged before the client can see the answer, so a test that reads the log
+                # right after a response never races the log entry
+                self.emu.log.add(LogEntry(now, method, path, int(message["status"])))
+                logged[0] = True
             await send(message)
 
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            self.emu.log.add(LogEntry(now, method, path, status_box[0]))
+            if not logged[0]:
+                self.emu.log.add(LogEntry(now, method, path, 0))
