@@ -626,8 +626,10 @@ class Journal:
     """Append-only JSON lines of acknowledged writes, so an interrupted run resumes.
 
     Each line is ``{"op": "intent"|"ack"|"upload", "key", ...}``; ``intent`` is written
-    just before a create is sent, ``ack`` once the service answered. A torn last line (a
-    crash mid-write) is ignored.
+    just before a create is sent, ``ack`` once the service answered. A run that settled
+    every write (nothing unknown) ends with ``{"op": "settled"}``: what came before it is
+    done and no longer consulted, so the same file can serve later pushes. A torn last
+    line (a crash mid-write) is ignored.
 
     Usage: ``write_back(client, frames, journal="push.jsonl")``"""
 
@@ -642,6 +644,11 @@ class Journal:
                     try:
                         rec = json.loads(line)
                     except ValueError:
+                        continue
+                    if isinstance(rec, dict) and rec.get("op") == "settled":
+                        self.acks.clear()
+                        self.intents.clear()
+                        self.uploads.clear()
                         continue
                     if not isinstance(rec, dict) or "key" not in rec:
                         continue
@@ -659,6 +666,15 @@ class Journal:
             self._fh.flush()   # in the OS before the next write: survives a killed process
             {"ack": self.acks, "intent": self.intents,
              "upload": self.uploads}[op][key] = rec
+
+    def settle(self) -> None:
+        """Mark everything so far as done (a later push starts from a clean slate)."""
+        with self._lock:
+            self._fh.write(json.dumps({"op": "settled", "ts": round(time.time(), 3)}) + "\n")
+            self._fh.flush()
+            self.acks.clear()
+            self.intents.clear()
+            self.uploads.clear()
 
     def close(self) -> None:
         with self._lock:
@@ -1212,6 +1228,8 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
             pool.shutdown(wait=True)
+        if jr and not any(o.status == "unknown" for o in outcomes.values()):
+            jr.settle()
     finally:
         if jr:
             jr.close()
