@@ -106,3 +106,20 @@ def test_connect_uses_the_environment_when_set(monkeypatch: pytest.MonkeyPatch) 
         assert service.request_log.count() == before + 1
     finally:
         service.stop()
+
+
+def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Ten lines", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "records=500" in example
+    example = example.replace("records=500", "records=60")  # same code, fewer paced writes
+    monkeypatch.chdir(tmp_path)
+    exec(compile(example, "README.md example", "exec"), {"__name__": "readme"})
+    out = capsys.readouterr().out
+    assert "applied" in out and "record_id" in out
+    assert (tmp_path / "status.png").stat().st_size > 5000

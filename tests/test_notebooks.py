@@ -4,6 +4,7 @@ service; the committed notebooks are what notebooks/build.py makes, without outp
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -36,9 +37,16 @@ def kernel_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SVC_DEMO_RECORDS", "80")
     monkeypatch.setenv("SVC_NOTEBOOK_OUT", str(tmp_path))
-    # the kernel must be this interpreter (jupyter_client maps "python" to sys.executable)
-    monkeypatch.setenv("PATH", str(Path(sys.executable).parent) + os.pathsep
-                       + os.environ.get("PATH", ""))
+    # The kernel must be this interpreter (the venv), whatever "python3" kernels the user
+    # has installed elsewhere: JUPYTER_PATH is searched first. Connection files go to tmp.
+    spec_dir = tmp_path / "jupyter" / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (svc_frames venv)", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter") + os.pathsep
+                       + os.environ.get("JUPYTER_PATH", ""))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
     return tmp_path
 
 
