@@ -4,6 +4,7 @@ are caught, faults do not duplicate, an interrupted run resumes, bad input sends
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import string
 from collections.abc import Iterator
@@ -466,6 +467,7 @@ def test_plan_select_restricts_to_ids(svc: LocalService, obj: str) -> None:
 EDITABLE = ("short_text", "paragraph_text", "number", "currency", "rating", "boolean",
             "multiple_choice", "date_time", "name", "email", "phone", "link", "address",
             "user_roles")
+_UNIQUE = itertools.count()
 _WORD = st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=10)
 
 
@@ -573,6 +575,8 @@ def test_property_random_edits_round_trip(prop_svc: LocalService, object_key: st
             frames.tables[col] = pd.concat([t[t["record_id"] != rid], rows], ignore_index=True)
             links[(rid, col)] = sorted(value)
             continue
+        if f.unique and isinstance(value, str):   # e.g. the People e-mail: unique per app
+            value = f"u{next(_UNIQUE)}{value}"
         set_cell(frames, rid, col, value)
         if f.kind == "date_time" and f"{f.key}.to" in frames.main.columns:
             set_cell(frames, rid, f"{f.key}.to", value + pd.Timedelta(hours=1))
