@@ -640,8 +640,10 @@ def test_scalar_kinds_round_trip(amount: Any, number: Any, name: dict[str, str],
         assert _round_trip(field, raw) == raw, field.kind
 
 
+date_texts = st.from_regex(r"\A\d{1,2}/\d{1,2}/\d{1,4}( \d{1,2}:\d{2}( ?[ap]m)?)?( to \d{1,2}:\d{2})?\Z")
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+    | st.text(max_size=30) | date_texts,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
         st.sampled_from(["date", "hours", "minutes", "am_pm", "to", "times", "from", "id",
                          "email", "url", "street", "city", "latitude", "longitude", "first",
@@ -669,6 +671,37 @@ def test_normalize_never_fails_otherwise_than_invalid_value(kind: str, value: An
     if raw not in (None, []):
         codec.render(raw, field)
         codec.decode([raw], [codec.render(raw, field)], field, CTX)
+
+
+cell_values = st.one_of(
+    st.none(), st.just(pd.NA), st.just(pd.NaT), st.booleans(), st.integers(-10**20, 10**20),
+    st.floats(allow_nan=True), st.text(max_size=20),
+    st.lists(st.text(max_size=8), max_size=3),
+    st.datetimes(min_value=datetime(1600, 1, 1), max_value=datetime(2400, 1, 1)).map(
+        pd.Timestamp),
+    st.datetimes(min_value=datetime(1800, 1, 1), max_value=datetime(2200, 1, 1)).map(
+        lambda d: pd.Timestamp(d, tz="America/Chicago")))
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from([k for k in KINDS if k not in READ_ONLY_KINDS]),
+       cells=st.lists(cell_values, min_size=8, max_size=8),
+       fmt=st.sampled_from([{}, {"type": "multi"}, {"source": "url"}, {"calendar": True}]))
+def test_encode_of_any_edit_is_a_write_value_or_invalid_value(kind: str, cells: list[Any],
+                                                              fmt: dict[str, Any]) -> None:
+    """Whatever a user typed into a frame cell, encode answers a JSON write value that
+    normalize accepts, or an InvalidValue naming the field (never another exception)."""
+    field = FieldSpec(key="field_6", kind=kind, format=fmt,
+                      relationship={"object": "object_2", "has": "many"})
+    codec = codec_for(field)
+    values = dict(zip(codec.columns(field) or [field.key], cells, strict=False))
+    try:
+        out = codec.encode(values, field, CTX)
+        json.dumps(out, allow_nan=False)
+        if kind not in ("file", "image", "connection"):  # those need the service's records
+            codec.normalize(out, field, None)
+    except InvalidValue as exc:
+        assert exc.field == "field_6"
 
 
 # ---- inference without a schema ---------------------------------------------------------------

@@ -157,12 +157,22 @@ def _float_or_none(value: Any) -> float:
 
 def int_series(values: Sequence[Any]) -> pd.Series:
     """An Int64 Series; None is NA."""
-    mask = np.array([v is None for v in values], dtype=bool)
     try:
-        data = np.array([0 if v is None else v for v in values], dtype="int64")
+        arr = pa.array(values, type=pa.int64())
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pd.Series(pd.array([_int_or_none(v) for v in values], dtype="Int64"))
+    return pd.Series(pd.arrays.IntegerArray(arr.fill_null(0).to_numpy(),
+                                            arr.is_null().to_numpy(zero_copy_only=False)))
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        out = int(float(value))
     except (TypeError, ValueError, OverflowError):
-        return pd.Series(pd.array(list(values), dtype="Int64"))
-    return pd.Series(pd.arrays.IntegerArray(data, mask))
+        return None
+    return out if abs(out) < 2**63 else None
 
 
 def object_series(values: Sequence[Any]) -> pd.Series:

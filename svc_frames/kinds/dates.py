@@ -341,12 +341,13 @@ class TimerCodec(Codec):
             try:
                 a = parse_wall(pair["from"], field)
                 b = parse_wall(pair["to"], field, base=a.date())
+                interval = {"from": raw_date(a, field), "to": raw_date(b, field)}
             except (ValueError, TypeError, OverflowError) as exc:
                 raise _bad_date(field, value, exc) from None
             if b < a:
                 raise invalid(field, f"the end is before the start in {value!r}")
             total += int((b - a).total_seconds() * 1000)
-            times.append({"from": raw_date(a, field), "to": raw_date(b, field)})
+            times.append(interval)
         return {"times": times, "total_time": total} if times else None
 
     def render(self, raw: Any, field: FieldSpec) -> Any:
