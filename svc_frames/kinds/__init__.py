@@ -157,8 +157,6 @@ def infer_field(key: str, raws: Sequence[Any], displays: Sequence[Any]) -> Field
     if len(kinds) != 1:
         return FieldSpec(key=key, kind="unknown")
     (kind, fmt), = kinds.items()
-    if kind == "connection" or (kind == "multiple_choice" and saw_empty_list):
-        return FieldSpec(key=key, kind=kind, format=fmt)
     return FieldSpec(key=key, kind=kind, format=fmt)
 
 
