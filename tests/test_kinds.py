@@ -428,6 +428,9 @@ def test_name_like_connections_take_their_ids_from_the_display_html() -> None:
                 '<a href="#view/6a2"><span class="6a2">Bo Ek</span></a>', ""]
     table = codec_for(field).tables(["r1", "r2"], raws, displays, field, CTX)["field_9"]
     assert table.values.tolist() == [["r1", "5f1", "Ann Lee"], ["r1", "6a2", "Bo Ek"]]
+    extra_class = ['<span class="kn-value 5ea46ad2b6ce4b0015000ae8">Ann Lee</span>']
+    table = codec_for(field).tables(["r1"], raws[:1], extra_class, field, CTX)["field_9"]
+    assert table["connected_id"].iloc[0] == "5ea46ad2b6ce4b0015000ae8"
 
 
 def test_html_only_answers_decode_to_clean_text() -> None:

@@ -21,6 +21,7 @@ _SPAN = re.compile(r"""<span[^>]*\bclass\s*=\s*["']([^"']+)["'][^>]*>(.*?)</span
                    re.I | re.S)
 _TAG = re.compile(r"<[^>]+>")
 _ID = re.compile(r"^[A-Za-z0-9_-]+$")
+_HEX_ID = re.compile(r"^[0-9a-f]{24}$")
 
 
 def _esc(text: Any) -> str:
@@ -45,8 +46,14 @@ def display_pairs(display: Any) -> list[tuple[str, str]]:
     """(id, text) of each ``<span class="<id>">text</span>`` in a display value."""
     if not isinstance(display, str) or "<span" not in display:
         return []
-    return [(cls.split()[0], html.unescape(_TAG.sub("", text)).strip())
+    return [(_id_of_class(cls), html.unescape(_TAG.sub("", text)).strip())
             for cls, text in _SPAN.findall(display)]
+
+
+def _id_of_class(cls: str) -> str:
+    """The record id among a span's classes (a 24-hex token if any, else the first)."""
+    tokens = cls.split()
+    return next((t for t in tokens if _HEX_ID.match(t)), tokens[0] if tokens else "")
 
 
 class ConnectionCodec(Codec):
