@@ -54,7 +54,8 @@ def connect(records: int | None = None, *, seed: int = 0, login: bool = True,
     ``SVC_EMAIL``/``SVC_PASSWORD`` when set). Otherwise a local service with the demo
     application is started in-process (stopped at exit; ``records`` per object, default
     ``SVC_DEMO_RECORDS`` or 500) and, when ``login``, the client logs in as its first demo
-    user. ``SVC_LOCAL=0`` forbids the local service. ``writes=True`` (notebooks that write)
+    user; it paces itself at ``SVC_RATE_LIMIT`` requests/s (default 10, as hosted).
+    ``SVC_LOCAL=0`` forbids the local service. ``writes=True`` (notebooks that write)
     refuses a real deployment unless ``SVC_ALLOW_WRITES=1``. Missing settings raise
     ConfigurationError saying what to set.
 
@@ -79,7 +80,10 @@ def connect(records: int | None = None, *, seed: int = 0, login: bool = True,
     if records is None:
         records = int(env.get("SVC_DEMO_RECORDS") or NOTEBOOK_RECORDS)
     service = start_local_service(records=records, seed=seed)
-    client = Client(service.app_id, api_key=service.api_key, base_url=service.base_url)
+    # the hosted pace by default, so notebooks behave as they will against a deployment
+    pace = float(env.get("SVC_RATE_LIMIT") or 10)
+    client = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+                    rate_limit=pace)
     if login and service.users:
         user = service.users[0]
         client.login(user["email"], user["password"])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from svc_frames.demo import connect, frame_summary, run
+from svc_frames.demo import connect, frame_summary, main, run
 from svc_frames.errors import ConfigurationError
 from svc_frames.parquet import read_parquet
 
@@ -53,15 +52,25 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
         assert name in text
 
 
-def test_demo_runs_as_a_module_with_records_from_argv(tmp_path: Path) -> None:
+def test_demo_entry_point_takes_its_size_and_output_from_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "demo"
-    proc = subprocess.run([sys.executable, "-m", "svc_frames.demo", "--records", "12",
-                           "--out", str(out)], capture_output=True, text=True, timeout=240,
-                          env={**os.environ, "MPLBACKEND": "Agg"})
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert "Outputs are in" in proc.stdout
+    monkeypatch.setenv("SVC_DEMO_RECORDS", "12")
+    monkeypatch.setenv("SVC_DEMO_OUT", str(out))
+    assert main([]) == 0  # what `python -m svc_frames.demo` runs
+    text = capsys.readouterr().out
+    assert "(12 records)" in text and f"Outputs are in {out.resolve()}" in text
     assert (out / "bulk_edit_report.csv").exists()
     assert len(list((out / "plots").glob("*.png"))) >= 3
+    with pytest.raises(SystemExit):
+        main(["--records", "many"])
+
+
+def test_the_demo_module_is_runnable() -> None:
+    proc = subprocess.run([sys.executable, "-m", "svc_frames.demo", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "--records" in proc.stdout
 
 
 def test_frame_summary_names_rows_columns_and_dtypes() -> None:

@@ -36,6 +36,7 @@ def kernel_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     for var in SVC_VARS:
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("SVC_DEMO_RECORDS", "80")
+    monkeypatch.setenv("SVC_RATE_LIMIT", "0")  # no client pacing against the local service
     monkeypatch.setenv("SVC_NOTEBOOK_OUT", str(tmp_path))
     # The kernel must be this interpreter (the venv), whatever "python3" kernels the user
     # has installed elsewhere: JUPYTER_PATH is searched first. Connection files go to tmp.
