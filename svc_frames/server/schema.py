@@ -208,7 +208,8 @@ class AppDef:
     def public_document(self) -> dict[str, Any]:
         """The ``{"application": {...}}`` answer of the schema endpoint (no seed users)."""
         doc = copy.deepcopy(self.doc)
-        doc.pop("users", None)
+        if isinstance(doc.get("users"), list):  # seed users (with passwords) stay private
+            doc.pop("users")
         doc["id"] = self.id
         doc.setdefault("settings", {})["timezone"] = self.timezone
         return {"application": doc}
@@ -263,11 +264,15 @@ class AppDef:
             if not isinstance(skey, str) or not KEY_RE["scene"].match(skey):
                 raise SchemaError(f"scene key {skey!r} is not of the form scene_<n>")
             for v in s.get("views") or []:
+                if v.get("type") not in VIEW_TYPES:
+                    continue  # menus, rich text, reports...: no records to serve
                 vd = _parse_view(s, v, objects)
                 views[(skey, vd.key)] = vd
         return cls(id=app_id or str(doc.get("id") or ""), name=doc.get("name") or "app",
                    timezone=(doc.get("settings") or {}).get("timezone") or "UTC",
-                   objects=objects, views=views, users=list(doc.get("users") or []),
+                   objects=objects, views=views,
+                   users=[u for u in doc["users"] if isinstance(u, dict) and "email" in u]
+                   if isinstance(doc.get("users"), list) else [],
                    doc=doc, profiles=profiles)
 
 
