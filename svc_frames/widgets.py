@@ -9,7 +9,7 @@ Usage::
 
     from svc_frames.widgets import review
     plan = diff(edited)
-    review(plan, client, edited)      # in a notebook cell: tick, untick, press Apply
+    review(plan, client)              # in a notebook cell: tick, untick, press Apply
 
 Progress bars: the loaders use ``tqdm.auto``, which draws an ipywidgets bar in notebooks.
 """
@@ -117,7 +117,7 @@ class PlanReview:
 
     Usage::
 
-        box = PlanReview(plan, client, edited, on_conflict="skip")
+        box = PlanReview(plan, client, on_conflict="skip")
         box                       # displays in a notebook
         box.exclude(["abc123"])   # or untick in the table
         report = box.apply()      # same as pressing Apply
@@ -265,5 +265,5 @@ def review(plan: Any, client: Any, edited: Frames | None = None, **write_options
     ``write_options`` go to ``write_back`` (for example ``on_conflict="overwrite"``,
     ``token=...``).
 
-    Usage: ``review(diff(edited), client, edited)``"""
+    Usage: ``review(diff(edited), client)`` (the plan knows the frames it came from)"""
     return PlanReview(plan, client, edited, **write_options)
