@@ -76,7 +76,7 @@ async def read_json(request: Request) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise _json_body_error(exc) from exc
     if not isinstance(data, dict):
         raise ApiError.invalid("the body must be a JSON object of field keys and values")

@@ -321,7 +321,7 @@ def parse_filters_param(text: str | None) -> Any:
         return None
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ApiError.invalid(f"filters is not valid JSON: {exc}") from exc
     if isinstance(data, list):
         return {"match": "and", "rules": data}

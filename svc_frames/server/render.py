@@ -169,9 +169,11 @@ class Renderer:
             if exc.field is None:
                 exc.field = spec.key
             raise
-        except (TypeError, ValueError, KeyError, AttributeError, OverflowError) as exc:
-            # a codec that trips over an odd input still answers a 400 naming the field
-            raise InvalidValue(f"{spec.key}: invalid value ({exc})", field=spec.key) from exc
+        except Exception as exc:  # noqa: BLE001
+            # a codec that trips over an odd input (deep nesting, odd types) still answers
+            # a 400 naming the field: the input is at fault, never a 500
+            raise InvalidValue(f"{spec.key}: invalid value ({type(exc).__name__})",
+                               field=spec.key) from exc
 
     # ---- rendering ----------------------------------------------------------------------
     def display(self, spec: FieldSpec, raw: Any) -> Any:
