@@ -166,6 +166,27 @@ class RateLimiter:
             pass  # headers are advisory; never fail a good response over them
 
 
+_LIMITERS: dict[tuple[str, str], RateLimiter] = {}
+_LIMITERS_LOCK = threading.Lock()
+
+
+def shared_limiter(base_url: str, app_id: str, rate: float) -> RateLimiter:
+    """The limiter of one application, shared by every Client of this process (the limit
+    is per application, so two clients must not each spend it). ``rate=0``: a private,
+    unpaced limiter. A client asking for a lower rate lowers the shared one.
+
+    Usage: ``shared_limiter(url, app_id, 10).acquire()``"""
+    if not rate:
+        return RateLimiter(0)
+    with _LIMITERS_LOCK:
+        limiter = _LIMITERS.get((base_url, app_id))
+        if limiter is None or not limiter.rate:
+            limiter = _LIMITERS[(base_url, app_id)] = RateLimiter(rate)
+        elif rate < limiter.rate:
+            limiter.rate = rate
+        return limiter
+
+
 class Client:
     """A connection to one application of the service (see module docstring).
 
@@ -191,7 +212,7 @@ class Client:
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_workers = max_workers
-        self.limiter = RateLimiter(rate_limit)
+        self.limiter = shared_limiter(self.base_url, app_id, rate_limit)
         self.session = session or requests.Session()
         # pool sized for the paging threads, so no connection is thrown away under load
         adapter = HTTPAdapter(pool_connections=4, pool_maxsize=max(max_workers, 4),

@@ -304,3 +304,12 @@ def test_limiter_never_exceeds_rate_in_any_second() -> None:
 def test_limiter_rejects_negative_rate() -> None:
     with pytest.raises(UsageError):
         RateLimiter(-1)
+
+
+def test_clients_of_one_application_share_the_pace() -> None:
+    a = Client("appx", api_key=KEY, base_url="http://127.0.0.1:9", rate_limit=10)
+    b = Client("appx", api_key=KEY, base_url="http://127.0.0.1:9/", rate_limit=5)
+    c = Client("appy", api_key=KEY, base_url="http://127.0.0.1:9", rate_limit=10)
+    off = Client("appx", api_key=KEY, base_url="http://127.0.0.1:9", rate_limit=0)
+    assert a.limiter is b.limiter and a.limiter.rate == 5
+    assert c.limiter is not a.limiter and off.limiter is not a.limiter

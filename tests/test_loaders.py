@@ -272,3 +272,14 @@ def assert_same(a: Frames, b: Frames) -> None:
     assert set(a.tables) == set(b.tables)
     for name in a.tables:
         pd.testing.assert_frame_equal(a.tables[name], b.tables[name])
+
+
+def test_timezone_given_by_the_user(client: Client) -> None:
+    """Raw timestamps are local wall clock labelled UTC: another zone keeps the wall clock
+    and changes the instant."""
+    app_tz = read_object(client, "object_3", limit=20, progress=False).main["field_29"]
+    paris = read_object(client, "object_3", limit=20, timezone="Europe/Paris",
+                        progress=False).main["field_29"]
+    assert str(paris.dt.tz) == "Europe/Paris"
+    pd.testing.assert_series_equal(paris.dt.tz_localize(None), app_tz.dt.tz_localize(None))
+    assert app_tz.notna().any()
