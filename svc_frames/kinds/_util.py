@@ -21,6 +21,7 @@ from .base import FieldSpec
 
 _TAG = re.compile(r"<[^>]+>")
 _BR = re.compile(r"<br\s*/?>", re.I)
+_TEXT_TYPES = {str, type(None)}
 _ARROW_STRINGS = pd.StringDtype().storage == "pyarrow"
 _NUMERIC_JUNK = re.compile(r"[^0-9eE.+\-]")
 
@@ -186,11 +187,16 @@ def object_series(values: Sequence[Any]) -> pd.Series:
 def raw_values(raws: Sequence[Any], displays: Sequence[Any]) -> Sequence[Any]:
     """raws, with a structured value found under ``field_N`` (a ``format=raw`` answer puts
     the raw value there) taking the place of a missing raw. The same list when none."""
-    if any(r is None and d is not None and type(d) is not str
-           for r, d in zip(raws, displays, strict=False)):
-        return [d if r is None and d is not None and type(d) is not str else r
-                for r, d in zip(raws, displays, strict=False)]
-    return raws
+    try:
+        if None not in raws:  # a C-speed scan: nothing is missing
+            return raws
+    except (TypeError, ValueError):  # a value whose == is not a bool (pd.NA, arrays)
+        pass
+    missing = {type(d) for r, d in zip(raws, displays, strict=False) if r is None}
+    if missing <= _TEXT_TYPES:
+        return raws
+    return [d if r is None and d is not None and type(d) is not str else r
+            for r, d in zip(raws, displays, strict=False)]
 
 
 def na_to_none(value: Any) -> Any:
