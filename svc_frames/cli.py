@@ -47,6 +47,7 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
                    help="probability of an emulated fault (500/502/503/429/dropped "
                         "connection), applied before the request is handled")
     p.add_argument("--upload-limit-mb", type=float, default=50, help="upload size limit")
+    p.add_argument("--token-hours", type=float, default=48, help="user token lifetime (48)")
     p.add_argument("--seed", type=int, default=0, help="demo generator seed")
     return p
 
@@ -66,7 +67,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            faults=args.faults, seed=args.seed, app=args.app, host=args.host,
                            port=args.port, daily_quota=args.daily_quota,
                            jitter_ms=args.jitter_ms,
-                           upload_limit_bytes=int(args.upload_limit_mb * 1024 * 1024))
+                           upload_limit_bytes=int(args.upload_limit_mb * 1024 * 1024),
+                           token_ttl_s=args.token_hours * 3600)
         svc.start()
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -182,3 +182,24 @@ def test_unknown_things_are_404(service: LocalService) -> None:
                         timeout=30).status_code == 404
     assert requests.get(f"{b}/v1/applications/{service.app_id}/download/asset/"
                         f"{'0' * 24}/x.txt", timeout=30).status_code == 404
+
+
+def test_demo_has_empty_values_of_every_stored_kind(service: LocalService) -> None:
+    r = requests.get(f"{service.base_url}/v1/applications/{service.app_id}", timeout=30)
+    obj = next(o for o in r.json()["application"]["objects"] if o["key"] == "object_3")
+    recs = requests.get(object_url(service, "object_3"), headers=service.headers(),
+                        params={"rows_per_page": 300}, timeout=30).json()["records"]
+    always = {"auto_increment", "concatenation", "equation", "sum", "count"}
+    for f in obj["fields"]:
+        if f["type"] in always:
+            continue
+        empties = [x for x in recs if x[f["key"]] == ""]
+        filled = [x for x in recs if x[f["key"]] != ""]
+        assert filled, f["key"]
+        if f["key"] != "field_12":  # the identifier (Title) is required
+            assert empties, f["key"]
+            raw_key = f["key"] + "_raw"
+            if f["type"] == "connection":
+                assert all(x[raw_key] == [] for x in empties)
+            else:
+                assert all(raw_key not in x for x in empties)

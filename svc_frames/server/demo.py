@@ -27,7 +27,7 @@ Keys (stable; tests and notebooks may use them):
     field_39 image (url) "Reference Image" · field_40 signature "Sign-off" ·
     field_41 connection many -> object_2 "Parts" · field_42 connection one -> object_1
     "Assignee" · field_43 connection one -> object_1 "Created By" ·
-    field_44 date_time "Submitted At"
+    field_44 date_time "Submitted At" · field_45 short_text "Customer Ref" (often empty)
 
 Scenes and views:
 
@@ -178,6 +178,7 @@ def demo_document() -> dict[str, Any]:
         _f("field_43", "connection", "Created By",
            relationship={"object": "object_1", "has": "one", "belongs_to": "many"}),
         _f("field_44", "date_time", "Submitted At", format=dict(_DATE)),
+        _f("field_45", "short_text", "Customer Ref"),
     ]
     objects: list[dict[str, Any]] = [
         {"key": "object_1", "name": "People", "type": "UserObject", "profile_key": "profile_1",
@@ -320,6 +321,8 @@ class _Gen:
         k = spec.kind
         base = dt.datetime(2024, 1, 1, 8, 0)
         if k == "short_text":
+            if spec.name == "Customer Ref":
+                return f"PO-{r.randint(10000, 99999)}"
             return f"{r.choice(_VERBS)} {r.choice(_THINGS)} #{r.randint(1, 999)}"
         if k == "paragraph_text":
             return (f"{r.choice(_VERBS)} the {r.choice(_THINGS)} on level {r.randint(1, 9)}."
