@@ -112,8 +112,10 @@ def report_html(report: Any) -> str:
 class PlanReview:
     """A review widget for a write-back plan: a checkbox per record and an Apply button.
 
-    ``write`` is the function that sends; by default ``svc_frames.writeback.write_back``
-    called as ``write(client, edited, plan=selected_plan, **write_options)``.
+    Records are shown ``page_size`` at a time (any plan size stays quick); ticks are kept
+    across pages. ``write`` is the function that sends; by default
+    ``svc_frames.writeback.write_back`` called as
+    ``write(client, edited, plan=plan.select(ticked ids), **write_options)``.
 
     Usage::
 
@@ -124,91 +126,150 @@ class PlanReview:
     """
 
     def __init__(self, plan: Any, client: Any, edited: Frames | None = None, *,
-                 write: Callable[..., Any] | None = None, **write_options: Any) -> None:
+                 write: Callable[..., Any] | None = None, page_size: int = 50,
+                 **write_options: Any) -> None:
         import ipywidgets as w
 
         if plan is None or not hasattr(plan, "changes"):
             raise UsageError("review() needs the Plan returned by diff(); got "
                              f"{type(plan).__name__}")
+        if not isinstance(page_size, int) or page_size < 1:
+            raise UsageError(f"page_size must be a positive integer, got {page_size!r}")
         self.plan = plan
         self.client = client
         self.edited = edited if edited is not None else getattr(plan, "edited", None)
         self.write_options = write_options
+        self.page_size = page_size
         self._write = write
         self.report: Any = None
-        changes: pd.DataFrame = plan.changes
-        self.record_ids: list[str] = [str(r) for r in pd.unique(changes["record_id"])] \
-            if len(changes) else []
-        labels = _labels(plan, self.edited)
-
+        self._changes: pd.DataFrame = plan.changes.reset_index(drop=True)
+        self._rows: dict[str, Any] = {} if not len(self._changes) else \
+            {str(k): v for k, v in self._changes.groupby("record_id", sort=False).indices.items()}
+        self.record_ids: list[str] = list(self._rows)
+        self._included: dict[str, bool] = dict.fromkeys(self.record_ids, True)
+        self._n_included = len(self.record_ids)
+        self._labels = _labels(plan, self.edited)
+        self._syncing = False
+        #: the checkboxes of the records on the current page, by record id
         self.checkboxes: dict[str, w.Checkbox] = {}
-        rows: list[w.Widget] = []
-        for rid, group in changes.groupby("record_id", sort=False):
-            rid = str(rid)
-            box = w.Checkbox(value=True, indent=False, description="",
-                             layout=w.Layout(width="28px"))
-            box.observe(self._on_toggle, names="value")
-            self.checkboxes[rid] = box
-            action = str(group.iloc[0]["action"])
-            head = w.HTML(f"<b>{html.escape(rid)}</b><br><i>{html.escape(action)}</i>",
-                          layout=w.Layout(width="170px"))
-            table = w.HTML(_CSS + "<table class='svcf-t'>" + _record_rows(group, labels)
-                           + "</table>")
-            rows.append(w.HBox([box, head, table],
-                               layout=w.Layout(border_bottom="1px solid #eee")))
+        self.page = 0
 
         self.summary = w.HTML()
         self.apply_button = w.Button(description="Apply", button_style="primary",
-                                     icon="upload", tooltip="Send the checked records")
+                                     icon="upload", tooltip="Send the ticked records")
         self.apply_button.on_click(lambda _b: self.apply())
-        all_btn = w.Button(description="All", layout=w.Layout(width="60px"))
-        none_btn = w.Button(description="None", layout=w.Layout(width="60px"))
+        small = w.Layout(width="64px")
+        all_btn = w.Button(description="All", layout=small, tooltip="Tick every record")
+        none_btn = w.Button(description="None", layout=small, tooltip="Untick every record")
         all_btn.on_click(lambda _b: self.include(self.record_ids))
         none_btn.on_click(lambda _b: self.exclude(self.record_ids))
+        self.prev_button = w.Button(description="◀", layout=w.Layout(width="40px"))
+        self.next_button = w.Button(description="▶", layout=w.Layout(width="40px"))
+        self.prev_button.on_click(lambda _b: self.show_page(self.page - 1))
+        self.next_button.on_click(lambda _b: self.show_page(self.page + 1))
+        self.page_label = w.HTML()
         self.output = w.HTML()
-        table_box = w.VBox(rows, layout=w.Layout(max_height="420px", overflow="auto"))
-        controls = w.HBox([self.apply_button, all_btn, none_btn, self.summary])
+        self._table = w.VBox(layout=w.Layout(max_height="480px", overflow="auto"))
+        self._disabled: list[w.Button] = [all_btn, none_btn]
         if not self.record_ids:
             self.apply_button.disabled = True
             all_btn.disabled = none_btn.disabled = True
             self.summary.value = "<b>Nothing to send:</b> the plan has no changes."
             self.widget = w.VBox([self.summary])
-        else:
-            self._on_toggle()
-            self.widget = w.VBox([controls, table_box, self.output])
+            return
+        pager = [self.prev_button, self.page_label, self.next_button] \
+            if len(self.record_ids) > page_size else []
+        self.widget = w.VBox([w.HBox([self.apply_button, all_btn, none_btn, *pager,
+                                      self.summary]), self._table, self.output])
+        self.show_page(0)
+        self._update_summary()
+
+    # ---- pages ---------------------------------------------------------------------------
+    @property
+    def pages(self) -> int:
+        """Number of pages of ``page_size`` records."""
+        return max(1, -(-len(self.record_ids) // self.page_size))
+
+    def show_page(self, page: int) -> None:
+        """Show page ``page`` (0-based, clamped). Usage: ``box.show_page(2)``"""
+        import ipywidgets as w
+
+        page = min(max(int(page), 0), self.pages - 1)
+        self.page = page
+        ids = self.record_ids[page * self.page_size:(page + 1) * self.page_size]
+        self.checkboxes = {}
+        rows: list[w.Widget] = []
+        for rid in ids:
+            box = w.Checkbox(value=self._included[rid], indent=False, description="",
+                             disabled=self.report is not None, layout=w.Layout(width="28px"))
+            box.observe(lambda change, rid=rid: self._on_toggle(rid, change["new"]),
+                        names="value")
+            self.checkboxes[rid] = box
+            group = self._changes.iloc[self._rows[rid]]
+            action = str(group.iloc[0]["action"])
+            head = w.HTML(f"<b>{html.escape(rid)}</b><br><i>{html.escape(action)}</i>",
+                          layout=w.Layout(width="190px"))
+            table = w.HTML(_CSS + "<table class='svcf-t'>"
+                           + _record_rows(group, self._labels) + "</table>")
+            rows.append(w.HBox([box, head, table],
+                               layout=w.Layout(border_bottom="1px solid #eee")))
+        self._table.children = tuple(rows)
+        self.prev_button.disabled = page == 0
+        self.next_button.disabled = page >= self.pages - 1
+        first = page * self.page_size + 1
+        self.page_label.value = (f"&nbsp;records {first}–{first + len(ids) - 1} of "
+                                 f"{len(self.record_ids)}&nbsp;")
 
     # ---- state ---------------------------------------------------------------------------
     @property
     def selected(self) -> list[str]:
         """Record ids currently ticked, in plan order."""
-        return [rid for rid, box in self.checkboxes.items() if box.value]
+        return [rid for rid in self.record_ids if self._included[rid]]
 
     def include(self, ids: Iterable[str]) -> None:
         """Tick these records. Usage: ``box.include(["abc"])``"""
-        for rid in self._known(ids):
-            self.checkboxes[rid].value = True
+        self._set(self._known(ids), True)
 
     def exclude(self, ids: Iterable[str]) -> None:
         """Untick these records. Usage: ``box.exclude(["abc"])``"""
-        for rid in self._known(ids):
-            self.checkboxes[rid].value = False
+        self._set(self._known(ids), False)
+
+    def _set(self, ids: list[str], value: bool) -> None:
+        for rid in ids:
+            if self._included[rid] != value:
+                self._included[rid] = value
+                self._n_included += 1 if value else -1
+        self._syncing = True  # the visible boxes follow without re-counting each one
+        try:
+            for rid in ids:
+                box = self.checkboxes.get(rid)
+                if box is not None:
+                    box.value = value
+        finally:
+            self._syncing = False
+        self._update_summary()
 
     def _known(self, ids: Iterable[str]) -> list[str]:
         ids = [ids] if isinstance(ids, str) else [str(i) for i in ids]
-        unknown = [i for i in ids if i not in self.checkboxes]
+        unknown = [i for i in ids if i not in self._included]
         if unknown:
             raise UsageError(f"record(s) not in this plan: {', '.join(unknown[:10])}")
         return ids
 
-    def _on_toggle(self, _change: Any = None) -> None:
-        n, total = len(self.selected), len(self.record_ids)
+    def _on_toggle(self, rid: str, value: bool) -> None:
+        if self._syncing or self._included[rid] == value:
+            return
+        self._included[rid] = bool(value)
+        self._n_included += 1 if value else -1
+        self._update_summary()
+
+    def _update_summary(self) -> None:
         counts = getattr(self.plan, "counts", None)
         by_action = ""
         if isinstance(counts, dict) and counts:
-            by_action = " (" + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
-        self.summary.value = f"{n} of {total} records selected{by_action}"
-        if self.report is None:
-            self.apply_button.disabled = False
+            by_action = " (plan: " + ", ".join(f"{v} {k}" for k, v in counts.items() if v) + ")"
+        self.summary.value = (f"&nbsp;{self._n_included} of {len(self.record_ids)} records "
+                              f"selected{by_action}")
 
     # ---- sending -------------------------------------------------------------------------
     def apply(self) -> Any:
@@ -217,10 +278,10 @@ class PlanReview:
         if self.report is not None:
             self.output.value = "<b>Already applied</b>; build a new plan to send again."
             return self.report
-        ids = self.selected
         if not self.record_ids:
             self.output.value = "<b>Nothing to send:</b> the plan has no changes."
             return None
+        ids = self.selected
         if not ids:
             self.output.value = "<b>Nothing selected:</b> nothing was sent."
             return None
@@ -238,6 +299,8 @@ class PlanReview:
             raise
         self.report = report
         self.apply_button.description = "Applied"
+        for button in self._disabled:
+            button.disabled = True
         for box in self.checkboxes.values():
             box.disabled = True
         self.output.value = report_html(report)

@@ -110,3 +110,24 @@ def test_changes_html_uses_labels_and_escapes_values(setup) -> None:
     plan = diff(frames)
     text = changes_html(plan.changes, {TITLE: "Title"})
     assert "Title" in text and "&lt;b&gt;bold&lt;/b&gt;" in text and "<b>bold</b>" not in text
+
+
+def test_pages_keep_ticks_across_pages(setup) -> None:
+    svc, client, frames = setup
+    ids = list(frames.main.index[:5])
+    for i, rid in enumerate(ids):
+        frames.main.loc[rid, TITLE] = f"Paged title {i}"
+    box = review(diff(frames), client, page_size=2)
+    assert box.pages == 3 and list(box.checkboxes) == ids[:2]
+    box.checkboxes[ids[0]].value = False      # untick on page 1
+    box.next_button.click()
+    assert list(box.checkboxes) == ids[2:4]
+    box.checkboxes[ids[3]].value = False      # untick on page 2
+    box.prev_button.click()
+    assert box.checkboxes[ids[0]].value is False  # remembered
+    box.show_page(99)                          # clamped to the last page
+    assert list(box.checkboxes) == ids[4:]
+    assert "3 of 5" in box.summary.value
+    svc.request_log.clear()
+    box.apply_button.click()
+    assert sorted(puts(svc)) == sorted([ids[1], ids[2], ids[4]])
