@@ -1237,6 +1237,8 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
     pending: dict[str, list[str]] = {}
     for o in extra:
         pending.setdefault(o.record_id, []).extend(o.fields)
+        if o.action == "create" and o.record_id in outcomes:
+            o.new_id = outcomes[o.record_id].new_id   # report the created record's id
     _refresh(edited, plan, layout, outcomes, server_now, pending)
     rows = [outcomes[rid] for rid in plan.actions if rid in outcomes] + extra
     return _report(rows, plan, conflicts_rows, counter)

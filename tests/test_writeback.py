@@ -639,10 +639,12 @@ def test_create_through_an_insert_form(fresh: LocalService) -> None:
     frames = load(client, "object_3")
     manager = next(u for u in fresh.users if "profile_2" in u["profile_keys"])
     client.login(manager["email"], manager["password"])
-    add_rows(frames, [{"field_12": "made in the form", "field_16": 3.0}])
+    add_rows(frames, [{"field_12": "made in the form", "field_16": 3.0, "field_25": 4.0}])
     report = write_back(client, frames, target=("scene_2", "view_4"))
-    assert report.table["status"].tolist() == ["applied"]
+    assert report.table["status"].tolist() == ["applied", "not_applied"]
+    assert report.table["fields"].tolist()[1] == "field_25"   # Priority: not a form input
     new_id = report.table["record_id"].iloc[0]
+    assert report.table["record_id"].iloc[1] == new_id
     again = load(client, "object_3")
     assert again.main.loc[new_id, "field_12"] == "made in the form"
     t = again.tables["field_43"]
