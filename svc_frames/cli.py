@@ -61,6 +61,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.faults <= 1:
         print("error: --faults is a probability between 0 and 1", file=sys.stderr)
         return 2
+    stop = threading.Event()
+
+    def _stop(*_: Any) -> None:
+        stop.set()
+
+    # handlers first: a SIGTERM during start-up still ends in a clean stop
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
     try:
         svc = LocalService(demo=args.app is None, records=args.records, data_dir=args.data,
                            rate_limit=args.rate_limit, latency_ms=args.latency_ms,
@@ -92,13 +100,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
                      f"({', '.join(u['profile_keys'])})")
     lines.append("  Ctrl-C to stop")
     print("\n".join(lines), flush=True)
-    stop = threading.Event()
-
-    def _stop(*_: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
     try:
         while not stop.wait(0.5):
             pass
