@@ -1014,10 +1014,29 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
 
         # ---- lost-update guard: batched re-read -------------------------------------------
         updates = [rid for rid, a in todo.items() if a == "update"]
+        deletes = [rid for rid, a in todo.items() if a == "delete"]
         server_now: dict[str, dict[str, Any]] = {}
-        if guard and updates:
-            server_now = _reread(client, source, updates, counter, layout, plan.base)
+        if guard and (updates or deletes):
+            server_now = _reread(client, source, updates + deletes, counter, layout,
+                                 plan.base)
             srv = _decode(list(server_now.values()), source) if server_now else None
+            for rid in deletes:
+                if rid not in server_now:
+                    outcomes[rid] = _Outcome(rid, "delete", [], "applied",
+                                             "already gone from the server")
+                    continue
+                assert srv is not None and plan.base is not None
+                # deleting a record someone edited since it was loaded would lose that edit
+                changed = [k for k, c in layout.codecs.items() if not c.read_only and not _same(
+                    _field_values(srv, layout, rid, k), _field_values(plan.base, layout, rid, k))]
+                for key in changed:
+                    conflicts_rows.append({"record_id": rid, "field": key, "loaded": _short(
+                        _field_values(plan.base, layout, rid, key)), "server": _short(
+                        _field_values(srv, layout, rid, key)), "new": "<deleted>"})
+                if changed and on_conflict == "skip":
+                    outcomes[rid] = _Outcome(rid, "delete", changed, "conflict",
+                                             "changed on the server since loaded: "
+                                             + ", ".join(changed))
             for rid in updates:
                 if rid not in server_now:
                     outcomes[rid] = _Outcome(rid, "update", list(payloads[rid]), "conflict",

@@ -249,6 +249,24 @@ def test_concurrent_edit_is_a_conflict(fresh: LocalService) -> None:
     assert load(client, obj).main.loc[a, text.key] == "mine"
 
 
+def test_deleting_a_record_edited_meanwhile_is_a_conflict(fresh: LocalService) -> None:
+    client = client_for(fresh)
+    obj = widest_object(client)
+    frames = load(client, obj)
+    text = field_of(frames, "short_text")
+    a, b = frames.main.index[0], frames.main.index[1]
+    client_for(fresh).update_record(obj, a, {text.key: "edited meanwhile"})
+    frames.main = frames.main.drop(index=[a, b])
+    report = write_back(client, frames, delete_missing=True)
+    status = dict(zip(report.table["record_id"], report.table["status"], strict=True))
+    assert status == {a: "conflict", b: "applied"}
+    ids = load(client, obj).main.index
+    assert a in ids and b not in ids
+    report = write_back(client, frames, delete_missing=True, on_conflict="overwrite")
+    assert report.table["status"].tolist() == ["applied"]
+    assert a not in load(client, obj).main.index
+
+
 def test_guard_rereads_are_batched(fresh: LocalService) -> None:
     client = client_for(fresh)
     obj = widest_object(client)
