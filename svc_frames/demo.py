@@ -403,7 +403,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"output directory (env SVC_DEMO_OUT; default {DEFAULT_OUT})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the demo data")
     args = parser.parse_args(argv)
-    run(args.records, args.out, seed=args.seed)
+    if args.records < 1:
+        parser.error(f"--records must be at least 1, got {args.records}")
+    try:
+        run(args.records, args.out, seed=args.seed)
+    except UsageError as exc:  # bad settings: a message, not a traceback
+        parser.error(str(exc))
     return 0
 
 

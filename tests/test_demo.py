@@ -63,8 +63,10 @@ def test_demo_entry_point_takes_its_size_and_output_from_the_environment(
     assert "(12 records)" in text and f"Outputs are in {out.resolve()}" in text
     assert (out / "bulk_edit_report.csv").exists()
     assert len(list((out / "plots").glob("*.png"))) >= 3
-    with pytest.raises(SystemExit):
-        main(["--records", "many"])
+    for bad in (["--records", "many"], ["--records", "0"]):
+        with pytest.raises(SystemExit):
+            main(bad)
+    assert "--records" in capsys.readouterr().err
 
 
 def test_the_demo_module_is_runnable() -> None:
