@@ -32,7 +32,9 @@ import pandas as pd
 
 from svc_frames.demo import connect
 
-OUT = Path(os.environ.get("SVC_NOTEBOOK_OUT", "../demo-output/notebooks"))
+# outputs go to the repository's demo-output/ (ignored by git), run from notebooks/ or not
+OUT = Path(os.environ.get("SVC_NOTEBOOK_OUT") or (
+    "../demo-output/notebooks" if Path.cwd().name == "notebooks" else "demo-output/notebooks"))
 OUT.mkdir(parents=True, exist_ok=True)
 """
 
