@@ -422,6 +422,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     ed_old = main.iloc[old_pos] if len(old_pos) != len(main) else main
     changed_cols: dict[str, dict[int, list[str]]] = {}   # field -> edited-old pos -> cols
     inv_cols = {v: k for k, v in layout.col_key.items()}
+    existing_list: list[str] = existing.tolist()
     for col in main.columns:
         a = (bmain[col].iloc[base_rows] if not same_order else bmain[col]) \
             if col in bmain.columns else pd.Series([pd.NA] * len(base_rows), dtype=object)
@@ -449,7 +450,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
         b_vals = {c: (bmain[c].iloc[b_idx].tolist() if c in bmain.columns
                       else [pd.NA] * len(positions)) for c in cols_present}
         for j, p in enumerate(positions.tolist()):
-            rid = existing[p]
+            rid = existing_list[p]
             new_v = {layout.col_key[c]: ed_vals[c][j] for c in cols_present}
             old_v = {layout.col_key[c]: b_vals[c][j] for c in cols_present}
             if layout.is_upload(key):
