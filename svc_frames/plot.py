@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from .errors import UsageError
@@ -227,7 +228,7 @@ def _category_labels(values: pd.Series) -> pd.Series:
             return ", ".join(items) if items else "(blank)"
         if _isna(v) or v == "":
             return "(blank)"
-        if isinstance(v, bool):
+        if isinstance(v, (bool, np.bool_)):  # boolean columns iterate as numpy bools
             return "Yes" if v else "No"
         return str(v)
 

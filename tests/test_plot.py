@@ -213,6 +213,10 @@ def test_plots_of_loaded_work_orders(client) -> None:
         if ident in bars:  # namesakes are shown with their id
             assert bars[ident] == n
 
+    urgent = bar_values(plot_counts(frames, "field_26"))  # boolean: Yes / No / (blank)
+    assert urgent.get("Yes", 0) == int((frames.main["field_26"] == True).sum())  # noqa: E712
+    assert sum(urgent.values()) == len(frames)
+
     ax = plot_over_time(frames, "field_29", freq="M")
     assert sum(p.get_height() for p in ax.patches) == frames.main["field_29"].notna().sum()
     assert str(frames.main["field_29"].dt.tz) in ax.get_xlabel()
