@@ -63,6 +63,8 @@ def test_public_view_fixed_rule_and_fields(service: LocalService) -> None:
                                             "field_25") for s in ("", "_raw")}
     assert all(set(rec) <= allowed for rec in recs)
     assert all(rec["field_27"] != "Cancelled" for rec in recs)
+    due = [rec["field_29_raw"]["unix_timestamp"] for rec in recs if "field_29_raw" in rec]
+    assert due == sorted(due)  # the view's own sort (source.sort) applies by default
     expected = {x["id"] for x in _all_objects(service) if x.get("field_27_raw") != "Cancelled"}
     assert {x["id"] for x in recs} == expected
     # filtering a view on a field it does not show is refused (no leak)

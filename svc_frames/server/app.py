@@ -480,7 +480,10 @@ def build_app(state: ServiceState) -> Any:
         where, params, ids = view_scope(view, user)
         fw, fp = build_filters(app_def, obj, parse_filters_param(filters),
                                app_def.local_now(), allowed)
-        order = sort_sql(obj, sort_field, sort_order, allowed)
+        if not sort_field and view.default_sort:
+            order = sort_sql(obj, view.default_sort[0], sort_order or view.default_sort[1])
+        else:
+            order = sort_sql(obj, sort_field, sort_order, allowed)
         total, frags = store.page(obj.key, f"({where}) AND ({fw})", [*params, *fp], order, r,
                                   (p - 1) * r, ids)
         head = (f'{{"total_pages":{math.ceil(total / r)},"current_page":{p},'

@@ -32,7 +32,7 @@ Keys (stable; tests and notebooks may use them):
 Scenes and views:
 
 * ``scene_1`` (public): ``view_1`` table "Open work orders" (fixed rule: Status is not
-  Cancelled; columns field_24, field_12, field_27, field_29, field_25); ``view_2``
+  Cancelled; sorted by Due; columns field_24, field_12, field_27, field_29, field_25); ``view_2``
   calendar "Schedule" (field_12, field_30).
 * ``scene_2`` (login, profile_2 Manager only): ``view_3`` table "Dispatch board" with a
   connection column: ``field_42`` showing the assignee's ``field_1`` (view records carry
@@ -195,7 +195,8 @@ def demo_document() -> dict[str, Any]:
         {"key": "scene_1", "slug": "public", "name": "Public board", "authenticated": False,
          "views": [
              {"key": "view_1", "name": "Open work orders", "type": "table",
-              "source": {"object": "object_3", "criteria": {"match": "and", "rules": [
+              "source": {"object": "object_3", "sort": [{"field": "field_29", "order": "asc"}],
+                         "criteria": {"match": "and", "rules": [
                   {"field": "field_27", "operator": "is not", "value": "Cancelled"}]}},
               "columns": [_col(k) for k in ("field_24", "field_12", "field_27", "field_29",
                                             "field_25")],

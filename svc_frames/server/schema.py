@@ -149,6 +149,7 @@ class ViewDef:
     record_rules: list[RecordRule]
     submit_key: str
     rows_per_page: int
+    default_sort: tuple[str, str] | None = None  # source.sort[0]: (field, asc|desc)
 
     @property
     def field_keys(self) -> list[str]:
@@ -311,6 +312,12 @@ def _parse_view(scene: Mapping[str, Any], v: Mapping[str, Any],
         rpp = int(v.get("rows_per_page") or 25)
     except (TypeError, ValueError):
         rpp = 25
+    default_sort = None
+    for srt in source.get("sort") or []:
+        if isinstance(srt, dict) and obj.has_field(str(srt.get("field"))):
+            order = str(srt.get("order") or "asc").lower()
+            default_sort = (str(srt["field"]), order if order in ("asc", "desc") else "asc")
+            break
     crit = source.get("criteria") or {}
     if isinstance(crit, list):
         crit = {"match": "and", "rules": crit}
@@ -325,7 +332,7 @@ def _parse_view(scene: Mapping[str, Any], v: Mapping[str, Any],
         allowed_profiles=allowed,
         inline_edit=bool((v.get("options") or {}).get("cell_editor")),
         action=v.get("action"), record_rules=record_rules, submit_key=submit_key,
-        rows_per_page=min(max(rpp, 1), 1000))
+        rows_per_page=min(max(rpp, 1), 1000), default_sort=default_sort)
 
 
 def _walk_columns(v: Mapping[str, Any]) -> list[Column]:
