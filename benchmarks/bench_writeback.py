@@ -171,7 +171,7 @@ def bench_apply(updates: int = 2000, rate: float = 50.0) -> dict[str, Any]:
         paced = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=rate)
         svc.request_log.clear()
         t0 = time.perf_counter()
-        report = write_back(paced, frames, max_workers=16)
+        report = write_back(paced, frames, max_workers=16, progress=False)
         wall = time.perf_counter() - t0
         sent = svc.request_log.count()
         limited = sum(1 for e in svc.request_log.entries if _status(e) == 429)

@@ -916,7 +916,7 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                on_conflict: Literal["skip", "overwrite", "raise"] = "skip",
                delete_missing: bool = False, journal: str | os.PathLike[str] | None = None,
                token: str | None = None, target: Any = None, guard: bool = True,
-               max_workers: int = 8) -> Report:
+               max_workers: int = 8, progress: bool | None = None) -> Report:
     """Send the changes of ``edited`` (only changed fields of changed records).
 
     Usage::
@@ -930,7 +930,8 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
     ``delete_missing``: rows removed from the frame are deleted (otherwise reported as
     skipped). ``journal``: a JSON-lines file of acknowledged writes; re-running with it
     resumes an interrupted run without re-sending. ``target``: write through a form or an
-    inline-editing view (needs a user token: ``client.login`` or ``token=``)."""
+    inline-editing view (needs a user token: ``client.login`` or ``token=``).
+    ``progress``: a progress bar for long runs (default: on in notebooks and terminals)."""
     from .assets import PendingUpload, upload
 
     if on_conflict not in ("skip", "overwrite", "raise"):
@@ -1239,15 +1240,20 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
         if order:
             workers = max(1, min(max_workers, len(order)))
             pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
+            bar = _progress_bar(progress, len(order))
             try:
                 for out in pool.map(run, order):
                     outcomes[out.record_id] = out
+                    if bar is not None:
+                        bar.update(1)
             except BaseException:
                 # interrupted (Ctrl-C, a crash): start nothing more; the journal holds
                 # every acknowledged write for the re-run
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
             pool.shutdown(wait=True)
+            if bar is not None:
+                bar.close()
         if jr and not any(o.status == "unknown" for o in outcomes.values()):
             jr.settle()
     finally:
@@ -1262,6 +1268,17 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
     _refresh(edited, plan, layout, outcomes, server_now, pending)
     rows = [outcomes[rid] for rid in plan.actions if rid in outcomes] + extra
     return _report(rows, plan, conflicts_rows, counter)
+
+
+def _progress_bar(progress: bool | None, total: int) -> Any:
+    """A tqdm.auto bar for long runs (a widget in notebooks); None when off or short."""
+    from .loaders import want_progress
+
+    if total < 50 or not want_progress(progress):
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="write_back", unit="rec")
 
 
 def _short(v: Mapping[str, Any]) -> Any:
