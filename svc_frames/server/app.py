@@ -32,7 +32,7 @@ from .apierror import ApiError
 from .emulate import EmulationMiddleware
 from .query import build_filters, parse_filters_param, sort_sql
 from .render import dumps
-from .schema import ObjectDef, ViewDef
+from .schema import COMPUTED_KINDS, ObjectDef, RecordRule, ViewDef
 from .store import BASE_URL_PLACEHOLDER, WriteContext, verify_password
 
 if TYPE_CHECKING:
@@ -510,7 +510,6 @@ def build_app(state: ServiceState) -> Any:
             raise ApiError.not_found(f"no record {record_id!r} in {view.key}")
         rules = list(view.record_rules) if view.type == "form" else []
         if record_id is None and view.connection_key and user is not None:
-            from .schema import RecordRule
             rules.append(RecordRule(criteria=[], values=[
                 {"field": view.connection_key, "type": "user"}]))
         editable = {c.key for c in view.columns if not c.connection_field}
@@ -518,7 +517,6 @@ def build_app(state: ServiceState) -> Any:
                            strict=False)
         # computed fields shown in a view are not inputs: ignore them rather than refuse
         obj = app_def.objects[view.object_key]
-        from .schema import COMPUTED_KINDS
         body = {k: v for k, v in body.items()
                 if not (obj.has_field(k) and obj.field(k).kind in COMPUTED_KINDS)}
         _, frag = store.write(view.object_key, body, record_id, ctx)
@@ -550,7 +548,6 @@ def build_app(state: ServiceState) -> Any:
         text = await run_in_threadpool(_view_write, view, user, body, None)
         return finish(text, request)
 
-    _ = verify_password  # (imported for login)
     return EmulationMiddleware(api, state.emulation)
 
 

@@ -74,7 +74,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
 from .render import Piece, assemble, dumps, vals_json
-from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, ObjectDef
+from .schema import AGGREGATE_KINDS, COMPUTED_KINDS
 from .store import BASE_URL_PLACEHOLDER
 
 if TYPE_CHECKING:
@@ -637,5 +637,4 @@ def demo_users(app_users: Sequence[dict[str, Any]], profile_of: dict[str, str]) 
     return out
 
 
-__all__ = ["demo_document", "generate", "seed_users", "demo_users", "DEMO_USERS",
-           "ObjectDef"]
+__all__ = ["demo_document", "generate", "seed_users", "demo_users", "DEMO_USERS"]

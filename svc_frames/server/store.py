@@ -16,17 +16,15 @@ Usage::
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import hmac
 import json
-import os
 import re
 import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -248,7 +246,9 @@ class Store:
         """Raw values of a parsed record (members ending in ``_raw``)."""
         return {k[:-4]: v for k, v in record.items() if k.endswith("_raw")}
 
-    def connected_records(self, conn: sqlite3.Connection):  # type: ignore[no-untyped-def]
+    def connected_records(self, conn: sqlite3.Connection
+                          ) -> Callable[[str, Sequence[str]], list[dict[str, Any]]]:
+        """The ``connected`` lookup Renderer.compute needs, on this connection."""
         def fetch(obj_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
             recs = self.records(obj_key, ids, conn)
             return [{"id": i, "raw": self.raw_of(recs[i]), "display": recs[i]}
@@ -580,13 +580,3 @@ class Store:
 def _conn_key_of(spec: FieldSpec) -> str | None:
     conn = (spec.format or {}).get("connection")
     return conn.get("key") if isinstance(conn, dict) else conn if isinstance(conn, str) else None
-
-
-def utc_day_key(now: float | None = None) -> str:
-    return dt.datetime.fromtimestamp(now or time.time(), dt.timezone.utc).strftime("%Y-%m-%d")
-
-
-def ensure_dir(path: str | os.PathLike[str]) -> Path:
-    p = Path(path)
-    p.mkdir(parents=True, exist_ok=True)
-    return p
