@@ -482,7 +482,7 @@ def test_plan_select_restricts_to_ids(svc: LocalService, obj: str) -> None:
 
 
 # ---- property: random edits of every editable kind round-trip -----------------------------------
-EDITABLE = ("short_text", "paragraph_text", "number", "currency", "rating", "boolean",
+EDITABLE = ("short_text", "paragraph_text", "rich_text", "timer", "number", "currency", "rating", "boolean",
             "multiple_choice", "date_time", "name", "email", "phone", "link", "address",
             "user_roles")
 _UNIQUE = itertools.count()
@@ -490,10 +490,19 @@ _WORD = st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_s
 
 
 def _value_strategy(f: FieldSpec, col: str, tz: str) -> st.SearchStrategy[Any] | None:
+    """Values a kind stores as given (wall times from 03:00: never in a DST gap/overlap)."""
     kind, part = f.kind, col.partition(".")[2]
     fmt = f.format or {}
     if kind in ("short_text", "paragraph_text"):
         return _WORD
+    if kind == "rich_text":
+        return _WORD.map(lambda w: f"<p><strong>{w}</strong></p>")
+    if kind == "timer":
+        if part:
+            return None   # the end moves with the start below; the total follows
+        return st.datetimes(dt.datetime(2015, 1, 1), dt.datetime(2030, 1, 1)).map(
+            lambda d: pd.Timestamp(d.replace(hour=max(d.hour, 3), second=0,
+                                             microsecond=0)).tz_localize(tz))
     if kind in ("number", "rating"):
         return st.integers(0, 5 if kind == "rating" else 100_000).map(float)
     if kind == "currency":
@@ -513,8 +522,9 @@ def _value_strategy(f: FieldSpec, col: str, tz: str) -> st.SearchStrategy[Any] |
             return None   # range ends move with their start below
         ignore_time = fmt.get("time_format") == "Ignore Time"
         return st.datetimes(dt.datetime(2015, 1, 1), dt.datetime(2030, 1, 1)).map(
-            lambda d: pd.Timestamp(d.replace(second=0, microsecond=0, **(
-                {"hour": 0, "minute": 0} if ignore_time else {}))).tz_localize(tz))
+            lambda d: pd.Timestamp(d.replace(
+                hour=0 if ignore_time else max(d.hour, 3), minute=0 if ignore_time else d.minute,
+                second=0, microsecond=0)).tz_localize(tz))
     if kind == "name":
         return _WORD.map(str.capitalize) if part in ("first", "last") else None
     if kind == "email":
@@ -596,7 +606,7 @@ def test_property_random_edits_round_trip(prop_svc: LocalService, object_key: st
         if f.unique and isinstance(value, str):   # e.g. the People e-mail: unique per app
             value = f"u{next(_UNIQUE)}{value}"
         set_cell(frames, rid, col, value)
-        if f.kind == "date_time" and f"{f.key}.to" in frames.main.columns:
+        if f.kind in ("date_time", "timer") and f"{f.key}.to" in frames.main.columns:
             set_cell(frames, rid, f"{f.key}.to", value + pd.Timedelta(hours=1))
             expected[(rid, f"{f.key}.to")] = value + pd.Timedelta(hours=1)
         if f.kind == "address" and col.endswith((".latitude", ".longitude")):
