@@ -204,3 +204,35 @@ def test_records_connected_to_user(service: LocalService) -> None:
     acct = _view_get(service, "scene_4", "view_8", token=tech).json()["records"]
     assert [a["id"] for a in acct] == [me]
     assert "field_3" not in acct[0]
+
+
+def test_users_created_through_the_api(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    url = f"{svc.base_url}/v1/applications/{svc.app_id}/session"
+    user = create(svc, "object_1", {"field_1": {"first": "New", "last": "Person"},
+                                    "field_2": "new.person@example.com",
+                                    "field_3": "S3cret-pass!", "field_4": "active",
+                                    "field_5": ["profile_3"]})
+    assert user["field_3"] == "*****" and "field_3_raw" not in user
+    r = requests.post(url, json={"email": "new.person@example.com",
+                                 "password": "S3cret-pass!"}, timeout=30)
+    assert r.status_code == 200
+    assert r.json()["session"]["user"]["profile_keys"] == ["profile_1", "profile_3"]
+    # the password is stored only as a salted hash
+    for f in svc.data_dir.glob("service.db*"):  # the database and its WAL
+        assert b"S3cret-pass!" not in f.read_bytes()
+    # a new password replaces the old; an inactive user cannot log in
+    requests.put(object_url(svc, "object_1", user["id"]), json={"field_3": "Other-pass1"},
+                 headers=svc.headers(), timeout=30)
+    assert requests.post(url, json={"email": "new.person@example.com",
+                                    "password": "S3cret-pass!"}, timeout=30).status_code == 401
+    assert requests.post(url, json={"email": "new.person@example.com",
+                                    "password": "Other-pass1"}, timeout=30).status_code == 200
+    requests.put(object_url(svc, "object_1", user["id"]), json={"field_4": "inactive"},
+                 headers=svc.headers(), timeout=30)
+    assert requests.post(url, json={"email": "new.person@example.com",
+                                    "password": "Other-pass1"}, timeout=30).status_code == 401
+    # e-mail addresses are unique
+    r = requests.post(object_url(svc, "object_1"), json={"field_2": "NEW.person@example.com"},
+                      headers=svc.headers(), timeout=30)
+    assert r.status_code == 400 and r.json()["errors"][0]["field"] == "field_2"
