@@ -1094,8 +1094,20 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
                     if prior is not None:
                         out[key] = prior["asset_id"]   # uploaded, never placed: reuse it
                         continue
-                    counter.add("uploads")
-                    asset = upload(client, val, val.kind)
+                    asset = None
+                    for attempt in range(3):
+                        counter.add("uploads")
+                        try:
+                            asset = upload(client, val, val.kind)
+                            break
+                        except ServerError as exc:
+                            # an upload that may have landed only leaves an unplaced asset
+                            # behind: sending it again cannot duplicate a placement
+                            if attempt == 2:
+                                raise ServerError(f"upload of {val} for {key} failed, the "
+                                                  f"record was not written: {exc.message}"
+                                                  ) from None
+                    assert asset is not None
                     if jr:
                         jr.write("upload", ukey, asset_id=asset["id"], record_id=rid, field=key)
                     out[key] = asset["id"]

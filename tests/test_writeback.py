@@ -163,6 +163,12 @@ def test_values_that_mean_the_same_are_not_changes(svc: LocalService, obj: str) 
         col.loc[empty_text[0]] = ""            # "" vs NA on an empty field
         frames.main[text.key] = col
     assert diff(frames).empty
+    # re-ordering rows is not a change either; an edit is still found by id
+    frames.main = frames.main.sort_values(num.key, ascending=False)
+    assert diff(frames).empty
+    rid = frames.main.index[-1]
+    set_cell(frames, rid, text.key, "after a sort")
+    assert diff(frames).payloads == {rid: {text.key: "after a sort"}}
 
 
 # ---- creates and deletes ------------------------------------------------------------------------
