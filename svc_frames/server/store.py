@@ -204,14 +204,28 @@ class Store:
             cond += f" AND r.id IN ({','.join('?' * len(extra_ids))})" if extra_ids else " AND 0"
             args.extend(extra_ids)
         conn = self.reader
-        if where == "1" and extra_ids is None:
+        if where == "1" and extra_ids is None and order.startswith("r.seq"):
             total = self.count(obj_key)
-        else:
+            rows = conn.execute(f"SELECT r.frag FROM records r WHERE {cond} ORDER BY {order} "
+                                "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
+            return total, [r[0] for r in rows]
+        # one scan evaluates the filters and sort keys and counts the matches; the page's
+        # fragments are then read by rowid
+        hits = conn.execute(f"SELECT r.seq, count(*) OVER () FROM records r WHERE {cond} "
+                            f"ORDER BY {order} LIMIT ? OFFSET ?",
+                            [*args, limit, offset]).fetchall()
+        if not hits:
             total = int(conn.execute(f"SELECT count(*) FROM records r WHERE {cond}",
-                                     args).fetchone()[0])
-        rows = conn.execute(f"SELECT r.frag FROM records r WHERE {cond} ORDER BY {order} "
-                            "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
-        return total, [r[0] for r in rows]
+                                     args).fetchone()[0]) if offset else 0
+            return total, []
+        seqs = [h[0] for h in hits]
+        frags: dict[int, str] = {}
+        for i in range(0, len(seqs), 500):
+            chunk = seqs[i:i + 500]
+            frags.update(conn.execute(
+                f"SELECT seq, frag FROM records WHERE seq IN ({','.join('?' * len(chunk))})",
+                chunk).fetchall())
+        return int(hits[0][1]), [frags[q] for q in seqs if q in frags]
 
     def frag(self, obj_key: str, record_id: str,
              conn: sqlite3.Connection | None = None) -> str | None:
