@@ -146,3 +146,28 @@ def test_write_back_uploads_once_per_placement(svc: LocalService, client: Client
         diff(frames)
     assert ida in str(err.value) and "upload" in str(err.value)
     assert svc.request_log.count() == 0
+
+
+def test_uploads_under_faults_place_each_file_once(tmp_path: Path) -> None:
+    with LocalService(demo=True, records=6, rate_limit=0, seed=3) as svc:
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=0, backoff=0.01, max_retries=8)
+        obj, f = _object_with(client, "image")
+        frames = _load(client, obj)
+        data = _png((40, 30))
+        ids = frames.main.index[:4].tolist()
+        for rid in ids:
+            _set(frames, rid, f.key, data)
+        svc.emulation.fault_rate = 0.2
+        report = write_back(client, frames, journal=tmp_path / "j.jsonl")
+        for _ in range(4):
+            if report.ok:
+                break
+            report = write_back(client, frames, journal=tmp_path / "j.jsonl")
+        svc.emulation.fault_rate = 0.0
+        assert report.ok
+        again = _load(client, obj)
+        placed = again.main.loc[ids, f.key].tolist()
+        assert len(set(placed)) == len(ids)          # one asset per placement
+        for rid in ids:
+            assert download(client, str(again.main.loc[rid, f"{f.key}.url"])) == data
