@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ..errors import ConfigurationError
 from ..kinds.base import FieldSpec
+from ..kinds.tz import resolve_timezone
 
 KEY_RE = {
     "object": re.compile(r"^object_\d+$"),
@@ -49,35 +51,18 @@ COMPUTED_KINDS = frozenset({"equation", "sum", "count", "average", "min", "max",
 AGGREGATE_KINDS = frozenset({"sum", "count", "average", "min", "max"})
 VIEW_TYPES = frozenset({"table", "list", "search", "calendar", "form", "details"})
 
-# Display names the hosted service uses for settings.timezone -> IANA names.
-_TZ_NAMES = {
-    "Eastern Time (US & Canada)": "America/New_York",
-    "Central Time (US & Canada)": "America/Chicago",
-    "Mountain Time (US & Canada)": "America/Denver",
-    "Arizona": "America/Phoenix",
-    "Pacific Time (US & Canada)": "America/Los_Angeles",
-    "Alaska": "America/Juneau",
-    "Hawaii": "Pacific/Honolulu",
-    "UTC": "UTC",
-    "London": "Europe/London",
-    "Paris": "Europe/Paris",
-    "Berlin": "Europe/Berlin",
-    "Tokyo": "Asia/Tokyo",
-    "Sydney": "Australia/Sydney",
-}
-
-
 class SchemaError(ValueError):
     """The application document is not usable; the message names the culprit."""
 
 
 def zone_for(name: str | None) -> ZoneInfo:
-    """IANA zone for a hosted display name (``Central Time (US & Canada)``) or an IANA name."""
+    """IANA zone for a hosted display name (``Central Time (US & Canada)``) or an IANA name;
+    UTC when unknown (the service still runs; only "today"-style filters depend on it)."""
     if not name:
         return ZoneInfo("UTC")
     try:
-        return ZoneInfo(_TZ_NAMES.get(name, name))
-    except (ZoneInfoNotFoundError, ValueError):
+        return resolve_timezone(name)
+    except (ConfigurationError, ZoneInfoNotFoundError, ValueError):
         return ZoneInfo("UTC")
 
 
