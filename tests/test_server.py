@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import requests
 
 from svc_frames.server import LocalService
@@ -203,3 +204,10 @@ def test_demo_has_empty_values_of_every_stored_kind(service: LocalService) -> No
                 assert all(x[raw_key] == [] for x in empties)
             else:
                 assert all(raw_key not in x for x in empties)
+
+
+def test_start_failure_cleans_up(service: LocalService) -> None:
+    svc = LocalService(records=1, port=service.port)  # the port is taken
+    with pytest.raises(OSError):
+        svc.start()
+    assert not svc.data_dir.exists()  # its temporary data directory was removed

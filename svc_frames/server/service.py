@@ -85,6 +85,10 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
         meta = {"app_id": app_id, "api_key": secrets.token_hex(16),
                 "utility_key": secrets.token_hex(12), "demo": app is None,
                 "document": inner}
+        # a directory whose creation was interrupted (no app.json yet) is made again
+        for leftover in data.glob("service.db*"):
+            leftover.unlink()
+        shutil.rmtree(data / "assets", ignore_errors=True)
     else:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     app_def = AppDef.from_document(meta["document"], app_id=meta["app_id"])
@@ -156,15 +160,26 @@ class LocalService:
 
         from .app import build_app
 
+        try:
+            self._start(uvicorn, build_app)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, uvicorn: Any, build_app: Any) -> None:
         self.state = open_state(self.data_dir, emulation=self.emulation, **self._opts)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock = sock
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(build_app(self.state), log_level="critical", access_log=False,
                                 lifespan="off", timeout_keep_alive=30)
         self._server = uvicorn.Server(config)
-        logging.getLogger("uvicorn.error").addFilter(_DropFilter())
+        log = logging.getLogger("uvicorn.error")
+        if not any(isinstance(f, _DropFilter) for f in log.filters):
+            log.addFilter(_DropFilter())
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]},
                                         name=f"svc-frames-{self.port}", daemon=True)
         self._thread.start()
@@ -174,7 +189,6 @@ class LocalService:
                 raise RuntimeError("the local service did not start")
             time.sleep(0.01)
         self._sock = sock  # uvicorn serves on it; closed after stop
-        return self
 
     def stop(self) -> None:
         if self._server is not None:
@@ -205,7 +219,8 @@ class LocalService:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
+        return f"http://{host}:{self.port}"
 
     @property
     def app_id(self) -> str:
