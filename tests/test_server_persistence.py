@@ -142,3 +142,19 @@ def test_computed_fields_follow_connected_records(fresh_service: LocalService) -
     wo = requests.get(object_url(svc, "object_3", wo["id"]), headers=h, timeout=30).json()
     assert [c["id"] for c in wo["field_41_raw"]] == [p1["id"]]
     assert wo["field_20_raw"] == 1 and wo["field_19_raw"] == 50.0
+
+
+def test_generator_is_deterministic(tmp_path: Path) -> None:
+    from svc_frames.server import open_state
+
+    def dump(path: Path) -> list[tuple[str, str, str]]:
+        state = open_state(path, records=40, seed=7)
+        rows = state.store.reader.execute(
+            "SELECT obj, id, frag FROM records ORDER BY seq").fetchall()
+        state.store.close()
+        app_id = state.app.id
+        # the application id (random per data directory) appears inside asset URLs
+        return [(o, i, f.replace(app_id, "APP")) for o, i, f in rows]
+
+    a, b = dump(tmp_path / "a"), dump(tmp_path / "b")
+    assert a == b and len(a) > 40

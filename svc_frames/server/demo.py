@@ -415,7 +415,8 @@ class _Gen:
             text = (f"Work order checklist {i + 1}\n" + "- inspect\n- record readings\n" * 5)
             content = text.encode()
             name = f"checklist_{i + 1}.txt"
-            aid, size = store.add_asset("file", name, content, None)
+            aid, size = store.add_asset("file", name, content, None,
+                                        f"{0x64000000 + 2 * i:08x}{self.rng.getrandbits(64):016x}")
             self.assets["file"].append({"id": aid, "filename": name, "size": size})
             im = Image.new("RGB", (320, 240), (40 * i % 255, 120, 200 - 20 * i % 200))
             ImageDraw.Draw(im).rectangle((20 + 10 * i, 20, 200, 200), fill=(250, 200, 40))
@@ -426,7 +427,8 @@ class _Gen:
             im.thumbnail((200, 200))
             im.save(thumb, format="PNG")
             name = f"site_photo_{i + 1}.png"
-            aid, size = store.add_asset("image", name, png, thumb.getvalue())
+            aid, size = store.add_asset("image", name, png, thumb.getvalue(),
+                                        f"{0x64000001 + 2 * i:08x}{self.rng.getrandbits(64):016x}")
             self.assets["image"].append({"id": aid, "filename": name, "size": size})
 
 

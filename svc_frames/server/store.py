@@ -565,9 +565,9 @@ class Store:
         return out
 
     def add_asset(self, atype: str, filename: str, content: bytes,
-                  thumb: bytes | None) -> tuple[str, int]:
+                  thumb: bytes | None, asset_id: str | None = None) -> tuple[str, int]:
         """Store an uploaded file (and its thumbnail) -> (asset id, size)."""
-        asset_id = new_id()
+        asset_id = asset_id or new_id()
         folder = self.data_dir / "assets" / asset_id
         folder.mkdir(parents=True)
         (folder / "content").write_bytes(content)
