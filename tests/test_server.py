@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import requests
 
 from svc_frames.server import LocalService
-from svc_frames.testing import create, object_url
+from svc_frames.testing import create, login, object_url
 
 
 def test_schema_shape(service: LocalService) -> None:
@@ -211,3 +214,59 @@ def test_start_failure_cleans_up(service: LocalService) -> None:
     with pytest.raises(OSError):
         svc.start()
     assert not svc.data_dir.exists()  # its temporary data directory was removed
+
+
+def test_custom_application_document(tmp_path: Path) -> None:
+    doc = {
+        "name": "Tiny", "settings": {"timezone": "Europe/Paris"},
+        "objects": [
+            {"key": "object_1", "name": "Staff", "type": "UserObject",
+             "profile_key": "profile_1", "identifier": "field_1", "fields": [
+                 {"key": "field_1", "type": "name", "name": "Name"},
+                 {"key": "field_2", "type": "email", "name": "Email", "unique": True},
+                 {"key": "field_3", "type": "password", "name": "Password"}]},
+            {"key": "object_2", "name": "Notes", "identifier": "field_4", "fields": [
+                {"key": "field_4", "type": "short_text", "name": "Text"},
+                {"key": "field_5", "type": "number", "name": "Score"},
+                {"key": "field_6", "type": "connection", "name": "Author",
+                 "relationship": {"object": "object_1", "has": "one"}}]}],
+        "scenes": [{"key": "scene_1", "authenticated": True, "views": [
+            {"key": "view_1", "type": "table", "source": {"object": "object_2"},
+             "columns": [{"field": {"key": "field_4"}}]}]}],
+        "users": [{"object": "object_1", "email": "a@example.com", "password": "pw-1234",
+                   "name": "Ada Byron"}],
+    }
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps(doc))
+    with LocalService(demo=False, app=path, data_dir=tmp_path / "data") as svc:
+        assert svc.users == [{"email": "a@example.com", "password": "pw-1234",
+                              "name": "Ada Byron", "profile_keys": ["profile_1"]}]
+        staff = requests.get(object_url(svc, "object_1"), headers=svc.headers(),
+                             timeout=30).json()["records"]
+        assert staff[0]["field_1"] and staff[0]["field_3"] == "*****"
+        note = create(svc, "object_2", {"field_4": "hello", "field_5": 3,
+                                        "field_6": staff[0]["id"]})
+        assert note["field_6_raw"] == [{"id": staff[0]["id"],
+                                        "identifier": staff[0]["field_1"]}]
+        token = login(svc, 0)
+        r = requests.get(f"{svc.base_url}/v1/pages/scene_1/views/view_1/records",
+                         headers=svc.headers(view=True, token=token), timeout=30)
+        assert r.json()["records"] == [{"id": note["id"], "field_4": "hello",
+                                        "field_4_raw": "hello"}]
+
+
+def test_bad_application_documents(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    for doc, needle in [({"objects": [{"key": "table_1", "fields": []}]}, "object_<n>"),
+                        ({"objects": [{"key": "object_1", "fields": [
+                            {"key": "field_1", "type": "connection",
+                             "relationship": {"object": "object_9"}}]}]}, "object_9"),
+                        ({"objects": [], "scenes": [{"key": "scene_1", "views": [
+                            {"key": "view_1", "type": "table",
+                             "source": {"object": "object_4"}}]}]}, "object_4")]:
+        bad.write_text(json.dumps(doc))
+        with pytest.raises(ValueError, match=needle):
+            LocalService(demo=False, app=bad).start()
+    bad.write_text("{nope")
+    with pytest.raises(ValueError, match="JSON"):
+        LocalService(demo=False, app=bad).start()

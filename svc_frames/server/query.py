@@ -205,6 +205,8 @@ class _Builder:
             return self._between(N, start, start + dt.timedelta(days=1))
         if op.startswith("is during"):
             unit = rule.get("type")
+            if isinstance(unit, str) and unit + "s" in PERIOD_TYPES:
+                unit = unit + "s"  # "week" as well as "weeks"
             if unit not in PERIOD_TYPES:
                 raise ApiError.invalid(f"filters: {op!r} on {fkey} needs type days, weeks, "
                                        "months or years", fkey)
