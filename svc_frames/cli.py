@@ -32,7 +32,8 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--demo", action="store_true",
                    help="serve the demo application (default when --app is not given)")
     p.add_argument("--records", type=int, default=1000,
-                   help="demo work orders to generate in a new data directory (default 1000)")
+                   help="records to generate in a new data directory: demo work orders, "
+                        "or per object with --app (default 1000)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 = any free)")
     p.add_argument("--data", default=None,

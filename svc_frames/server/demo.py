@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
-from .render import Piece, assemble, dumps, vals_json
+from .render import Piece, assemble, dumps, text_of, vals_json
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS
 from .store import BASE_URL_PLACEHOLDER
 
@@ -604,6 +604,70 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     return counts
 
 
+def generate_generic(state: ServiceState, records: int, seed: int = 0) -> dict[str, int]:
+    """Fill any application with ``records`` generated records per object (after its seed
+    users): values by kind, connections to records of objects generated before, computed
+    fields computed. Deterministic for a seed. Returns counts per object."""
+    app = state.app
+    store = state.store
+    rng = random.Random(seed)
+    gen = _Gen(state, rng)
+    if any(f.kind in ("file", "image") for _, f in app.iter_fields()):
+        gen.make_assets()
+    made: dict[str, dict[str, dict[str, Any]]] = {}  # object -> id -> {"raw", "display"}
+
+    def connected(obj_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        recs = made.get(obj_key, {})
+        return [{"id": i, **recs[i]} for i in ids if i in recs]
+
+    counts: dict[str, int] = {}
+    for o_index, obj in enumerate(app.objects.values()):
+        stored = [f for f in obj.fields if f.kind not in COMPUTED_KINDS
+                  and f.kind not in ("connection", "password")]
+        pools = {f.key: gen.pool(f, 0.1) for f in stored if not f.unique}
+        rows: list[tuple[str, str, str, str, str | None]] = []
+        links: list[tuple[str, str, str, str]] = []
+        made[obj.key] = {}
+        base = {f.key: int((store.reader.execute(
+            "SELECT value FROM counters WHERE obj = ? AND field = ?", (obj.key, f.key)
+        ).fetchone() or (0,))[0]) for f in obj.fields_of("auto_increment")}
+        for n in range(records):
+            rid = _rid(rng, 0x66000000 + o_index * 0x100000, n)
+            raw: dict[str, Any] = {}
+            for f in stored:
+                if f.unique:  # a value of its own: unique fields must not repeat
+                    value = gen.input_for(f, n)
+                    if f.kind == "email":
+                        value = {"email": f"user{o_index}.{n}@example.com"}
+                    elif isinstance(value, str):
+                        value = f"{value} {n + 1}"
+                    raw[f.key] = gen.normalize(f, value)
+                else:
+                    raw[f.key] = pools[f.key][rng.randrange(POOL)].raw
+            for f in obj.fields_of("connection"):
+                target = made.get((f.relationship or {}).get("object", ""), {})
+                if target and rng.random() < 0.85:
+                    many = (f.relationship or {}).get("has") == "many"
+                    ids = rng.sample(sorted(target), min(len(target),
+                                                         rng.randint(1, 3) if many else 1))
+                    tobj = app.object((f.relationship or {})["object"])
+                    ident = tobj.identifier
+                    raw[f.key] = [{"id": i, "identifier": text_of(
+                        target[i]["display"].get(ident, "")) if ident else i} for i in ids]
+                    links.extend((obj.key, rid, f.key, i) for i in ids)
+            for f in obj.fields_of("auto_increment"):
+                raw[f.key] = base[f.key] + n + 1
+            gen.renderer.compute(obj, raw, connected)
+            pieces = [gen.piece(f, raw.get(f.key)) for f in obj.fields]
+            frag = assemble(rid, (p.both for p in pieces))
+            rows.append((obj.key, rid, frag, vals_json(pieces), None))
+            made[obj.key][rid] = {"raw": {p.key: p.raw for p in pieces},
+                                  "display": {p.key: p.display for p in pieces}}
+        store.bulk_insert(rows, links, {(obj.key, k): v + records for k, v in base.items()})
+        counts[obj.key] = records
+    return counts
+
+
 def seed_users(state: ServiceState) -> None:
     """Create the application document's ``users`` (when not generated) through writes."""
     app = state.app
@@ -639,4 +703,5 @@ def demo_users(app_users: Sequence[dict[str, Any]], profile_of: dict[str, str]) 
     return out
 
 
-__all__ = ["demo_document", "generate", "seed_users", "demo_users", "DEMO_USERS"]
+__all__ = ["demo_document", "generate", "generate_generic", "seed_users", "demo_users",
+           "DEMO_USERS"]

@@ -72,7 +72,7 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
                records: int = 300, seed: int = 0, token_ttl_s: float | None = None,
                emulation: Emulation | None = None) -> ServiceState:
     """Open (or create and fill) the service of a data directory."""
-    from .demo import demo_users, generate, seed_users
+    from .demo import demo_users, generate, generate_generic, seed_users
 
     data = Path(data_dir)
     data.mkdir(parents=True, exist_ok=True)
@@ -108,6 +108,8 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
             state.counts = generate(state, max(int(records), 0), seed=seed)
         else:
             seed_users(state)
+            if records > 0:
+                generate_generic(state, int(records), seed=seed)
         tmp = meta_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(meta), encoding="utf-8")
         os.replace(tmp, meta_path)  # written last: a half-made directory is remade
