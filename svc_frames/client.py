@@ -27,7 +27,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -92,19 +92,27 @@ def parse_target(target: Target | str) -> tuple[str, str | None, str | None]:
 
 
 class RateLimiter:
-    """At most ``rate`` request starts in any window of ``window`` seconds, shared by threads.
+    """At most ``rate`` request starts per ``window`` seconds, evenly spaced, first come
+    first served across threads.
 
-    A sliding-window log rather than a refilling bucket: the hosted service counts requests
-    per second and refuses the ones over the limit, so a bucket's burst plus refill could
-    put rate+1 requests in one server second. ``margin`` widens the window a little to
-    absorb network jitter between our clock and the server's. ``rate=0`` disables pacing.
+    Each ``acquire`` reserves the next free start time (``window / rate`` after the
+    previous one) and sleeps until it, so requests leave in the order they were asked for
+    (page order) and the server gets one at a time instead of bursts: pages arrive, and
+    are decoded, while later ones are on the wire. Evenly spaced starts never put more
+    than ``rate`` in any ``window``; the hosted service counts per second and refuses the
+    excess, so this is safer than a refilling bucket, whose burst plus refill can put
+    rate+1 in one server second. ``margin`` widens the window to absorb jitter between our
+    clock and the server's. ``rate=0``: no pacing.
 
     Usage: ``limiter = RateLimiter(10); limiter.acquire()`` before each request."""
 
-    def __init__(self, rate: float = 10.0, window: float = 1.0, margin: float = 0.03) -> None:
+    def __init__(self, rate: float = 10.0, window: float = 1.0, margin: float = 0.05, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self._clock, self._sleep = clock, sleep  # injectable for exact tests
         self._lock = threading.Lock()
-        self._starts: collections.deque[float] = collections.deque()
         self._blocked_until = 0.0
+        self._next = 0.0
         self.window = window + margin
         self.rate = float(rate)
 
@@ -117,35 +125,31 @@ class RateLimiter:
         if value < 0:
             raise UsageError(f"rate_limit must be >= 0, got {value!r}")
         self._rate = float(value)
-        # whole requests per window; fractional rates (0.5/s) widen the window instead
-        self._per_window = max(1, int(value)) if value else 0
-        self._span = self.window * (self._per_window / value) if value else 0.0
+        self._gap = self.window / value if value else 0.0
 
     def acquire(self) -> float:
-        """Block until a request may start; returns the seconds waited."""
+        """Block until this request's reserved start; returns the seconds waited."""
         if not self._rate and self._blocked_until == 0.0:
             return 0.0
         waited = 0.0
         while True:
             with self._lock:
-                now = time.monotonic()
-                wait = self._blocked_until - now
-                if wait <= 0 and self._rate:
-                    while self._starts and now - self._starts[0] >= self._span:
-                        self._starts.popleft()
-                    if len(self._starts) >= self._per_window:
-                        wait = self._starts[0] + self._span - now
-                if wait <= 0:
-                    if self._rate:
-                        self._starts.append(now)
-                    return waited
-            time.sleep(min(wait, 1.0))
-            waited += min(wait, 1.0)
+                now = self._clock()
+                start = max(now, self._blocked_until)
+                if self._rate:
+                    start = max(start, self._next)
+                    self._next = start + self._gap
+            if start <= now:
+                return waited
+            self._sleep(start - now)
+            waited += start - now
+            if self._clock() >= self._blocked_until:  # no 429 came in meanwhile
+                return waited
 
     def block_for(self, seconds: float) -> None:
         """Hold every thread back for ``seconds`` (after a 429 or ``Remaining: 0``)."""
         with self._lock:
-            self._blocked_until = max(self._blocked_until, time.monotonic() + seconds)
+            self._blocked_until = max(self._blocked_until, self._clock() + seconds)
 
     def observe(self, headers: Mapping[str, str]) -> None:
         """Adjust from ``X-RateLimit-Limit/-Remaining/-Reset`` (epoch seconds) headers."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -278,27 +277,57 @@ def test_ratelimit_headers_lower_the_pace(scripted: Scripted) -> None:
 
 
 # ---- the limiter ---------------------------------------------------------------------
-def test_limiter_never_exceeds_rate_in_any_second() -> None:
-    limiter = RateLimiter(10, margin=0.0)
-    starts: list[float] = []
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_limiter_never_exceeds_rate_in_any_window() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    starts = []
+    for i in range(45):
+        limiter.acquire()
+        starts.append(clock.now)
+        if i == 20:
+            clock.now += 3.0  # idle: no burst afterwards either
+    for i, t0 in enumerate(starts):
+        assert sum(1 for t in starts[i:] if t - t0 < 1.0) <= 10
+    # and it is not slower than needed: 10 per 1.05 s
+    assert starts[20] - starts[0] == pytest.approx(20 * 0.105)
+
+
+def test_limiter_holds_everyone_after_a_429() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    limiter.acquire()
+    limiter.block_for(0.7)
+    limiter.acquire()
+    assert clock.now >= 1000.7
+
+
+def test_limiter_is_shared_by_threads_in_order() -> None:
+    limiter = RateLimiter(50)
+    order: list[int] = []
     lock = threading.Lock()
 
-    def worker() -> None:
-        for _ in range(6):
-            limiter.acquire()
-            with lock:
-                starts.append(time.monotonic())
+    def worker(i: int) -> None:
+        limiter.acquire()
+        with lock:
+            order.append(i)
 
-    threads = [threading.Thread(target=worker) for _ in range(4)]
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    starts.sort()
-    assert len(starts) == 24
-    for i, t0 in enumerate(starts):
-        in_window = sum(1 for t in starts[i:] if t - t0 < 1.0)
-        assert in_window <= 10
+    assert sorted(order) == list(range(8))
 
 
 def test_limiter_rejects_negative_rate() -> None:
