@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -759,7 +760,7 @@ def test_unknown_kinds_keep_the_raw_json() -> None:
     (pd.NA, None, True), (pd.NA, "", True), (float("nan"), pd.NA, True), (pd.NaT, None, True),
     (1, 1.0, True), (1, 2, False), ("a", "a", True), ("a", pd.NA, False),
     (["a", "b"], ["a", "b"], True), (["a"], ["b"], False), ([], None, True),
-    (True, 1, False), (True, True, True),
+    (True, 1, False), (True, True, True), (np.False_, False, True), (np.True_, False, False),
     (pd.Timestamp("2020-01-01 06:00", tz="UTC"), pd.Timestamp("2020-01-01", tz=CHICAGO), True),
     (pd.Timestamp("2020-01-01"), pd.Timestamp("2020-01-01", tz="UTC"), False),
 ])

@@ -173,8 +173,9 @@ def values_equal(a: Any, b: Any) -> bool:
     if _listlike(a) or _listlike(b):
         la, lb = _as_list(a), _as_list(b)
         return len(la) == len(lb) and all(values_equal(x, y) for x, y in zip(la, lb, strict=False))
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) == isinstance(b, bool) and bool(a) == bool(b)
+    a_bool, b_bool = isinstance(a, (bool, np.bool_)), isinstance(b, (bool, np.bool_))
+    if a_bool or b_bool:  # numpy's bool is no `bool`; True is not the number 1 here
+        return a_bool == b_bool and bool(a) == bool(b)
     if _is_number(a) and _is_number(b):
         fa, fb = float(a), float(b)
         return fa == fb or math.isclose(fa, fb, rel_tol=1e-12, abs_tol=1e-12)
