@@ -298,9 +298,10 @@ POOL = 211  # distinct values per field; records pick from pools (fast, still va
 class _Gen:
     """Pools of ready pieces per field, built from inputs normalized by the codecs."""
 
-    def __init__(self, state: ServiceState, rng: random.Random) -> None:
+    def __init__(self, state: ServiceState, rng: random.Random, seed: int = 0) -> None:
         self.state = state
         self.rng = rng
+        self.seed = seed
         self.renderer = state.renderer
         self.assets: dict[str, list[dict[str, Any]]] = {}
 
@@ -335,14 +336,16 @@ class _Gen:
             return r.randint(1, 250)
         if k == "currency":
             return f"{r.uniform(2, 900):.2f}"
-        if k == "rating":
-            return r.randint(0, 5)
+        if k == "rating":  # most work is of middling to high priority
+            return r.choices(range(6), weights=(4, 8, 18, 26, 26, 18))[0]
         if k == "boolean":
             return r.random() < 0.3
         if k == "multiple_choice":
             opts = list((spec.format or {}).get("options") or ["A"])
             if (spec.format or {}).get("type") == "multi":
                 return r.sample(opts, r.randint(1, min(3, len(opts))))
+            if spec.name == "Status" and len(opts) == 5:  # a realistic backlog
+                return r.choices(opts, weights=(40, 22, 10, 23, 5))[0]
             return r.choice(opts)
         if k == "date_time":
             d = base + dt.timedelta(days=r.randint(0, 900), minutes=15 * r.randint(0, 40))
@@ -390,6 +393,15 @@ class _Gen:
         return None
 
     def pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
+        """POOL pieces for a field, from a random stream of its own (adding a field to an
+        application never changes the values of the others)."""
+        main_rng, self.rng = self.rng, random.Random(f"{self.seed}:{spec.key}")
+        try:
+            return self._pool(spec, empty_rate)
+        finally:
+            self.rng = main_rng
+
+    def _pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
         out: list[Piece] = []
         for i in range(POOL):
             if not spec.required and (i % int(1 / empty_rate) == 0):
@@ -411,12 +423,13 @@ class _Gen:
 
         store = self.state.store
         self.assets = {"file": [], "image": []}
+        ids = random.Random(f"{self.seed}:assets")
         for i in range(count):
             text = (f"Work order checklist {i + 1}\n" + "- inspect\n- record readings\n" * 5)
             content = text.encode()
             name = f"checklist_{i + 1}.txt"
             aid, size = store.add_asset("file", name, content, None,
-                                        f"{0x64000000 + 2 * i:08x}{self.rng.getrandbits(64):016x}")
+                                        f"{0x64000000 + 2 * i:08x}{ids.getrandbits(64):016x}")
             self.assets["file"].append({"id": aid, "filename": name, "size": size})
             im = Image.new("RGB", (320, 240), (40 * i % 255, 120, 200 - 20 * i % 200))
             ImageDraw.Draw(im).rectangle((20 + 10 * i, 20, 200, 200), fill=(250, 200, 40))
@@ -428,7 +441,7 @@ class _Gen:
             im.save(thumb, format="PNG")
             name = f"site_photo_{i + 1}.png"
             aid, size = store.add_asset("image", name, png, thumb.getvalue(),
-                                        f"{0x64000001 + 2 * i:08x}{self.rng.getrandbits(64):016x}")
+                                        f"{0x64000001 + 2 * i:08x}{ids.getrandbits(64):016x}")
             self.assets["image"].append({"id": aid, "filename": name, "size": size})
 
 
@@ -444,7 +457,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     app = state.app
     store = state.store
     rng = random.Random(seed)
-    gen = _Gen(state, rng)
+    gen = _Gen(state, rng, seed)
     gen.make_assets()
     t0 = 0x65000000
     people_obj, parts_obj, wo_obj = (app.object(k) for k in ("object_1", "object_2",
@@ -611,7 +624,7 @@ def generate_generic(state: ServiceState, records: int, seed: int = 0) -> dict[s
     app = state.app
     store = state.store
     rng = random.Random(seed)
-    gen = _Gen(state, rng)
+    gen = _Gen(state, rng, seed)
     if any(f.kind in ("file", "image") for _, f in app.iter_fields()):
         gen.make_assets()
     made: dict[str, dict[str, dict[str, Any]]] = {}  # object -> id -> {"raw", "display"}
