@@ -178,7 +178,7 @@ def plan_asset_value(new: Mapping[str, Any], old: Mapping[str, Any], field: Fiel
         raise InvalidValue(f"record {record_id}: {key} ({field.kind}) needs an asset id, a path "
                            f"or bytes, got {type(value).__name__}", field=key, column=key,
                            record_id=record_id)
-    if value == before:
+    if isinstance(before, str) and value == before:  # before may be NA (empty cell)
         return UNCHANGED  # only derived columns (file name, url, size) were touched
     owner = placed.get(value)
     if owner is not None or _ASSET_ID_RE.match(value):
