@@ -105,3 +105,11 @@ def test_knobs_are_validated() -> None:
         LocalService(faults=2.0)
     with pytest.raises(ValueError, match="latency"):
         LocalService(latency_ms=-5)
+
+
+def test_schema_can_be_hidden(fresh_service: LocalService) -> None:
+    url = f"{fresh_service.base_url}/v1/applications/{fresh_service.app_id}"
+    assert requests.get(url, timeout=30).status_code == 200
+    fresh_service.emulation.expose_schema = False
+    assert requests.get(url, timeout=30).status_code == 404
+    fresh_service.emulation.expose_schema = True

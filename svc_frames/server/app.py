@@ -227,6 +227,8 @@ def build_app(state: ServiceState) -> Any:
     def get_application(app_id: str) -> Response:
         """The application schema: objects, fields, scenes, views (no key needed)."""
         check_app_path(app_id)
+        if not state.emulation.expose_schema:
+            raise ApiError.not_found("the application schema is not exposed")
         return Response(dumps(app_def.public_document()).encode(),
                         media_type="application/json")
 

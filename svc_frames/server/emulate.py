@@ -8,6 +8,8 @@ All knobs live on ``Emulation`` and may be changed while the service runs
 * over ``rate_limit`` requests in the same wall-clock second (per application) -> 429
   ``Rate limit exceeded``; over ``daily_quota`` in a UTC day -> 429 ``Daily limit exceeded``;
 * ``latency_ms`` (+ uniform ``jitter_ms``) is added before the request is handled;
+* ``expose_schema=False`` makes ``GET /v1/applications/<id>`` answer 404 (deployments
+  that do not expose the schema);
 * with probability ``fault_rate`` a fault is chosen among ``faults`` ("500", "502", "503",
   "429", "drop"). **A fault happens before the request is applied**: a faulted write was
   not written, so a client may retry it. "drop" starts a response and closes the
@@ -101,6 +103,8 @@ class Emulation:
     fault_rate: float = 0.0
     faults: tuple[str, ...] = ("500", "502", "503", "429", "drop")
     upload_limit_bytes: int = 50 * 1024 * 1024
+    expose_schema: bool = True  # False: the schema endpoint answers 404, as on deployments
+    #                             that do not expose it (clients then infer kinds)
     seed: int | None = None
     log: RequestLog = field(default_factory=RequestLog)
 
