@@ -32,6 +32,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+
 from .errors import ConsistencyError, ServerError, UsageError
 
 if TYPE_CHECKING:
@@ -41,6 +43,17 @@ if TYPE_CHECKING:
 
 Verify = Literal["first", "full", "none"]
 """How a pass is verified: page 1 again (default), a second agreeing pass, or not at all."""
+
+
+def id_hashes(records: list[dict[str, Any]]) -> np.ndarray:
+    """64-bit hashes of record ids (stable within this process; collisions negligible)."""
+    return np.fromiter((hash(r["id"]) for r in records), dtype=np.int64, count=len(records))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return bool(np.array_equal(a, b))
+    return bool(a == b)
 
 
 @dataclass
@@ -76,6 +89,7 @@ class Paginator:
                  sort_order: str | None = None, limit: int | None = None,
                  max_workers: int | None = None, max_passes: int = 3,
                  verify: Verify = "first", prefetch: int | None = None,
+                 keep_ids: bool = True,
                  on_page: Callable[[Page], None] | None = None) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
@@ -103,6 +117,9 @@ class Paginator:
         self.on_page = on_page
         self.passes: list[PassReport] = []
         self.final_ids: list[str] | None = None
+        # keep_ids=False (streaming export): ids are tracked as 64-bit hashes in numpy
+        self.keep_ids = keep_ids
+        self.final_hashes: np.ndarray | None = None
         self.total_records: int | None = None
         self.total_pages: int | None = None
         self._lock = threading.Lock()
@@ -195,42 +212,61 @@ class Paginator:
     def iter_pages(self) -> Iterator[Page]:
         """Every page of every pass, in order; passes repeat until one is consistent.
 
-        Consumers de-duplicate by id; after the loop, ``final_ids`` holds the ids of the
-        consistent pass (records seen earlier but not there were deleted mid-run)."""
-        previous: tuple[list[str], set[int]] | None = None
+        Consumers de-duplicate by id; after the loop, ``final_ids`` (or, with
+        ``keep_ids=False``, the sorted ``final_hashes``) says which records the consistent
+        pass holds (records seen earlier but not there were deleted mid-run)."""
+        previous: tuple[Any, set[int]] | None = None
         for pass_no in range(1, self.max_passes + 1):
             self._early, self._early_stale = None, False
             report = PassReport(pass_no)
             self.passes.append(report)
             ids: list[str] = []
             seen: set[str] = set()
+            hashes: list[np.ndarray] = []
+            head: list[str] = []
             for page in self._one_pass(pass_no, report):
                 report.pages += 1
                 report.records += len(page.records)
                 report.totals.add(page.total_records)
-                for rec in page.records:
-                    rid = rec["id"]
-                    if rid in seen:
-                        report.duplicates += 1
-                    else:
-                        seen.add(rid)
-                        ids.append(rid)
+                if report.pages == 1:
+                    head = [rec["id"] for rec in page.records]
+                if self.keep_ids:
+                    for rec in page.records:
+                        rid = rec["id"]
+                        if rid in seen:
+                            report.duplicates += 1
+                        else:
+                            seen.add(rid)
+                            ids.append(rid)
+                else:  # 8 bytes per record instead of a str in a set: flat memory
+                    hashes.append(id_hashes(page.records))
                 yield page
-            report.distinct = len(ids)
+            order: Any = ids
+            if not self.keep_ids:
+                order = np.concatenate(hashes) if hashes else np.empty(0, np.int64)
+                _, first = np.unique(order, return_index=True)
+                report.duplicates = len(order) - len(first)
+                order = order[np.sort(first)]
+            report.distinct = len(order)
             report.consistent, report.reason = self._judge(report)
             if report.consistent and self.verify == "first" and report.pages > 1:
-                report.consistent, report.reason = self._recheck_first(pass_no, ids, report)
-            if report.consistent and self.verify == "full" and (
-                    previous is None or previous[0] != ids):
+                report.consistent, report.reason = self._recheck_first(pass_no, head,
+                                                                       report)
+            same = previous is not None and _same(previous[0], order)
+            if report.consistent and self.verify == "full" and not same:
                 report.consistent, report.reason = False, "full verification: another pass"
-            if (not report.consistent and not report.duplicates and previous is not None
-                    and previous == (ids, report.totals)):
+            if (not report.consistent and not report.duplicates and same
+                    and previous is not None and previous[1] == report.totals):
                 # two passes saw exactly the same records: nothing moved, the service's
                 # total is just an estimate that does not match (it is allowed to be)
                 report.consistent = True
-            previous = (ids, report.totals)
+            previous = (order, report.totals)
             if report.consistent:
-                self.final_ids = ids if self.limit is None else ids[: self.limit]
+                if self.keep_ids:
+                    self.final_ids = ids if self.limit is None else ids[: self.limit]
+                else:
+                    kept = order if self.limit is None else order[: self.limit]
+                    self.final_hashes = np.sort(kept)
                 return
         raise ConsistencyError(
             f"records of {self._what()} kept moving while paging: {self.max_passes} passes, "
@@ -241,7 +277,7 @@ class Paginator:
         wait(futures)
         return self._fetch(1, pass_no, notify=False)
 
-    def _recheck_first(self, pass_no: int, ids: list[str],
+    def _recheck_first(self, pass_no: int, head: list[str],
                        r: PassReport) -> tuple[bool, str]:
         """One more request: page 1 again. An insert and a delete that cancel out leave the
         count right but shift pages; if they touched the first page, this sees it."""
@@ -250,8 +286,7 @@ class Paginator:
         else:
             again = self._fetch(1, pass_no, notify=False)
         first_ids = [rec["id"] for rec in again.records]
-        if again.total_records not in r.totals or first_ids != ids[: len(first_ids)] \
-                or len(first_ids) < min(self.rows_per_page, len(ids)):
+        if again.total_records not in r.totals or first_ids != head:
             return False, "page 1 changed during the pass"
         return True, ""
 

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -220,7 +221,7 @@ class ExportResult:
     parts: int
     tables: list[str]
     passes: int
-    removed_stale: int = 0
+    repaired_rows: int = 0  # rows taken out after records moved mid-run (repeats, deleted)
 
 
 class _PartWriter:
@@ -281,33 +282,36 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
-                      verify=verify, max_workers=min(client.max_workers, 3), prefetch=3)
+                      verify=verify, max_workers=min(client.max_workers, 3), prefetch=3,
+                      keep_ids=False)
     app = client.schema()  # first: every part must share the schema it fixes
     tz = tz or app_timezone(app)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    written: set[str] = set()
     fields = None
     source: Source | None = None
     main_writer: _PartWriter | None = None
     table_writers: dict[str, _PartWriter] = {}
     count = 0
+    in_pass: dict[int, int] = {}
     try:
+        # pages are written as they come, without an id set (memory stays flat); a pass
+        # that turns out inconsistent is repaired after the loop, from the files
         for page in pager.iter_pages():
-            new = [r for r in page.records if r["id"] not in written]
+            new = page.records
             if limit is not None:
-                new = new[: max(0, limit - count)]
+                new = new[: max(0, limit - in_pass.get(page.pass_no, 0))]
+            in_pass[page.pass_no] = in_pass.get(page.pass_no, 0) + len(new)
             if fields is None or source is None:
                 fields, source = describe(client, tgt, app, new, columns, tz)
                 meta = {"source": source.to_dict()}
                 main_writer = _PartWriter(tmp, format, meta)
             if not new:
                 continue
-            written.update(r["id"] for r in new)
             count += len(new)
             frames = build_frames(new, fields, source, tz=tz, keep_original=False)
-            number = main_writer.parts + 1 if main_writer else 1
             assert main_writer is not None
+            number = main_writer.parts + 1
             main_writer.write(frames.main, number)
             for name, tdf in frames.tables.items():
                 if name not in table_writers:
@@ -316,9 +320,11 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                 table_writers[name].write(tdf.reset_index(drop=True), number)
         bar.close()
         removed = 0
-        if pager.final_ids is not None and len(written) > len(pager.final_ids):
-            stale = written - set(pager.final_ids)  # deleted while paging: take them out
-            removed = _drop_ids(tmp, stale, format)
+        if len(pager.passes) > 1 or any(r.duplicates for r in pager.passes):
+            assert pager.final_hashes is not None
+            # records moved mid-run: keep the first copy of each record of the
+            # consistent pass; drop repeats and records deleted meanwhile
+            removed = _keep_only(tmp, pager.final_hashes, format)
             count -= removed
         if source is None:
             fields, source = describe(client, tgt, app, [], columns, tz)
@@ -341,26 +347,48 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                         list(table_writers), len(pager.passes), removed)
 
 
-def _drop_ids(root: Path, stale: set[str], fmt: str) -> int:
-    """Remove rows of records deleted mid-run from the parts (only touched parts rewritten)."""
+def _read_part(part: Path, fmt: str, key: str) -> pa.Table:
+    if fmt == "parquet":
+        return pq.read_table(part)
+    import pyarrow.csv as pacsv
+    return pacsv.read_csv(part, convert_options=pacsv.ConvertOptions(
+        column_types={key: pa.string()}))  # ids that look like numbers stay text
+
+
+def _write_part(table: pa.Table, part: Path, fmt: str) -> None:
+    if fmt == "parquet":
+        pq.write_table(table, part)
+    else:
+        import pyarrow.csv as pacsv
+        pacsv.write_csv(table, part)
+
+
+def _keep_only(root: Path, final: np.ndarray, fmt: str) -> int:
+    """Repair after records moved mid-run: in part order, keep the first row of each
+    record of the consistent pass (``final``: sorted id hashes), drop repeats and records
+    deleted meanwhile; table parts follow their main part. Returns main rows removed."""
+    seen: set[int] = set()
     removed = 0
-    for part in sorted(root.rglob(f"part-*.{fmt}")):
-        in_tables = "_tables" in part.parts
-        key = "record_id" if in_tables else "id"
-        if fmt == "parquet":
-            table = pq.read_table(part)
-            ids = table.column(key).to_pylist()
-            keep = [i for i, rid in enumerate(ids) if rid not in stale]
-            if len(keep) != len(ids):
-                pq.write_table(table.take(pa.array(keep, type=pa.int64())), part)
-                removed += 0 if in_tables else len(ids) - len(keep)
-        else:
-            import pyarrow.csv as pacsv
-            table = pacsv.read_csv(part, convert_options=pacsv.ConvertOptions(
-                column_types={key: pa.string()}))  # ids that look like numbers stay text
-            ids = table.column(key).to_pylist()
-            keep = [i for i, rid in enumerate(ids) if rid not in stale]
-            if len(keep) != len(ids):
-                pacsv.write_csv(table.take(pa.array(keep, type=pa.int64())), part)
-                removed += 0 if in_tables else len(ids) - len(keep)
+    kept_by_part: dict[str, set[str]] = {}
+    for part in sorted(root.glob(f"part-*.{fmt}")):
+        table = _read_part(part, fmt, "id")
+        ids = table.column("id").to_pylist()
+        keep: list[int] = []
+        for i, rid in enumerate(ids):
+            h = hash(rid)
+            pos = int(np.searchsorted(final, h))
+            if pos < len(final) and final[pos] == h and h not in seen:
+                seen.add(h)
+                keep.append(i)
+        kept_by_part[part.name] = {ids[i] for i in keep}
+        if len(keep) != len(ids):
+            _write_part(table.take(pa.array(keep, type=pa.int64())), part, fmt)
+            removed += len(ids) - len(keep)
+    for part in sorted((root / "_tables").glob(f"*/part-*.{fmt}")):
+        table = _read_part(part, fmt, "record_id")
+        allowed = kept_by_part.get(part.name, set())
+        rids = table.column("record_id").to_pylist()
+        keep = [i for i, rid in enumerate(rids) if rid in allowed]
+        if len(keep) != len(rids):
+            _write_part(table.take(pa.array(keep, type=pa.int64())), part, fmt)
     return removed
