@@ -53,7 +53,11 @@ def test_no_server_errors(fuzz_service: LocalService) -> None:
                     if name in valid:
                         idx = len(str(case.path_parameters[name])) % len(valid[name])
                         case.path_parameters[name] = valid[name][idx]
-            headers = dict(case.headers or {})
+            # header values with control characters are refused by the HTTP layer itself
+            # (h11 answers 400 and closes, which can reset a connection still sending a
+            # body): keep the fuzzing on what reaches the application
+            headers = {k: v for k, v in (case.headers or {}).items()
+                       if all(32 <= ord(c) < 127 or c == "\t" for c in f"{k}{v}")}
             if auth:
                 headers.update(svc.headers())
             case.headers = headers
