@@ -6,7 +6,8 @@ committed; WAL with ``synchronous=NORMAL`` keeps it through a killed process).
 
 A record row keeps ``frag`` (its ``format=both`` JSON text, asset URLs with a base-URL
 placeholder swapped at answer time), ``vals`` (filter/sort values, see query.py) and
-``secret`` (password hashes, never served).
+``secret`` (password hashes, never served). ``frag`` is the last column: filters read
+``vals`` without walking the (large) fragment's overflow pages.
 
 Usage::
 
@@ -41,7 +42,7 @@ _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, obj TEXT NOT NULL, id TEXT NOT NULL,
-    frag TEXT NOT NULL, vals TEXT NOT NULL, secret TEXT);
+    vals TEXT NOT NULL, secret TEXT, frag TEXT NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(obj, id);
 CREATE INDEX IF NOT EXISTS records_obj ON records(obj);
 CREATE TABLE IF NOT EXISTS links(obj TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
