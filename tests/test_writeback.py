@@ -4,7 +4,6 @@ are caught, faults do not duplicate, an interrupted run resumes, bad input sends
 from __future__ import annotations
 
 import datetime as dt
-import itertools
 import json
 import string
 from collections.abc import Iterator
@@ -491,7 +490,6 @@ def test_plan_select_restricts_to_ids(svc: LocalService, obj: str) -> None:
 EDITABLE = ("short_text", "paragraph_text", "rich_text", "timer", "number", "currency", "rating", "boolean",
             "multiple_choice", "date_time", "name", "email", "phone", "link", "address",
             "user_roles")
-_UNIQUE = itertools.count()
 _WORD = st.text(alphabet=string.ascii_letters + string.digits, min_size=1, max_size=10)
 
 
@@ -610,7 +608,10 @@ def test_property_random_edits_round_trip(prop_svc: LocalService, object_key: st
             links[(rid, col)] = sorted(value)
             continue
         if f.unique and isinstance(value, str):   # e.g. the People e-mail: unique per app
-            value = f"u{next(_UNIQUE)}{value}"
+            # prefixed with the record's own id: no other record can hold it, and the value
+            # depends only on the drawn data (a process-wide counter made "u1"+"00..." and
+            # "u10"+"0..." collide, and a replayed example drew other values)
+            value = f"{rid}.{value}"
         set_cell(frames, rid, col, value)
         if f.kind in ("date_time", "timer") and f"{f.key}.to" in frames.main.columns:
             set_cell(frames, rid, f"{f.key}.to", value + pd.Timedelta(hours=1))
