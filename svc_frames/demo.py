@@ -342,17 +342,24 @@ def _plots(frames_by_name: dict[str, Frames], objects: dict[str, Any], out: Path
 def _bulk_edit(frames_by_name: dict[str, Frames], objects: dict[str, Any]
                ) -> tuple[str, Frames, str] | None:
     """The demo app's edit (server/demo.py keys): flag open, high-priority work orders as
-    urgent. On another schema: move a tenth of a single-choice field to the next option,
-    or else raise a number field by 10% on a tenth of the records."""
+    urgent (Priority >= 4, or the highest priority present when none reaches 4, so that
+    any data size has something to do). With no open, non-urgent, prioritised work order,
+    or on another schema: move a tenth of a single-choice field to the next option, or else
+    raise a number field by 10% on a tenth of the records."""
     orders = frames_by_name.get("object_3")
     wanted = {"field_25", "field_26", "field_27"}
     if orders is not None and wanted <= set(orders.main.columns):
         main = orders.main
-        pick = ((main["field_27"] == "Open") & (main["field_25"] >= 4)
-                & (main["field_26"] != True)).fillna(False)  # noqa: E712 (NA-aware)
-        main.loc[pick, "field_26"] = True
-        return "object_3", orders, (f"Work Orders: set Urgent on the {int(pick.sum())} "
-                                    "Open work orders with Priority >= 4 not yet urgent")
+        open_calm = ((main["field_27"] == "Open")
+                     & (main["field_26"] != True)).fillna(False)  # noqa: E712 (NA-aware)
+        priorities = main.loc[open_calm, "field_25"].dropna()
+        if len(priorities):
+            level = min(4.0, float(priorities.max()))
+            pick = (open_calm & (main["field_25"] >= level)).fillna(False)
+            main.loc[pick, "field_26"] = True
+            return "object_3", orders, (f"Work Orders: set Urgent on the {int(pick.sum())} "
+                                        f"Open work orders with Priority >= {level:g} "
+                                        "not yet urgent")
     for key in sorted(objects, key=lambda k: -len(frames_by_name.get(k, ()))):
         frames = frames_by_name.get(key)
         if frames is None or len(frames) < 2:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from svc_frames.demo import connect, frame_summary, main, run
+from svc_frames.demo import _bulk_edit, connect, frame_summary, main, run
 from svc_frames.errors import ConfigurationError
 from svc_frames.parquet import read_parquet
 
@@ -38,9 +39,11 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
     for p in pngs.values():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
-    # the bulk edit was planned (dry run printed) and applied
+    # the bulk edit was planned (dry run printed) and applied: one row per record it named
     report = made["report"]
     assert report is not None and len(report.table) > 0
+    named = re.search(r"set Urgent on the (\d+) Open work orders", text)
+    assert named is not None and int(named.group(1)) == len(report.table)
     assert set(report.table["status"]) == {"applied"}
     assert "dry run, nothing sent" in text
     assert "the server now holds every edited value" in text
@@ -50,6 +53,39 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
     assert str((tmp_path / "out").resolve()) in text
     for name in ("rows x", "columns"):
         assert name in text
+
+
+@pytest.mark.parametrize("top", [5.0, 2.0, None])
+def test_bulk_edit_always_has_something_to_do(top: float | None) -> None:
+    """Whatever the data, the demo's bulk edit changes something: the Open, non-urgent work
+    orders at Priority >= 4, else at the highest priority there is, else the fallback edit."""
+    from svc_frames.loaders import read_object
+    from svc_frames.writeback import diff
+
+    client, service = connect(records=12, local=True, login=False)
+    try:
+        schema = client.schema() or {}
+        objects = {o["key"]: o for o in schema["objects"]}
+        frames = {k: read_object(client, k, progress=False) for k in objects}
+        main = frames["object_3"].main
+        # two Open, non-urgent orders at `top` (None: no priority at all), the rest lower
+        calm = main.index[:2]
+        main["field_27"] = pd.array(["Open"] * 2 + ["Done"] * (len(main) - 2), dtype="string")
+        main["field_26"] = pd.array([False] * len(main), dtype="boolean")
+        main["field_25"] = pd.array([top] * 2 + [1.0] * (len(main) - 2), dtype="Float64")
+        frames["object_3"].original = frames["object_3"].snapshot()  # the base of the edit
+        key, edited, description = _bulk_edit(frames, objects) or ("", None, "")
+        assert edited is not None
+        plan = diff(edited)
+        assert not plan.empty, description
+        if top is None:   # nothing to flag: the fallback edit on another field
+            assert set(plan.changes["field"]) != {"field_26"}
+        else:
+            assert key == "object_3" and f"Priority >= {min(top, 4.0):g}" in description
+            assert sorted(plan.changes["record_id"]) == sorted(calm)
+            assert set(plan.changes["field"]) == {"field_26"}
+    finally:
+        service.stop()
 
 
 def test_demo_entry_point_takes_its_size_and_output_from_the_environment(
