@@ -162,10 +162,14 @@ class RateLimiter:
             remaining = headers.get("X-RateLimit-Remaining")
             if remaining is not None and int(float(remaining)) <= 0:
                 reset = headers.get("X-RateLimit-Reset")
-                wait = float(reset) - time.time() if reset is not None else 0.0
-                if not 0 < wait <= 2.0:  # clock skew or a bogus value: next second
-                    wait = 1.0 - (time.time() % 1.0)
-                self.block_for(wait + 0.01)
+                if reset is None:  # no reset given: the limit counts per second
+                    self.block_for(1.0 - (time.time() % 1.0) + 0.01)
+                    return
+                wait = float(reset) - time.time()
+                # a reset already past: that second is over (the answer came late), no
+                # wait; a far-off one is clock skew or a bogus value: at most one second
+                if wait > 0:
+                    self.block_for(min(wait, 1.0) + 0.01)
         except (TypeError, ValueError):
             pass  # headers are advisory; never fail a good response over them
 

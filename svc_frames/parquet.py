@@ -31,7 +31,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -52,10 +52,11 @@ from .loaders import (
     app_timezone,
     check_columns,
     describe,
+    paused_gc,
     user_timezone,
     want_progress,
 )
-from .paging import Paginator, Verify
+from .paging import Page, Paginator, Verify
 
 META_KEY = b"svc_frames"
 _LIST = pa.list_(pa.string())
@@ -297,7 +298,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     try:
         # pages are written as they come, without an id set (memory stays flat); a pass
         # that turns out inconsistent is repaired after the loop, from the files
-        for page in pager.iter_pages():
+        for page in _gc_paused_iter(pager.iter_pages()):
             new = page.records
             if limit is not None:
                 new = new[: max(0, limit - in_pass.get(page.pass_no, 0))]
@@ -345,6 +346,12 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
         raise
     return ExportResult(dest, count, main_writer.parts if main_writer else 1,
                         list(table_writers), len(pager.passes), removed)
+
+
+def _gc_paused_iter(pages: Iterator[Page]) -> Iterator[Page]:
+    """The pages, with cyclic GC paused while they are fetched and written."""
+    with paused_gc():
+        yield from pages
 
 
 def _read_part(part: Path, fmt: str, key: str) -> pa.Table:
