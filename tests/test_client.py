@@ -342,3 +342,17 @@ def test_clients_of_one_application_share_the_pace() -> None:
     off = Client("appx", api_key=KEY, base_url="http://127.0.0.1:9", rate_limit=0)
     assert a.limiter is b.limiter and a.limiter.rate == 5
     assert c.limiter is not a.limiter and off.limiter is not a.limiter
+
+
+def test_remaining_zero_blocks_only_until_a_future_reset() -> None:
+    import time
+
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) - 1)})
+    limiter.acquire()
+    assert clock.now == 1000.0  # a reset already past: that second is over
+    limiter.observe({"X-RateLimit-Remaining": "0",
+                     "X-RateLimit-Reset": str(time.time() + 0.5)})
+    limiter.acquire()
+    assert 1000.4 < clock.now < 1000.6
