@@ -102,17 +102,19 @@ class RateLimiter:
     than ``rate`` in any ``window``; the hosted service counts per second and refuses the
     excess, so this is safer than a refilling bucket, whose burst plus refill can put
     rate+1 in one server second. ``margin`` widens the window to absorb jitter between our
-    clock and the server's. ``rate=0``: no pacing.
+    clock and the server's (doubled after each 429, see widen). ``rate=0``: no pacing.
 
     Usage: ``limiter = RateLimiter(10); limiter.acquire()`` before each request."""
 
-    def __init__(self, rate: float = 10.0, window: float = 1.0, margin: float = 0.05, *,
+    def __init__(self, rate: float = 10.0, window: float = 1.0, margin: float = 0.03, *,
                  clock: Callable[[], float] = time.monotonic,
                  sleep: Callable[[float], None] = time.sleep) -> None:
         self._clock, self._sleep = clock, sleep  # injectable for exact tests
         self._lock = threading.Lock()
         self._blocked_until = 0.0
         self._next = 0.0
+        self._base_window = window
+        self.margin = margin
         self.window = window + margin
         self.rate = float(rate)
 
@@ -145,6 +147,14 @@ class RateLimiter:
             waited += start - now
             if self._clock() >= self._blocked_until:  # no 429 came in meanwhile
                 return waited
+
+    def widen(self) -> None:
+        """After a 429: more room between requests (the margin doubles, up to 0.2 s per
+        window), since the jitter between us and the server was larger than allowed for."""
+        with self._lock:
+            self.margin = min(0.2, max(0.03, self.margin * 2))
+            self.window = self._base_window + self.margin
+        self.rate = self._rate  # recompute the spacing
 
     def block_for(self, seconds: float) -> None:
         """Hold every thread back for ``seconds`` (after a 429 or ``Remaining: 0``)."""
@@ -357,8 +367,11 @@ class Client:
             retryable = status in _RETRY_STATUS and (idempotent or status == 429)
             if status == 429:
                 # refused before doing anything, so even a POST may be sent again;
-                # the hosted limit counts per second: wait for the next one
+                # the hosted limit counts per second: wait for the next one, and leave
+                # more room from now on
                 self.limiter.block_for(1.0 - (time.time() % 1.0) + 0.01)
+                if self.limiter.rate:
+                    self.limiter.widen()
             if retryable and attempt < self.max_retries:
                 attempt += 1
                 self._sleep_backoff(attempt, method, what, f"HTTP {status}")

@@ -299,8 +299,8 @@ def test_limiter_never_exceeds_rate_in_any_window() -> None:
             clock.now += 3.0  # idle: no burst afterwards either
     for i, t0 in enumerate(starts):
         assert sum(1 for t in starts[i:] if t - t0 < 1.0) <= 10
-    # and it is not slower than needed: 10 per 1.05 s
-    assert starts[20] - starts[0] == pytest.approx(20 * 0.105)
+    # and it is not slower than needed: 10 per 1.03 s
+    assert starts[20] - starts[0] == pytest.approx(20 * 0.103)
 
 
 def test_limiter_holds_everyone_after_a_429() -> None:
@@ -356,3 +356,12 @@ def test_remaining_zero_blocks_only_until_a_future_reset() -> None:
                      "X-RateLimit-Reset": str(time.time() + 0.5)})
     limiter.acquire()
     assert 1000.4 < clock.now < 1000.6
+
+
+def test_a_429_widens_the_spacing(scripted: Scripted) -> None:
+    scripted.script((429, "text/plain", "Rate limit exceeded"), (200, "application/json", PAGE))
+    client = Client("app-widen", api_key=KEY, base_url=scripted.url, rate_limit=10,
+                    backoff=0.01)
+    before = client.limiter.window
+    client.get_page("object_1")
+    assert client.limiter.window > before and client.status_counts[429] == 1
