@@ -34,19 +34,21 @@ def test_registry_builds_every_subcommand(capsys) -> None:  # type: ignore[no-un
 
 
 def test_serve_prints_one_json_line_then_summary(tmp_path: Path) -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "svc_frames.cli", "serve", "--demo",
-                             "--records", "5", "--port", "0", "--data", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        info = json.loads(proc.stdout.readline())
-        assert info["base_url"].startswith("http://127.0.0.1:")
-        assert info["app_id"] and info["api_key"]
-        assert {u["email"] for u in info["users"]} == {"manager@example.com",
-                                                        "tech@example.com"}
-        assert all(u["password"] for u in info["users"])
-        summary = proc.stdout.readline()
-        assert "svc-frames local service" in summary
-    finally:
-        proc.terminate()
-        assert proc.wait(timeout=30) == 0
+    # `with` closes the stdout pipe (else a ResourceWarning); stderr is inherited, so pytest
+    # captures it and shows it on a failure, and no unread pipe can fill and block the server
+    with subprocess.Popen([sys.executable, "-m", "svc_frames.cli", "serve", "--demo",
+                           "--records", "5", "--port", "0", "--data", str(tmp_path)],
+                          stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            info = json.loads(proc.stdout.readline())
+            assert info["base_url"].startswith("http://127.0.0.1:")
+            assert info["app_id"] and info["api_key"]
+            assert {u["email"] for u in info["users"]} == {"manager@example.com",
+                                                            "tech@example.com"}
+            assert all(u["password"] for u in info["users"])
+            summary = proc.stdout.readline()
+            assert "svc-frames local service" in summary
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=30) == 0

@@ -77,6 +77,8 @@ def test_sigkill_mid_burst_keeps_every_answered_write(tmp_path: Path) -> None:
         time.sleep(0.02)
     os.kill(proc.pid, signal.SIGKILL)  # in the middle of the burst
     proc.wait(timeout=30)
+    if proc.stdout is not None:   # close our end of its pipe (else a ResourceWarning)
+        proc.stdout.close()
     stop.set()
     for t in threads:
         t.join(timeout=30)
@@ -100,6 +102,8 @@ def test_sigkill_mid_burst_keeps_every_answered_write(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def test_concurrent_writes(fresh_service: LocalService) -> None:
