@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -159,13 +160,13 @@ class Paginator:
         first = self._fetch(1, pass_no)
         if pass_no == 1:
             self.total_records, self.total_pages = first.total_records, first.total_pages
-        yield first
-        if not first.records or self.limit == 0:
+        if (not first.records or self.limit == 0
+                or (self.limit is not None and len(first.records) >= self.limit)):
+            yield first
             return
         wanted = self._pages_wanted(first)
-        if (self.limit is not None and len(first.records) >= self.limit):
-            return
         window = self.prefetch
+        first_out = False  # page 1 is handed out once the next pages are on their way
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-page") as pool:
             pending: dict[int, Future[Page]] = {}
@@ -182,10 +183,13 @@ class Paginator:
                         next_submit += 1
                     if (next_submit > wanted and self._early is None and wanted > 1
                             and self.verify == "first"):
-                        # verification request as soon as every page is in: it overlaps
-                        # the decoding of the last pages instead of adding a round trip
+                        # the verification request right behind the last page request (it
+                        # takes the next slot), not after its answer: no extra round trip
                         self._early = pool.submit(self._first_after, list(pending.values()),
                                                   pass_no)
+                    if not first_out:
+                        first_out = True
+                        yield first
                     if number > wanted:
                         # past the announced pages: go on only while the last page was full
                         # and some page announced more records than we have
@@ -274,7 +278,11 @@ class Paginator:
             "field that does not change")
 
     def _first_after(self, futures: list[Future[Page]], pass_no: int) -> Page:
-        wait(futures)
+        """Page 1 again, sent once every page request of the pass has started (so it
+        queues for its pace slot behind them)."""
+        while not all(f.running() or f.done() for f in futures):
+            time.sleep(0.002)
+        time.sleep(0.005)  # each has reserved its slot by now (the first thing it does)
         return self._fetch(1, pass_no, notify=False)
 
     def _recheck_first(self, pass_no: int, head: list[str],
