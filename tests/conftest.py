@@ -7,15 +7,30 @@ records others may change: create your own, or use ``fresh_service``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings
 
 from svc_frames.server import LocalService
 
 if TYPE_CHECKING:
     from svc_frames.client import Client
+
+
+# Hypothesis profiles (the tests' own @settings, e.g. max_examples, still apply):
+# "dev" (default): random examples, so every local run explores new ones; a failure
+#   prints the @reproduce_failure blob.
+# "ci" (when CI is set, or HYPOTHESIS_PROFILE=ci): derandomized, no example database: the
+#   same code always draws the same examples, so a landing is never blocked by a case no
+#   one has seen. The random version was run widely (thousands of examples, many seeds)
+#   before this was made the CI default; keep exploring with the "dev" profile.
+settings.register_profile("dev", print_blob=True)
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")
+                      or ("ci" if os.environ.get("CI") else "dev"))
 
 
 @pytest.fixture(scope="session")
