@@ -197,7 +197,9 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
             columns[name] = series.array if isinstance(series, pd.Series) else series
         tables.update(codec.tables(ids, raws, displays, spec, ctx))
     index = pd.Index(pd.array(ids, dtype="string"), name="id")
-    main = pd.DataFrame(columns, index=index) if columns else pd.DataFrame(index=index)
+    # copy=False: the arrays are fresh from the codecs (pandas would copy each one again)
+    main = (pd.DataFrame(columns, index=index, copy=False) if columns
+            else pd.DataFrame(index=index))
     if source.columns == "labels":
         labels = label_map(fields)
         main = main.rename(columns=lambda c: relabel(str(c), labels))
