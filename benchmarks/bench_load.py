@@ -237,8 +237,12 @@ app_id, key, url, obj, out = sys.argv[1:6]
 c = Client(app_id, api_key=key, base_url=url, rate_limit=0, max_workers=8)
 t0 = time.perf_counter()
 res = export(c, obj, out, progress=False)
-print(res.records, res.parts, round(time.perf_counter() - t0, 2),
-      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+# VmHWM: the peak RSS of this process image (ru_maxrss would include the parent's peak
+# at fork time, which Linux carries over across exec)
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status")
+           if line.startswith("VmHWM:")) if sys.platform == "linux" else \
+    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(res.records, res.parts, round(time.perf_counter() - t0, 2), hwm)
 """
 
 
