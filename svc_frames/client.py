@@ -469,7 +469,7 @@ class Client:
 
     def schema(self, *, refresh: bool = False) -> dict[str, Any] | None:
         """The application dict (``objects``, ``scenes``, ``settings``), or None when the
-        service does not expose it (404). Cached.
+        service does not expose it (404, 401 or 403 on the schema address). Cached.
 
         Usage: ``tz = client.schema()["settings"]["timezone"]``"""
         if self._schema_loaded and not refresh:
@@ -477,7 +477,9 @@ class Client:
         try:
             out = self.request("GET", f"/v1/applications/{quote(self.app_id)}",
                                key_required=False, what="application schema")
-        except NotFound:
+        except (NotFound, AuthenticationError, Forbidden) as exc:
+            # a deployment that does not expose its schema: kinds are inferred instead
+            log.info("no application schema (%s); kinds will be inferred", exc.status)
             out = None
         app = out.get("application") if isinstance(out, dict) else None
         self._schema = app if isinstance(app, dict) else None

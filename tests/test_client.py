@@ -365,3 +365,9 @@ def test_a_429_widens_the_spacing(scripted: Scripted) -> None:
     before = client.limiter.window
     client.get_page("object_1")
     assert client.limiter.window > before and client.status_counts[429] == 1
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_schema_not_exposed_is_none(scripted: Scripted, status: int) -> None:
+    scripted.script((status, "text/plain", "Not available"))
+    assert make(scripted).schema() is None
