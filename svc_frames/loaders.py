@@ -24,7 +24,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .client import Client, Target, parse_target
-from .errors import NotFound, UsageError
+from .errors import UsageError
 from .filters import Filters, validate_filters
 from .frames import (
     Frames,
@@ -121,9 +121,9 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
     tz_name = tz.key if tz is not None else None
     if kind == "object":
         assert a is not None
+        # an object the schema does not list (a stale schema) but the service served:
+        # its fields are looked up by key, or inferred
         order = schema_fields(app, a)
-        if app is not None and order is None:
-            raise NotFound(f"{a}: no such object in the application schema", status=404)
         fields, inferred = resolve_fields(records, known, order)
         source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
                         base_url=client.base_url, columns=columns,
