@@ -283,3 +283,18 @@ def test_timezone_given_by_the_user(client: Client) -> None:
     assert str(paris.dt.tz) == "Europe/Paris"
     pd.testing.assert_series_equal(paris.dt.tz_localize(None), app_tz.dt.tz_localize(None))
     assert app_tz.notna().any()
+
+
+def test_deployment_without_schema_infers_kinds(fresh_service: LocalService) -> None:
+    with_schema = read_object(make_client(fresh_service), "object_3", progress=False)
+    fresh_service.emulation.expose_schema = False
+    try:
+        blind = read_object(make_client(fresh_service), "object_3", progress=False)
+    finally:
+        fresh_service.emulation.expose_schema = True
+    assert blind.source is not None and blind.source.kinds_inferred
+    assert with_schema.source is not None and not with_schema.source.kinds_inferred
+    assert list(blind.main.index) == list(with_schema.main.index)
+    for key in ("field_12", "field_16", "field_26", "field_34.latitude"):
+        assert blind.main[key].dtype == with_schema.main[key].dtype, key
+    assert "field_41" in blind.tables  # connections found from their raw shape
