@@ -108,8 +108,11 @@ class RateLimiter:
 
     def __init__(self, rate: float = 10.0, window: float = 1.0, margin: float = 0.03, *,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
-        self._clock, self._sleep = clock, sleep  # injectable for exact tests
+                 sleep: Callable[[float], None] = time.sleep,
+                 wall: Callable[[], float] = time.time) -> None:
+        # injectable for exact tests: ``clock`` paces, ``wall`` reads the server's epoch
+        # ``X-RateLimit-Reset`` and its per-second windows
+        self._clock, self._sleep, self._wall = clock, sleep, wall
         self._lock = threading.Lock()
         self._blocked_until = 0.0
         self._next = 0.0
@@ -161,6 +164,11 @@ class RateLimiter:
         with self._lock:
             self._blocked_until = max(self._blocked_until, self._clock() + seconds)
 
+    def block_until_next_second(self) -> None:
+        """Hold every thread back until the next wall-clock second (the hosted limit
+        counts per epoch second), plus a little slack for clock jitter."""
+        self.block_for(1.0 - (self._wall() % 1.0) + 0.01)
+
     def observe(self, headers: Mapping[str, str]) -> None:
         """Adjust from ``X-RateLimit-Limit/-Remaining/-Reset`` (epoch seconds) headers."""
         if not self._rate:
@@ -173,9 +181,9 @@ class RateLimiter:
             if remaining is not None and int(float(remaining)) <= 0:
                 reset = headers.get("X-RateLimit-Reset")
                 if reset is None:  # no reset given: the limit counts per second
-                    self.block_for(1.0 - (time.time() % 1.0) + 0.01)
+                    self.block_until_next_second()
                     return
-                wait = float(reset) - time.time()
+                wait = float(reset) - self._wall()
                 # a reset already past: that second is over (the answer came late), no
                 # wait; a far-off one is clock skew or a bogus value: at most one second
                 if wait > 0:
@@ -369,7 +377,7 @@ class Client:
                 # refused before doing anything, so even a POST may be sent again;
                 # the hosted limit counts per second: wait for the next one, and leave
                 # more room from now on
-                self.limiter.block_for(1.0 - (time.time() % 1.0) + 0.01)
+                self.limiter.block_until_next_second()
                 if self.limiter.rate:
                     self.limiter.widen()
             if retryable and attempt < self.max_retries:

@@ -313,21 +313,34 @@ def test_limiter_holds_everyone_after_a_429() -> None:
 
 
 def test_limiter_is_shared_by_threads_in_order() -> None:
-    limiter = RateLimiter(50)
-    order: list[int] = []
-    lock = threading.Lock()
+    # Eight threads hold reservations at the same time; each reserves only after the
+    # previous one has (a known order), and the starts come out in that order, one gap
+    # apart. The clock stands still, so each thread's wait is exactly its offset.
+    limiter = RateLimiter(50, clock=lambda: 1000.0, sleep=lambda s: held(s))
+    n = 8
+    turn = [threading.Event() for _ in range(n + 1)]
+    sleeping = threading.Barrier(n - 1, timeout=10)  # all but the first wait together
+    mine = threading.local()
+    waits: dict[int, float] = {}
+
+    def held(seconds: float) -> None:
+        turn[mine.i + 1].set()  # reservation made: the next thread may ask
+        sleeping.wait()
 
     def worker(i: int) -> None:
-        limiter.acquire()
-        with lock:
-            order.append(i)
+        mine.i = i
+        assert turn[i].wait(10)
+        waits[i] = limiter.acquire()
+        turn[i + 1].set()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    turn[0].set()
     for t in threads:
         t.start()
     for t in threads:
-        t.join()
-    assert sorted(order) == list(range(8))
+        t.join(10)
+    gap = 1.03 / 50
+    assert [waits[i] for i in range(n)] == pytest.approx([i * gap for i in range(n)])
 
 
 def test_limiter_rejects_negative_rate() -> None:
@@ -345,17 +358,26 @@ def test_clients_of_one_application_share_the_pace() -> None:
 
 
 def test_remaining_zero_blocks_only_until_a_future_reset() -> None:
-    import time
-
     clock = FakeClock()
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(int(time.time()) - 1)})
+    epoch = 1_700_000_000.25  # the server's wall clock, a quarter into a second
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep, wall=lambda: epoch)
+    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch - 1)})
     limiter.acquire()
     assert clock.now == 1000.0  # a reset already past: that second is over
-    limiter.observe({"X-RateLimit-Remaining": "0",
-                     "X-RateLimit-Reset": str(time.time() + 0.5)})
+    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch + 0.5)})
     limiter.acquire()
-    assert 1000.4 < clock.now < 1000.6
+    assert clock.now == pytest.approx(1000.51)  # until the reset, plus slack
+    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch + 60)})
+    limiter.acquire()
+    assert clock.now == pytest.approx(1000.51 + 1.01)  # a far-off reset: one second at most
+
+
+def test_remaining_zero_without_reset_waits_for_the_next_second() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep, wall=lambda: 1_700_000_000.25)
+    limiter.observe({"X-RateLimit-Remaining": "0"})
+    limiter.acquire()
+    assert clock.now == pytest.approx(1000.76)  # the rest of the wall second, plus slack
 
 
 def test_a_429_widens_the_spacing(scripted: Scripted) -> None:
