@@ -9,13 +9,40 @@ Usage::
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 import requests
 
 from .server import LocalService
 
-__all__ = ["LocalService", "object_url", "view_url", "login", "create", "field_of_kind"]
+__all__ = ["LocalService", "object_url", "view_url", "login", "create", "field_of_kind",
+           "hosted_sample_dir"]
+
+FIXTURES_ENV = "SVC_FIXTURES_DIR"
+_HOSTED_SAMPLE = Path("shared") / "fixtures" / "hosted-sample"
+
+
+def hosted_sample_dir() -> Path:
+    """The hosted fixtures (``application.json``, ``records.json``): ``$SVC_FIXTURES_DIR``,
+    else ``<repo>/../shared/fixtures/hosted-sample`` (CI keeps them beside the clone),
+    else ``/work/shared/fixtures/hosted-sample``. Missing: FileNotFoundError saying what to
+    set, so tests fail loudly instead of skipping.
+
+    Usage: ``app = json.loads((hosted_sample_dir() / "application.json").read_text())``"""
+    env = os.environ.get(FIXTURES_ENV)
+    candidates = [Path(env)] if env else []
+    candidates += [Path(__file__).resolve().parents[2] / _HOSTED_SAMPLE,
+                   Path("/work") / _HOSTED_SAMPLE]
+    candidates = list(dict.fromkeys(p.resolve() for p in candidates))  # one try each
+    for path in candidates:
+        if (path / "application.json").is_file():
+            return path
+    tried = ", ".join(str(p) for p in candidates)
+    raise FileNotFoundError(
+        f"hosted fixtures (application.json, records.json) not found; tried {tried}. "
+        f"Set {FIXTURES_ENV} to the hosted-sample directory.")
 
 
 def object_url(svc: LocalService, object_key: str, record_id: str | None = None) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -20,10 +19,9 @@ from svc_frames.frames import (
     schema_fields,
 )
 from svc_frames.kinds import resolve_timezone
+from svc_frames.testing import hosted_sample_dir
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hosted-sample"
-if not FIXTURES.exists():
-    FIXTURES = Path("/work/shared/fixtures/hosted-sample")
+FIXTURES = hosted_sample_dir()
 
 NUMERIC = {"number", "currency", "equation", "sum", "count", "average", "min", "max", "rating"}
 TEXT = {"short_text", "paragraph_text", "rich_text", "concatenation", "email", "phone", "link",

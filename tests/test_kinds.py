@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -31,10 +30,9 @@ from svc_frames.kinds import (
     values_equal,
 )
 from svc_frames.kinds.tz import DISPLAY_NAMES
+from svc_frames.testing import hosted_sample_dir
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hosted-sample"
-if not FIXTURES.exists():
-    FIXTURES = Path("/work/shared/fixtures/hosted-sample")
+FIXTURES = hosted_sample_dir()
 
 APP = json.loads((FIXTURES / "application.json").read_text())["application"]
 RECORDS: list[dict[str, Any]] = json.loads((FIXTURES / "records.json").read_text())["records"]

@@ -21,10 +21,9 @@ from svc_frames.kinds import resolve_timezone
 from svc_frames.loaders import read_object, read_view
 from svc_frames.parquet import arrow_to_frame, export, read_parquet, table_meta, to_parquet
 from svc_frames.server import LocalService
+from svc_frames.testing import hosted_sample_dir
 
-FIXTURES = Path("/work/shared/fixtures/hosted-sample")
-if not FIXTURES.exists():
-    FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hosted-sample"
+FIXTURES = hosted_sample_dir()
 
 
 def assert_frames_equal(a: Frames, b: Frames) -> None:

@@ -9,7 +9,7 @@ import pytest
 import requests
 
 from svc_frames.server import LocalService
-from svc_frames.testing import create, login, object_url
+from svc_frames.testing import create, hosted_sample_dir, login, object_url
 
 
 def test_schema_shape(service: LocalService) -> None:
@@ -273,14 +273,7 @@ def test_bad_application_documents(tmp_path: Path) -> None:
 
 
 def test_custom_application_generated_records() -> None:
-    # next to the work tree, else the absolute path (a clean clone elsewhere), as the
-    # other fixture-based test modules look for it
-    found = [p for p in (Path(__file__).resolve().parents[2] / "shared",
-                         Path("/work/shared"))
-             if (p / "fixtures" / "hosted-sample" / "application.json").exists()]
-    if not found:
-        pytest.skip("hosted fixtures not present")
-    doc = json.loads((found[0] / "fixtures" / "hosted-sample" / "application.json").read_text())
+    doc = json.loads((hosted_sample_dir() / "application.json").read_text())
     with LocalService(demo=False, app=doc, records=15, seed=2) as svc:
         h = svc.headers()
         for obj in svc.app.objects.values():

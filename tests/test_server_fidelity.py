@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
 from svc_frames.server import LocalService
+from svc_frames.testing import hosted_sample_dir
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "hosted-sample"
-if not FIXTURES.exists():
-    FIXTURES = Path("/work/shared/fixtures/hosted-sample")
-pytestmark = pytest.mark.skipif(not FIXTURES.exists(), reason="hosted fixtures not present")
+FIXTURES = hosted_sample_dir()
 
 # kinds whose stored value refers to things this app does not hold (assets, connected
 # records), or that the service computes with functions it does not implement
