@@ -257,7 +257,16 @@ def test_custom_application_document(tmp_path: Path) -> None:
 
 def test_bad_application_documents(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
+    twice = {"key": "field_1", "type": "short_text"}
     for doc, needle in [({"objects": [{"key": "table_1", "fields": []}]}, "object_<n>"),
+                        ({"objects": [{"key": "object_1", "fields": [{"key": "f1"}]}]},
+                         r"object_1\.fields\[0\]\.key 'f1' is not of the form field_<n>"),
+                        ({"objects": [{"key": "object_1", "fields": []},
+                                      {"key": "object_1", "fields": []}]},
+                         "object object_1 is defined twice"),
+                        ({"objects": [{"key": "object_1", "fields": [twice]},
+                                      {"key": "object_2", "fields": [twice]}]},
+                         "field field_1 is defined twice"),
                         ({"objects": [{"key": "object_1", "fields": [
                             {"key": "field_1", "type": "connection",
                              "relationship": {"object": "object_9"}}]}]}, "object_9"),

@@ -371,26 +371,27 @@ def build_app(state: ServiceState) -> Any:
             frag = dumps(_format_record(json.loads(frag), fmt))
         return finish(frag, request)
 
+    async def write_object(object_key: str, record_id: str | None,
+                           request: Request) -> Response:
+        """Create (``record_id`` None) or update a record through the object endpoint."""
+        check_key(request)
+        obj = object_of(object_key)
+        body = await read_json(request)
+        _, frag = await run_in_threadpool(store.write, obj.key, body, record_id)
+        return finish(frag, request)
+
     @api.post("/v1/objects/{object_key}/records", tags=["objects"],
               openapi_extra={**_JSON_BODY, "parameters": _AUTH_PARAMS})
     async def create_object_record(object_key: str, request: Request) -> Response:
         """Create a record (4.8); ``{}`` creates a blank record. Answers the bare record."""
-        check_key(request)
-        obj = object_of(object_key)
-        body = await read_json(request)
-        _, frag = await run_in_threadpool(store.write, obj.key, body, None)
-        return finish(frag, request)
+        return await write_object(object_key, None, request)
 
     @api.put("/v1/objects/{object_key}/records/{record_id}", tags=["objects"],
              openapi_extra={**_JSON_BODY, "parameters": _AUTH_PARAMS})
     async def update_object_record(object_key: str, record_id: str,
                                    request: Request) -> Response:
         """Update a record (4.3): only the sent fields change. Answers the whole record."""
-        check_key(request)
-        obj = object_of(object_key)
-        body = await read_json(request)
-        _, frag = await run_in_threadpool(store.write, obj.key, body, record_id)
-        return finish(frag, request)
+        return await write_object(object_key, record_id, request)
 
     @api.delete("/v1/objects/{object_key}/records/{record_id}", tags=["objects"],
                 openapi_extra={"parameters": _AUTH_PARAMS})
@@ -525,30 +526,31 @@ def build_app(state: ServiceState) -> Any:
         rec = json.loads(view_records(view, [frag], "both")[0])
         return dumps({"record": rec, "submit_key": view.submit_key})
 
-    @api.put("/v1/pages/{scene_key}/views/{view_key}/records/{record_id}", tags=["views"],
-             openapi_extra={**_JSON_BODY, "parameters": _VIEW_PARAMS})
-    async def update_view_record(scene_key: str, view_key: str, record_id: str,
-                                 request: Request) -> Response:
-        """Update through a form or an inline-editing table/search (4.4)."""
+    async def write_view(scene_key: str, view_key: str, record_id: str | None,
+                         request: Request) -> Response:
+        """Create (``record_id`` None) or update through a view that accepts it."""
         view = view_of(scene_key, view_key)
         user = await run_in_threadpool(view_user, request, view)
-        if not view.accepts_update:
+        if record_id is None and not view.accepts_create:
+            raise ApiError.invalid(f"{view_key} does not accept new records")
+        if record_id is not None and not view.accepts_update:
             raise ApiError.invalid(f"{view_key} does not accept updates")
         body = await read_json(request)
         text = await run_in_threadpool(_view_write, view, user, body, record_id)
         return finish(text, request)
 
+    @api.put("/v1/pages/{scene_key}/views/{view_key}/records/{record_id}", tags=["views"],
+             openapi_extra={**_JSON_BODY, "parameters": _VIEW_PARAMS})
+    async def update_view_record(scene_key: str, view_key: str, record_id: str,
+                                 request: Request) -> Response:
+        """Update through a form or an inline-editing table/search (4.4)."""
+        return await write_view(scene_key, view_key, record_id, request)
+
     @api.post("/v1/pages/{scene_key}/views/{view_key}/records", tags=["views"],
               openapi_extra={**_JSON_BODY, "parameters": _VIEW_PARAMS})
     async def create_view_record(scene_key: str, view_key: str, request: Request) -> Response:
         """Create through an insert form; only form fields are stored, record rules run."""
-        view = view_of(scene_key, view_key)
-        user = await run_in_threadpool(view_user, request, view)
-        if not view.accepts_create:
-            raise ApiError.invalid(f"{view_key} does not accept new records")
-        body = await read_json(request)
-        text = await run_in_threadpool(_view_write, view, user, body, None)
-        return finish(text, request)
+        return await write_view(scene_key, view_key, None, request)
 
     return EmulationMiddleware(api, state.emulation)
 

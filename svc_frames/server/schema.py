@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -211,18 +211,10 @@ class AppDef:
         objects: dict[str, ObjectDef] = {}
         seen_fields: set[str] = set()
         for i, o in enumerate(doc.get("objects") or []):
-            key = o.get("key")
-            if not isinstance(key, str) or not KEY_RE["object"].match(key):
-                raise SchemaError(f"objects[{i}].key {key!r} is not of the form object_<n>")
-            if key in objects:
-                raise SchemaError(f"object {key} is defined twice")
+            key = _new_key(o.get("key"), "object", f"objects[{i}].key", objects)
             specs = []
             for j, f in enumerate(o.get("fields") or []):
-                fkey = f.get("key")
-                if not isinstance(fkey, str) or not KEY_RE["field"].match(fkey):
-                    raise SchemaError(f"{key}.fields[{j}].key {fkey!r} is not field_<n>")
-                if fkey in seen_fields:
-                    raise SchemaError(f"field {fkey} is defined twice")
+                fkey = _new_key(f.get("key"), "field", f"{key}.fields[{j}].key", seen_fields)
                 if not f.get("type"):
                     raise SchemaError(f"field {fkey} has no type")
                 seen_fields.add(fkey)
@@ -260,6 +252,16 @@ class AppDef:
                    users=[u for u in doc["users"] if isinstance(u, dict) and "email" in u]
                    if isinstance(doc.get("users"), list) else [],
                    doc=doc, profiles=profiles)
+
+
+def _new_key(key: Any, kind: str, where: str, seen: Container[str]) -> str:
+    """``key`` if it is of the form ``<kind>_<n>`` and not in ``seen``, else SchemaError
+    naming ``where`` (objects and fields share the checks)."""
+    if not isinstance(key, str) or not KEY_RE[kind].match(key):
+        raise SchemaError(f"{where} {key!r} is not of the form {kind}_<n>")
+    if key in seen:
+        raise SchemaError(f"{kind} {key} is defined twice")
+    return key
 
 
 def _parse_view(scene: Mapping[str, Any], v: Mapping[str, Any],
