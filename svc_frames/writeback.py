@@ -879,19 +879,43 @@ def _reread(client: Any, source: Source, ids: Sequence[str], counter: _Counter,
     return found
 
 
-def _field_values(frames: Frames, layout: _Layout, rid: str, key: str) -> dict[str, Any]:
-    """One record's values of one field, keyed by keys-mode column (or table -> id list)."""
-    f = layout.fields[key]
-    if f.kind == "connection":
-        for name, k in layout.tables.items():
-            if k == key and name in frames.tables:
-                t = frames.tables[name]
-                ids = t.loc[t["record_id"] == rid, "connected_id"].tolist()
-                return {key: sorted(str(x) for x in ids)}
-        return {key: []}
-    row = frames.main.loc[rid]
-    return {layout.col_key[c]: _py(row[c]) for c in layout.field_cols[key]
-            if c in frames.main.columns}
+class _Values:
+    """One record's values of one field in decoded frames: ``values(rid, key)``, keyed by
+    keys-mode column (a connection: field key -> sorted id list).
+
+    Connection tables are grouped by record once per frames, not filtered per record:
+    the guard and the create lookup ask for many records, which was quadratic."""
+
+    def __init__(self, frames: Frames, layout: _Layout) -> None:
+        self.frames, self.layout = frames, layout
+        self._links: dict[str, dict[Any, list[Any]]] = {}   # field -> record -> connected
+        self._row_id: str | None = None
+        self._row: Any = None
+
+    def __call__(self, rid: str, key: str) -> dict[str, Any]:
+        layout = self.layout
+        if layout.fields[key].kind == "connection":
+            links = self._links.get(key)
+            if links is None:
+                links = self._links[key] = self._group(key)
+            return {key: sorted(str(x) for x in links.get(rid, ()))}
+        if self._row is None or self._row_id != rid:   # a record's fields come in a row
+            self._row, self._row_id = self.frames.main.loc[rid], rid
+        row = self._row
+        return {layout.col_key[c]: _py(row[c]) for c in layout.field_cols[key]
+                if c in self.frames.main.columns}
+
+    def _group(self, key: str) -> dict[Any, list[Any]]:
+        for name, k in self.layout.tables.items():
+            if k == key and name in self.frames.tables:
+                t = self.frames.tables[name]
+                out: dict[Any, list[Any]] = {}
+                for r, c in zip(t["record_id"].tolist(), t["connected_id"].tolist(),
+                                strict=True):
+                    if not _is_empty(r):
+                        out.setdefault(r, []).append(c)
+                return out
+        return {}
 
 
 def _py(v: Any) -> Any:
@@ -932,8 +956,7 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
     resumes an interrupted run without re-sending. ``target``: write through a form or an
     inline-editing view (needs a user token: ``client.login`` or ``token=``).
     ``progress``: a progress bar for long runs (default: on in notebooks and terminals)."""
-    from .assets import PendingUpload, upload
-
+    # 1. validate & plan: everything that can fail without the service fails here
     if on_conflict not in ("skip", "overwrite", "raise"):
         raise UsageError(f"on_conflict must be 'skip', 'overwrite' or 'raise', got "
                          f"{on_conflict!r}")
@@ -941,345 +964,430 @@ def write_back(client: Any, edited: Frames, *, base: Frames | None = None,
         plan = diff(edited, base)
     elif plan.edited is not None and plan.edited is not edited:
         raise UsageError("the plan was made from other frames: diff(edited) again")
-    source = plan.source
-    layout = _Layout.of(source)
-    tgt = _resolve_target(client, source, target, token)
-    # files may have vanished since diff(): check all before the first request
+    layout = _Layout.of(plan.source)
+    # 2. resolve the target (object or view + token)
+    tgt = _resolve_target(client, plan.source, target, token)
+    _check_upload_files(plan)
+    if dry_run:
+        return _dry_run_report(plan, delete_missing)
+
+    run = _Run(client, plan, layout, tgt, Journal(journal) if journal is not None else None)
+    try:
+        run.key_records()
+        run.triage(delete_missing)            # journal acks, deletes not asked for
+        run.drop_fields_the_view_does_not_take()
+        if guard:                             # 3. lost-update guard
+            run.guard(on_conflict)
+        run.apply(max_workers, progress)      # 4. uploads + writes, concurrently
+        if run.jr and not any(o.status == "unknown" for o in run.outcomes.values()):
+            run.jr.settle()
+    finally:
+        if run.jr:
+            run.jr.close()
+    run.refresh(edited)                       # 5. frames follow the server
+    return run.report()                       # 6. one row per record
+
+
+def _check_upload_files(plan: Plan) -> None:
+    """Files may have vanished since diff(): check all before the first request."""
+    from .assets import PendingUpload
+
     for rid, payload in plan.payloads.items():
         for key, val in payload.items():
             if isinstance(val, PendingUpload):
                 val.check(key, rid)
 
-    counter = _Counter()
-    outcomes: dict[str, _Outcome] = {}
-    extra: list[_Outcome] = []
-    conflicts_rows: list[dict[str, Any]] = []
 
-    def fields_of(rid: str) -> list[str]:
-        return list(plan.payloads.get(rid, {}))
+def _dry_run_report(plan: Plan, delete_missing: bool) -> Report:
+    rows = [_Outcome(rid, act, list(plan.payloads.get(rid, {})), "planned",
+                     "" if act != "delete" or delete_missing
+                     else "delete_missing=False: would be skipped")
+            for rid, act in plan.actions.items()]
+    return _report(rows, plan, [], _Counter(), dry_run=True)
 
-    if dry_run:
-        rows = [_Outcome(rid, act, fields_of(rid), "planned",
-                         "" if act != "delete" or delete_missing
-                         else "delete_missing=False: would be skipped")
-                for rid, act in plan.actions.items()]
-        return _report(rows, plan, conflicts_rows, counter, dry_run=True)
 
-    jr = Journal(journal) if journal is not None else None
-    try:
-        # ---- keys and journal ----------------------------------------------------------
-        # Creates are keyed by content (+ occurrence): an acknowledged create is never sent
-        # again, whatever else changed. Updates and deletes are keyed by this run's whole
-        # plan, so a journal from an earlier, different push cannot mask a new edit back to
-        # an old value (the guard's re-read still spots what is already on the server).
-        keys: dict[str, str] = {}
+# Kinds a created record can be looked up by (an "is" filter) when its outcome is unknown.
+_LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
+# Without such a field, a lookup pages the whole list: only worth it for small objects.
+_LOOKUP_SCAN_LIMIT = 5000
+
+
+class _Run:
+    """The state of one ``write_back`` run, and its phases in the order they run.
+
+    ``todo`` shrinks as phases settle records into ``outcomes``; ``payloads`` are this
+    run's copies of the plan's payloads (the view filter and the guard remove fields)."""
+
+    def __init__(self, client: Any, plan: Plan, layout: _Layout, tgt: _Target,
+                 jr: Journal | None) -> None:
+        self.client, self.plan, self.layout, self.tgt, self.jr = client, plan, layout, tgt, jr
+        self.source = plan.source
+        self.counter = _Counter()
+        self.keys: dict[str, str] = {}                    # record id -> journal key
+        self.todo: dict[str, Action] = {}                 # records still to write
+        self.payloads: dict[str, dict[str, Any]] = {}
+        self.outcomes: dict[str, _Outcome] = {}           # one per settled record
+        self.extra: list[_Outcome] = []                   # fields a view did not take
+        self.conflicts: list[dict[str, Any]] = []
+        self.server_now: dict[str, dict[str, Any]] = {}   # the guard's re-read, by id
+        # created records a lookup must not mistake for the one it looks for
+        self.known_ids = (set(map(str, plan.base.main.index)) if plan.base is not None
+                          else set())
+        self.adopted: set[str] = set()
+        self._adopt_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._base_values: _Values | None = None   # the loaded values, for the guard
+
+    def fields_of(self, rid: str) -> list[str]:
+        return list(self.plan.payloads.get(rid, {}))
+
+    # ---- keys and journal ----------------------------------------------------------------
+    def key_records(self) -> None:
+        """Journal keys. Creates are keyed by content (+ occurrence): an acknowledged
+        create is never sent again, whatever else changed. Updates and deletes are keyed by
+        this run's whole plan, so a journal from an earlier, different push cannot mask a
+        new edit back to an old value (the guard's re-read still spots what is already on
+        the server)."""
+        plan, name = self.plan, self.tgt.name
         seen: dict[str, int] = {}
-        run_id = _key(tgt.name, sorted((rid, act, plan.payloads.get(rid, {}))
-                                       for rid, act in plan.actions.items())) if jr else ""
+        run_id = _key(name, sorted((rid, act, plan.payloads.get(rid, {}))
+                                   for rid, act in plan.actions.items())) if self.jr else ""
         for rid, act in plan.actions.items():
             payload = plan.payloads.get(rid, {})
             if act == "create":
-                h = _key("create", tgt.name, payload)
+                h = _key("create", name, payload)
                 n = seen[h] = seen.get(h, -1) + 1
-                keys[rid] = f"{h}#{n}"
+                self.keys[rid] = f"{h}#{n}"
             else:
-                keys[rid] = _key(act, tgt.name, rid, payload, run_id)
-        todo: dict[str, Action] = {}
-        for rid, act in plan.actions.items():
-            if act == "delete" and not delete_missing:
-                outcomes[rid] = _Outcome(rid, act, [], "skipped",
-                                         "row removed from the frame; pass delete_missing=True "
-                                         "to delete it")
-                continue
-            ack = jr.acks.get(keys[rid]) if jr else None
-            if ack is not None:
-                outcomes[rid] = _Outcome(rid, act, fields_of(rid), "applied",
-                                         "already applied (journal)", None, ack.get("new_id"))
-                continue
-            todo[rid] = act
+                self.keys[rid] = _key(act, name, rid, payload, run_id)
 
-        # ---- fields a view does not take ----------------------------------------------
-        payloads = {rid: dict(plan.payloads.get(rid, {})) for rid in todo}
+    def triage(self, delete_missing: bool) -> None:
+        """Settle what needs no request: deletes not asked for, writes the journal acked."""
+        for rid, act in self.plan.actions.items():
+            if act == "delete" and not delete_missing:
+                self.outcomes[rid] = _Outcome(rid, act, [], "skipped",
+                                              "row removed from the frame; pass "
+                                              "delete_missing=True to delete it")
+                continue
+            ack = self.jr.acks.get(self.keys[rid]) if self.jr else None
+            if ack is not None:
+                self.outcomes[rid] = _Outcome(rid, act, self.fields_of(rid), "applied",
+                                              "already applied (journal)", None,
+                                              ack.get("new_id"))
+                continue
+            self.todo[rid] = act
+        self.payloads = {rid: dict(self.plan.payloads.get(rid, {})) for rid in self.todo}
+
+    def drop_fields_the_view_does_not_take(self) -> None:
+        """A view ignores fields it does not show: report them instead of pretending."""
+        tgt = self.tgt
+        if not tgt.is_view:
+            return
+        assert tgt.scene and tgt.view
+        accepted = _view_fields(self.client.schema(), tgt.scene, tgt.view)
+        if accepted is None:
+            return
+        for rid in list(self.todo):
+            dropped = [k for k in self.payloads[rid] if k not in accepted]
+            if not dropped:
+                continue
+            for k in dropped:
+                del self.payloads[rid][k]
+            self.extra.append(_Outcome(rid, self.todo[rid], dropped, "not_applied",
+                                       f"not in the view {tgt.name}"))
+            if not self.payloads[rid] and self.todo[rid] == "update":
+                del self.todo[rid]
+
+    # ---- lost-update guard -----------------------------------------------------------------
+    def guard(self, on_conflict: str) -> None:
+        """Re-read the records about to change (batched) and compare with what was loaded:
+        a record changed on the server meanwhile is a conflict; a field already holding
+        the wanted value is not sent again."""
+        updates = [rid for rid, a in self.todo.items() if a == "update"]
+        deletes = [rid for rid, a in self.todo.items() if a == "delete"]
+        if not (updates or deletes):
+            return
+        plan, layout = self.plan, self.layout
+        self.server_now = _reread(self.client, self.source, updates + deletes, self.counter,
+                                  layout, plan.base)
+        srv = (_Values(_decode(list(self.server_now.values()), self.source), layout)
+               if self.server_now else None)
+        for rid in deletes:
+            self._guard_delete(rid, srv, on_conflict)
+        for rid in updates:
+            self._guard_update(rid, srv, on_conflict)
+        if self.conflicts and on_conflict == "raise":
+            raise ConflictError(f"{len({c['record_id'] for c in self.conflicts})} records "
+                                "changed on the server since loaded; nothing was written",
+                                conflicts=pd.DataFrame(self.conflicts))
+        self.todo = {rid: a for rid, a in self.todo.items() if rid not in self.outcomes}
+
+    def _guard_delete(self, rid: str, srv: _Values | None, on_conflict: str) -> None:
+        if rid not in self.server_now:
+            self.outcomes[rid] = _Outcome(rid, "delete", [], "applied",
+                                          "already gone from the server")
+            return
+        assert srv is not None and self.plan.base is not None
+        if self._base_values is None:
+            self._base_values = _Values(self.plan.base, self.layout)
+        was_of = self._base_values
+        # deleting a record someone edited since it was loaded would lose that edit
+        changed = [k for k, c in self.layout.codecs.items()
+                   if not c.read_only and not _same(srv(rid, k), was_of(rid, k))]
+        for key in changed:
+            self.conflicts.append({"record_id": rid, "field": key,
+                                   "loaded": _short(was_of(rid, key)),
+                                   "server": _short(srv(rid, key)), "new": "<deleted>"})
+        if changed and on_conflict == "skip":
+            self.outcomes[rid] = _Outcome(rid, "delete", changed, "conflict",
+                                          "changed on the server since loaded: "
+                                          + ", ".join(changed))
+
+    def _guard_update(self, rid: str, srv: _Values | None, on_conflict: str) -> None:
+        from .assets import PendingUpload
+
+        payload = self.payloads[rid]
+        if rid not in self.server_now:
+            self.outcomes[rid] = _Outcome(rid, "update", list(payload), "conflict",
+                                          "the record is gone from the server")
+            self.conflicts.append({"record_id": rid, "field": "", "loaded": "",
+                                   "server": "<deleted>", "new": ""})
+            return
+        assert srv is not None
+        clash: list[str] = []
+        done: list[str] = []
+        for key, val in list(payload.items()):
+            now = srv(rid, key)
+            was = self.plan.loaded.get(rid, {}).get(key, {})
+            want = self.plan.wanted.get(rid, {}).get(key, {})
+            prior = self.jr.uploads.get(_key("upload", self.keys[rid], key, val.digest)) \
+                if self.jr and isinstance(val, PendingUpload) else None
+            if prior is not None and now.get(key) == prior.get("asset_id"):
+                done.append(key)   # placed by an earlier run whose answer was lost
+            elif want and _same(now, want):
+                done.append(key)
+            elif was and not _same(now, was):
+                clash.append(key)
+                self.conflicts.append({"record_id": rid, "field": key, "loaded": _short(was),
+                                       "server": _short(now), "new": _short(want)})
+        for key in done:  # already on the server (e.g. a resumed run): not re-sent
+            del payload[key]
+        if clash and on_conflict == "skip":
+            self.outcomes[rid] = _Outcome(rid, "update", clash, "conflict",
+                                          "changed on the server since loaded: "
+                                          + ", ".join(clash))
+        elif not payload:
+            self.outcomes[rid] = _Outcome(rid, "update", done, "applied",
+                                          "already on the server", self.server_now[rid])
+
+    # ---- apply -----------------------------------------------------------------------------
+    def apply(self, max_workers: int, progress: bool | None) -> None:
+        """Updates, then creates, then deletes, concurrently within the client's pace."""
+        todo = self.todo
+        order = sorted(todo, key=lambda r: {"update": 0, "create": 1, "delete": 2}[todo[r]])
+        if not order:
+            return
+        workers = max(1, min(max_workers, len(order)))
+        pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
+        bar = _progress_bar(progress, len(order))
+        try:
+            for out in pool.map(self._write, order):
+                self.outcomes[out.record_id] = out
+                if bar is not None:
+                    bar.update(1)
+        except BaseException:
+            # interrupted (Ctrl-C, a crash): start nothing more; the journal holds
+            # every acknowledged write for the re-run
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        if bar is not None:
+            bar.close()
+
+    def _write(self, rid: str) -> _Outcome:
+        """One record's write; service errors become its outcome, not the run's."""
+        act = self.todo[rid]
+        if self._stop.is_set():
+            return _Outcome(rid, act, list(self.payloads.get(rid, {})), "skipped", "interrupted")
+        try:
+            if act == "update":
+                return self._update(rid)
+            if act == "create":
+                return self._create(rid)
+            return self._delete(rid)
+        except OutcomeUnknown as exc:
+            return _Outcome(rid, act, list(self.payloads.get(rid, {})), "unknown", exc.message)
+        except SvcError as exc:
+            return _Outcome(rid, act, list(self.payloads.get(rid, {})), "failed", exc.message)
+        except BaseException:
+            self._stop.set()   # a crash or Ctrl-C: no further write starts
+            raise
+
+    def _resolve_uploads(self, rid: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """The payload with each pending upload replaced by its asset id, uploading just
+        before the write that places it (or reusing an upload the journal remembers)."""
+        from .assets import PendingUpload, upload
+
+        jr = self.jr
+        out = dict(payload)
+        for key, val in payload.items():
+            if not isinstance(val, PendingUpload):
+                continue
+            ukey = _key("upload", self.keys[rid], key, val.digest)
+            prior = jr.uploads.get(ukey) if jr else None
+            if prior is not None:
+                out[key] = prior["asset_id"]   # uploaded, never placed: reuse it
+                continue
+            asset = None
+            for attempt in range(3):
+                self.counter.add("uploads")
+                try:
+                    asset = upload(self.client, val, val.kind)
+                    break
+                except ServerError as exc:
+                    # an upload that may have landed only leaves an unplaced asset
+                    # behind: sending it again cannot duplicate a placement
+                    if attempt == 2:
+                        raise ServerError(f"upload of {val} for {key} failed, the "
+                                          f"record was not written: {exc.message}") from None
+            assert asset is not None
+            if jr:
+                jr.write("upload", ukey, asset_id=asset["id"], record_id=rid, field=key)
+            out[key] = asset["id"]
+        return out
+
+    def _update(self, rid: str) -> _Outcome:
+        client, tgt, jr = self.client, self.tgt, self.jr
+        body = self._resolve_uploads(rid, self.payloads[rid])
+        self.counter.add("writes")
         if tgt.is_view:
             assert tgt.scene and tgt.view
-            accepted = _view_fields(client.schema(), tgt.scene, tgt.view)
-            if accepted is not None:
-                for rid in list(todo):
-                    dropped = [k for k in payloads[rid] if k not in accepted]
-                    if dropped:
-                        for k in dropped:
-                            del payloads[rid][k]
-                        extra.append(_Outcome(rid, todo[rid], dropped, "not_applied",
-                                              f"not in the view {tgt.name}"))
-                        if not payloads[rid] and todo[rid] == "update":
-                            del todo[rid]
+            resp = client.update_view_record(tgt.scene, tgt.view, rid, body, token=tgt.token)
+        else:
+            resp = client.update_record(tgt.object_key, rid, body)
+        if jr:
+            jr.write("ack", self.keys[rid], action="update", record_id=rid)
+        rec = _response_record(resp)
+        if tgt.is_view and rec is not None:
+            # a view answers with the fields it shows: one it did not take is missing
+            missing = [k for k in body if k not in rec and f"{k}_raw" not in rec]
+            if missing:
+                self.extra.append(_Outcome(rid, "update", missing, "not_applied",
+                                           f"the view {tgt.name} did not take them"))
+        return _Outcome(rid, "update", list(body), "applied", "", rec)
 
-        # ---- lost-update guard: batched re-read -------------------------------------------
-        updates = [rid for rid, a in todo.items() if a == "update"]
-        deletes = [rid for rid, a in todo.items() if a == "delete"]
-        server_now: dict[str, dict[str, Any]] = {}
-        if guard and (updates or deletes):
-            server_now = _reread(client, source, updates + deletes, counter, layout,
-                                 plan.base)
-            srv = _decode(list(server_now.values()), source) if server_now else None
-            for rid in deletes:
-                if rid not in server_now:
-                    outcomes[rid] = _Outcome(rid, "delete", [], "applied",
-                                             "already gone from the server")
-                    continue
-                assert srv is not None and plan.base is not None
-                # deleting a record someone edited since it was loaded would lose that edit
-                changed = [k for k, c in layout.codecs.items() if not c.read_only and not _same(
-                    _field_values(srv, layout, rid, k), _field_values(plan.base, layout, rid, k))]
-                for key in changed:
-                    conflicts_rows.append({"record_id": rid, "field": key, "loaded": _short(
-                        _field_values(plan.base, layout, rid, key)), "server": _short(
-                        _field_values(srv, layout, rid, key)), "new": "<deleted>"})
-                if changed and on_conflict == "skip":
-                    outcomes[rid] = _Outcome(rid, "delete", changed, "conflict",
-                                             "changed on the server since loaded: "
-                                             + ", ".join(changed))
-            for rid in updates:
-                if rid not in server_now:
-                    outcomes[rid] = _Outcome(rid, "update", list(payloads[rid]), "conflict",
-                                             "the record is gone from the server")
-                    conflicts_rows.append({"record_id": rid, "field": "", "loaded": "",
-                                           "server": "<deleted>", "new": ""})
-                    continue
-                assert srv is not None
-                clash: list[str] = []
-                done: list[str] = []
-                for key in list(payloads[rid]):
-                    now = _field_values(srv, layout, rid, key)
-                    was = plan.loaded.get(rid, {}).get(key, {})
-                    want = plan.wanted.get(rid, {}).get(key, {})
-                    val = payloads[rid][key]
-                    prior = jr.uploads.get(_key("upload", keys[rid], key, val.digest)) \
-                        if jr and isinstance(val, PendingUpload) else None
-                    if prior is not None and now.get(key) == prior.get("asset_id"):
-                        done.append(key)   # placed by an earlier run whose answer was lost
-                    elif want and _same(now, want):
-                        done.append(key)
-                    elif was and not _same(now, was):
-                        clash.append(key)
-                        conflicts_rows.append({"record_id": rid, "field": key,
-                                               "loaded": _short(was), "server": _short(now),
-                                               "new": _short(want)})
-                for key in done:  # already on the server (e.g. a resumed run): not re-sent
-                    del payloads[rid][key]
-                if clash and on_conflict == "skip":
-                    outcomes[rid] = _Outcome(rid, "update", clash, "conflict",
-                                             "changed on the server since loaded: "
-                                             + ", ".join(clash))
-                elif not payloads[rid]:
-                    outcomes[rid] = _Outcome(rid, "update", done, "applied",
-                                             "already on the server", server_now[rid])
-            if conflicts_rows and on_conflict == "raise":
-                raise ConflictError(f"{len({c['record_id'] for c in conflicts_rows})} records "
-                                    "changed on the server since loaded; nothing was written",
-                                    conflicts=pd.DataFrame(conflicts_rows))
-        todo = {rid: a for rid, a in todo.items() if rid not in outcomes}
-
-        # ---- apply, concurrently within the client's pace ----------------------------------
-        known_ids = set(map(str, plan.base.main.index)) if plan.base is not None else set()
-        adopted: set[str] = set()
-        adopt_lock = threading.Lock()
-
-        def resolve_uploads(rid: str, payload: dict[str, Any]) -> dict[str, Any]:
-            out = dict(payload)
-            for key, val in payload.items():
-                if isinstance(val, PendingUpload):
-                    ukey = _key("upload", keys[rid], key, val.digest)
-                    prior = jr.uploads.get(ukey) if jr else None
-                    if prior is not None:
-                        out[key] = prior["asset_id"]   # uploaded, never placed: reuse it
-                        continue
-                    asset = None
-                    for attempt in range(3):
-                        counter.add("uploads")
-                        try:
-                            asset = upload(client, val, val.kind)
-                            break
-                        except ServerError as exc:
-                            # an upload that may have landed only leaves an unplaced asset
-                            # behind: sending it again cannot duplicate a placement
-                            if attempt == 2:
-                                raise ServerError(f"upload of {val} for {key} failed, the "
-                                                  f"record was not written: {exc.message}"
-                                                  ) from None
-                    assert asset is not None
-                    if jr:
-                        jr.write("upload", ukey, asset_id=asset["id"], record_id=rid, field=key)
-                    out[key] = asset["id"]
-            return out
-
-        def do_update(rid: str) -> _Outcome:
-            body = resolve_uploads(rid, payloads[rid])
-            counter.add("writes")
-            if tgt.is_view:
-                assert tgt.scene and tgt.view
-                resp = client.update_view_record(tgt.scene, tgt.view, rid, body, token=tgt.token)
-            else:
-                resp = client.update_record(tgt.object_key, rid, body)
+    def _create(self, tmp: str) -> _Outcome:
+        """A create is never repeated blindly: after an unknown outcome the record is
+        looked up first, and sent again only when verified absent."""
+        client, tgt, jr = self.client, self.tgt, self.jr
+        key = self.keys[tmp]
+        body = self._resolve_uploads(tmp, self.payloads[tmp])
+        if jr and key in jr.intents:
+            found = self._lookup(tmp, body)   # a previous run sent it and never heard back
+            if found:
+                jr.write("ack", key, action="create", record_id=tmp, new_id=found)
+                return _Outcome(tmp, "create", list(body), "applied",
+                                "created by an earlier run (found)", None, found)
+        for attempt in range(3):
             if jr:
-                jr.write("ack", keys[rid], action="update", record_id=rid)
-            rec = _response_record(resp)
-            msg = ""
-            if tgt.is_view and rec is not None:
-                missing = [k for k in body if k not in rec and f"{k}_raw" not in rec]
-                if missing:
-                    extra.append(_Outcome(rid, "update", missing, "not_applied",
-                                          f"the view {tgt.name} did not take them"))
-            return _Outcome(rid, "update", list(body), "applied", msg, rec)
-
-        def lookup(tmp: str, body: Mapping[str, Any]) -> str | None:
-            """The id of a record matching a create whose outcome is unknown, or None."""
-            want = plan.wanted.get(tmp, {})
-            rules = []
-            for key, val in body.items():
-                f = layout.fields[key]
-                if f.kind in ("short_text", "paragraph_text", "number") and isinstance(
-                        val, (str, int, float)) and not isinstance(val, bool):
-                    rules.append({"field": key, "operator": "is", "value": val})
-            where = _where(source)
-            params = {"filters": json.dumps({"match": "and", "rules": rules[:5]})} if rules \
-                else None
-            if params is None and len(known_ids) > 5000:
-                return None   # no way to find it cheaply: report the outcome as unknown
-            counter.add("lookups")
-            recs = _fetch_all(client, where, counter, params)
-            cands = [r for r in recs if r.get("id") not in known_ids]
-            if not cands:
-                return None
-            dec = _decode(cands, source)
-            for r in cands:
-                rid = r["id"]
-                if all(_same(_field_values(dec, layout, rid, k), want.get(k, {}))
-                       for k in want if not layout.is_upload(k)):
-                    with adopt_lock:
-                        if rid in adopted:
-                            continue
-                        adopted.add(rid)
-                    return rid
-            return None
-
-        def do_create(tmp: str) -> _Outcome:
-            key = keys[tmp]
-            body = resolve_uploads(tmp, payloads[tmp])
-            if jr and key in jr.intents:
-                found = lookup(tmp, body)   # a previous run sent it and never heard back
-                if found:
-                    jr.write("ack", key, action="create", record_id=tmp, new_id=found)
-                    return _Outcome(tmp, "create", list(body), "applied",
-                                    "created by an earlier run (found)", None, found)
-            for attempt in range(3):
-                if jr:
-                    jr.write("intent", key, action="create", record_id=tmp)
-                counter.add("writes")
-                try:
-                    if tgt.is_view:
-                        assert tgt.scene and tgt.view
-                        resp = client.create_view_record(tgt.scene, tgt.view, body,
-                                                         token=tgt.token)
-                    else:
-                        resp = client.create_record(tgt.object_key, body)
-                except (OutcomeUnknown, ServerError) as exc:
-                    time.sleep(0.2 * (attempt + 1))   # let a slow commit land before looking
-                    try:
-                        found = lookup(tmp, body)
-                    except SvcError:
-                        found = None
-                    if found:
-                        if jr:
-                            jr.write("ack", key, action="create", record_id=tmp, new_id=found)
-                        return _Outcome(tmp, "create", list(body), "applied",
-                                        "outcome was unknown; found on the server", None, found)
-                    if not lookup_possible(body):
-                        return _Outcome(tmp, "create", list(body), "unknown",
-                                        f"{exc.message}; re-run with the journal to check")
-                    continue   # verified absent: sending again cannot duplicate it
-                rec = _response_record(resp)
-                new_id = rec["id"] if rec else None
-                with adopt_lock:
-                    if new_id:
-                        adopted.add(new_id)
-                if jr:
-                    jr.write("ack", key, action="create", record_id=tmp, new_id=new_id)
-                return _Outcome(tmp, "create", list(body), "applied", "", rec, new_id)
-            return _Outcome(tmp, "create", list(body), "unknown",
-                            "the service kept failing; nothing found on the server")
-
-        def lookup_possible(body: Mapping[str, Any]) -> bool:
-            return any(layout.fields[k].kind in ("short_text", "paragraph_text", "number")
-                       for k in body) or len(known_ids) <= 5000
-
-        def do_delete(rid: str) -> _Outcome:
-            counter.add("writes")
+                jr.write("intent", key, action="create", record_id=tmp)
+            self.counter.add("writes")
             try:
                 if tgt.is_view:
                     assert tgt.scene and tgt.view
-                    client.delete_view_record(tgt.scene, tgt.view, rid, token=tgt.token)
+                    resp = client.create_view_record(tgt.scene, tgt.view, body,
+                                                     token=tgt.token)
                 else:
-                    client.delete_record(tgt.object_key, rid)
-            except SvcError as exc:
-                if getattr(exc, "status", None) != 404:
-                    raise
+                    resp = client.create_record(tgt.object_key, body)
+            except (OutcomeUnknown, ServerError) as exc:
+                time.sleep(0.2 * (attempt + 1))   # let a slow commit land before looking
+                try:
+                    found = self._lookup(tmp, body)
+                except SvcError:
+                    found = None
+                if found:
+                    if jr:
+                        jr.write("ack", key, action="create", record_id=tmp, new_id=found)
+                    return _Outcome(tmp, "create", list(body), "applied",
+                                    "outcome was unknown; found on the server", None, found)
+                if not self._lookup_possible(body):
+                    return _Outcome(tmp, "create", list(body), "unknown",
+                                    f"{exc.message}; re-run with the journal to check")
+                continue   # verified absent: sending again cannot duplicate it
+            rec = _response_record(resp)
+            new_id = rec["id"] if rec else None
+            with self._adopt_lock:
+                if new_id:
+                    self.adopted.add(new_id)
             if jr:
-                jr.write("ack", keys[rid], action="delete", record_id=rid)
-            return _Outcome(rid, "delete", [], "applied")
+                jr.write("ack", key, action="create", record_id=tmp, new_id=new_id)
+            return _Outcome(tmp, "create", list(body), "applied", "", rec, new_id)
+        return _Outcome(tmp, "create", list(body), "unknown",
+                        "the service kept failing; nothing found on the server")
 
-        stop = threading.Event()
-
-        def run(rid: str) -> _Outcome:
-            act = todo[rid]
-            if stop.is_set():
-                return _Outcome(rid, act, list(payloads.get(rid, {})), "skipped", "interrupted")
-            try:
-                if act == "update":
-                    return do_update(rid)
-                if act == "create":
-                    return do_create(rid)
-                return do_delete(rid)
-            except OutcomeUnknown as exc:
-                return _Outcome(rid, act, list(payloads.get(rid, {})), "unknown", exc.message)
-            except SvcError as exc:
-                return _Outcome(rid, act, list(payloads.get(rid, {})), "failed", exc.message)
-            except BaseException:
-                stop.set()   # a crash or Ctrl-C: no further write starts
+    def _delete(self, rid: str) -> _Outcome:
+        client, tgt = self.client, self.tgt
+        self.counter.add("writes")
+        try:
+            if tgt.is_view:
+                assert tgt.scene and tgt.view
+                client.delete_view_record(tgt.scene, tgt.view, rid, token=tgt.token)
+            else:
+                client.delete_record(tgt.object_key, rid)
+        except SvcError as exc:
+            if getattr(exc, "status", None) != 404:   # already gone is what we wanted
                 raise
+        if self.jr:
+            self.jr.write("ack", self.keys[rid], action="delete", record_id=rid)
+        return _Outcome(rid, "delete", [], "applied")
 
-        order = sorted(todo, key=lambda r: {"update": 0, "create": 1, "delete": 2}[todo[r]])
-        if order:
-            workers = max(1, min(max_workers, len(order)))
-            pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
-            bar = _progress_bar(progress, len(order))
-            try:
-                for out in pool.map(run, order):
-                    outcomes[out.record_id] = out
-                    if bar is not None:
-                        bar.update(1)
-            except BaseException:
-                # interrupted (Ctrl-C, a crash): start nothing more; the journal holds
-                # every acknowledged write for the re-run
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-            pool.shutdown(wait=True)
-            if bar is not None:
-                bar.close()
-        if jr and not any(o.status == "unknown" for o in outcomes.values()):
-            jr.settle()
-    finally:
-        if jr:
-            jr.close()
+    def _lookup_possible(self, body: Mapping[str, Any]) -> bool:
+        return any(self.layout.fields[k].kind in _LOOKUP_KINDS for k in body) \
+            or len(self.known_ids) <= _LOOKUP_SCAN_LIMIT
 
-    pending: dict[str, list[str]] = {}
-    for o in extra:
-        pending.setdefault(o.record_id, []).extend(o.fields)
-        if o.action == "create" and o.record_id in outcomes:
-            o.new_id = outcomes[o.record_id].new_id   # report the created record's id
-    _refresh(edited, plan, layout, outcomes, server_now, pending)
-    rows = [outcomes[rid] for rid in plan.actions if rid in outcomes] + extra
-    return _report(rows, plan, conflicts_rows, counter)
+    def _lookup(self, tmp: str, body: Mapping[str, Any]) -> str | None:
+        """The id of a record matching a create whose outcome is unknown, or None."""
+        layout = self.layout
+        want = self.plan.wanted.get(tmp, {})
+        rules = []
+        for key, val in body.items():
+            if layout.fields[key].kind in _LOOKUP_KINDS and isinstance(
+                    val, (str, int, float)) and not isinstance(val, bool):
+                rules.append({"field": key, "operator": "is", "value": val})
+        params = {"filters": json.dumps({"match": "and", "rules": rules[:5]})} if rules \
+            else None
+        if params is None and len(self.known_ids) > _LOOKUP_SCAN_LIMIT:
+            return None   # no way to find it cheaply: report the outcome as unknown
+        self.counter.add("lookups")
+        recs = _fetch_all(self.client, _where(self.source), self.counter, params)
+        cands = [r for r in recs if r.get("id") not in self.known_ids]
+        if not cands:
+            return None
+        values = _Values(_decode(cands, self.source), layout)
+        for r in cands:
+            rid = r["id"]
+            if all(_same(values(rid, k), want.get(k, {}))
+                   for k in want if not layout.is_upload(k)):
+                with self._adopt_lock:   # two lost creates must not adopt the same record
+                    if rid in self.adopted:
+                        continue
+                    self.adopted.add(rid)
+                return rid
+        return None
+
+    # ---- after the writes ------------------------------------------------------------------
+    def refresh(self, edited: Frames) -> None:
+        """Frames follow the server; ``original`` follows the frames (see ``_refresh``)."""
+        pending: dict[str, list[str]] = {}
+        for o in self.extra:
+            pending.setdefault(o.record_id, []).extend(o.fields)
+            if o.action == "create" and o.record_id in self.outcomes:
+                o.new_id = self.outcomes[o.record_id].new_id   # the created record's id
+        _refresh(edited, self.plan, self.layout, self.outcomes, self.server_now, pending)
+
+    def report(self) -> Report:
+        rows = [self.outcomes[rid] for rid in self.plan.actions if rid in self.outcomes]
+        return _report(rows + self.extra, self.plan, self.conflicts, self.counter)
 
 
 def _progress_bar(progress: bool | None, total: int) -> Any:
