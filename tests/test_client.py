@@ -216,21 +216,16 @@ def test_unknown_object_named(scripted: Scripted) -> None:
 
 
 # ---- misbehaving servers -------------------------------------------------------------
-def test_html_answer_is_a_server_error(scripted: Scripted) -> None:
-    scripted.script((200, "text/html", "<html><body><h1>Sign in to the portal</h1></body>"))
-    with pytest.raises(ServerError, match="not JSON.*Sign in to the portal"):
-        make(scripted).get_page("object_1")
-
-
-def test_garbage_answer_is_a_server_error(scripted: Scripted) -> None:
-    scripted.script((200, "application/json", b"\x00\xff{{garbage"))
-    with pytest.raises(ServerError, match="not JSON"):
-        make(scripted).get_page("object_1")
-
-
-def test_json_that_is_not_an_envelope(scripted: Scripted) -> None:
-    scripted.script((200, "application/json", '{"hello": 1}'))
-    with pytest.raises(ServerError, match="envelope"):
+@pytest.mark.parametrize("ctype,body,match", [
+    ("text/html", "<html><body><h1>Sign in to the portal</h1></body>",
+     "not JSON.*Sign in to the portal"),                            # a login portal
+    ("application/json", b"\x00\xff{{garbage", "not JSON"),           # garbage
+    ("application/json", '{"hello": 1}', "envelope"),                 # JSON, not a page
+], ids=["html", "garbage", "not-an-envelope"])
+def test_a_200_that_is_not_a_page_is_a_server_error(scripted: Scripted, ctype: str,
+                                                     body: str | bytes, match: str) -> None:
+    scripted.script((200, ctype, body))
+    with pytest.raises(ServerError, match=match):
         make(scripted).get_page("object_1")
 
 
