@@ -408,24 +408,18 @@ def test_bad_index_reset_or_retyped(svc: LocalService, obj: str) -> None:
     _bad(svc, frames, UsageError, "re-typed")
 
 
-def test_bad_value_of_the_wrong_type(svc: LocalService, obj: str) -> None:
+@pytest.mark.parametrize("kind,junk", [("number", "twelve"),
+                                       ("date_time", "the day after never")])
+def test_bad_value_a_column_cannot_hold(svc: LocalService, obj: str, kind: str,
+                                        junk: str) -> None:
+    # a text where a number or a date belongs (the column re-typed to object to hold it)
     frames = load(client_for(svc), obj)
-    num = field_of(frames, "number")
+    f = field_of(frames, kind)
     rid = frames.main.index[3]
-    col = frames.main[num.key].astype(object)
-    col.loc[rid] = "twelve"
-    frames.main[num.key] = col
-    _bad(svc, frames, InvalidValue, num.key, rid)
-
-
-def test_bad_unparseable_date(svc: LocalService, obj: str) -> None:
-    frames = load(client_for(svc), obj)
-    date = field_of(frames, "date_time")
-    rid = frames.main.index[4]
-    col = frames.main[date.key].astype(object)
-    col.loc[rid] = "the day after never"
-    frames.main[date.key] = col
-    _bad(svc, frames, InvalidValue, date.key, rid)
+    col = frames.main[f.key].astype(object)
+    col.loc[rid] = junk
+    frames.main[f.key] = col
+    _bad(svc, frames, InvalidValue, f.key, rid)
 
 
 def test_bad_latitude_without_longitude(svc: LocalService, obj: str) -> None:
