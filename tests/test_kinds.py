@@ -86,16 +86,21 @@ def spec(kind: str, key: str = "field_1", **fmt: Any) -> FieldSpec:
     return FieldSpec(key=key, kind=kind, format=fmt)
 
 
+def _stored(key: str, *, empty_lists: bool = False) -> list[tuple[dict[str, Any], Any]]:
+    """(record, raw) of the fixture records holding a value of ``key`` (``[]`` is no
+    value unless ``empty_lists``)."""
+    return [(rec, rec[key + "_raw"]) for rec in RECORDS
+            if rec.get(key + "_raw") is not None
+            and (empty_lists or rec[key + "_raw"] != [])]
+
+
 # ---- render: the local service must display exactly what the hosted service does ----------
 @pytest.mark.parametrize("key", sorted(FIELDS))
 def test_render_equals_every_fixture_display(key: str) -> None:
     field = FIELDS[key]
     codec = codec_for(field)
     checked = 0
-    for rec in RECORDS:
-        raw = rec.get(key + "_raw")
-        if raw is None or raw == []:
-            continue
+    for rec, raw in _stored(key):
         assert codec.render(raw, field) == rec[key], (rec["id"], key)
         checked += 1
     assert checked, f"no fixture value for {key}"
@@ -134,10 +139,7 @@ def test_normalize_of_a_fixture_raw_gives_it_back(key: str) -> None:
     """Every raw shape the hosted service stores is itself an accepted write input."""
     field = FIELDS[key]
     codec = codec_for(field)
-    for rec in RECORDS:
-        raw = rec.get(key + "_raw")
-        if raw is None or raw == []:
-            continue
+    for rec, raw in _stored(key):
         assert codec.normalize(raw, field, HOOKS) == raw, (rec["id"], key)
 
 
@@ -517,10 +519,7 @@ def _round_trip(field: FieldSpec, raw: Any, ctx: ReadContext = CTX) -> Any:
 def test_every_fixture_value_round_trips(key: str) -> None:
     field = FIELDS[key]
     codec = codec_for(field)
-    for rec in RECORDS:
-        raw = rec.get(key + "_raw")
-        if raw is None:
-            continue
+    for rec, raw in _stored(key, empty_lists=True):
         normalized = codec.normalize(raw, field, HOOKS)
         back = _round_trip(field, normalized)
         if field.kind == "signature":  # base30 is a second encoding the frame does not keep
