@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow.dataset as ds
@@ -150,26 +149,28 @@ def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
 
 def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
                                              tmp_path: Path) -> None:
-    fresh_service.emulation.latency_ms = 40
     ids = [r["id"] for r in requests.get(
         f"{fresh_service.base_url}/v1/objects/object_3/records", params={"rows_per_page": 100},
         headers=fresh_service.headers(), timeout=30).json()["records"]]
     victims = ids[1:3]
+    client = _client(fresh_service, max_workers=1)
+    fetch = client.get_page
+    fetched = 0
 
-    def mutate() -> None:
-        while fresh_service.request_log.count(path_prefix="/v1/objects/object_3") < 3:
-            time.sleep(0.005)
-        for rid in victims:
-            requests.delete(f"{fresh_service.base_url}/v1/objects/object_3/records/{rid}",
-                            headers=fresh_service.headers(), timeout=30).raise_for_status()
+    def get_page_then_delete(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        # once page 2 of pass 1 is in, delete two rows of page 1: mid-run for sure, with
+        # no race against a thread (deterministic however slow the machine)
+        nonlocal fetched
+        env = fetch(*args, **kwargs)
+        fetched += 1
+        if fetched == 2:
+            for rid in victims:
+                requests.delete(f"{fresh_service.base_url}/v1/objects/object_3/records/{rid}",
+                                headers=fresh_service.headers(), timeout=30).raise_for_status()
+        return env
 
-    fresh_service.request_log.clear()
-    t = threading.Thread(target=mutate)
-    t.start()
-    res = export(_client(fresh_service, max_workers=1), "object_3", tmp_path / "m",
-                 rows_per_page=3, progress=False)
-    t.join()
-    fresh_service.emulation.latency_ms = 0
+    client.get_page = get_page_then_delete  # type: ignore[method-assign]
+    res = export(client, "object_3", tmp_path / "m", rows_per_page=3, progress=False)
     got = ds.dataset(tmp_path / "m").to_table().column("id").to_pylist()
     assert len(got) == len(set(got)) == res.records
     assert set(got) == set(ids) - set(victims)
