@@ -29,7 +29,7 @@ from svc_frames.kinds import values_equal
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object, read_view
 from svc_frames.server import LocalService
-from svc_frames.writeback import NEW_ID_PREFIX, add_rows, diff, write_back
+from svc_frames.writeback import NEW_ID_PREFIX, Report, add_rows, diff, write_back
 
 RECORDS = 30
 
@@ -225,19 +225,31 @@ def test_connection_rows_added_and_removed(fresh: LocalService) -> None:
 
 
 # ---- lost-update guard -----------------------------------------------------------------------
-def test_concurrent_edit_is_a_conflict(fresh: LocalService) -> None:
+def _loaded_then_edited_elsewhere(
+        fresh: LocalService, value: str) -> tuple[Client, str, Frames, FieldSpec, str, str]:
+    """Load the widest object, then another client sets the first record's text to
+    ``value``: (client, object, frames, text field, first id, second id)."""
     client = client_for(fresh)
     obj = widest_object(client)
     frames = load(client, obj)
     text = field_of(frames, "short_text")
-    a, b = frames.main.index[0], frames.main.index[1]
-    client_for(fresh).update_record(obj, a, {text.key: "someone else"})
+    a, b = str(frames.main.index[0]), str(frames.main.index[1])
+    client_for(fresh).update_record(obj, a, {text.key: value})
+    return client, obj, frames, text, a, b
+
+
+def _status(report: Report) -> dict[str, str]:
+    """record id -> status of a write-back report."""
+    return dict(zip(report.table["record_id"], report.table["status"], strict=True))
+
+
+def test_concurrent_edit_is_a_conflict(fresh: LocalService) -> None:
+    client, obj, frames, text, a, b = _loaded_then_edited_elsewhere(fresh, "someone else")
     set_cell(frames, a, text.key, "mine")
     set_cell(frames, b, text.key, "mine too")
     fresh.request_log.clear()
     report = write_back(client, frames)
-    status = dict(zip(report.table["record_id"], report.table["status"], strict=True))
-    assert status == {a: "conflict", b: "applied"}
+    assert _status(report) == {a: "conflict", b: "applied"}
     assert report.conflicts["record_id"].tolist() == [a]
     assert fresh.request_log.count(method="PUT") == 1
     assert report.requests["rereads"] >= 1
@@ -255,16 +267,10 @@ def test_concurrent_edit_is_a_conflict(fresh: LocalService) -> None:
 
 
 def test_deleting_a_record_edited_meanwhile_is_a_conflict(fresh: LocalService) -> None:
-    client = client_for(fresh)
-    obj = widest_object(client)
-    frames = load(client, obj)
-    text = field_of(frames, "short_text")
-    a, b = frames.main.index[0], frames.main.index[1]
-    client_for(fresh).update_record(obj, a, {text.key: "edited meanwhile"})
+    client, obj, frames, text, a, b = _loaded_then_edited_elsewhere(fresh, "edited meanwhile")
     frames.main = frames.main.drop(index=[a, b])
     report = write_back(client, frames, delete_missing=True)
-    status = dict(zip(report.table["record_id"], report.table["status"], strict=True))
-    assert status == {a: "conflict", b: "applied"}
+    assert _status(report) == {a: "conflict", b: "applied"}
     ids = load(client, obj).main.index
     assert a in ids and b not in ids
     report = write_back(client, frames, delete_missing=True, on_conflict="overwrite")
