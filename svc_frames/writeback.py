@@ -363,6 +363,19 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     record id for anything that cannot be written; nothing is sent by ``diff``."""
     from . import assets  # late: assets imports nothing from here, but keeps import light
 
+    source, base = _source_and_base(edited, base)
+    layout = _Layout.of(source)
+    rows = _Rows.of(edited.main, base.main, layout, source)
+    b = _PlanBuilder(layout, rows, placed=assets.placed_assets(base, layout))
+    b.updates(edited.main, base.main)
+    b.creates(edited.main)
+    b.connections(edited, base)
+    b.deletes()
+    return b.plan(source, edited, base)
+
+
+def _source_and_base(edited: Frames, base: Frames | None) -> tuple[Source, Frames]:
+    """The frames' metadata and the values to diff against (``edited.original``)."""
     if not isinstance(edited, Frames):
         raise UsageError(f"diff needs Frames (as read_object returns), not {type(edited).__name__}")
     source = edited.source or (base.source if base is not None else None)
@@ -373,210 +386,282 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
         base = edited.original
     if base is None:
         raise UsageError("the frames carry no original values to diff against: pass base=")
-    layout = _Layout.of(source)
-    main, bmain = edited.main, base.main
+    return source, base
 
-    # ---- columns and index ----------------------------------------------------------------
-    new_mask, ids = _check_index(main, bmain)
-    for col in main.columns:
-        if col not in layout.col_field:
-            raise UsageError(f"unknown column {col!r}: not a column of the source's fields "
-                             f"(object {source.object_key})")
-    existing = pd.Index([i for i, n in zip(ids, new_mask, strict=False) if not n], dtype=object)
-    if existing.has_duplicates:
-        dups = existing[existing.duplicated()].unique().tolist()
-        raise UsageError(f"duplicate record ids in the frame: {dups[:5]}")
-    temp = [i for i, n in zip(ids, new_mask, strict=False) if n]
-    if len(set(temp)) != len(temp):
-        raise UsageError("duplicate temporary ids for new rows: "
-                         f"{pd.Index(temp)[pd.Index(temp).duplicated()].tolist()[:5]}")
-    base_ids = pd.Index(bmain.index.astype(object))
-    unknown = existing.difference(base_ids)
-    if len(unknown):
-        raise UsageError(f"unknown record ids (not in the loaded frame): {unknown.tolist()[:5]}"
-                         f"; new rows need an NA id or one starting with {NEW_ID_PREFIX!r}")
 
-    changes: dict[str, list[Any]] = {c: [] for c in _CHANGE_COLUMNS}
-    payloads: dict[str, dict[str, Any]] = {}
-    actions: dict[str, Action] = {}
-    loaded: dict[str, dict[str, dict[str, Any]]] = {}
-    wanted: dict[str, dict[str, dict[str, Any]]] = {}
+@dataclass
+class _Rows:
+    """Which edited rows are new, which existed, and where they were in the base frame."""
 
-    def add_change(rid: str, action: Action, key: str, col: str, old: Any, new: Any) -> None:
-        changes["record_id"].append(rid)
-        changes["action"].append(action)
-        changes["field"].append(key)
-        changes["column"].append(col)
-        changes["old"].append(_cell(old))
-        changes["new"].append(_cell(new))
+    ids: list[str]            # record id (or temporary id) of each edited row
+    new_mask: np.ndarray      # edited row is to be created
+    existing: pd.Index        # ids of the edited rows that existed, in edited order
+    base_ids: pd.Index        # ids of the base frame (object dtype)
 
-    placed = assets.placed_assets(base, layout)   # asset id -> (record id, field) as loaded
+    @classmethod
+    def of(cls, main: pd.DataFrame, bmain: pd.DataFrame, layout: _Layout,
+           source: Source) -> _Rows:
+        """Validate the index and columns (before any work): nothing unknown, no dups."""
+        new_mask, ids = _check_index(main, bmain)
+        for col in main.columns:
+            if col not in layout.col_field:
+                raise UsageError(f"unknown column {col!r}: not a column of the source's "
+                                 f"fields (object {source.object_key})")
+        existing = pd.Index([i for i, n in zip(ids, new_mask, strict=False) if not n],
+                            dtype=object)
+        if existing.has_duplicates:
+            dups = existing[existing.duplicated()].unique().tolist()
+            raise UsageError(f"duplicate record ids in the frame: {dups[:5]}")
+        temp = [i for i, n in zip(ids, new_mask, strict=False) if n]
+        if len(set(temp)) != len(temp):
+            raise UsageError("duplicate temporary ids for new rows: "
+                             f"{pd.Index(temp)[pd.Index(temp).duplicated()].tolist()[:5]}")
+        base_ids = pd.Index(bmain.index.astype(object))
+        unknown = existing.difference(base_ids)
+        if len(unknown):
+            raise UsageError(f"unknown record ids (not in the loaded frame): "
+                             f"{unknown.tolist()[:5]}; new rows need an NA id or one "
+                             f"starting with {NEW_ID_PREFIX!r}")
+        return cls(ids, new_mask, existing, base_ids)
 
-    # ---- updates: vectorized per column ----------------------------------------------------
-    old_pos = np.flatnonzero(~new_mask)
-    same_order = len(old_pos) == len(bmain) and existing.equals(base_ids)
-    if same_order:
-        base_rows = np.arange(len(bmain))
-    else:
-        base_rows = base_ids.get_indexer(existing)
-    ed_old = main.iloc[old_pos] if len(old_pos) != len(main) else main
-    changed_cols: dict[str, dict[int, list[str]]] = {}   # field -> edited-old pos -> cols
-    inv_cols = {v: k for k, v in layout.col_key.items()}
-    existing_list: list[str] = existing.tolist()
-    for col in main.columns:
-        a = (bmain[col].iloc[base_rows] if not same_order else bmain[col]) \
-            if col in bmain.columns else pd.Series([pd.NA] * len(base_rows), dtype=object)
-        b = ed_old[col]
-        pos = _changed_positions(a.reset_index(drop=True), b.reset_index(drop=True))
-        if len(pos) == 0:
-            continue
-        key = layout.col_field[col]
-        if layout.codecs[key].read_only:
-            rid = existing[int(pos[0])]
-            raise ReadOnlyField(f"column {col!r} ({layout.fields[key].kind}) is computed by the "
-                                f"service and cannot be written (record {rid})",
-                                field=key, column=col, record_id=rid)
-        per = changed_cols.setdefault(key, {})
-        for p in pos.tolist():
-            per.setdefault(p, []).append(col)
+    @property
+    def removed(self) -> list[str]:
+        """Loaded records no longer in the edited frame (deletes)."""
+        return self.base_ids.difference(self.existing).tolist()
 
-    for key, per in changed_cols.items():
-        cols = layout.field_cols[key]
-        cols_present = [c for c in cols if c in main.columns]
+
+class _PlanBuilder:
+    """Collects a Plan phase by phase: updates, creates, connections, deletes."""
+
+    def __init__(self, layout: _Layout, rows: _Rows, placed: Any) -> None:
+        self.layout, self.rows, self.placed = layout, rows, placed
+        self.changes: dict[str, list[Any]] = {c: [] for c in _CHANGE_COLUMNS}
+        self.payloads: dict[str, dict[str, Any]] = {}
+        self.actions: dict[str, Action] = {}
+        self.loaded: dict[str, dict[str, dict[str, Any]]] = {}
+        self.wanted: dict[str, dict[str, dict[str, Any]]] = {}
+        self.create_rows: dict[str, int] = {}
+        # keys-mode column -> frame column, to name the culprit in an encoding error
+        self.inv_cols = {v: k for k, v in layout.col_key.items()}
+
+    def add_change(self, rid: str, action: Action, key: str, col: str, old: Any,
+                   new: Any) -> None:
+        ch = self.changes
+        ch["record_id"].append(rid)
+        ch["action"].append(action)
+        ch["field"].append(key)
+        ch["column"].append(col)
+        ch["old"].append(_cell(old))
+        ch["new"].append(_cell(new))
+
+    # ---- updates: vectorized per column ------------------------------------------------------
+    def updates(self, main: pd.DataFrame, bmain: pd.DataFrame) -> None:
+        """Changed cells of existing rows, compared column by column, then encoded per
+        field (a field may span several columns, e.g. an address)."""
+        rows = self.rows
+        old_pos = np.flatnonzero(~rows.new_mask)
+        same_order = len(old_pos) == len(bmain) and rows.existing.equals(rows.base_ids)
+        base_rows = (np.arange(len(bmain)) if same_order
+                     else rows.base_ids.get_indexer(rows.existing))
+        ed_old = main.iloc[old_pos] if len(old_pos) != len(main) else main
+        changed = self._changed_cells(ed_old, bmain, base_rows, same_order)
+        for key, per in changed.items():
+            self._encode_updates(key, per, ed_old, bmain, base_rows)
+
+    def _changed_cells(self, ed_old: pd.DataFrame, bmain: pd.DataFrame,
+                       base_rows: np.ndarray, same_order: bool) -> dict[str, dict[int, list[str]]]:
+        """field key -> edited-existing row position -> its changed columns."""
+        layout = self.layout
+        changed: dict[str, dict[int, list[str]]] = {}
+        for col in ed_old.columns:
+            if col in bmain.columns:
+                a = bmain[col] if same_order else bmain[col].iloc[base_rows]
+            else:
+                a = pd.Series([pd.NA] * len(base_rows), dtype=object)
+            pos = _changed_positions(a.reset_index(drop=True),
+                                     ed_old[col].reset_index(drop=True))
+            if len(pos) == 0:
+                continue
+            key = layout.col_field[col]
+            if layout.codecs[key].read_only:
+                rid = self.rows.existing[int(pos[0])]
+                raise ReadOnlyField(f"column {col!r} ({layout.fields[key].kind}) is computed by "
+                                    f"the service and cannot be written (record {rid})",
+                                    field=key, column=col, record_id=rid)
+            per = changed.setdefault(key, {})
+            for p in pos.tolist():
+                per.setdefault(p, []).append(col)
+        return changed
+
+    def _encode_updates(self, key: str, per: dict[int, list[str]], ed_old: pd.DataFrame,
+                        bmain: pd.DataFrame, base_rows: np.ndarray) -> None:
+        """Encode one field for each record where one of its columns changed."""
+        from . import assets
+
+        layout = self.layout
+        existing: list[str] = self.rows.existing.tolist()
+        cols_present = [c for c in layout.field_cols[key] if c in ed_old.columns]
         bare = next((c for c in cols_present if layout.col_key[c] == key), None)
         positions = np.fromiter(per.keys(), dtype=np.int64, count=len(per))
+        # the field's columns for just the changed rows, as lists (one slice per column)
         ed_vals = {c: ed_old[c].iloc[positions].tolist() for c in cols_present}
         b_idx = base_rows[positions]
         b_vals = {c: (bmain[c].iloc[b_idx].tolist() if c in bmain.columns
                       else [pd.NA] * len(positions)) for c in cols_present}
         for j, p in enumerate(positions.tolist()):
-            rid = existing_list[p]
+            rid = existing[p]
             new_v = {layout.col_key[c]: ed_vals[c][j] for c in cols_present}
             old_v = {layout.col_key[c]: b_vals[c][j] for c in cols_present}
             if layout.is_upload(key):
-                enc = assets.plan_asset_value(new_v, old_v, layout.fields[key], rid, placed,
-                                              columns=layout.col_key)
+                enc = assets.plan_asset_value(new_v, old_v, layout.fields[key], rid,
+                                              self.placed, columns=layout.col_key)
                 if enc is assets.UNCHANGED:
                     continue
                 if enc is None:   # cleared: the kind's empty write value
                     enc = _encode(layout, key, {key: pd.NA}, rid, {key: key})
             else:
-                enc = _encode(layout, key, new_v, rid, inv_cols)
-                if bare is not None and bare not in per[p]:
-                    # the write column is unchanged, only others (e.g. a timer's total):
-                    # send only if the write value differs
-                    try:
-                        if layout.codecs[key].encode(old_v, layout.fields[key],
-                                                     layout.ctx) == enc:
-                            continue
-                    except (SvcError, NotImplementedError, TypeError, ValueError):
-                        pass
-            payloads.setdefault(rid, {})[key] = enc
-            actions[rid] = "update"
-            loaded.setdefault(rid, {})[key] = old_v
-            wanted.setdefault(rid, {})[key] = new_v
-            for c in per[p]:
-                add_change(rid, "update", key, c, old_v[layout.col_key[c]],
-                           new_v[layout.col_key[c]])
-
-    # ---- creates ---------------------------------------------------------------------------
-    create_rows: dict[str, int] = {}
-    for new_pos in np.flatnonzero(new_mask).tolist():
-        rid = ids[new_pos]
-        create_rows[rid] = new_pos
-        actions[rid] = "create"
-        payloads[rid] = {}
-        row = main.iloc[new_pos]
-        for key, cols in layout.field_cols.items():
-            cols_present = [c for c in cols if c in main.columns]
-            if not cols_present:
-                continue
-            vals = {layout.col_key[c]: row[c] for c in cols_present}
-            if all(_is_empty(v) for v in vals.values()):
-                continue
-            if layout.codecs[key].read_only:
-                col = next(c for c in cols_present if not _is_empty(row[c]))
-                raise ReadOnlyField(f"new row {rid}: column {col!r} "
-                                    f"({layout.fields[key].kind}) is computed by the service; "
-                                    "leave it empty", field=key, column=col, record_id=rid)
-            if layout.is_upload(key):
-                enc = assets.plan_asset_value(vals, {}, layout.fields[key], rid, placed,
-                                              columns=layout.col_key)
-                if enc is assets.UNCHANGED:
+                enc = _encode(layout, key, new_v, rid, self.inv_cols)
+                if bare is not None and bare not in per[p] and self._same_write(
+                        key, old_v, enc):
+                    # the write column is unchanged, only others (e.g. a timer's total)
+                    # changed, and they do not change what would be written
                     continue
-            else:
-                enc = _encode(layout, key, vals, rid, inv_cols)
-            payloads[rid][key] = enc
-            wanted.setdefault(rid, {})[key] = vals
-            for c in cols_present:
-                if not _is_empty(row[c]):
-                    add_change(rid, "create", key, c, pd.NA, row[c])
+            self.payloads.setdefault(rid, {})[key] = enc
+            self.actions[rid] = "update"
+            self.loaded.setdefault(rid, {})[key] = old_v
+            self.wanted.setdefault(rid, {})[key] = new_v
+            for c in per[p]:
+                self.add_change(rid, "update", key, c, old_v[layout.col_key[c]],
+                                new_v[layout.col_key[c]])
 
-    # ---- connections: exploded tables -> id lists ----------------------------------------
-    all_ids = set(ids)
-    for name, table in edited.tables.items():
-        conn_key = layout.tables.get(name)
-        if conn_key is None:
-            continue  # multi-choice tables etc.: the main-frame list column is the truth
-        missing = {"record_id", "connected_id"} - set(table.columns)
-        if missing:
-            raise UsageError(f"connection table {name!r} lacks columns {sorted(missing)}")
-        btable = base.tables.get(name)
-        if btable is not None and table.equals(btable):
-            continue
-        rec = table["record_id"].astype(object).tolist()
-        con = table["connected_id"].astype(object).tolist()
-        dropped = set(base_ids.difference(existing).tolist())
-        keep_rows = [i for i, r in enumerate(rec) if r not in dropped]
-        if len(keep_rows) != len(rec):   # rows of records removed from the main frame
-            rec = [rec[i] for i in keep_rows]
-            con = [con[i] for i in keep_rows]
-        for r, c in zip(rec, con, strict=False):
-            if _is_empty(r) or r not in all_ids:
-                raise UsageError(f"connection table {name!r}: record_id {r!r} is not a row of "
-                                 "the main frame", field=conn_key)
-            if _is_empty(c) or not isinstance(c, str):
-                raise InvalidValue(f"connection table {name!r}: connected_id {c!r} of record "
-                                   f"{r} is not a record id", field=conn_key, column=name,
-                                   record_id=str(r))
-        new_lists: dict[str, list[str]] = {}
-        for r, c in zip(rec, con, strict=False):
-            lst = new_lists.setdefault(r, [])
-            if c not in lst:
-                lst.append(c)
-        old_lists: dict[str, list[str]] = {}
-        if btable is not None:
-            for r, c in zip(btable["record_id"].astype(object).tolist(),
-                            btable["connected_id"].astype(object).tolist(), strict=False):
-                old_lists.setdefault(r, []).append(c)
-        touched = {r for r in set(new_lists) | set(old_lists)
-                   if set(new_lists.get(r, [])) != set(old_lists.get(r, []))}
-        for r in sorted(touched, key=str):
-            if r not in all_ids:
-                continue   # a deleted record: its connections go with it
-            action = actions.get(r, "update")
-            if action == "create" and not new_lists.get(r):
+    def _same_write(self, key: str, old_v: dict[str, Any], enc: Any) -> bool:
+        try:
+            return bool(self.layout.codecs[key].encode(old_v, self.layout.fields[key],
+                                                       self.layout.ctx) == enc)
+        except (SvcError, NotImplementedError, TypeError, ValueError):
+            return False
+
+    # ---- creates -----------------------------------------------------------------------------
+    def creates(self, main: pd.DataFrame) -> None:
+        """Every non-empty field of each new row."""
+        from . import assets
+
+        layout = self.layout
+        for new_pos in np.flatnonzero(self.rows.new_mask).tolist():
+            rid = self.rows.ids[new_pos]
+            self.create_rows[rid] = new_pos
+            self.actions[rid] = "create"
+            self.payloads[rid] = {}
+            row = main.iloc[new_pos]
+            for key, cols in layout.field_cols.items():
+                cols_present = [c for c in cols if c in main.columns]
+                if not cols_present:
+                    continue
+                vals = {layout.col_key[c]: row[c] for c in cols_present}
+                if all(_is_empty(v) for v in vals.values()):
+                    continue
+                if layout.codecs[key].read_only:
+                    col = next(c for c in cols_present if not _is_empty(row[c]))
+                    raise ReadOnlyField(f"new row {rid}: column {col!r} "
+                                        f"({layout.fields[key].kind}) is computed by the "
+                                        "service; leave it empty", field=key, column=col,
+                                        record_id=rid)
+                if layout.is_upload(key):
+                    enc = assets.plan_asset_value(vals, {}, layout.fields[key], rid,
+                                                  self.placed, columns=layout.col_key)
+                    if enc is assets.UNCHANGED:
+                        continue
+                else:
+                    enc = _encode(layout, key, vals, rid, self.inv_cols)
+                self.payloads[rid][key] = enc
+                self.wanted.setdefault(rid, {})[key] = vals
+                for c in cols_present:
+                    if not _is_empty(row[c]):
+                        self.add_change(rid, "create", key, c, pd.NA, row[c])
+
+    # ---- connections: exploded tables -> id lists --------------------------------------------
+    def connections(self, edited: Frames, base: Frames) -> None:
+        """A connection field is edited in its exploded table (record_id, connected_id):
+        each record whose set of connected ids changed writes the whole new list."""
+        all_ids = set(self.rows.ids)
+        dropped = set(self.rows.removed)
+        for name, table in edited.tables.items():
+            conn_key = self.layout.tables.get(name)
+            if conn_key is None:
+                continue  # multi-choice tables etc.: the main-frame list column is the truth
+            missing = {"record_id", "connected_id"} - set(table.columns)
+            if missing:
+                raise UsageError(f"connection table {name!r} lacks columns {sorted(missing)}")
+            btable = base.tables.get(name)
+            if btable is not None and table.equals(btable):
                 continue
-            new_ids = new_lists.get(r, [])
-            enc = _encode(layout, conn_key, {conn_key: new_ids}, r, {conn_key: name})
-            payloads.setdefault(r, {})[conn_key] = enc
-            actions[r] = action
-            if action == "update":
-                loaded.setdefault(r, {})[conn_key] = {conn_key: sorted(old_lists.get(r, []))}
-            wanted.setdefault(r, {})[conn_key] = {conn_key: sorted(new_ids)}
-            add_change(r, action, conn_key, name, old_lists.get(r, []) if action == "update"
-                       else pd.NA, new_ids)
+            new_lists = _connection_lists(name, conn_key, table, all_ids, dropped)
+            old_lists: dict[str, list[str]] = {}
+            if btable is not None:
+                for r, c in zip(btable["record_id"].astype(object).tolist(),
+                                btable["connected_id"].astype(object).tolist(), strict=False):
+                    old_lists.setdefault(r, []).append(c)
+            touched = {r for r in set(new_lists) | set(old_lists)
+                       if set(new_lists.get(r, [])) != set(old_lists.get(r, []))}
+            for r in sorted(touched, key=str):
+                if r not in all_ids:
+                    continue   # a deleted record: its connections go with it
+                self._connection_change(r, name, conn_key, new_lists.get(r, []),
+                                        old_lists.get(r, []))
 
-    # ---- deletes ---------------------------------------------------------------------------
-    for rid in base_ids.difference(existing).tolist():
-        actions[rid] = "delete"
-        payloads[rid] = {}
-        add_change(rid, "delete", "", "", pd.NA, pd.NA)
+    def _connection_change(self, r: str, name: str, conn_key: str, new_ids: list[str],
+                           old_ids: list[str]) -> None:
+        action = self.actions.get(r, "update")
+        if action == "create" and not new_ids:
+            return
+        enc = _encode(self.layout, conn_key, {conn_key: new_ids}, r, {conn_key: name})
+        self.payloads.setdefault(r, {})[conn_key] = enc
+        self.actions[r] = action
+        if action == "update":
+            self.loaded.setdefault(r, {})[conn_key] = {conn_key: sorted(old_ids)}
+        self.wanted.setdefault(r, {})[conn_key] = {conn_key: sorted(new_ids)}
+        self.add_change(r, action, conn_key, name, old_ids if action == "update" else pd.NA,
+                        new_ids)
 
-    frame = pd.DataFrame(changes, columns=_CHANGE_COLUMNS)
-    for c in ("record_id", "action", "field", "column"):
-        frame[c] = frame[c].astype("string")
-    return Plan(frame, payloads, actions, source, edited, base, loaded, wanted, create_rows)
+    # ---- deletes -----------------------------------------------------------------------------
+    def deletes(self) -> None:
+        for rid in self.rows.removed:
+            self.actions[rid] = "delete"
+            self.payloads[rid] = {}
+            self.add_change(rid, "delete", "", "", pd.NA, pd.NA)
+
+    def plan(self, source: Source, edited: Frames, base: Frames) -> Plan:
+        frame = pd.DataFrame(self.changes, columns=_CHANGE_COLUMNS)
+        for c in ("record_id", "action", "field", "column"):
+            frame[c] = frame[c].astype("string")
+        return Plan(frame, self.payloads, self.actions, source, edited, base, self.loaded,
+                    self.wanted, self.create_rows)
+
+
+def _connection_lists(name: str, conn_key: str, table: pd.DataFrame, all_ids: set[str],
+                      dropped: set[str]) -> dict[str, list[str]]:
+    """record id -> its connected ids (in table order, deduplicated), validated; rows of
+    records removed from the main frame are ignored."""
+    rec = table["record_id"].astype(object).tolist()
+    con = table["connected_id"].astype(object).tolist()
+    keep_rows = [i for i, r in enumerate(rec) if r not in dropped]
+    if len(keep_rows) != len(rec):
+        rec = [rec[i] for i in keep_rows]
+        con = [con[i] for i in keep_rows]
+    for r, c in zip(rec, con, strict=False):
+        if _is_empty(r) or r not in all_ids:
+            raise UsageError(f"connection table {name!r}: record_id {r!r} is not a row of "
+                             "the main frame", field=conn_key)
+        if _is_empty(c) or not isinstance(c, str):
+            raise InvalidValue(f"connection table {name!r}: connected_id {c!r} of record "
+                               f"{r} is not a record id", field=conn_key, column=name,
+                               record_id=str(r))
+    lists: dict[str, list[str]] = {}
+    for r, c in zip(rec, con, strict=False):
+        lst = lists.setdefault(r, [])
+        if c not in lst:   # a list per record: short, so `in` is cheap
+            lst.append(c)
+    return lists
 
 
 def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
