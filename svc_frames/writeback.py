@@ -1514,55 +1514,74 @@ def _refresh(edited: Frames, plan: Plan, layout: _Layout, outcomes: Mapping[str,
     applied = {rid: o for rid, o in outcomes.items() if o.status == "applied"}
     if not applied:
         return
-    main = edited.main
-    # new ids for created rows
+    relabel = _relabel_created(edited, plan, applied)
+    _take_server_values(edited, layout, applied, server_now)
+    if edited.original is not None:
+        _refresh_original(edited, edited.original, layout, applied, relabel,
+                          not_applied or {})
+
+
+def _relabel_created(edited: Frames, plan: Plan, applied: Mapping[str, _Outcome]
+                     ) -> dict[Any, str]:
+    """Give created rows (and their connection-table rows) their real ids; returns
+    temporary id -> real id."""
     relabel: dict[Any, str] = {}
-    if any(o.action == "create" and o.new_id for o in applied.values()):
-        labels = main.index.tolist()
-        for tmp, o in applied.items():
-            if o.action == "create" and o.new_id and tmp in plan.create_rows:
-                pos = plan.create_rows[tmp]
-                relabel[tmp] = o.new_id
-                labels[pos] = o.new_id
-        idx_dtype: Any = main.index.dtype if main.index.dtype != object else "string"
-        main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=main.index.name)
-        for name in list(edited.tables):
-            t = edited.tables[name]
-            if "record_id" in t.columns and t["record_id"].isin(list(relabel)).any():
-                t = t.copy()
-                t["record_id"] = t["record_id"].map(lambda r: relabel.get(r, r)).astype(
-                    t["record_id"].dtype)
-                edited.tables[name] = t
-    # values as the server stored them (rendering, rounding, computed fields); a view's
-    # answer holds only its own fields, so only fields present in an answer are taken
+    if not any(o.action == "create" and o.new_id for o in applied.values()):
+        return relabel
+    main = edited.main
+    labels = main.index.tolist()
+    for tmp, o in applied.items():
+        if o.action == "create" and o.new_id and tmp in plan.create_rows:
+            relabel[tmp] = o.new_id
+            labels[plan.create_rows[tmp]] = o.new_id
+    idx_dtype: Any = main.index.dtype if main.index.dtype != object else "string"
+    main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=main.index.name)
+    for name in list(edited.tables):
+        t = edited.tables[name]
+        if "record_id" in t.columns and t["record_id"].isin(list(relabel)).any():
+            t = t.copy()
+            t["record_id"] = t["record_id"].map(lambda r: relabel.get(r, r)).astype(
+                t["record_id"].dtype)
+            edited.tables[name] = t
+    return relabel
+
+
+def _take_server_values(edited: Frames, layout: _Layout, applied: Mapping[str, _Outcome],
+                        server_now: Mapping[str, dict[str, Any]]) -> None:
+    """Values as the server stored them (rendering, rounding, computed fields); a view's
+    answer holds only its own fields, so only fields present in an answer are taken."""
     recs = [o.record for o in applied.values() if o.record]
     recs += [server_now[rid] for rid, o in applied.items() if o.record is None
              and rid in server_now]
-    if recs:
-        try:
-            dec: Frames | None = _decode(recs, edited.source)
-        except (SvcError, ValueError, TypeError, KeyError):
-            dec = None
-        if dec is not None:
-            present = {r["id"]: {k[:-4] if k.endswith("_raw") else k for k in r} for r in recs}
-            for col in main.columns:
-                key = layout.col_field.get(col)
-                if key is None or col not in dec.main.columns:
-                    continue
-                ids = [i for i in dec.main.index if i in main.index and key in present[i]]
-                if not ids:
-                    continue
-                try:
-                    s = main[col].copy()
-                    s.loc[ids] = dec.main.loc[ids, col]
-                    main[col] = s
-                except (TypeError, ValueError):
-                    pass
-    edited.main = main
-    # original := edited for applied records (others keep their loaded values)
-    orig = edited.original
-    if orig is None:
+    if not recs:
         return
+    try:
+        dec = _decode(recs, edited.source) if edited.source is not None else None
+    except (SvcError, ValueError, TypeError, KeyError):
+        dec = None
+    if dec is None:
+        return
+    main = edited.main
+    present = {r["id"]: {k[:-4] if k.endswith("_raw") else k for k in r} for r in recs}
+    for col in main.columns:
+        key = layout.col_field.get(col)
+        if key is None or col not in dec.main.columns:
+            continue
+        ids = [i for i in dec.main.index if i in main.index and key in present[i]]
+        if not ids:
+            continue
+        try:
+            s = main[col].copy()
+            s.loc[ids] = dec.main.loc[ids, col]
+            main[col] = s
+        except (TypeError, ValueError):
+            pass   # the frame's dtype cannot hold the server's value: keep the edit
+
+
+def _refresh_original(edited: Frames, orig: Frames, layout: _Layout,
+                      applied: Mapping[str, _Outcome], relabel: Mapping[Any, str],
+                      not_applied: Mapping[str, list[str]]) -> None:
+    """original := edited for applied records (others keep their loaded values)."""
     done_ids = [o.new_id or rid for rid, o in applied.items() if o.action != "delete"]
     gone = {rid for rid, o in applied.items() if o.action == "delete"}
     keep = orig.main.drop(index=[i for i in set(done_ids) | gone if i in orig.main.index])
@@ -1574,17 +1593,22 @@ def _refresh(edited: Frames, plan: Plan, layout: _Layout, outcomes: Mapping[str,
                 om[col] = om[col].astype(orig.main[col].dtype)
             except (TypeError, ValueError):
                 pass
-    # fields a view did not take stay pending: their loaded values are kept
-    for tmp_or_id, keys in (not_applied or {}).items():
+    # fields a view did not take stay pending: their loaded values are kept. Grouped by
+    # column, so each column is copied once, not once per record
+    pending: dict[str, list[str]] = {}
+    for tmp_or_id, keys in not_applied.items():
         rid = relabel.get(tmp_or_id, tmp_or_id)
         if rid not in om.index:
             continue
         for key in keys:
             for col in layout.field_cols.get(key, []):
                 if col in om.columns:
-                    s = om[col].copy()
-                    s.loc[rid] = orig.main.at[rid, col] if rid in orig.main.index else None
-                    om[col] = s
+                    pending.setdefault(col, []).append(rid)
+    for col, rids in pending.items():
+        s = om[col].copy()
+        for rid in rids:
+            s.loc[rid] = orig.main.at[rid, col] if rid in orig.main.index else None
+        om[col] = s
     orig.main = om
     touched = list(set(done_ids) | gone | set(applied))
     for name, t in list(edited.tables.items()):
