@@ -672,8 +672,15 @@ def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
         add_rows(frames, [{"field_2": "New order", "field_5": 12.5}])
     """
     main = frames.main
-    start = sum(1 for x in main.index if isinstance(x, str) and x.startswith(NEW_ID_PREFIX))
-    tmp = [f"{NEW_ID_PREFIX}{start + i}" for i in range(len(rows))]
+    taken = {x for x in main.index if isinstance(x, str) and x.startswith(NEW_ID_PREFIX)}
+    # count on from the pending new rows, skipping ids still in the frame (a new row may
+    # have been dropped, or created while another one failed and kept its id)
+    tmp: list[str] = []
+    n = len(taken)
+    while len(tmp) < len(rows):
+        if f"{NEW_ID_PREFIX}{n}" not in taken:
+            tmp.append(f"{NEW_ID_PREFIX}{n}")
+        n += 1
     unknown = {k for r in rows for k in r} - set(main.columns)
     if unknown:
         raise UsageError(f"unknown columns in new rows: {sorted(unknown)}")

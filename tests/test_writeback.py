@@ -199,6 +199,20 @@ def test_create_and_delete(fresh: LocalService) -> None:
     assert fresh.request_log.count() == 0
 
 
+def test_add_rows_after_dropping_a_new_row_keeps_temporary_ids_unique(
+        svc: LocalService, obj: str) -> None:
+    # a pending new row removed (or created while another failed) must not make the next
+    # add_rows reuse a temporary id still in the frame: diff would refuse the duplicate
+    frames = load(client_for(svc), obj)
+    text = field_of(frames, "short_text")
+    first = add_rows(frames, [{text.key: "dropped"}, {text.key: "kept"}])
+    frames.main = frames.main.drop(index=first[0])
+    second = add_rows(frames, [{text.key: "added later"}])
+    assert not set(second) & set(first[1:])
+    plan = diff(frames)
+    created = plan.changes.loc[plan.changes.action == "create", "new"].tolist()
+    assert sorted(created) == ["added later", "kept"]
+
 def test_connection_rows_added_and_removed(fresh: LocalService) -> None:
     client = client_for(fresh)
     obj = widest_object(client)
