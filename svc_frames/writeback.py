@@ -547,14 +547,20 @@ class _PlanBuilder:
         from . import assets
 
         layout = self.layout
-        for new_pos in np.flatnonzero(self.rows.new_mask).tolist():
+        new_positions = np.flatnonzero(self.rows.new_mask)
+        # the new rows' cells as lists, one slice per column: a row-by-row .iloc (a mixed
+        # row Series each time) dominated a diff with many new rows
+        new_rows = main.iloc[new_positions]
+        by_col = {c: new_rows[c].tolist() for c in main.columns}
+        present = {key: [c for c in cols if c in main.columns]
+                   for key, cols in layout.field_cols.items()}
+        for j, new_pos in enumerate(new_positions.tolist()):
             rid = self.rows.ids[new_pos]
             self.create_rows[rid] = new_pos
             self.actions[rid] = "create"
             self.payloads[rid] = {}
-            row = main.iloc[new_pos]
-            for key, cols in layout.field_cols.items():
-                cols_present = [c for c in cols if c in main.columns]
+            row = {c: by_col[c][j] for c in main.columns}
+            for key, cols_present in present.items():
                 if not cols_present:
                     continue
                 vals = {layout.col_key[c]: row[c] for c in cols_present}
