@@ -165,7 +165,6 @@ class Paginator:
             yield first
             return
         wanted = self._pages_wanted(first)
-        window = self.prefetch
         first_out = False  # page 1 is handed out once the next pages are on their way
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-page") as pool:
@@ -178,6 +177,11 @@ class Paginator:
             try:
                 while True:
                     # plan: the announced pages, then one more while the last was full
+                    # slow start: a service renders concurrent requests side by side, so
+                    # a burst of ``prefetch`` requests would delay page 2 until all of them
+                    # are done and leave the consumer idle; the window opens by four pages
+                    # per page consumed
+                    window = min(self.prefetch, 4 * (number - 1))
                     while (next_submit <= wanted and len(pending) < window):
                         pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
                         next_submit += 1
