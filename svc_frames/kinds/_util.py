@@ -127,7 +127,13 @@ def as_text(value: Any, field: FieldSpec) -> str:
 def string_series(values: Iterable[Any]) -> pd.Series:
     """A nullable "string" Series; None and "" become NA. Built straight from an Arrow
     array when every value is text (several times faster than pd.Series(..., "string"))."""
-    vals = [None if v == "" else v for v in values]
+    vals = values if isinstance(values, (list, tuple)) else list(values)
+    try:
+        # a C-speed scan; the Python pass that turns "" into None only when one is there
+        if "" in vals:
+            vals = [None if v == "" else v for v in vals]
+    except (TypeError, ValueError):  # a value whose == is not a bool (pd.NA, arrays)
+        vals = [None if isinstance(v, str) and v == "" else v for v in vals]
     if _ARROW_STRINGS:
         try:
             arr = pa.array(vals, type=pa.large_string())

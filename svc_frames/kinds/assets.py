@@ -94,7 +94,8 @@ class AssetCodec(Codec):
             f"{k}.filename": string_series([row.get("filename") for row in rows]),
             f"{k}.url": string_series([row.get("url") for row in rows]),
             f"{k}.thumb_url": string_series([row.get("thumb_url") for row in rows]),
-            f"{k}.size": int_series([_int_or_none(row.get("size")) for row in rows]),
+            # int_series takes ints and None in one Arrow pass (text sizes: per value)
+            f"{k}.size": int_series([row.get("size") for row in rows]),
         }
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:

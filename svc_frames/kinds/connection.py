@@ -112,17 +112,19 @@ class ConnectionCodec(Codec):
                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
         raws = raw_values(raws, displays)
         if all(type(r) is list for r in raws):  # fast path: every item has id + text
+            # one flat list per column (no per-item tuples to build and take apart)
             try:
-                triples = [(rid, item["id"], item["identifier"])
-                           for rid, r in zip(ids, raws, strict=False) for item in r]
+                ids_to = [item["id"] for r in raws for item in r]
+                texts = [item["identifier"] for r in raws for item in r]
             except (KeyError, TypeError):
-                triples = None
-            if triples is not None and {type(t[2]) for t in triples} <= {str}:
+                texts = None
+            if texts is not None and set(map(type, texts)) <= {str}:
+                rids = [rid for rid, r in zip(ids, raws, strict=False) for _ in r]
                 return {field.key: pd.DataFrame({
-                    "record_id": string_series([t[0] for t in triples]),
-                    "connected_id": string_series([t[1] for t in triples]),
-                    "identifier": string_series([t[2] for t in triples]),
-                })}
+                    "record_id": string_series(rids),
+                    "connected_id": string_series(ids_to),
+                    "identifier": string_series(texts),
+                }, copy=False)}
         rec: list[str] = []
         conn: list[str | None] = []
         ident: list[str | None] = []

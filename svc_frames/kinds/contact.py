@@ -244,7 +244,10 @@ class PhoneCodec(Codec):
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         raws = raw_values(raws, displays)
-        out = [(self.render(r, field) if isinstance(r, dict) else str(r)) if r is not None
+        # fast path: the service's shape (formatted text, no extension) without a call
+        out = [f if type(r) is dict and type(f := r.get("formatted")) is str and f
+               and "ext" not in r
+               else (self.render(r, field) if isinstance(r, dict) else str(r)) if r is not None
                else (html_to_text(d).strip() if isinstance(d, str) else d)
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: string_series(out)}
