@@ -920,6 +920,10 @@ def _key_field(layout: _Layout, base: Frames | None) -> tuple[str, pd.Series] | 
     return None
 
 
+def _pages(n_records: int) -> int:
+    return -(-n_records // 1000)
+
+
 def _reread(client: Any, source: Source, ids: Sequence[str], counter: _Counter,
             layout: _Layout, base: Frames | None) -> dict[str, dict[str, Any]]:
     """Current server records for ``ids``, batched: OR-filters on an identifying field
@@ -928,52 +932,67 @@ def _reread(client: Any, source: Source, ids: Sequence[str], counter: _Counter,
     where = _where(source)
     want = set(ids)
     found: dict[str, dict[str, Any]] = {}
+    n_chunks = -(-len(ids) // _REREAD_CHUNK)
+    if n_chunks > 2 and base is not None and _pages(len(base.main)) < n_chunks:
+        # many records to check: the whole list paged may take fewer requests
+        found = _reread_list_if_fewer(client, where, want, n_chunks, counter)
+    rest = [i for i in ids if i not in found]
     keyed = _key_field(layout, base)
-    rest = list(ids)
-    n_chunks = -(-len(rest) // _REREAD_CHUNK)
-    if n_chunks > 2 and base is not None and -(-len(base.main) // 1000) < n_chunks:
-        # many records to check: the whole list paged may take fewer requests; the first
-        # page says how many pages there really are
-        env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
-        counter.add("rereads")
-        pages = int(env.get("total_pages") or 1)
-        if pages <= n_chunks:
-            recs = list(env.get("records") or [])
-            for page in range(2, pages + 1):
-                e = client.get_page(where, params={"page": page, "rows_per_page": 1000})
-                counter.add("rereads")
-                recs.extend(e.get("records") or [])
-            found = {r["id"]: r for r in recs if r.get("id") in want}
-            rest = [i for i in rest if i not in found]
-            keyed = None if not rest else keyed
     if keyed is not None and rest:
-        key, values = keyed
-        vals = values.reindex(pd.Index(rest, dtype=values.index.dtype))
-        usable = [(i, v) for i, v in zip(rest, vals.tolist(), strict=True) if not _is_empty(v)]
-        for start in range(0, len(usable), _REREAD_CHUNK):
-            chunk = usable[start:start + _REREAD_CHUNK]
-            rules = [{"field": key, "operator": "is",
-                      "value": int(v) if isinstance(v, float) and v.is_integer() else v}
-                     for _, v in chunk]
-            params = {"filters": json.dumps({"match": "or", "rules": rules}, default=str)}
-            for r in _fetch_all(client, where, counter, params):
-                if r.get("id") in want:
-                    found[r["id"]] = r
+        found.update(_reread_by_key(client, where, want, rest, keyed, counter))
         rest = [i for i in rest if i not in found]
-    if rest:
-        n_pages = max(1, -(-len(base.main) // 1000)) if base is not None else len(rest)
-        if source.kind == "object" and len(rest) <= n_pages:
-            for rid in rest:
-                counter.add("rereads")
-                try:
-                    found[rid] = client.get_record(source.object_key, rid)
-                except SvcError as exc:
-                    if getattr(exc, "status", None) != 404:
-                        raise
-        else:
-            for r in _fetch_all(client, where, counter):
-                if r.get("id") in want:
-                    found[r["id"]] = r
+    if not rest:
+        return found
+    # no identifying value (or not found by it): one GET each, or the whole list
+    n_pages = max(1, _pages(len(base.main))) if base is not None else len(rest)
+    if source.kind == "object" and len(rest) <= n_pages:
+        for rid in rest:
+            counter.add("rereads")
+            try:
+                found[rid] = client.get_record(source.object_key, rid)
+            except SvcError as exc:
+                if getattr(exc, "status", None) != 404:   # 404: gone, the guard says so
+                    raise
+    else:
+        found.update({r["id"]: r for r in _fetch_all(client, where, counter)
+                      if r.get("id") in want})
+    return found
+
+
+def _reread_list_if_fewer(client: Any, where: Any, want: set[str], n_chunks: int,
+                          counter: _Counter) -> dict[str, dict[str, Any]]:
+    """The wanted records from the whole list, when it has at most ``n_chunks`` pages
+    (the first page says how many there really are); else nothing."""
+    env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
+    counter.add("rereads")
+    pages = int(env.get("total_pages") or 1)
+    if pages > n_chunks:
+        return {}
+    recs = list(env.get("records") or [])
+    for page in range(2, pages + 1):
+        e = client.get_page(where, params={"page": page, "rows_per_page": 1000})
+        counter.add("rereads")
+        recs.extend(e.get("records") or [])
+    return {r["id"]: r for r in recs if r.get("id") in want}
+
+
+def _reread_by_key(client: Any, where: Any, want: set[str], rest: Sequence[str],
+                   keyed: tuple[str, pd.Series], counter: _Counter
+                   ) -> dict[str, dict[str, Any]]:
+    """The wanted records found by OR-filters on their loaded identifying values (list
+    requests cannot filter on the record id), ``_REREAD_CHUNK`` values per request."""
+    key, values = keyed
+    vals = values.reindex(pd.Index(list(rest), dtype=values.index.dtype))
+    usable = [v for v in vals.tolist() if not _is_empty(v)]
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(usable), _REREAD_CHUNK):
+        rules = [{"field": key, "operator": "is",
+                  "value": int(v) if isinstance(v, float) and v.is_integer() else v}
+                 for v in usable[start:start + _REREAD_CHUNK]]
+        params = {"filters": json.dumps({"match": "or", "rules": rules}, default=str)}
+        for r in _fetch_all(client, where, counter, params):
+            if r.get("id") in want:
+                found[r["id"]] = r
     return found
 
 
