@@ -20,6 +20,12 @@ Rules (issue 4, ARCHITECTURE.md "Write-back contract"):
   lost-update guard), then applies updates, creates and (opt-in) deletes concurrently
   within the client's pace. A create is never repeated blindly: when its outcome is
   unknown it is looked up first, and a journal makes an interrupted run resumable.
+
+Reading order: ``diff`` = ``_source_and_base`` / ``_Rows.of`` (validate) then
+``_PlanBuilder`` (updates, creates, connections, deletes). ``write_back`` = validate & plan,
+``_resolve_target``, then a ``_Run``: ``key_records`` / ``triage`` (journal) ->
+``drop_fields_the_view_does_not_take`` -> ``guard`` (``_reread``, conflicts) -> ``apply``
+(uploads + writes, concurrent) -> ``refresh`` (``_refresh``) -> ``report``.
 """
 
 from __future__ import annotations
