@@ -70,6 +70,19 @@ def test_concurrent_pages_in_order(service: LocalService, client: Client) -> Non
     assert client.request_count - before == -(-len(truth) // 7) + 1
 
 
+def test_request_window_opens_gradually(client: Client) -> None:
+    # a burst of every prefetched request at once would make the service render them side
+    # by side and page 2 arrive last: when page 2 is consumed, at most pages 2-5 were sent
+    pager = Paginator(client, "object_3", rows_per_page=7, max_workers=16)
+    before = client.request_count
+    sent_at: dict[int, int] = {}
+    for page in pager.iter_pages():
+        sent_at[page.number] = client.request_count - before
+    assert pager.prefetch == 32 and len(sent_at) > 10
+    assert sent_at[2] <= 5
+    assert sent_at[max(sent_at)] > 5  # the window did open further
+
+
 def test_verify_none_and_full(service: LocalService, client: Client) -> None:
     pages = -(-len(all_ids(service)) // 50)
     before = client.request_count
