@@ -893,20 +893,24 @@ def _where(source: Source) -> Any:
 
 def _fetch_all(client: Any, where: Any, counter: _Counter, params: dict[str, Any] | None = None
                ) -> list[dict[str, Any]]:
-    """Every record of a (filtered) list, page by page."""
-    out: list[dict[str, Any]] = []
+    """Every record of a (filtered) list, page by page, each id once.
+
+    Page-number paging can repeat a record that moved between pages; the first copy is
+    kept so callers can index by id."""
+    out: dict[str, dict[str, Any]] = {}
     page, pages = 1, 1
     while page <= pages:
         p = dict(params or {})
         p.update(page=page, rows_per_page=1000)
         env = client.get_page(where, params=p)
         counter.add("rereads")
-        out.extend(env.get("records") or [])
+        for rec in env.get("records") or []:
+            out.setdefault(str(rec.get("id")), rec)
         pages = int(env.get("total_pages") or 1)
         if not env.get("records"):
             break
         page += 1
-    return out
+    return list(out.values())
 
 
 def _key_field(layout: _Layout, base: Frames | None) -> tuple[str, pd.Series] | None:
