@@ -37,6 +37,7 @@ class Source:
     base_url: str = ""
     columns: Literal["keys", "labels"] = "keys"
     kinds_inferred: bool = False  # True when no schema was available
+    name: str = ""  # the object's or view's name in the schema, for titles and summaries
 
     def field(self, key: str) -> FieldSpec:
         for f in self.fields:

@@ -112,6 +112,17 @@ def view_object(app: dict[str, Any] | None, scene: str, view: str) -> tuple[str,
     return "", []
 
 
+def schema_name(app: dict[str, Any] | None, what: str, key: str, scene: str | None = None
+                ) -> str:
+    """The name the schema gives an object (``what="objects"``) or a view, or ""."""
+    if what == "objects":
+        items = (app or {}).get("objects") or ()
+    else:
+        items = [v for sc in (app or {}).get("scenes") or () if sc.get("key") == scene
+                 for v in sc.get("views") or ()]
+    return next((str(i.get("name") or "") for i in items if i.get("key") == key), "")
+
+
 def describe(client: Client, target: Target, app: dict[str, Any] | None,
              records: list[dict[str, Any]], columns: Columns,
              tz: ZoneInfo | None) -> tuple[list[FieldSpec], Source]:
@@ -127,7 +138,8 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
         fields, inferred = resolve_fields(records, known, order)
         source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
                         base_url=client.base_url, columns=columns,
-                        kinds_inferred=inferred or app is None)
+                        kinds_inferred=inferred or app is None,
+                        name=schema_name(app, "objects", a))
     else:
         assert a is not None and b is not None
         obj, view_keys = view_object(app, a, b)
@@ -135,7 +147,8 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
         fields, inferred = resolve_fields(records, known, order)
         source = Source("view", obj, fields, scene_key=a, view_key=b, timezone=tz_name,
                         app_id=client.app_id, base_url=client.base_url, columns=columns,
-                        kinds_inferred=inferred or app is None)
+                        kinds_inferred=inferred or app is None,
+                        name=schema_name(app, "views", b, scene=a))
     return fields, source
 
 

@@ -121,9 +121,9 @@ def _source_name(frames: Frames) -> str:
     src = frames.source
     if src is None:
         return ""
-    if src.kind == "view" and src.view_key:
-        return f"{src.scene_key}/{src.view_key}"
-    return src.object_key
+    key = f"{src.scene_key}/{src.view_key}" if src.kind == "view" and src.view_key \
+        else src.object_key
+    return f"{src.name} ({key})" if src.name else key
 
 
 def _title(ax: Axes, text: str, frames: Frames, note: str = "",

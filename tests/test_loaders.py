@@ -142,6 +142,9 @@ def test_view_sees_only_its_fields(service: LocalService, client: Client) -> Non
     assert frames.source is not None and frames.source.kind == "view"
     assert frames.source.object_key == "object_3"
     assert (frames.source.scene_key, frames.source.view_key) == ("scene_1", "view_1")
+    assert frames.source.name == view["name"]  # for titles: the schema's name, not the key
+    obj = next(o for o in schema(service)["objects"] if o["key"] == "object_3")
+    assert read_object(client, "object_3", limit=1, progress=False).source.name == obj["name"]
 
 
 def test_login_view_name_like_connection(service: LocalService) -> None:
