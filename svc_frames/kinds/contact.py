@@ -125,33 +125,72 @@ def _split_name(text: str, fmt: str = "") -> dict[str, str]:
     return {"first": words[0], "middle": " ".join(words[1:-1]), "last": words[-1]}
 
 
-# ---- email -----------------------------------------------------------------------------------
+# ---- email and link: {member, label?}, written as an object or a plain string ---------------
 _EMAIL = re.compile(r"^[^@\s<>\"]+@[^@\s<>\"]+$")
 
 
-class EmailCodec(Codec):
-    """email: raw ``{email, label?}``; display ``<a href="mailto:x">x</a>``."""
+class _AnchorCodec(Codec):
+    """Shared by email and link: raw ``{<member>, label?}``, displayed as an anchor; the frame
+    holds the member's text, and a write sends it as a plain string."""
 
-    kinds: ClassVar[tuple[str, ...]] = ("email",)
+    member: ClassVar[str]
+    what: ClassVar[str]  # for messages: "an email address", "a URL"
+
+    @staticmethod
+    def accepts(text: str) -> bool:
+        raise NotImplementedError
+
+    @staticmethod
+    def from_display(display: str) -> str:
+        raise NotImplementedError
 
     def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
         if is_blank(value):
             return None
         label = None
         if isinstance(value, Mapping):
-            unknown = set(value) - {"email", "label"}
+            unknown = set(value) - {self.member, "label"}
             if unknown:
-                raise invalid(field, f"unknown email members {sorted(unknown)}")
+                raise invalid(field, f"unknown {field.kind} members {sorted(unknown)}")
             label = _text_or_none(value.get("label"))
-            value = value.get("email")
+            value = value.get(self.member)
             if is_blank(value):
                 return None
-        if not isinstance(value, str) or not _EMAIL.match(value.strip()):
-            raise invalid(field, f"not an email address: {value!r}")
-        out = {"email": value.strip()}
+        if not isinstance(value, str) or not self.accepts(value.strip()):
+            raise invalid(field, f"not {self.what}: {value!r}")
+        out = {self.member: value.strip()}
         if label:
             out["label"] = label
         return out
+
+    def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
+               ctx: ReadContext) -> dict[str, pd.Series]:
+        raws = raw_values(raws, displays)
+        m = self.member
+        out = [(r.get(m) if isinstance(r, dict) else str(r)) if r is not None
+               else (self.from_display(d) if isinstance(d, str) and d else None)
+               for r, d in zip(raws, displays, strict=False)]
+        return {field.key: string_series(out)}
+
+    def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
+        value = _text_or_none(get_value(values, field.key))
+        return "" if value is None else value
+
+
+class EmailCodec(_AnchorCodec):
+    """email: raw ``{email, label?}``; display ``<a href="mailto:x">x</a>``."""
+
+    kinds: ClassVar[tuple[str, ...]] = ("email",)
+    member = "email"
+    what = "an email address"
+
+    @staticmethod
+    def accepts(text: str) -> bool:
+        return bool(_EMAIL.match(text))
+
+    @staticmethod
+    def from_display(display: str) -> str:
+        return _email_of(display)
 
     def render(self, raw: Any, field: FieldSpec) -> Any:
         if not isinstance(raw, Mapping):
@@ -163,18 +202,6 @@ class EmailCodec(Codec):
     @classmethod
     def detect(cls, raw: Any) -> bool:
         return isinstance(raw, Mapping) and "email" in raw
-
-    def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
-               ctx: ReadContext) -> dict[str, pd.Series]:
-        raws = raw_values(raws, displays)
-        out = [(r.get("email") if isinstance(r, dict) else str(r)) if r is not None
-               else (_email_of(d) if isinstance(d, str) and d else None)
-               for r, d in zip(raws, displays, strict=False)]
-        return {field.key: string_series(out)}
-
-    def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
-        value = _text_or_none(get_value(values, field.key))
-        return "" if value is None else value
 
 
 def _email_of(display: str) -> str:
@@ -258,32 +285,23 @@ class PhoneCodec(Codec):
 
 
 # ---- link ------------------------------------------------------------------------------------
-class LinkCodec(Codec):
+class LinkCodec(_AnchorCodec):
     """link: raw ``{url, label?}``; display ``<a href="url" target="_blank">url</a>``.
 
     The target attribute follows ``format["target"]``: absent or "_blank" gives
     ``target="_blank"`` (real-world.md); "_self" gives none, as the fixtures show."""
 
     kinds: ClassVar[tuple[str, ...]] = ("link",)
+    member = "url"
+    what = "a URL"
 
-    def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
-        if is_blank(value):
-            return None
-        label = None
-        if isinstance(value, Mapping):
-            unknown = set(value) - {"url", "label"}
-            if unknown:
-                raise invalid(field, f"unknown link members {sorted(unknown)}")
-            label = _text_or_none(value.get("label"))
-            value = value.get("url")
-            if is_blank(value):
-                return None
-        if not isinstance(value, str) or re.search(r"\s", value.strip()):
-            raise invalid(field, f"not a URL: {value!r}")
-        out = {"url": value.strip()}
-        if label:
-            out["label"] = label
-        return out
+    @staticmethod
+    def accepts(text: str) -> bool:
+        return not re.search(r"\s", text)
+
+    @staticmethod
+    def from_display(display: str) -> str:
+        return _href_of(display)
 
     def render(self, raw: Any, field: FieldSpec) -> Any:
         if not isinstance(raw, Mapping):
@@ -297,18 +315,6 @@ class LinkCodec(Codec):
     @classmethod
     def detect(cls, raw: Any) -> bool:
         return isinstance(raw, Mapping) and "url" in raw and set(raw) <= {"url", "label"}
-
-    def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
-               ctx: ReadContext) -> dict[str, pd.Series]:
-        raws = raw_values(raws, displays)
-        out = [(r.get("url") if isinstance(r, dict) else str(r)) if r is not None
-               else (_href_of(d) if isinstance(d, str) and d else None)
-               for r, d in zip(raws, displays, strict=False)]
-        return {field.key: string_series(out)}
-
-    def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
-        value = _text_or_none(get_value(values, field.key))
-        return "" if value is None else value
 
 
 def _href_of(display: str) -> str:
