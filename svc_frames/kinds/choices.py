@@ -19,7 +19,6 @@ from ._util import (
     raw_values,
     string_series,
 )
-from ._util import string_series as _strings
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
 MULTI_JOIN = ", "  # how a multi choice's display joins its values
@@ -134,10 +133,10 @@ class ChoiceCodec(Codec):
         raws = raw_values(raws, displays)
         if is_multi(field):
             return {field.key: object_series(self._lists(raws, displays, field))}
-        out = [(", ".join(str(v) for v in r if v is not None) if isinstance(r, list) else r)
+        out = [(MULTI_JOIN.join(str(v) for v in r if v is not None) if isinstance(r, list) else r)
                if r is not None else (html_to_text(d) if isinstance(d, str) else d)
                for r, d in zip(raws, displays, strict=False)]
-        return {field.key: _strings(out)}
+        return {field.key: string_series(out)}
 
     def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
