@@ -107,15 +107,6 @@ class AssetCodec(Codec):
         return value.strip()
 
 
-def _int_or_none(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _url_of_display(display: Any) -> str | None:
     """The URL of an ``<img>`` display, or a bare URL (format=raw puts it under field_N)."""
     if not isinstance(display, str) or not display:

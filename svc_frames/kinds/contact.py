@@ -416,15 +416,6 @@ class AddressCodec(Codec):
         return out or ""
 
 
-def _float_or_none(value: Any) -> float | None:
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _parse_address(display: str) -> dict[str, Any]:
     lines = [x for x in html_lines(display) if x]
     if not lines:
