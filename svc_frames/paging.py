@@ -155,7 +155,7 @@ class Paginator:
             n = min(n, math.ceil(self.limit / self.rows_per_page)) if self.limit else 0
         return max(n, 1)
 
-    def _one_pass(self, pass_no: int, report: PassReport) -> Iterator[Page]:
+    def _one_pass(self, pass_no: int) -> Iterator[Page]:
         """Yield the pages of one pass, in order, fetched concurrently within the pace."""
         first = self._fetch(1, pass_no)
         if pass_no == 1:
@@ -232,7 +232,7 @@ class Paginator:
             seen: set[str] = set()
             hashes: list[np.ndarray] = []
             head: list[str] = []
-            for page in self._one_pass(pass_no, report):
+            for page in self._one_pass(pass_no):
                 report.pages += 1
                 report.records += len(page.records)
                 report.totals.add(page.total_records)
