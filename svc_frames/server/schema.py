@@ -137,10 +137,6 @@ class ViewDef:
     default_sort: tuple[str, str] | None = None  # source.sort[0]: (field, asc|desc)
 
     @property
-    def field_keys(self) -> list[str]:
-        return [c.key for c in self.columns]
-
-    @property
     def accepts_update(self) -> bool:
         if self.type == "form":
             return self.action != "insert"
@@ -170,13 +166,6 @@ class AppDef:
 
     def view(self, scene_key: str, view_key: str) -> ViewDef:
         return self.views[(scene_key, view_key)]
-
-    def field_spec(self, key: str) -> FieldSpec:
-        for obj in self.objects.values():
-            for f in obj.fields:
-                if f.key == key:
-                    return f
-        raise KeyError(key)
 
     def iter_fields(self) -> Iterator[tuple[ObjectDef, FieldSpec]]:
         for obj in self.objects.values():

@@ -181,16 +181,6 @@ class Store:
                     pass
             self._all_conns.clear()
 
-    # ---- meta ---------------------------------------------------------------------------
-    def meta(self, key: str) -> str | None:
-        row = self.reader.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def set_meta(self, key: str, value: str) -> None:
-        with self._wlock:
-            self._writer.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
-                                 (key, value))
-
     def count(self, obj_key: str) -> int:
         return int(self.reader.execute("SELECT count(*) FROM records WHERE obj = ?",
                                        (obj_key,)).fetchone()[0])
