@@ -252,6 +252,20 @@ def _loaded_then_edited_elsewhere(
     return client, obj, frames, text, a, b
 
 
+def _loaded_with_text_edits(svc: LocalService, n: int, prefix: str, **client_kw: Any
+                            ) -> tuple[Client, str, Frames, FieldSpec, list[str]]:
+    """Load the widest object and set the first ``n`` records' text to ``f"{prefix} {i}"``:
+    (client, object, frames, text field, edited ids)."""
+    client = client_for(svc, **client_kw)
+    obj = widest_object(client)
+    frames = load(client, obj)
+    text = field_of(frames, "short_text")
+    ids = frames.main.index[:n].tolist()
+    for i, rid in enumerate(ids):
+        set_cell(frames, rid, text.key, f"{prefix} {i}")
+    return client, obj, frames, text, ids
+
+
 def _status(report: Report) -> dict[str, str]:
     """record id -> status of a write-back report."""
     return dict(zip(report.table["record_id"], report.table["status"], strict=True))
@@ -293,13 +307,7 @@ def test_deleting_a_record_edited_meanwhile_is_a_conflict(fresh: LocalService) -
 
 
 def test_guard_rereads_are_batched(fresh: LocalService) -> None:
-    client = client_for(fresh)
-    obj = widest_object(client)
-    frames = load(client, obj)
-    text = field_of(frames, "short_text")
-    ids = frames.main.index[:10].tolist()
-    for i, rid in enumerate(ids):
-        set_cell(frames, rid, text.key, f"batch {i}")
+    client, _, frames, _, ids = _loaded_with_text_edits(fresh, 10, "batch")
     fresh.request_log.clear()
     report = write_back(client, frames)
     assert (report.table["status"] == "applied").all()
@@ -312,13 +320,8 @@ def test_guard_rereads_are_batched(fresh: LocalService) -> None:
 # ---- faults: exactly once -------------------------------------------------------------------
 def test_faults_every_change_once_no_duplicate_creates(tmp_path: Path) -> None:
     with LocalService(demo=True, records=15, rate_limit=0, seed=7) as svc:
-        client = client_for(svc, max_retries=8)
-        obj = widest_object(client)
-        frames = load(client, obj)
-        text = field_of(frames, "short_text")
-        ids = frames.main.index[:8].tolist()
-        for i, rid in enumerate(ids):
-            set_cell(frames, rid, text.key, f"faulty {i}")
+        client, obj, frames, text, ids = _loaded_with_text_edits(svc, 8, "faulty",
+                                                                 max_retries=8)
         marks = [f"new-under-faults-{i}" for i in range(4)]
         add_rows(frames, [{text.key: m} for m in marks])
         svc.emulation.fault_rate = 0.2
@@ -361,13 +364,7 @@ class CrashingClient(Client):
 
 
 def test_interrupted_run_resumes_from_journal(fresh: LocalService, tmp_path: Path) -> None:
-    client = client_for(fresh)
-    obj = widest_object(client)
-    frames = load(client, obj)
-    text = field_of(frames, "short_text")
-    ids = frames.main.index[:8].tolist()
-    for i, rid in enumerate(ids):
-        set_cell(frames, rid, text.key, f"resumed {i}")
+    client, obj, frames, text, ids = _loaded_with_text_edits(fresh, 8, "resumed")
     add_rows(frames, [{text.key: "created once"}])
     journal = tmp_path / "push.jsonl"
     crashing = CrashingClient(fresh.app_id, api_key=fresh.api_key, base_url=fresh.base_url,
