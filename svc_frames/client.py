@@ -48,7 +48,7 @@ from .errors import (
     UsageError,
     ValidationError,
 )
-from .filters import Filters, encode_filters
+from .filters import FIELD_KEY, Filters, encode_filters
 
 try:  # orjson parses pages ~1.4x faster than json (the client's main CPU cost)
     from orjson import loads as _loads
@@ -517,7 +517,7 @@ class Client:
             if encoded is not None:
                 params["filters"] = encoded
         if sort_field is not None:
-            if not re.fullmatch(r"field_\d+", str(sort_field)):
+            if not FIELD_KEY.match(str(sort_field)):
                 raise UsageError(f"sort_field must look like 'field_N', got {sort_field!r}")
             params["sort_field"] = sort_field
         if sort_order is not None:

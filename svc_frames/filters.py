@@ -30,7 +30,8 @@ CURRENT = frozenset({"is during the current"})
 NEAR = frozenset({"near"})
 OPERATORS = NO_VALUE | WITH_VALUE | RANGED | CURRENT | NEAR
 PERIODS = frozenset({"days", "weeks", "months", "years"})
-_FIELD_RE = re.compile(r"field_\d+\Z")
+FIELD_KEY = re.compile(r"field_\d+\Z")
+"""A field key (``field_N``): the one rule for filter fields, sort fields and record keys."""
 
 
 class FilterSet(dict):  # type: ignore[type-arg]
@@ -46,7 +47,7 @@ def validate_rule(rule: Any, where: str = "rule") -> dict[str, Any]:
     if not isinstance(rule, Mapping):
         raise UsageError(f"{where}: a filter rule must be a dict, got {type(rule).__name__}")
     field = rule.get("field")
-    if not isinstance(field, str) or not _FIELD_RE.match(field):
+    if not isinstance(field, str) or not FIELD_KEY.match(field):
         raise UsageError(f"{where}: bad field key {field!r} in filter (expected 'field_N')",
                          field=field if isinstance(field, str) else None)
     op = rule.get("operator")

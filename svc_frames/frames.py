@@ -11,7 +11,6 @@ Usage::
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
@@ -20,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from .filters import FIELD_KEY
 from .kinds.base import Codec, FieldSpec, ReadContext
 
 
@@ -80,9 +80,6 @@ class Frames:
 
 
 # ---- records -> frames ------------------------------------------------------------------
-_FIELD_KEY = re.compile(r"field_\d+\Z")
-
-
 def record_field_keys(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """The ``field_N`` keys present in records, in first-seen order (``_raw`` folded in)."""
     keys: dict[str, None] = {}
@@ -94,7 +91,7 @@ def record_field_keys(records: Sequence[Mapping[str, Any]]) -> list[str]:
         prev = ks
         for k in ks:
             base = k[:-4] if k.endswith("_raw") else k
-            if base not in keys and _FIELD_KEY.match(base):
+            if base not in keys and FIELD_KEY.match(base):
                 keys[base] = None
     return list(keys)
 
