@@ -116,6 +116,11 @@ def _format_record(rec: Mapping[str, Any], fmt: str) -> dict[str, Any]:
     return out
 
 
+def _reformat(frag: str, fmt: str) -> str:
+    """A stored ``format=both`` fragment in the asked format."""
+    return frag if fmt == "both" else dumps(_format_record(json.loads(frag), fmt))
+
+
 def build_app(state: ServiceState) -> Any:
     """The ASGI application of one service (FastAPI wrapped in the emulation middleware)."""
     api = FastAPI(title="svc_frames local service", version="1",
@@ -208,10 +213,8 @@ def build_app(state: ServiceState) -> Any:
                     out.append(p)
         return out
 
-    def envelope(total: int, page: int, rows: int, frags: list[str], fmt: str,
+    def envelope(total: int, page: int, rows: int, frags: list[str],
                  request: Request) -> Response:
-        if fmt != "both":
-            frags = [dumps(_format_record(json.loads(f), fmt)) for f in frags]
         head = (f'{{"total_pages":{math.ceil(total / rows)},"current_page":{page},'
                 f'"total_records":{total},"records":[')
         return finish(head + ",".join(frags) + "]}", request)
@@ -354,7 +357,7 @@ def build_app(state: ServiceState) -> Any:
                                       app_def.local_now())
         order = sort_sql(obj, sort_field, sort_order)
         total, frags = store.page(obj.key, where, params, order, r, (p - 1) * r)
-        return envelope(total, p, r, frags, fmt, request)
+        return envelope(total, p, r, [_reformat(f, fmt) for f in frags], request)
 
     @api.get("/v1/objects/{object_key}/records/{record_id}", tags=["objects"],
              openapi_extra={"parameters": _AUTH_PARAMS})
@@ -367,9 +370,7 @@ def build_app(state: ServiceState) -> Any:
         frag = store.frag(obj.key, record_id)
         if frag is None:
             raise ApiError.not_found(f"no record {record_id!r} in {object_key}")
-        if fmt != "both":
-            frag = dumps(_format_record(json.loads(frag), fmt))
-        return finish(frag, request)
+        return finish(_reformat(frag, fmt), request)
 
     async def write_object(object_key: str, record_id: str | None,
                            request: Request) -> Response:
@@ -489,9 +490,7 @@ def build_app(state: ServiceState) -> Any:
             order = sort_sql(obj, sort_field, sort_order, allowed)
         total, frags = store.page(obj.key, f"({where}) AND ({fw})", [*params, *fp], order, r,
                                   (p - 1) * r, ids)
-        head = (f'{{"total_pages":{math.ceil(total / r)},"current_page":{p},'
-                f'"total_records":{total},"records":[')
-        return finish(head + ",".join(view_records(view, frags, fmt)) + "]}", request)
+        return envelope(total, p, r, view_records(view, frags, fmt), request)
 
     @api.get("/v1/pages/{scene_key}/views/{view_key}/records/{record_id}", tags=["views"],
              openapi_extra={"parameters": _VIEW_PARAMS})
