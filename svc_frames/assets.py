@@ -156,8 +156,7 @@ def placed_assets(base: Frames | None, layout: Any) -> dict[str, tuple[str, str]
 
 
 def plan_asset_value(new: Mapping[str, Any], old: Mapping[str, Any], field: FieldSpec,
-                     record_id: str, placed: Mapping[str, tuple[str, str]], *,
-                     columns: Mapping[str, str] | None = None) -> Any:
+                     record_id: str, placed: Mapping[str, tuple[str, str]]) -> Any:
     """What a file/image field's columns ask to write: UNCHANGED, None (clear the field), an
     asset id, or a PendingUpload. ``new``/``old`` are keyed by keys-mode column names.
 

@@ -520,7 +520,7 @@ class _PlanBuilder:
             old_v = {layout.col_key[c]: b_vals[c][j] for c in cols_present}
             if layout.is_upload(key):
                 enc = assets.plan_asset_value(new_v, old_v, layout.fields[key], rid,
-                                              self.placed, columns=layout.col_key)
+                                              self.placed)
                 if enc is assets.UNCHANGED:
                     continue
                 if enc is None:   # cleared: the kind's empty write value
@@ -580,7 +580,7 @@ class _PlanBuilder:
                                         record_id=rid)
                 if layout.is_upload(key):
                     enc = assets.plan_asset_value(vals, {}, layout.fields[key], rid,
-                                                  self.placed, columns=layout.col_key)
+                                                  self.placed)
                     if enc is assets.UNCHANGED:
                         continue
                 else:
