@@ -424,11 +424,12 @@ def build_app(state: ServiceState) -> Any:
     def view_records(view: ViewDef, frags: list[str], fmt: str) -> list[str]:
         recs = [json.loads(f) for f in frags]
         obj = app_def.objects[view.object_key]
-        conn_cols = [c for c in view.columns if c.connection_field]
+        # the connected object of each connection column, looked up once per page
+        target_of = {c.key: (obj.field(c.key).relationship or {})["object"]
+                     for c in view.columns if c.connection_field}
         targets: dict[str, dict[str, dict[str, Any]]] = {}
-        for c in conn_cols:
-            target = (obj.field(c.key).relationship or {})["object"]
-            ids = [x["id"] for rec in recs for x in rec.get(c.key + "_raw") or []
+        for key, target in target_of.items():
+            ids = [x["id"] for rec in recs for x in rec.get(key + "_raw") or []
                    if isinstance(x, dict) and "id" in x]
             targets.setdefault(target, {}).update(store.records(target, ids))
         out = []
@@ -436,10 +437,10 @@ def build_app(state: ServiceState) -> Any:
             vr: dict[str, Any] = {"id": rec["id"]}
             for c in view.columns:
                 if c.connection_field:
-                    target = (obj.field(c.key).relationship or {})["object"]
+                    found = targets[target_of[c.key]]
                     anchors, raws = [], []
                     for x in rec.get(c.key + "_raw") or []:
-                        t = targets.get(target, {}).get(x.get("id", ""))
+                        t = found.get(x.get("id", ""))
                         if t is None:
                             continue
                         d = t.get(c.connection_field, "")
