@@ -25,7 +25,7 @@ import pandas as pd
 
 from .client import Client, Target, parse_target
 from .errors import UsageError
-from .filters import Filters, validate_filters
+from .filters import Filters
 from .frames import (
     Frames,
     Source,
@@ -222,11 +222,10 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
 
     With a schema, each page is decoded as soon as it arrives, while later pages are still
     on the wire; without one, kinds are inferred from all records at the end."""
-    parse_target(target)
     check_columns(columns)
-    validate_filters(filters)
     tz = user_timezone(timezone)
     bar = PageProgress(want_progress(progress), client.records_path(target)[2])
+    # the Paginator checks target, filters, sort and limit, before any request
     pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
                       verify=verify)
