@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidValue
+from ..kinds import codec_for
 from ..kinds.base import Codec, FieldSpec, ServiceHooks
 from .schema import AGGREGATE_KINDS, AppDef, ObjectDef
 
@@ -51,16 +52,6 @@ def text_of(display: Any) -> str:
         return ""
     s = _BR.sub(" ", str(display))
     return html.unescape(_TAG.sub("", s)).strip()
-
-
-def codec_for_spec(spec: FieldSpec) -> Codec | None:
-    """The kinds codec for ``spec``, or None when the kinds package has none (yet)."""
-    try:
-        from .. import kinds
-        finder: Callable[[FieldSpec], Codec] | None = getattr(kinds, "codec_for", None)
-        return finder(spec) if finder is not None else None
-    except Exception:  # noqa: BLE001 - a missing codec falls back to plain text
-        return None
 
 
 @dataclass(frozen=True)
@@ -146,23 +137,17 @@ class Renderer:
 
     def __init__(self, app: AppDef) -> None:
         self.app = app
-        self._codecs: dict[str, Codec | None] = {}
+        self._codecs: dict[str, Codec] = {}
 
-    def codec(self, spec: FieldSpec) -> Codec | None:
+    def codec(self, spec: FieldSpec) -> Codec:
         if spec.key not in self._codecs:
-            self._codecs[spec.key] = codec_for_spec(spec)
+            self._codecs[spec.key] = codec_for(spec)  # unknown kinds get the raw-JSON codec
         return self._codecs[spec.key]
 
     # ---- writes -------------------------------------------------------------------------
     def normalize(self, spec: FieldSpec, value: Any, hooks: ServiceHooks | None) -> Any:
         """An accepted write input -> raw (None = empty); InvalidValue naming the field."""
         codec = self.codec(spec)
-        if codec is None:
-            if value is None or value == "" or value == []:
-                return None
-            if not isinstance(value, (str, int, float, bool, list, dict)):
-                raise InvalidValue(f"{spec.key}: unsupported value", field=spec.key)
-            return value
         try:
             return codec.normalize(value, spec, hooks)
         except InvalidValue as exc:
@@ -181,13 +166,8 @@ class Renderer:
             return ""
         if spec.kind == "password":
             return "*****"
-        codec = self.codec(spec)
-        if codec is None:
-            return raw if isinstance(raw, (str, int, float)) and not isinstance(raw, bool) \
-                else ("" if raw is None else dumps(raw) if not isinstance(raw, bool)
-                      else ("Yes" if raw else "No"))
         try:
-            return codec.render(raw, spec)
+            return self.codec(spec).render(raw, spec)
         except Exception:  # noqa: BLE001 - a rendering bug must not turn a list into a 500
             return text_of(raw) if isinstance(raw, str) else dumps(raw)
 

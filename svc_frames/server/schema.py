@@ -35,6 +35,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import ConfigurationError
+from ..kinds import READ_ONLY_KINDS
 from ..kinds.base import FieldSpec
 from ..kinds.tz import resolve_timezone
 
@@ -45,9 +46,8 @@ KEY_RE = {
     "view": re.compile(r"^view_\d+$"),
 }
 
-#: Kinds the service computes; writes to them are refused.
-COMPUTED_KINDS = frozenset({"equation", "sum", "count", "average", "min", "max",
-                            "auto_increment", "concatenation"})
+#: Kinds the service computes; writes to them are refused (the codecs' read-only flag).
+COMPUTED_KINDS = READ_ONLY_KINDS
 AGGREGATE_KINDS = frozenset({"sum", "count", "average", "min", "max"})
 VIEW_TYPES = frozenset({"table", "list", "search", "calendar", "form", "details"})
 
