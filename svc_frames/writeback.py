@@ -59,6 +59,7 @@ from .errors import (
 from .frames import Frames, Source, label_map, relabel
 from .kinds import codec_for, values_equal
 from .kinds.base import Codec, FieldSpec, ReadContext
+from .paging import Paginator
 
 __all__ = ["Plan", "Report", "Journal", "diff", "write_back", "push", "add_rows", "NEW_ID_PREFIX"]
 
@@ -893,24 +894,12 @@ def _where(source: Source) -> Any:
 
 def _fetch_all(client: Any, where: Any, counter: _Counter, params: dict[str, Any] | None = None
                ) -> list[dict[str, Any]]:
-    """Every record of a (filtered) list, page by page, each id once.
-
-    Page-number paging can repeat a record that moved between pages; the first copy is
-    kept so callers can index by id."""
-    out: dict[str, dict[str, Any]] = {}
-    page, pages = 1, 1
-    while page <= pages:
-        p = dict(params or {})
-        p.update(page=page, rows_per_page=1000)
-        env = client.get_page(where, params=p)
-        counter.add("rereads")
-        for rec in env.get("records") or []:
-            out.setdefault(str(rec.get("id")), rec)
-        pages = int(env.get("total_pages") or 1)
-        if not env.get("records"):
-            break
-        page += 1
-    return list(out.values())
+    """Every record of a (filtered) list, each id once: the loaders' paginator, which
+    re-reads when records move between pages instead of missing one (a missed record would
+    pass for deleted in the guard). Each page request counts as a re-read."""
+    pages = Paginator(client, where, filters=(params or {}).get("filters"), verify="none",
+                      on_page=lambda _page: counter.add("rereads"))
+    return pages.records()
 
 
 def _key_field(layout: _Layout, base: Frames | None) -> tuple[str, pd.Series] | None:

@@ -816,20 +816,3 @@ def test_journal_of_an_earlier_push_does_not_mask_a_new_edit(fresh: LocalService
             "applied"]
         assert load(client, "object_3").main.loc[rid, "field_12"] == value
 
-
-def test_reread_keeps_each_record_once_when_paging_repeats_one() -> None:
-    """A record that moved between two page requests comes back twice; the re-read used by
-    the guard and the lost-create lookup must index it once (first copy kept)."""
-    from svc_frames.writeback import _Counter, _fetch_all
-
-    pages = {1: [{"id": "a", "v": 1}, {"id": "b", "v": 1}], 2: [{"id": "b", "v": 2},
-                                                                 {"id": "c", "v": 1}]}
-
-    class TwoPages:  # the shape of Client.get_page: a list envelope per page number
-        def get_page(self, where: Any, params: dict[str, Any]) -> dict[str, Any]:
-            return {"total_pages": 2, "current_page": params["page"],
-                    "records": pages[params["page"]]}
-
-    counter = _Counter()
-    recs = _fetch_all(TwoPages(), "object_1", counter)
-    assert [(r["id"], r["v"]) for r in recs] == [("a", 1), ("b", 1), ("c", 1)]
