@@ -58,6 +58,7 @@ from .errors import (
 )
 from .frames import Frames, Source, label_map, relabel
 from .kinds import codec_for, values_equal
+from .kinds.assets import is_url_source
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .paging import Paginator
 
@@ -125,7 +126,7 @@ class _Layout:
 
     def is_upload(self, key: str) -> bool:
         f = self.fields[key]
-        return f.kind in _ASSET_KINDS and (f.format or {}).get("source", "upload") != "url"
+        return f.kind in _ASSET_KINDS and not is_url_source(f)  # the codec's rule
 
 
 # ----------------------------------------------------------------------------------------
