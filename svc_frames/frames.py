@@ -162,10 +162,30 @@ def relabel(name: str, labels: Mapping[str, str]) -> str:
     return labels.get(key, key) + dot + rest
 
 
+def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec], *,
+                      raw_format: bool) -> bool:
+    """Whether these records' fields decode from their raw values alone (so pages may be
+    fetched with ``format=raw``); ``raw_format`` says where the raws sit (``field_N``) in
+    ``records``. Usage: ``decodes_raw_alone(page1, fields, raw_format=False)``"""
+    from .kinds import codec_for
+
+    for spec in fields:
+        codec = codec_for(spec)
+        if type(codec).decodes_raw_alone is Codec.decodes_raw_alone:
+            continue  # every value of the kind will do: no need to look
+        key = spec.key if raw_format else spec.key + "_raw"
+        if not codec.decodes_raw_alone([r.get(key) for r in records]):
+            return False
+    return True
+
+
 def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec],
                  source: Source, *, tz: ZoneInfo | None = None,
-                 keep_original: bool = True) -> Frames:
+                 keep_original: bool = True, raw_format: bool = False) -> Frames:
     """Decode records column by column through the kind codecs into :class:`Frames`.
+
+    ``raw_format``: the records came with ``format=raw`` (each raw value under ``field_N``,
+    no display values); the codecs get the raws and no displays.
 
     Usage: ``build_frames(records, fields, Source("object", "object_1", fields))``"""
     from .kinds import codec_for
@@ -180,14 +200,21 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     used = [(s, c) for s, c in used if c.columns(s) or type(c).tables is not Codec.tables]
     # transpose once, in C: one tuple per record (map of dict.get), then zip(*rows);
     # about twice as fast as a list comprehension per field and per raw/display
-    names = [k for spec, _ in used for k in (spec.key + "_raw", spec.key)]
+    if raw_format:
+        names = [spec.key for spec, _ in used]
+    else:
+        names = [k for spec, _ in used for k in (spec.key + "_raw", spec.key)]
     if n:
         cols = list(zip(*[tuple(map(r.get, names)) for r in records], strict=True))
     else:
         cols = [()] * len(names)
+    no_displays = (None,) * n
     for i, (spec, codec) in enumerate(used):
         key = spec.key
-        raws, displays = cols[2 * i], cols[2 * i + 1]
+        if raw_format:
+            raws, displays = cols[i], no_displays
+        else:
+            raws, displays = cols[2 * i], cols[2 * i + 1]
         for name, series in codec.decode(raws, displays, spec, ctx).items():
             if len(series) != n:
                 raise ValueError(f"codec for {key} ({spec.kind}) returned {len(series)} "

@@ -31,6 +31,7 @@ from .frames import (
     Source,
     all_schema_fields,
     build_frames,
+    decodes_raw_alone,
     resolve_fields,
     schema_fields,
 )
@@ -217,11 +218,17 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
          sort_field: str | None = None, sort_order: str | None = None,
          limit: int | None = None, columns: Columns = "keys",
          timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-         rows_per_page: int = 1000, verify: Verify = "first") -> Frames:
+         rows_per_page: int = 1000, verify: Verify = "first",
+         raw_pages: bool = True) -> Frames:
     """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``).
 
     With a schema, each page is decoded as soon as it arrives, while later pages are still
-    on the wire; without one, kinds are inferred from all records at the end."""
+    on the wire; without one, kinds are inferred from all records at the end.
+
+    Page 1 comes with raw and display values (kinds are inferred from both when there is no
+    schema). When the schema gives every kind and page 1 shows that raw values alone will
+    do, the pages still to come are asked for with ``format=raw`` (``raw_pages=False``
+    keeps both): about 40% fewer bytes to send, read and parse."""
     check_columns(columns)
     tz = user_timezone(timezone)
     bar = PageProgress(want_progress(progress), client.records_path(target)[2])
@@ -247,12 +254,21 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                         tz = tz or app_timezone(app)
                         fields, source = describe(client, target, app, page.records, columns,
                                                   tz)
+                        if (raw_pages and not source.kinds_inferred
+                                and decodes_raw_alone(page.records, fields, raw_format=False)):
+                            pager.page_format = "raw"
                 if collected is not None:
                     collected.append(page)
                 else:
                     assert fields is not None and source is not None
-                    parts.append((page.pass_no, build_frames(page.records, fields, source,
-                                                             tz=tz, keep_original=False)))
+                    if page.format == "raw" and not decodes_raw_alone(page.records, fields,
+                                                                      raw_format=True):
+                        # e.g. a name-like connection: its ids are in the display values
+                        pager.page_format = "both"
+                        page = pager.refetch(page)
+                    parts.append((page.pass_no, build_frames(
+                        page.records, fields, source, tz=tz, keep_original=False,
+                        raw_format=page.format == "raw")))
         finally:
             bar.close()
     final_pass = pager.passes[-1].pass_no

@@ -45,6 +45,10 @@ if TYPE_CHECKING:
 Verify = Literal["first", "full", "none"]
 """How a pass is verified: page 1 again (default), a second agreeing pass, or not at all."""
 
+PageFormat = Literal["both", "raw"]
+"""What page requests ask for: raw and display values (the default), or raw values only
+(each under ``field_N``: about 40% fewer bytes to send and parse)."""
+
 
 def id_hashes(records: list[dict[str, Any]]) -> np.ndarray:
     """64-bit hashes of record ids (stable within this process; collisions negligible)."""
@@ -66,6 +70,7 @@ class Page:
     total_pages: int
     total_records: int
     pass_no: int = 1
+    format: PageFormat = "both"
 
 
 @dataclass
@@ -115,6 +120,9 @@ class Paginator:
             raise UsageError(f"verify must be 'first', 'full' or 'none', got {verify!r}")
         self.max_passes = max_passes
         self.verify = verify
+        # read when each request is sent, so a consumer that learns after page 1 that it
+        # can decode raw values alone (the loaders) switches the pages still to come
+        self.page_format: PageFormat = "both"
         self.on_page = on_page
         self.passes: list[PassReport] = []
         self.final_ids: list[str] | None = None
@@ -129,7 +137,10 @@ class Paginator:
 
     # ---- fetching ------------------------------------------------------------------------
     def _fetch(self, number: int, pass_no: int, notify: bool = True) -> Page:
+        fmt = self.page_format
         params = dict(self._params, page=number)
+        if fmt != "both":
+            params["format"] = fmt
         env = self.client.get_page(self.target, page=number, params=params)
         try:
             total_pages = int(env.get("total_pages") or 0)
@@ -142,10 +153,22 @@ class Paginator:
         for rec in records:
             if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
                 raise ServerError(f"page {number}: a record without a string id")
-        page = Page(number, records, total_pages, total_records, pass_no)
+        page = Page(number, records, total_pages, total_records, pass_no, fmt)
         if notify and self.on_page is not None:
             self.on_page(page)
         return page
+
+    def refetch(self, page: Page) -> Page:
+        """``page`` again, in the current ``page_format`` (its pass and number); raises
+        ConsistencyError if it no longer holds the same records.
+
+        Usage: ``page = pager.refetch(page)``"""
+        again = self._fetch(page.number, page.pass_no, notify=False)
+        if [r["id"] for r in again.records] != [r["id"] for r in page.records]:
+            raise ConsistencyError(
+                f"page {page.number} of {self._what()} changed while it was fetched again "
+                "with display values; try again, or sort by a field that does not change")
+        return again
 
     def _pages_wanted(self, first: Page) -> int:
         n = first.total_pages

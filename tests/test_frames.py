@@ -13,12 +13,14 @@ from svc_frames.frames import (
     Source,
     all_schema_fields,
     build_frames,
+    decodes_raw_alone,
     label_map,
     record_field_keys,
     resolve_fields,
     schema_fields,
 )
 from svc_frames.kinds import resolve_timezone
+from svc_frames.kinds.base import FieldSpec
 from svc_frames.testing import hosted_sample_dir
 
 FIXTURES = hosted_sample_dir()
@@ -134,6 +136,39 @@ def test_connection_name_like_shape() -> None:
     assert list(table["connected_id"]) == ["5ea46ad2b6ce4b0015000ae8", "5ea46ad2b6ce4b0015000ae9"]
     assert list(table["identifier"]) == ["Ann Lee", "Bo Ng"]
     assert list(table["record_id"]) == ["r1", "r1"]
+
+
+def as_raw_format(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records as a ``format=raw`` answer gives them (the local service's own rule)."""
+    from svc_frames.server.render import format_record
+    return [format_record(r, "raw") for r in records]
+
+
+def test_raw_format_decodes_like_both(app: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    """The hosted records, re-shaped as format=raw (empties have no raw member: their ""
+    display stands in), decode to the same frames as raw + display values."""
+    both = load(app, records)
+    assert both.source is not None
+    fields = both.source.fields
+    assert decodes_raw_alone(records, fields, raw_format=False)
+    raw = build_frames(as_raw_format(records), fields, both.source,
+                       tz=resolve_timezone("Central Time (US & Canada)"), raw_format=True)
+    pd.testing.assert_frame_equal(raw.main, both.main)
+    assert raw.tables.keys() == both.tables.keys()
+    for name, table in both.tables.items():
+        pd.testing.assert_frame_equal(raw.tables[name], table)
+
+
+def test_name_like_connection_needs_display_values() -> None:
+    recs = [{"id": "r1", "field_5": '<span class="5ea46ad2b6ce4b0015000ae8">Ann Lee</span>',
+             "field_5_raw": [{"first": "Ann", "last": "Lee"}]}]
+    fields, _ = resolve_fields(recs, None)
+    assert not decodes_raw_alone(recs, fields, raw_format=False)
+    assert not decodes_raw_alone(as_raw_format(recs), fields, raw_format=True)
+    recs[0]["field_5_raw"] = [{"id": "5ea46ad2b6ce4b0015000ae8", "identifier": "Ann Lee"}]
+    assert decodes_raw_alone(recs, fields, raw_format=False)
+    unknown = [FieldSpec(key="field_5", kind="unknown")]
+    assert not decodes_raw_alone(recs, unknown, raw_format=False)
 
 
 def test_labels(app: dict[str, Any], records: list[dict[str, Any]]) -> None:

@@ -299,3 +299,62 @@ def test_deployment_without_schema_infers_kinds(fresh_service: LocalService) -> 
     for key in ("field_12", "field_16", "field_26", "field_34.latitude"):
         assert blind.main[key].dtype == with_schema.main[key].dtype, key
     assert "field_41" in blind.tables  # connections found from their raw shape
+
+
+# ---- format=raw pages ------------------------------------------------------------------------
+def page_urls(client: Client) -> list[str]:
+    """The URLs of the record-list requests this client sends from now on."""
+    urls: list[str] = []
+    client.session.hooks["response"].append(
+        lambda r, *a, **k: urls.append(r.url) if "/records" in r.url else None)
+    return urls
+
+
+@pytest.mark.parametrize(("target", "rows"), [("object_1", 3), ("object_3", 20),
+                                             (("scene_1", "view_1"), 10)])
+def test_pages_after_the_first_come_raw_and_decode_the_same(service: LocalService,
+                                                            target: Any, rows: int) -> None:
+    """Page 1 shows raw values will do: later pages are asked for with format=raw (the
+    slow start has pages 2-5 on the way already) and the frames equal a both-format load."""
+    from svc_frames.loaders import load
+
+    client = make_client(service)
+    urls = page_urls(client)
+    fast = load(client, target, rows_per_page=rows, progress=False)
+    assert "format=raw" not in urls[0]
+    raw = sum("format=raw" in u for u in urls)
+    assert raw >= 1 and raw >= len(urls) - 5
+    slow_client = make_client(service)
+    slow_urls = page_urls(slow_client)
+    slow = load(slow_client, target, rows_per_page=rows, progress=False, raw_pages=False)
+    assert not any("format=raw" in u for u in slow_urls)
+    assert_same(fast, slow)
+
+
+def test_name_like_connection_pages_keep_display_values(service: LocalService) -> None:
+    """A view whose connections are name-like (ids only in the display HTML) is never read
+    from raw pages; had page 1 looked fine, a raw page showing one is fetched again with
+    display values (the check is forced past page 1 here)."""
+    import svc_frames.loaders as loaders
+
+    manager = next(u for u in service.users if "profile_2" in u["profile_keys"])
+    client = make_client(service)
+    client.login(manager["email"], manager["password"])
+    urls = page_urls(client)
+    plain = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False)
+    assert not any("format=raw" in u for u in urls)
+
+    real = loaders.decodes_raw_alone
+
+    def page_one_looks_fine(records: Any, fields: Any, *, raw_format: bool) -> bool:
+        return True if not raw_format else real(records, fields, raw_format=raw_format)
+
+    urls.clear()
+    loaders.decodes_raw_alone = page_one_looks_fine  # type: ignore[assignment]
+    try:
+        again = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False)
+    finally:
+        loaders.decodes_raw_alone = real
+    assert any("format=raw" in u for u in urls)  # raw pages were asked for ...
+    assert_same(again, plain)  # ... and fetched again with display values
+    assert again.tables["field_42"]["connected_id"].notna().all()

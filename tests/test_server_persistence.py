@@ -35,6 +35,27 @@ def test_restart_keeps_app_and_records(tmp_path: Path) -> None:
         assert total == 11
 
 
+def test_data_directory_without_raw_fragments_is_upgraded(tmp_path: Path) -> None:
+    """A data directory from before ``frag_raw`` was stored gets it on open, filled from
+    the stored fragments, so format=raw pages match the default format."""
+    import sqlite3
+
+    from svc_frames.server.render import format_record
+
+    with LocalService(records=30, data_dir=tmp_path):
+        pass
+    with sqlite3.connect(tmp_path / "service.db") as db:
+        db.execute("ALTER TABLE records DROP COLUMN frag_raw")
+    with LocalService(records=30, data_dir=tmp_path) as svc:
+        h = svc.headers()
+        raw = requests.get(object_url(svc, "object_3"), headers=h,
+                           params={"format": "raw", "rows_per_page": 1000},
+                           timeout=30).json()["records"]
+        both = requests.get(object_url(svc, "object_3"), headers=h,
+                            params={"rows_per_page": 1000}, timeout=30).json()["records"]
+    assert raw == [format_record(b, "raw") for b in both] and len(raw) >= 30
+
+
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_sigkill_mid_burst_keeps_every_answered_write(tmp_path: Path) -> None:
     def start() -> tuple[subprocess.Popen[str], dict[str, Any]]:

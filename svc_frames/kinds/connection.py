@@ -104,6 +104,11 @@ class ConnectionCodec(Codec):
     def columns(self, field: FieldSpec) -> list[str]:
         return []
 
+    def decodes_raw_alone(self, raws: Sequence[Any]) -> bool:
+        # a name-like item ({first, last}) has its id only in the display HTML
+        return all(type(item) is dict and "id" in item
+                   for r in raws if type(r) is list for item in r)
+
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         return {}

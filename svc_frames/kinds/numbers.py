@@ -209,7 +209,8 @@ class BooleanCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        out = [bool(r) if r is not None else _display_bool(d)
+        # a raw that is not a bool: a format=raw answer's "" for an empty field (NA), or text
+        out = [r if type(r) is bool else _display_bool(d if r is None else r)
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: pd.Series(pd.array(out, dtype="boolean"))}
 

@@ -101,6 +101,9 @@ class UnknownCodec(Codec):
 
     kinds: ClassVar[tuple[str, ...]] = ("unknown",)
 
+    def decodes_raw_alone(self, raws: Sequence[Any]) -> bool:
+        return False  # a value without a raw member is known by its display only
+
     def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
         if is_blank(value):
             return None

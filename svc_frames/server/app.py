@@ -19,7 +19,6 @@ import math
 import mimetypes
 import re
 import unicodedata
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Query, Request
@@ -31,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .apierror import ApiError
 from .emulate import EmulationMiddleware
 from .query import build_filters, parse_filters_param, sort_sql
-from .render import dumps
+from .render import dumps, format_record
 from .schema import COMPUTED_KINDS, ObjectDef, RecordRule, ViewDef
 from .store import BASE_URL_PLACEHOLDER, WriteContext, verify_password
 
@@ -104,21 +103,9 @@ def parse_paging(page: str | None, rows: str | None, default_rows: int = 25) -> 
     return p, r
 
 
-def _format_record(rec: Mapping[str, Any], fmt: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": rec.get("id")}
-    for k, v in rec.items():
-        if k == "id" or k.endswith("_raw"):
-            continue
-        if fmt == "raw":
-            out[k] = rec.get(k + "_raw", v)
-        else:
-            out[k] = v
-    return out
-
-
 def _reformat(frag: str, fmt: str) -> str:
     """A stored ``format=both`` fragment in the asked format."""
-    return frag if fmt == "both" else dumps(_format_record(json.loads(frag), fmt))
+    return frag if fmt == "both" else dumps(format_record(json.loads(frag), fmt))
 
 
 def build_app(state: ServiceState) -> Any:
@@ -356,8 +343,12 @@ def build_app(state: ServiceState) -> Any:
         where, params = build_filters(app_def, obj, parse_filters_param(filters),
                                       app_def.local_now())
         order = sort_sql(obj, sort_field, sort_order)
-        total, frags = store.page(obj.key, where, params, order, r, (p - 1) * r)
-        return envelope(total, p, r, [_reformat(f, fmt) for f in frags], request)
+        # the raw fragments are stored too: format=raw pages are spliced like the default
+        total, frags = store.page(obj.key, where, params, order, r, (p - 1) * r,
+                                  raw=fmt == "raw")
+        if fmt == "html":
+            frags = [_reformat(f, fmt) for f in frags]
+        return envelope(total, p, r, frags, request)
 
     @api.get("/v1/objects/{object_key}/records/{record_id}", tags=["objects"],
              openapi_extra={"parameters": _AUTH_PARAMS})
@@ -367,10 +358,10 @@ def build_app(state: ServiceState) -> Any:
         check_key(request)
         obj = object_of(object_key)
         fmt = check_format(format)
-        frag = store.frag(obj.key, record_id)
+        frag = store.frag(obj.key, record_id, raw=fmt == "raw")
         if frag is None:
             raise ApiError.not_found(f"no record {record_id!r} in {object_key}")
-        return finish(_reformat(frag, fmt), request)
+        return finish(_reformat(frag, fmt) if fmt == "html" else frag, request)
 
     async def write_object(object_key: str, record_id: str | None,
                            request: Request) -> Response:
@@ -455,7 +446,7 @@ def build_app(state: ServiceState) -> Any:
                         vr[c.key] = rec[c.key]
                     if c.key + "_raw" in rec:
                         vr[c.key + "_raw"] = rec[c.key + "_raw"]
-            out.append(dumps(_format_record(vr, fmt) if fmt != "both" else vr))
+            out.append(dumps(format_record(vr, fmt) if fmt != "both" else vr))
         return out
 
     def in_view(view: ViewDef, user: tuple[str, str] | None, record_id: str) -> bool:

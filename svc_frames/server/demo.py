@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
-from .render import Piece, assemble, dumps, text_of, vals_json
+from .render import Piece, RecordRow, dumps, record_row, text_of
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS
 from .store import BASE_URL_PLACEHOLDER
 
@@ -465,7 +465,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     counts: dict[str, int] = {}
     # people: the demo users (with passwords) and technicians without a login
     n_people = min(1000, 20 + records // 200)
-    people_rows: list[tuple[str, str, str, str, str | None]] = []
+    people_rows: list[RecordRow] = []
     people_ids: list[str] = []
     people_recs: dict[str, dict[str, Any]] = {}
     from .store import hash_password
@@ -503,14 +503,13 @@ def generate(state: ServiceState, records: int, seed: int = 0,
                     raw_pieces[f.key] = gen.piece(f, gen.normalize(
                         f, {"email": f"tech{i}@example.com"}))
         pieces = [raw_pieces[f.key] for f in people_obj.fields]
-        people_rows.append((people_obj.key, rid, assemble(rid, (p.both for p in pieces)),
-                            vals_json(pieces), secret))
+        people_rows.append(record_row(people_obj.key, rid, pieces, secret))
         people_ids.append(rid)
         people_recs[rid] = json.loads(people_rows[-1][2])
     counts[people_obj.key] = n_people
     # parts
     n_parts = min(400, 40 + records // 500)
-    parts_rows: list[tuple[str, str, str, str, str | None]] = []
+    parts_rows: list[RecordRow] = []
     parts_ids: list[str] = []
     part_recs: dict[str, dict[str, Any]] = {}
     price_spec = parts_obj.field("field_9")
@@ -523,8 +522,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
                if i % 9 else None,
                "field_11": i + 1}
         pieces = [gen.piece(f, praw.get(f.key)) for f in parts_obj.fields]
-        parts_rows.append((parts_obj.key, rid, assemble(rid, (p.both for p in pieces)),
-                           vals_json(pieces), None))
+        parts_rows.append(record_row(parts_obj.key, rid, pieces))
         parts_ids.append(rid)
         part_recs[rid] = {"id": rid, "raw": praw, "display": json.loads(parts_rows[-1][2])}
     counts[parts_obj.key] = n_parts
@@ -568,7 +566,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     stored = [f for f in wo_obj.fields if f.kind not in COMPUTED_KINDS
               and f.kind != "connection"]
     order = [f.key for f in wo_obj.fields]
-    rows: list[tuple[str, str, str, str, str | None]] = []
+    rows: list[RecordRow] = []
     links: list[tuple[str, str, str, str]] = []
     started = time.perf_counter()
     n_users = max(len(app.users), 1)
@@ -597,8 +595,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
             for c in chosen[key].raw or []:
                 links.append((wo_obj.key, rid, key, c["id"]))
         pieces = [chosen[k] for k in order]
-        rows.append((wo_obj.key, rid, assemble(rid, (p.both for p in pieces)),
-                     vals_json(pieces), None))
+        rows.append(record_row(wo_obj.key, rid, pieces))
         if len(rows) >= 20000:
             store.bulk_insert(rows, links, {})
             rows, links = [], []
@@ -638,7 +635,7 @@ def generate_generic(state: ServiceState, records: int, seed: int = 0) -> dict[s
         stored = [f for f in obj.fields if f.kind not in COMPUTED_KINDS
                   and f.kind not in ("connection", "password")]
         pools = {f.key: gen.pool(f, 0.1) for f in stored if not f.unique}
-        rows: list[tuple[str, str, str, str, str | None]] = []
+        rows: list[RecordRow] = []
         links: list[tuple[str, str, str, str]] = []
         made[obj.key] = {}
         base = {f.key: int((store.reader.execute(
@@ -672,8 +669,7 @@ def generate_generic(state: ServiceState, records: int, seed: int = 0) -> dict[s
                 raw[f.key] = base[f.key] + n + 1
             gen.renderer.compute(obj, raw, connected)
             pieces = [gen.piece(f, raw.get(f.key)) for f in obj.fields]
-            frag = assemble(rid, (p.both for p in pieces))
-            rows.append((obj.key, rid, frag, vals_json(pieces), None))
+            rows.append(record_row(obj.key, rid, pieces))
             made[obj.key][rid] = {"raw": {p.key: p.raw for p in pieces},
                                   "display": {p.key: p.display for p in pieces}}
         store.bulk_insert(rows, links, {(obj.key, k): v + records for k, v in base.items()})

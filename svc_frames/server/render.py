@@ -355,3 +355,26 @@ def assemble(record_id: str, members: Iterable[str]) -> str:
     parts = [f'"id":{dumps(record_id)}']
     parts.extend(members)
     return "{" + ",".join(parts) + "}"
+
+
+RecordRow = tuple[str, str, str, str, str, "str | None"]
+"""A stored record: (object key, id, ``format=both`` JSON, ``format=raw`` JSON, vals JSON,
+secrets JSON or None)."""
+
+
+def record_row(obj_key: str, record_id: str, pieces: Sequence[Piece],
+               secret: str | None = None) -> RecordRow:
+    """The stored row of a rendered record (both formats ready to splice into pages)."""
+    return (obj_key, record_id, assemble(record_id, (p.both for p in pieces)),
+            assemble(record_id, (p.raw_only for p in pieces)), vals_json(pieces), secret)
+
+
+def format_record(rec: Mapping[str, Any], fmt: str) -> dict[str, Any]:
+    """A parsed ``format=both`` record in another format (``raw``: each raw value under
+    ``field_N``, the display where a field has no raw; ``html``: displays only)."""
+    out: dict[str, Any] = {"id": rec.get("id")}
+    for k, v in rec.items():
+        if k == "id" or k.endswith("_raw"):
+            continue
+        out[k] = rec.get(k + "_raw", v) if fmt == "raw" else v
+    return out

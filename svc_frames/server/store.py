@@ -34,7 +34,15 @@ from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
 from .apierror import ApiError
 from .query import rule_matches
-from .render import Piece, Renderer, assemble, dumps, text_of, vals_json
+from .render import (
+    Piece,
+    RecordRow,
+    Renderer,
+    dumps,
+    format_record,
+    record_row,
+    text_of,
+)
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, AppDef, ObjectDef
 
 BASE_URL_PLACEHOLDER = "@@SVC_BASE_URL@@"
@@ -42,7 +50,7 @@ _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records(
     seq INTEGER PRIMARY KEY AUTOINCREMENT, obj TEXT NOT NULL, id TEXT NOT NULL,
-    vals TEXT NOT NULL, secret TEXT, frag TEXT NOT NULL);
+    vals TEXT NOT NULL, secret TEXT, frag TEXT NOT NULL, frag_raw TEXT NOT NULL);
 CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(obj, id);
 CREATE INDEX IF NOT EXISTS records_obj ON records(obj);
 CREATE TABLE IF NOT EXISTS links(obj TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
@@ -143,6 +151,7 @@ class Store:
         self._wlock = threading.RLock()
         self._writer = self._connect()
         self._writer.executescript(_SCHEMA_SQL)
+        self._add_raw_fragments()
         self._all_conns: list[sqlite3.Connection] = [self._writer]
         self._conns_lock = threading.Lock()
         self.token_ttl = 48 * 3600.0
@@ -152,6 +161,24 @@ class Store:
             if f.kind == "connection":
                 target = (f.relationship or {}).get("object", "")
                 self._inbound.setdefault(target, []).append((obj, f))
+
+    def _add_raw_fragments(self) -> None:
+        """A data directory written before ``frag_raw`` existed gets the column, filled from
+        the stored ``format=both`` fragments (once)."""
+        cols = {row[1] for row in self._writer.execute("PRAGMA table_info(records)")}
+        if "frag_raw" in cols:
+            return
+        conn = self._writer
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("ALTER TABLE records ADD COLUMN frag_raw TEXT NOT NULL DEFAULT ''")
+            rows = conn.execute("SELECT seq, frag FROM records").fetchall()
+            conn.executemany("UPDATE records SET frag_raw = ? WHERE seq = ?",
+                             [(dumps(format_record(json.loads(f), "raw")), s) for s, f in rows])
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     # ---- connections --------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -187,8 +214,10 @@ class Store:
 
     # ---- reads --------------------------------------------------------------------------
     def page(self, obj_key: str, where: str, params: Sequence[Any], order: str, limit: int,
-             offset: int, extra_ids: Sequence[str] | None = None) -> tuple[int, list[str]]:
-        """(total matching, fragments of one page)."""
+             offset: int, extra_ids: Sequence[str] | None = None, *, raw: bool = False,
+             ) -> tuple[int, list[str]]:
+        """(total matching, fragments of one page: ``format=both``, or ``raw``)."""
+        col = "frag_raw" if raw else "frag"
         cond = f"r.obj = ? AND ({where})"
         args: list[Any] = [obj_key, *params]
         if extra_ids is not None:
@@ -197,7 +226,7 @@ class Store:
         conn = self.reader
         if where == "1" and extra_ids is None and order.startswith("r.seq"):
             total = self.count(obj_key)
-            rows = conn.execute(f"SELECT r.frag FROM records r WHERE {cond} ORDER BY {order} "
+            rows = conn.execute(f"SELECT r.{col} FROM records r WHERE {cond} ORDER BY {order} "
                                 "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
             return total, [r[0] for r in rows]
         # one scan evaluates the filters and sort keys and counts the matches; the page's
@@ -214,13 +243,14 @@ class Store:
         for i in range(0, len(seqs), 500):
             chunk = seqs[i:i + 500]
             frags.update(conn.execute(
-                f"SELECT seq, frag FROM records WHERE seq IN ({','.join('?' * len(chunk))})",
+                f"SELECT seq, {col} FROM records WHERE seq IN ({','.join('?' * len(chunk))})",
                 chunk).fetchall())
         return int(hits[0][1]), [frags[q] for q in seqs if q in frags]
 
-    def frag(self, obj_key: str, record_id: str,
-             conn: sqlite3.Connection | None = None) -> str | None:
-        row = (conn or self.reader).execute("SELECT frag FROM records WHERE obj = ? AND id = ?",
+    def frag(self, obj_key: str, record_id: str, conn: sqlite3.Connection | None = None,
+             *, raw: bool = False) -> str | None:
+        col = "frag_raw" if raw else "frag"
+        row = (conn or self.reader).execute(f"SELECT {col} FROM records WHERE obj = ? AND id = ?",
                                             (obj_key, record_id)).fetchone()
         return row[0] if row else None
 
@@ -262,12 +292,11 @@ class Store:
 
     # ---- rendering ----------------------------------------------------------------------
     def render_row(self, obj: ObjectDef, rid: str, raw: dict[str, Any],
-                   conn: sqlite3.Connection) -> tuple[str, str, list[Piece]]:
-        """(frag, vals JSON, pieces) of a record from its raw values (computed filled)."""
+                   conn: sqlite3.Connection) -> tuple[RecordRow, list[Piece]]:
+        """(stored row, pieces) of a record from its raw values (computed filled)."""
         self.renderer.compute(obj, raw, self.connected_records(conn))
         pieces = [self.renderer.piece(f, raw.get(f.key)) for f in obj.fields]
-        frag = assemble(rid, (p.both for p in pieces))
-        return frag, vals_json(pieces), pieces
+        return record_row(obj.key, rid, pieces), pieces
 
     # ---- writes -------------------------------------------------------------------------
     def write(self, obj_key: str, values: Mapping[str, Any], record_id: str | None = None,
@@ -345,14 +374,14 @@ class Store:
         if creating:
             for spec in obj.fields_of("auto_increment"):
                 raw[spec.key] = self._next_counter(conn, obj.key, spec.key)
-        frag, vals, _ = self.render_row(obj, rid, raw, conn)
+        (_, _, frag, frag_raw, vals, _), _ = self.render_row(obj, rid, raw, conn)
         sec = dumps(secret) if secret else None
         if creating:
-            conn.execute("INSERT INTO records(obj, id, frag, vals, secret) VALUES (?,?,?,?,?)",
-                         (obj.key, rid, frag, vals, sec))
+            conn.execute("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
+                         "VALUES (?,?,?,?,?,?)", (obj.key, rid, frag, frag_raw, vals, sec))
         else:
-            conn.execute("UPDATE records SET frag = ?, vals = ?, secret = ? "
-                         "WHERE obj = ? AND id = ?", (frag, vals, sec, obj.key, rid))
+            conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ?, secret = ? "
+                         "WHERE obj = ? AND id = ?", (frag, frag_raw, vals, sec, obj.key, rid))
         self._write_links(conn, obj, rid, raw)
         for asset_id, field_key in hooks.placements:
             conn.execute("UPDATE assets SET field_key = ?, record_id = ? WHERE id = ?",
@@ -462,9 +491,9 @@ class Store:
                 if not changed and not depends:
                     continue
                 raw[conn_field.key] = conns or None
-                frag, vals, _ = self.render_row(src_obj, sid, raw, conn)
-                conn.execute("UPDATE records SET frag = ?, vals = ? WHERE obj = ? AND id = ?",
-                             (frag, vals, src_obj.key, sid))
+                (_, _, frag, frag_raw, vals, _), _ = self.render_row(src_obj, sid, raw, conn)
+                conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ? "
+                             "WHERE obj = ? AND id = ?", (frag, frag_raw, vals, src_obj.key, sid))
                 if deleted:
                     self._write_links(conn, src_obj, sid, raw)
 
@@ -487,16 +516,16 @@ class Store:
                 raise
 
     # ---- bulk load (generator) ----------------------------------------------------------
-    def bulk_insert(self, rows: Iterable[tuple[str, str, str, str, str | None]],
+    def bulk_insert(self, rows: Iterable[RecordRow],
                     links: Iterable[tuple[str, str, str, str]],
                     counters: Mapping[tuple[str, str], int]) -> None:
-        """Insert pre-rendered rows (obj, id, frag, vals, secret) in one transaction."""
+        """Insert pre-rendered rows (``render.record_row``) in one transaction."""
         with self._wlock:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
-                conn.executemany("INSERT INTO records(obj, id, frag, vals, secret) "
-                                 "VALUES (?,?,?,?,?)", rows)
+                conn.executemany("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
+                                 "VALUES (?,?,?,?,?,?)", rows)
                 conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)",
                                  links)
                 for (o, f), v in counters.items():
