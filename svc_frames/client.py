@@ -323,8 +323,10 @@ class Client:
                 json_body: Any = None, files: Any = None, view: bool = False,
                 token: str | None = None, key_required: bool = True,
                 idempotent: bool | None = None, what: str = "", bare: bool = False,
-                extra_headers: Mapping[str, str] | None = None) -> Any:
-        """Send one paced request with retries; return the decoded JSON body.
+                extra_headers: Mapping[str, str] | None = None,
+                parse: Callable[[bytes], Any] | None = None) -> Any:
+        """Send one paced request with retries; return the decoded JSON body (``parse``
+        decodes a successful body instead of the plain JSON parser).
 
         ``what`` names the target in error messages (``"object_3"``, ``"scene_1/view_2"``).
         Usage: ``client.request("GET", "/v1/objects/object_1/records", params={"page": 1})``"""
@@ -372,7 +374,7 @@ class Client:
             with self._count_lock:
                 self.status_counts[status] += 1
             if status < 400:
-                return self._decode_ok(resp, body, method, what)
+                return self._decode_ok(resp, body, method, what, parse)
             retryable = status in _RETRY_STATUS and (idempotent or status == 429)
             if status == 429:
                 # refused before doing anything, so even a POST may be sent again;
@@ -399,11 +401,12 @@ class Client:
         log.info("retry %d of %s %s after %s in %.2fs", attempt, method, what, reason, delay)
         time.sleep(delay)
 
-    def _decode_ok(self, resp: requests.Response, body: bytes, method: str, what: str) -> Any:
+    def _decode_ok(self, resp: requests.Response, body: bytes, method: str, what: str,
+                   parse: Callable[[bytes], Any] | None = None) -> Any:
         if not body:
             return None
         try:
-            return _loads(body)
+            return (parse or _loads)(body)
         except ValueError:
             ctype = resp.headers.get("Content-Type", "?")
             raise ServerError(
@@ -530,14 +533,14 @@ class Client:
     def get_page(self, target: Target, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
                  filters: Filters | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, *, params: Mapping[str, Any] | None = None,
-                 ) -> dict[str, Any]:
+                 parse: Callable[[bytes], Any] | None = None) -> dict[str, Any]:
         """One page of a record list: ``{total_pages, current_page, total_records, records}``.
 
         Usage: ``client.get_page("object_1", page=2, rows_per_page=500)``"""
         path, view, what = self.records_path(target)
         if params is None:
             params = self.page_params(page, rows_per_page, filters, sort_field, sort_order)
-        out = self.request("GET", path, params=params, view=view, what=what)
+        out = self.request("GET", path, params=params, view=view, what=what, parse=parse)
         if not isinstance(out, dict) or not isinstance(out.get("records"), list):
             raise ServerError(f"GET {what} page {page}: the answer is not a record list "
                               f"envelope: {_snippet(json.dumps(out).encode())!r}")

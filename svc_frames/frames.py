@@ -11,6 +11,7 @@ Usage::
 from __future__ import annotations
 
 import copy
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
@@ -21,6 +22,7 @@ import pandas as pd
 
 from .filters import FIELD_KEY
 from .kinds.base import Codec, FieldSpec, ReadContext
+from .rawpages import RawRecord, column_getter
 
 
 @dataclass
@@ -162,6 +164,10 @@ def relabel(name: str, labels: Mapping[str, str]) -> str:
     return labels.get(key, key) + dot + rest
 
 
+class DisplayValuesNeeded(ValueError):
+    """build_frames(raw_format=True) met a value that only its display value explains."""
+
+
 def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec], *,
                       raw_format: bool) -> bool:
     """Whether these records' fields decode from their raw values alone (so pages may be
@@ -191,7 +197,10 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     from .kinds import codec_for
 
     ctx = ReadContext(timezone=tz)
-    ids = [r["id"] for r in records]
+    if records and isinstance(records[0], RawRecord):
+        ids = list(map(operator.attrgetter("id"), records))
+    else:
+        ids = [r["id"] for r in records]
     n = len(ids)
     columns: dict[str, Any] = {}
     tables: dict[str, pd.DataFrame] = {}
@@ -204,7 +213,10 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
         names = [spec.key for spec, _ in used]
     else:
         names = [k for spec, _ in used for k in (spec.key + "_raw", spec.key)]
-    if n:
+    getter = column_getter(records, names)  # struct records (rawpages): attrgetter
+    if n and getter is not None:
+        cols = list(zip(*map(getter, records), strict=True))
+    elif n:
         cols = list(zip(*[tuple(map(r.get, names)) for r in records], strict=True))
     else:
         cols = [()] * len(names)
@@ -213,6 +225,12 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
         key = spec.key
         if raw_format:
             raws, displays = cols[i], no_displays
+            if "" in raws:  # an empty field's "" display stands in for its missing raw
+                raws = tuple(None if type(v) is str and v == "" else v for v in raws)
+            if type(codec).decodes_raw_alone is not Codec.decodes_raw_alone \
+                    and not codec.decodes_raw_alone(raws):
+                raise DisplayValuesNeeded(f"{key} ({spec.kind}): its raw values need their "
+                                          "display values (fetch the page with format=both)")
         else:
             raws, displays = cols[2 * i], cols[2 * i + 1]
         for name, series in codec.decode(raws, displays, spec, ctx).items():

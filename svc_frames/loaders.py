@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,9 +25,11 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .client import Client, Target, parse_target
+from .decoder import PageDecoder
 from .errors import UsageError
 from .filters import Filters
 from .frames import (
+    DisplayValuesNeeded,
     Frames,
     Source,
     all_schema_fields,
@@ -219,7 +222,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
          limit: int | None = None, columns: Columns = "keys",
          timezone: str | ZoneInfo | None = None, progress: bool | None = None,
          rows_per_page: int = 1000, verify: Verify = "first",
-         raw_pages: bool = True) -> Frames:
+         raw_pages: bool = True, processes: int | None = None) -> Frames:
     """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``).
 
     With a schema, each page is decoded as soon as it arrives, while later pages are still
@@ -228,8 +231,12 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     Page 1 comes with raw and display values (kinds are inferred from both when there is no
     schema). When the schema gives every kind and page 1 shows that raw values alone will
     do, the pages still to come are asked for with ``format=raw`` (``raw_pages=False``
-    keeps both): about 40% fewer bytes to send, read and parse."""
+    keeps both): about 40% fewer bytes to send, read and parse. Raw pages of a large load
+    are decoded in ``processes`` helper processes (decoder.py) while this one fetches;
+    by default one on a machine with two or more cores, for loads of 8 pages or more."""
     check_columns(columns)
+    if processes is not None and (not isinstance(processes, int) or processes < 0):
+        raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
     tz = user_timezone(timezone)
     bar = PageProgress(want_progress(progress), client.records_path(target)[2])
     # the Paginator checks target, filters, sort and limit, before any request
@@ -241,8 +248,9 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     fields: list[FieldSpec] | None = None
     source: Source | None = None
     app: dict[str, Any] | None = None
-    with paused_gc(), ThreadPoolExecutor(max_workers=1,
-                                         thread_name_prefix="svc-schema") as pool:
+    with paused_gc(), contextlib.ExitStack() as stack:
+        pool = stack.enter_context(ThreadPoolExecutor(max_workers=1,
+                                                      thread_name_prefix="svc-schema"))
         schema_future = pool.submit(client.schema)  # in parallel with the first page
         try:
             for page in pager.iter_pages():
@@ -256,19 +264,17 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                                                   tz)
                         if (raw_pages and not source.kinds_inferred
                                 and decodes_raw_alone(page.records, fields, raw_format=False)):
-                            pager.page_format = "raw"
+                            helpers = decode_helpers(processes, pager, page)
+                            decoder = stack.enter_context(
+                                PageDecoder(fields, source, tz, helpers=helpers)
+                            ) if helpers else None
+                            pager.ask_raw([f.key for f in fields],
+                                          decoder.decode if decoder else None)
                 if collected is not None:
                     collected.append(page)
                 else:
                     assert fields is not None and source is not None
-                    if page.format == "raw" and not decodes_raw_alone(page.records, fields,
-                                                                      raw_format=True):
-                        # e.g. a name-like connection: its ids are in the display values
-                        pager.page_format = "both"
-                        page = pager.refetch(page)
-                    parts.append((page.pass_no, build_frames(
-                        page.records, fields, source, tz=tz, keep_original=False,
-                        raw_format=page.format == "raw")))
+                    parts.append((page.pass_no, page_frames(pager, page, fields, source, tz)))
         finally:
             bar.close()
     final_pass = pager.passes[-1].pass_no
@@ -288,6 +294,37 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                          for k, t in frames.tables.items()}
     frames.original = frames.snapshot()
     return frames
+
+
+def page_frames(pager: Paginator, page: Page, fields: list[FieldSpec], source: Source,
+                tz: ZoneInfo | None) -> Frames:
+    """The frames of one page: decoded already (PageDecoder), or decoded here; a raw page
+    that needs display values (a name-like connection: its ids are only in the display
+    HTML) is fetched again with them, as are the pages still to come."""
+    if page.decoded and page.frames is not None:
+        return page.frames
+    if not page.decoded:
+        try:
+            return build_frames(page.records, fields, source, tz=tz, keep_original=False,
+                                raw_format=page.format == "raw")
+        except DisplayValuesNeeded:
+            if page.format != "raw":
+                raise
+    pager.ask_both()
+    page = pager.refetch(page)
+    return build_frames(page.records, fields, source, tz=tz, keep_original=False)
+
+
+DECODER_MIN_PAGES = 8
+"""Loads with fewer pages decode in process: a helper takes about half a second to start."""
+
+
+def decode_helpers(processes: int | None, pager: Paginator, first: Page) -> int:
+    """How many helper processes decode the pages of this load (see ``load``)."""
+    if processes is not None:
+        return processes
+    pages = pager.pages_wanted(first)
+    return 1 if pages >= DECODER_MIN_PAGES and (os.cpu_count() or 1) >= 2 else 0
 
 
 def concat_frames(parts: list[Frames], source: Source) -> Frames:

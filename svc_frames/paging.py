@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .errors import ConsistencyError, ServerError, UsageError
+from .rawpages import RawRecord, raw_page_parser
 
 if TYPE_CHECKING:
     from .client import Client, Target
     from .filters import Filters
+    from .frames import Frames
 
 
 Verify = Literal["first", "full", "none"]
@@ -71,6 +73,8 @@ class Page:
     total_records: int
     pass_no: int = 1
     format: PageFormat = "both"
+    decoded: bool = False  # decoded while fetched (PageDecoder): ``frames`` holds the page
+    frames: Frames | None = None  # its frames; None when the page needs display values
 
 
 @dataclass
@@ -123,6 +127,7 @@ class Paginator:
         # read when each request is sent, so a consumer that learns after page 1 that it
         # can decode raw values alone (the loaders) switches the pages still to come
         self.page_format: PageFormat = "both"
+        self._raw_parser: Callable[[bytes], Any] | None = None
         self.on_page = on_page
         self.passes: list[PassReport] = []
         self.final_ids: list[str] | None = None
@@ -141,7 +146,8 @@ class Paginator:
         params = dict(self._params, page=number)
         if fmt != "both":
             params["format"] = fmt
-        env = self.client.get_page(self.target, page=number, params=params)
+        env = self.client.get_page(self.target, page=number, params=params,
+                                   parse=self._raw_parser if fmt == "raw" else None)
         try:
             total_pages = int(env.get("total_pages") or 0)
             total_records = int(env.get("total_records") or 0)
@@ -151,12 +157,31 @@ class Paginator:
                               ) from None
         records = env["records"]
         for rec in records:
-            if not isinstance(rec, dict) or not isinstance(rec.get("id"), str):
+            if type(rec) is not dict:
+                if isinstance(rec, RawRecord):
+                    continue  # its id was checked by the parser
+                raise ServerError(f"page {number}: a record that is not an object")
+            if not isinstance(rec.get("id"), str):
                 raise ServerError(f"page {number}: a record without a string id")
-        page = Page(number, records, total_pages, total_records, pass_no, fmt)
+        page = Page(number, records, total_pages, total_records, pass_no, fmt,
+                    "frames" in env, env.get("frames"))
         if notify and self.on_page is not None:
             self.on_page(page)
         return page
+
+    def ask_raw(self, field_keys: Sequence[str],
+                decode: Callable[[bytes], Any] | None = None) -> None:
+        """Request the pages still to come with ``format=raw``, parsed into records with
+        a slot per field key (rawpages), or decoded as they arrive by ``decode`` (a
+        PageDecoder's). Usage: ``pager.ask_raw([f.key for f in fields])``"""
+        from .client import parse_json
+
+        self._raw_parser = decode or raw_page_parser(field_keys, parse_json)
+        self.page_format = "raw"
+
+    def ask_both(self) -> None:
+        """Request the pages still to come with raw and display values (the default)."""
+        self.page_format = "both"
 
     def refetch(self, page: Page) -> Page:
         """``page`` again, in the current ``page_format`` (its pass and number); raises
@@ -170,7 +195,8 @@ class Paginator:
                 "with display values; try again, or sort by a field that does not change")
         return again
 
-    def _pages_wanted(self, first: Page) -> int:
+    def pages_wanted(self, first: Page) -> int:
+        """The pages a pass plans after its first page (the estimate, capped by ``limit``)."""
         n = first.total_pages
         if n == 0 and first.records:
             n = 1
@@ -187,7 +213,7 @@ class Paginator:
                 or (self.limit is not None and len(first.records) >= self.limit)):
             yield first
             return
-        wanted = self._pages_wanted(first)
+        wanted = self.pages_wanted(first)
         first_out = False  # page 1 is handed out once the next pages are on their way
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-page") as pool:
