@@ -45,7 +45,7 @@ import pyarrow.parquet as pq
 from .client import Client, Target, parse_target
 from .errors import UsageError
 from .filters import Filters, validate_filters
-from .frames import Frames, Source, build_frames
+from .frames import DisplayValuesNeeded, Frames, Source, build_frames, decodes_raw_alone
 from .loaders import (
     Columns,
     PageProgress,
@@ -307,10 +307,21 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                 fields, source = describe(client, tgt, app, new, columns, tz)
                 meta = {"source": source.to_dict()}
                 main_writer = _PartWriter(tmp, format, meta)
+                if (app is not None and not source.kinds_inferred
+                        and decodes_raw_alone(new, fields, raw_format=False)):
+                    pager.ask_raw([f.key for f in fields])  # as the loaders do
             if not new:
                 continue
             count += len(new)
-            frames = build_frames(new, fields, source, tz=tz, keep_original=False)
+            try:
+                frames = build_frames(new, fields, source, tz=tz, keep_original=False,
+                                      raw_format=page.format == "raw")
+            except DisplayValuesNeeded:
+                if page.format != "raw":
+                    raise
+                pager.ask_both()  # a name-like connection: ids in the display values
+                new = pager.refetch(page).records[: len(new)]
+                frames = build_frames(new, fields, source, tz=tz, keep_original=False)
             assert main_writer is not None
             number = main_writer.parts + 1
             main_writer.write(frames.main, number)

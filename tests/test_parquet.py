@@ -107,8 +107,18 @@ def _client(svc: LocalService, **kw: object) -> Client:
 
 def test_export_dataset_equals_a_load(service: LocalService, client: Client,
                                       tmp_path: Path) -> None:
-    res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False)
-    loaded = read_object(client, "object_3", progress=False)
+    """Raw pages after the first, as the loaders; compared with a load of both formats."""
+    from svc_frames.loaders import load
+
+    urls: list[str] = []
+    client.session.hooks["response"].append(lambda r, *a, **k: urls.append(r.url))
+    try:
+        res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False)
+    finally:
+        client.session.hooks["response"].clear()
+    pages = [u for u in urls if "/records" in u]
+    assert sum("format=raw" in u for u in pages) >= len(pages) - 5 > 0  # 2-5: on their way
+    loaded = load(client, "object_3", progress=False, raw_pages=False)
     assert res.records == len(loaded.main) and res.parts == -(-len(loaded.main) // 40)
     dataset = ds.dataset(tmp_path / "ds")  # as is: tables and metadata stay hidden
     schemas = {pq.read_schema(f).remove_metadata() for f in dataset.files}
