@@ -4,7 +4,8 @@ Figures printed:
 * seconds to generate N demo work orders (100,000; 10,000 with ``--quick``);
 * pages of 1000 records of the widest demo object (``object_3``, every field kind)
   served per second over loopback HTTP, by one client and by two concurrent clients;
-* the size of one such page.
+* the same for ``format=raw`` pages (what loads ask for after page 1);
+* the size of one such page (each format).
 
 Usage::
 
@@ -37,14 +38,15 @@ def bench_generate(n: int) -> float:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def bench_pages(records: int, pages: int) -> tuple[float, float, int]:
+def bench_pages(records: int, pages: int, fmt: str = "both") -> tuple[float, float, int]:
     with LocalService(demo=True, records=records, rate_limit=0) as svc:
         url = f"{svc.base_url}/v1/objects/object_3/records"
         total_pages = -(-records // 1000)
 
         def fetch(session: requests.Session, i: int) -> int:
             r = session.get(url, headers=svc.headers(), timeout=60,
-                            params={"page": i % total_pages + 1, "rows_per_page": 1000})
+                            params={"page": i % total_pages + 1, "rows_per_page": 1000,
+                                    "format": fmt})
             r.raise_for_status()
             return len(r.content)
 
@@ -68,9 +70,10 @@ def main(argv: list[str] | None = None) -> int:
     n = 10_000 if quick else 100_000
     secs = bench_generate(n)
     print(f"generate {n:,} demo work orders: {secs:.1f} s ({n / secs:,.0f} records/s)")
-    one, two, size = bench_pages(5_000 if quick else 20_000, 10 if quick else 30)
-    print(f"1000-record pages of object_3 (widest): {one:.1f} pages/s (1 client), "
-          f"{two:.1f} pages/s (2 clients); page size {size / 1e6:.1f} MB")
+    for fmt in ("both", "raw"):
+        one, two, size = bench_pages(5_000 if quick else 20_000, 10 if quick else 30, fmt)
+        print(f"1000-record pages of object_3 (widest), format={fmt}: {one:.1f} pages/s "
+              f"(1 client), {two:.1f} pages/s (2 clients); page size {size / 1e6:.1f} MB")
     return 0
 
 

@@ -48,29 +48,34 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
                 sort_field: str | None = None, sort_order: str | None = None,
                 limit: int | None = None, columns: Columns = "keys",
                 timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-                rows_per_page: int = 1000,
-              verify: Verify = "first") -> Frames:
+                rows_per_page: int = 1000, verify: Verify = "first",
+                processes: int | None = None) -> Frames:
     """All records of an object (object requests: app id + API key) as typed frames.
+
+    ``processes``: helper processes that decode pages of a large load on other cores
+    (default: one on a machine with 2+ cores for loads of 8+ pages; 0 for none).
 
     Usage: ``read_object(client, "object_1", limit=100).main``"""
     return load(client, object_key, filters=filters, sort_field=sort_field,
                 sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
-                progress=progress, rows_per_page=rows_per_page, verify=verify)
+                progress=progress, rows_per_page=rows_per_page, verify=verify,
+                processes=processes)
 
 
 def read_view(client: Client, scene_key: str, view_key: str, *, filters: Filters | None = None,
               sort_field: str | None = None, sort_order: str | None = None,
               limit: int | None = None, columns: Columns = "keys",
               timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-              rows_per_page: int = 1000,
-              verify: Verify = "first") -> Frames:
+              rows_per_page: int = 1000, verify: Verify = "first",
+              processes: int | None = None) -> Frames:
     """The records a view shows (only its fields; as the logged-in user when the view sits
     behind a login: call ``client.login`` first) as typed frames.
 
     Usage: ``read_view(client, "scene_1", "view_2").main``"""
     return load(client, (scene_key, view_key), filters=filters, sort_field=sort_field,
                 sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
-                progress=progress, rows_per_page=rows_per_page, verify=verify)
+                progress=progress, rows_per_page=rows_per_page, verify=verify,
+                processes=processes)
 
 
 # ---- shared machinery ------------------------------------------------------------------
