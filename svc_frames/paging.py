@@ -8,12 +8,17 @@ is under way (real-world.md). A :class:`Paginator` therefore treats ``total_reco
   means the data grew, so the next page is fetched too; ``limit`` stops early;
 * a pass is *consistent* when every page reported the same ``total_records``, no id came
   twice, and the pass holds ``total_records`` distinct ids (or ``limit`` of them);
-* when a pass looks consistent, page 1 is fetched once more (``verify="first"``): an
-  insert and a delete that cancel out keep the count right but shift the pages, and this
-  catches the common case (changes at the front); ``verify="full"`` wants two passes that
-  agree (a guarantee, at twice the requests); ``verify="none"`` trusts the counts;
+* what that sees: every page reports the total at the moment it is answered, so an
+  insert or a delete between two page answers shows as a changed total; a re-sorted
+  record (its sort field edited) shows as an id seen twice or a pass short of the total;
+* what it cannot see: an insert and a delete landing between the same two page answers
+  (tens of milliseconds apart while pages come in parallel) keep every count right but
+  may shift a record past a page boundary. So, when a pass looks consistent, page 1 is
+  fetched once more (``verify="first"``, the default), which catches such a pair when it
+  touches page 1; ``verify="full"`` wants two passes that agree, the full guarantee, at
+  twice the requests; ``verify="none"`` trusts the counts;
 * an inconsistent pass is fetched again (``max_passes`` in all); if none is consistent,
-  :class:`ConsistencyError` is raised. So records are never silently lost or duplicated.
+  :class:`ConsistencyError` is raised: a pass that shows records moved is never used.
 
 Usage::
 

@@ -142,6 +142,39 @@ def test_inserts_and_deletes_mid_run(fresh_service: LocalService,
     assert pager.refetched and not pager.passes[0].consistent
 
 
+@pytest.mark.parametrize("direction", ["forward", "back"])
+def test_a_record_re_sorted_mid_run(fresh_service: LocalService, direction: str) -> None:
+    """Editing the sort field moves a record across the read position: pages shift, a
+    record is skipped or repeated, yet the count never changes. The duplicate gives it
+    away and a second pass reads the list right."""
+    h = fresh_service.headers()
+    base = f"{fresh_service.base_url}/v1/objects/object_3/records"
+    order = requests.get(base, headers=h, timeout=30, params={
+        "rows_per_page": 1000, "sort_field": "field_16", "sort_order": "asc"}).json()
+    ranked = [r["id"] for r in order["records"]]
+    values = [r.get("field_16_raw") for r in order["records"]]
+    numbers = [v for v in values if isinstance(v, (int, float))]
+    # forward: a record read on page 1 jumps to the end; back: one from the end to the front
+    mover = ranked[0] if direction == "forward" else ranked[-1]
+    new_value = max(numbers) + 1000 if direction == "forward" else min(numbers) - 1000
+    done = threading.Event()
+
+    def on_page(page: Page) -> None:
+        if page.pass_no == 1 and page.number == 2 and not done.is_set():
+            done.set()
+            requests.put(f"{base}/{mover}", json={"field_16": new_value}, headers=h,
+                         timeout=30).raise_for_status()
+
+    client = make_client(fresh_service, max_workers=1)  # page requests one after another
+    pager = Paginator(client, "object_3", rows_per_page=4, on_page=on_page,
+                      sort_field="field_16", sort_order="asc")
+    ids = [r["id"] for r in pager.records()]
+    assert done.is_set()
+    assert len(ids) == len(set(ids)) and set(ids) == set(ranked)
+    assert pager.refetched and pager.passes[0].duplicates == 1
+    assert len(pager.passes[0].totals) == 1  # the count never changed
+
+
 def test_mutations_with_concurrent_pages(fresh_service: LocalService) -> None:
     fresh_service.emulation.latency_ms = 20
     start = all_ids(fresh_service)

@@ -17,7 +17,7 @@ from svc_frames.errors import NotFound, UsageError
 from svc_frames.frames import Frames, Source, all_schema_fields, build_frames, resolve_fields
 from svc_frames.frames import schema_fields as object_fields
 from svc_frames.kinds import resolve_timezone
-from svc_frames.loaders import read_object, read_view
+from svc_frames.loaders import load, read_view
 from svc_frames.parquet import arrow_to_frame, export, read_parquet, table_meta, to_parquet
 from svc_frames.server import LocalService
 from svc_frames.testing import hosted_sample_dir
@@ -108,8 +108,6 @@ def _client(svc: LocalService, **kw: object) -> Client:
 def test_export_dataset_equals_a_load(service: LocalService, client: Client,
                                       tmp_path: Path) -> None:
     """Raw pages after the first, as the loaders; compared with a load of both formats."""
-    from svc_frames.loaders import load
-
     urls: list[str] = []
     client.session.hooks["response"].append(lambda r, *a, **k: urls.append(r.url))
     try:
