@@ -192,6 +192,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                      rows_per_page=args.rows_per_page)
         print(json.dumps({"path": str(res.path), "records": res.records, "parts": res.parts,
                           "tables": res.tables, "passes": res.passes,
+                          "tables_path": str(res.tables_path) if res.tables_path else None,
                           "requests": client.request_count}))
         return 0
 

@@ -6,16 +6,18 @@ Layout of ``to_parquet(frames, path)`` (a directory)::
     path/tables/<n>.parquet           exploded tables
     path/original/...                 the snapshot ``write_back`` diffs against (same layout)
 
-Layout of ``export(client, target, out_dir)`` (a Parquet dataset)::
+Layout of ``export(client, target, out_dir)`` (a Parquet dataset and its tables)::
 
-    out_dir/part-00001.parquet ...    main-frame rows, one part per page, one schema
-    out_dir/_tables/<n>/part-*.parquet   exploded tables (``_`` hides them from readers)
-    out_dir/_source.json              the Source (also in every part's schema metadata)
+    out_dir/part-00001.parquet ...          main-frame rows, one part per page, one schema;
+                                            nothing else in the directory
+    out_dir.tables/<n>/part-00001.parquet   each exploded table, its parts matching the
+                                            main parts (only when there are tables)
 
-``pyarrow.dataset.dataset(out_dir)``, DuckDB ``read_parquet('out_dir/*.parquet')``,
-Polars ``scan_parquet`` or Spark read ``out_dir`` as is. Every file carries the Source as
-JSON under the ``svc_frames`` key of the Arrow schema metadata, with the exact pandas
-dtypes, so ``read_parquet`` gives back equal frames.
+``out_dir`` holds the parts alone because DuckDB reads a directory recursively and Polars
+refuses one with other files in it: so ``pyarrow.dataset.dataset(out_dir)``, DuckDB
+``read_parquet('out_dir')``, Polars ``scan_parquet(out_dir)``, Dask and Spark all read it
+as is, and each table directory likewise. Every file carries the Source as JSON under the
+``svc_frames`` key of the Arrow schema metadata, with the exact pandas dtypes.
 
 Usage::
 
@@ -223,6 +225,7 @@ class ExportResult:
     tables: list[str]
     passes: int
     repaired_rows: int = 0  # rows taken out after records moved mid-run (repeats, deleted)
+    tables_path: Path | None = None  # ``<path>.tables``: one dataset per table, if any
 
 
 class _PartWriter:
@@ -268,7 +271,8 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     """Stream every page of an object or a view to part files as pages arrive; memory stays
     flat however many records there are. The directory appears only when complete.
 
-    ``target``: ``"object_N"``, ``"scene_N/view_N"`` or a (scene, view) tuple.
+    ``target``: ``"object_N"``, ``"scene_N/view_N"`` or a (scene, view) tuple. Exploded
+    tables go to ``<out_dir>.tables/<name>/`` (module docstring).
     Usage: ``export(client, "object_1", "out/ds"); pyarrow.dataset.dataset("out/ds")``"""
     kind, a, b = parse_target(target)
     tgt: Target = a if kind == "object" else (a, b)  # type: ignore[assignment]
@@ -278,8 +282,10 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     validate_filters(filters)
     tz = user_timezone(timezone)
     dest = Path(out_dir)
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise UsageError(f"export directory {dest} exists and is not empty")
+    dest_tables = tables_dir(dest)
+    for d in (dest, dest_tables):
+        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+            raise UsageError(f"export directory {d} exists and is not empty")
     bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
@@ -289,6 +295,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     tz = tz or app_timezone(app)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    tmp_tables = Path(tempfile.mkdtemp(prefix=f".{dest_tables.name}.", dir=dest.parent))
     fields = None
     source: Source | None = None
     main_writer: _PartWriter | None = None
@@ -327,7 +334,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
             main_writer.write(frames.main, number)
             for name, tdf in frames.tables.items():
                 if name not in table_writers:
-                    table_writers[name] = _PartWriter(tmp / "_tables" / _safe(name), format,
+                    table_writers[name] = _PartWriter(tmp_tables / _safe(name), format,
                                                       {"table": name})
                 table_writers[name].write(tdf.reset_index(drop=True), number)
         bar.close()
@@ -336,7 +343,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
             assert pager.final_hashes is not None
             # records moved mid-run: keep the first copy of each record of the
             # consistent pass; drop repeats and records deleted meanwhile
-            removed = _keep_only(tmp, pager.final_hashes, format)
+            removed = _keep_only(tmp, tmp_tables, pager.final_hashes, format)
             count -= removed
         if source is None:
             fields, source = describe(client, tgt, app, [], columns, tz)
@@ -344,19 +351,30 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
             # no records: one empty part so readers still see the schema
             empty = build_frames([], fields or [], source, tz=tz, keep_original=False)
             _PartWriter(tmp, format, {"source": source.to_dict()}).write(empty.main, 1)
-        info = {"source": source.to_dict(), "format": format,
-                "tables": {n: f"_tables/{_safe(n)}" for n in table_writers},
-                "records": count, "passes": len(pager.passes)}
-        (tmp / "_source.json").write_text(json.dumps(info, indent=1))
+        # the tables first: the main directory appearing says the export is complete
+        if table_writers:
+            if dest_tables.exists():
+                dest_tables.rmdir()
+            os.replace(tmp_tables, dest_tables)
+        else:
+            tmp_tables.rmdir()
         if dest.exists():
             dest.rmdir()
         os.replace(tmp, dest)
     except BaseException:
         bar.close()
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp_tables, ignore_errors=True)
         raise
     return ExportResult(dest, count, main_writer.parts if main_writer else 1,
-                        list(table_writers), len(pager.passes), removed)
+                        list(table_writers), len(pager.passes), removed,
+                        dest_tables if table_writers else None)
+
+
+def tables_dir(out_dir: str | os.PathLike[str]) -> Path:
+    """Where :func:`export` puts the exploded tables of ``out_dir``: ``<out_dir>.tables``."""
+    path = Path(out_dir)
+    return path.with_name(path.name + ".tables")
 
 
 def _gc_paused_iter(pages: Iterator[Page]) -> Iterator[Page]:
@@ -381,7 +399,7 @@ def _write_part(table: pa.Table, part: Path, fmt: str) -> None:
         pacsv.write_csv(table, part)
 
 
-def _keep_only(root: Path, final: np.ndarray, fmt: str) -> int:
+def _keep_only(root: Path, tables_root: Path, final: np.ndarray, fmt: str) -> int:
     """Repair after records moved mid-run: in part order, keep the first row of each
     record of the consistent pass (``final``: sorted id hashes), drop repeats and records
     deleted meanwhile; table parts follow their main part. Returns main rows removed."""
@@ -402,7 +420,7 @@ def _keep_only(root: Path, final: np.ndarray, fmt: str) -> int:
         if len(keep) != len(ids):
             _write_part(table.take(pa.array(keep, type=pa.int64())), part, fmt)
             removed += len(ids) - len(keep)
-    for part in sorted((root / "_tables").glob(f"*/part-*.{fmt}")):
+    for part in sorted(tables_root.glob(f"*/part-*.{fmt}")):
         table = _read_part(part, fmt, "record_id")
         allowed = kept_by_part.get(part.name, set())
         rids = table.column("record_id").to_pylist()

@@ -118,7 +118,11 @@ def test_export_dataset_equals_a_load(service: LocalService, client: Client,
     assert sum("format=raw" in u for u in pages) >= len(pages) - 5 > 0  # 2-5: on their way
     loaded = load(client, "object_3", progress=False, raw_pages=False)
     assert res.records == len(loaded.main) and res.parts == -(-len(loaded.main) // 40)
-    dataset = ds.dataset(tmp_path / "ds")  # as is: tables and metadata stay hidden
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "ds.tables"]
+    assert {p.name for p in (tmp_path / "ds").iterdir()} == {
+        f"part-{n:05d}.parquet" for n in range(1, res.parts + 1)}  # the parts alone
+    assert res.tables_path == tmp_path / "ds.tables" and set(res.tables) == set(loaded.tables)
+    dataset = ds.dataset(tmp_path / "ds")
     schemas = {pq.read_schema(f).remove_metadata() for f in dataset.files}
     assert len(schemas) == 1  # one schema for every part
     table = dataset.to_table()
@@ -126,11 +130,36 @@ def test_export_dataset_equals_a_load(service: LocalService, client: Client,
     main = arrow_to_frame(table)
     pd.testing.assert_frame_equal(main, loaded.main)
     for name in loaded.tables:
-        part_dir = tmp_path / "ds" / "_tables" / name
+        part_dir = tmp_path / "ds.tables" / name
         t = arrow_to_frame(ds.dataset(part_dir).to_table())
         pd.testing.assert_frame_equal(t, loaded.tables[name])
-    info = json.loads((tmp_path / "ds" / "_source.json").read_text())
-    assert info["source"]["object_key"] == "object_3" and info["records"] == res.records
+    meta = table_meta(pq.read_schema(dataset.files[0]))
+    assert meta is not None and meta["source"]["object_key"] == "object_3"
+
+
+def test_export_is_read_as_is_by_duckdb_and_polars(client: Client, tmp_path: Path) -> None:
+    """The directory itself, no glob: DuckDB reads directories recursively and Polars
+    refuses one holding other files, so the export directory holds its parts alone."""
+    import duckdb
+    import polars as pl
+
+    res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False)
+    want = ds.dataset(tmp_path / "ds").to_table()
+    con = duckdb.connect()
+    got = con.sql(f"SELECT * FROM read_parquet('{tmp_path / 'ds'}') ORDER BY id").arrow()
+    got = got.read_all() if hasattr(got, "read_all") else got  # a reader from duckdb 2
+    assert got.num_rows == res.records == want.num_rows
+    assert got.column_names == want.column_names
+    assert sorted(got.column("id").to_pylist()) == sorted(want.column("id").to_pylist())
+    polars = pl.read_parquet(tmp_path / "ds")
+    assert polars.shape == (want.num_rows, want.num_columns)
+    assert pl.scan_parquet(tmp_path / "ds").select(pl.len()).collect().item() == res.records
+    assert res.tables_path is not None
+    for name in res.tables:
+        path = res.tables_path / name
+        n = ds.dataset(path).count_rows()
+        assert con.execute(f"SELECT count(*) FROM read_parquet('{path}')").fetchall() == [(n,)]
+        assert pl.read_parquet(path).height == n
 
 
 def test_export_view_to_csv(service: LocalService, tmp_path: Path) -> None:
@@ -184,7 +213,7 @@ def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
     assert set(got) == set(ids) - set(victims)
     # pass 1 was written, then repaired: the deleted rows and the re-fetched repeats go
     assert res.passes > 1 and res.repaired_rows >= 2
-    links = ds.dataset(tmp_path / "m" / "_tables" / "field_41").to_table().to_pylist()
+    links = ds.dataset(tmp_path / "m.tables" / "field_41").to_table().to_pylist()
     pairs = [(r["record_id"], r["connected_id"]) for r in links]
     assert len(pairs) == len(set(pairs)) and {p[0] for p in pairs} <= set(got)
 
