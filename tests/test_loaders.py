@@ -256,13 +256,16 @@ def test_progress_bar_on_request(client: Client, capsys: pytest.CaptureFixture[s
 
 
 # ---- faults --------------------------------------------------------------------------------
-def test_faults_give_the_same_frames(fresh_service: LocalService) -> None:
+@pytest.mark.parametrize("processes", [0, 1])
+def test_faults_give_the_same_frames(fresh_service: LocalService, processes: int) -> None:
+    """Also with a helper process decoding raw pages (processes=1)."""
     clean = read_object(make_client(fresh_service), "object_3", rows_per_page=5,
-                        progress=False)
+                        progress=False, processes=0)
     fresh_service.emulation.fault_rate = 0.2
     fresh_service.request_log.clear()
     faulty_client = make_client(fresh_service, max_retries=8)
-    faulty = read_object(faulty_client, "object_3", rows_per_page=5, progress=False)
+    faulty = read_object(faulty_client, "object_3", rows_per_page=5, progress=False,
+                         processes=processes)
     fresh_service.emulation.fault_rate = 0.0
     assert faulty_client.retry_count > 0  # faults did happen
     assert_same(faulty, clean)
