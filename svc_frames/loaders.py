@@ -53,7 +53,8 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
     """All records of an object (object requests: app id + API key) as typed frames.
 
     ``processes``: helper processes that decode pages of a large load on other cores
-    (default: one on a machine with 2+ cores for loads of 8+ pages; 0 for none).
+    (default: one on a machine with 2+ cores for loads of 8+ pages paced at 20+ requests/s
+    or unpaced; 0 for none).
 
     Usage: ``read_object(client, "object_1", limit=100).main``"""
     return load(client, object_key, filters=filters, sort_field=sort_field,
@@ -238,7 +239,8 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     do, the pages still to come are asked for with ``format=raw`` (``raw_pages=False``
     keeps both): about 40% fewer bytes to send, read and parse. Raw pages of a large load
     are decoded in ``processes`` helper processes (decoder.py) while this one fetches;
-    by default one on a machine with two or more cores, for loads of 8 pages or more."""
+    by default one on a machine with two or more cores, for loads of 8 pages or more
+    paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up."""
     check_columns(columns)
     if processes is not None and (not isinstance(processes, int) or processes < 0):
         raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
@@ -322,14 +324,20 @@ def page_frames(pager: Paginator, page: Page, fields: list[FieldSpec], source: S
 
 DECODER_MIN_PAGES = 8
 """Loads with fewer pages decode in process: a helper takes about half a second to start."""
+DECODER_MIN_RATE = 20.0
+"""Below this pace (requests/s) one process decodes pages faster than they arrive (a wide
+1000-record page takes ~30-50 ms), so a helper would only cost memory."""
 
 
 def decode_helpers(processes: int | None, pager: Paginator, first: Page) -> int:
-    """How many helper processes decode the pages of this load (see ``load``)."""
+    """How many helper processes decode the pages of this load (see ``load``): by default
+    one, for a load of 8+ pages on 2+ cores whose pace (0: unpaced) outruns one core."""
     if processes is not None:
         return processes
+    rate = pager.client.limiter.rate
+    fast = not rate or rate >= DECODER_MIN_RATE
     pages = pager.pages_wanted(first)
-    return 1 if pages >= DECODER_MIN_PAGES and (os.cpu_count() or 1) >= 2 else 0
+    return 1 if fast and pages >= DECODER_MIN_PAGES and (os.cpu_count() or 1) >= 2 else 0
 
 
 def concat_frames(parts: list[Frames], source: Source) -> Frames:

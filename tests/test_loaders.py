@@ -361,3 +361,24 @@ def test_name_like_connection_pages_keep_display_values(service: LocalService) -
     assert any("format=raw" in u for u in urls)  # raw pages were asked for ...
     assert_same(again, plain)  # ... and fetched again with display values
     assert again.tables["field_42"]["connected_id"].notna().all()
+
+
+def test_helper_processes_by_default_only_when_one_core_falls_behind(
+        service: LocalService) -> None:
+    """A helper for 8+ pages when unpaced or paced at 20+ requests/s on 2+ cores; none at
+    the hosted 10/s (one core decodes faster than pages come) or for a short load."""
+    import os
+
+    from svc_frames.loaders import decode_helpers
+    from svc_frames.paging import Page, Paginator
+
+    cores = (os.cpu_count() or 1) >= 2
+
+    def helpers(rate: float, pages: int, processes: int | None = None) -> int:
+        pager = Paginator(make_client(service, rate_limit=rate), "object_3", rows_per_page=10)
+        first = Page(1, [{"id": "x"}] * 10, total_pages=pages, total_records=pages * 10)
+        return decode_helpers(processes, pager, first)
+
+    assert helpers(0, 50) == helpers(50, 50) == (1 if cores else 0)
+    assert helpers(10, 50) == 0 and helpers(0, 7) == 0
+    assert helpers(10, 50, processes=2) == 2 and helpers(0, 50, processes=0) == 0
