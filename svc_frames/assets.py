@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, Union
 from urllib.parse import quote
 
-import pandas as pd
 import requests
 
 from .errors import (
@@ -36,6 +35,7 @@ from .errors import (
     ServiceError,
     UsageError,
 )
+from .kinds._util import is_empty_cell
 
 if TYPE_CHECKING:
     from .client import Client
@@ -124,17 +124,6 @@ def pending(value: Any, kind: AssetKind, filename: str | None = None, *, field_k
                        "path or bytes", field=field_key or None, record_id=record_id or None)
 
 
-def _empty(v: Any) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, (str, bytes)):
-        return len(v) == 0
-    try:
-        return bool(pd.isna(v))
-    except (TypeError, ValueError):
-        return False
-
-
 def placed_assets(base: Frames | None, layout: Any) -> dict[str, tuple[str, str]]:
     """asset id -> (record id, field key) for every uploaded asset placed in ``base``."""
     out: dict[str, tuple[str, str]] = {}
@@ -166,8 +155,8 @@ def plan_asset_value(new: Mapping[str, Any], old: Mapping[str, Any], field: Fiel
     value = new.get(key)
     before = old.get(key)
     kind: AssetKind = "image" if field.kind == "image" else "file"
-    if _empty(value):
-        return UNCHANGED if _empty(before) else None
+    if is_empty_cell(value):
+        return UNCHANGED if is_empty_cell(before) else None
     name = new.get(f"{key}.filename")
     filename = name if isinstance(name, str) and name and name != old.get(f"{key}.filename") \
         else None

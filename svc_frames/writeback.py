@@ -58,6 +58,7 @@ from .errors import (
 )
 from .frames import Frames, Source, label_map, relabel
 from .kinds import codec_for, values_equal
+from .kinds._util import is_empty_cell
 from .kinds.assets import is_url_source
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .paging import Paginator
@@ -316,17 +317,6 @@ def _changed_positions(a: pd.Series, b: pd.Series) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
-def _is_empty(v: Any) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, (list, tuple, dict, set, np.ndarray, bytes, bytearray, Path)):
-        return len(v) == 0 if not isinstance(v, Path) else False
-    try:
-        return bool(pd.isna(v)) or (isinstance(v, str) and v == "")
-    except (TypeError, ValueError):
-        return False
-
-
 def _encode(layout: _Layout, key: str, values: dict[str, Any], rid: str,
             col_names: Mapping[str, str]) -> Any:
     """Encode one field of one record, re-raising with the record id and column named."""
@@ -572,10 +562,10 @@ class _PlanBuilder:
                 if not cols_present:
                     continue
                 vals = {layout.col_key[c]: row[c] for c in cols_present}
-                if all(_is_empty(v) for v in vals.values()):
+                if all(is_empty_cell(v) for v in vals.values()):
                     continue
                 if layout.codecs[key].read_only:
-                    col = next(c for c in cols_present if not _is_empty(row[c]))
+                    col = next(c for c in cols_present if not is_empty_cell(row[c]))
                     raise ReadOnlyField(f"new row {rid}: column {col!r} "
                                         f"({layout.fields[key].kind}) is computed by the "
                                         "service; leave it empty", field=key, column=col,
@@ -590,7 +580,7 @@ class _PlanBuilder:
                 self.payloads[rid][key] = enc
                 self.wanted.setdefault(rid, {})[key] = vals
                 for c in cols_present:
-                    if not _is_empty(row[c]):
+                    if not is_empty_cell(row[c]):
                         self.add_change(rid, "create", key, c, pd.NA, row[c])
 
     # ---- connections: exploded tables -> id lists --------------------------------------------
@@ -663,10 +653,10 @@ def _connection_lists(name: str, conn_key: str, table: pd.DataFrame, all_ids: se
         rec = [rec[i] for i in keep_rows]
         con = [con[i] for i in keep_rows]
     for r, c in zip(rec, con, strict=False):
-        if _is_empty(r) or r not in all_ids:
+        if is_empty_cell(r) or r not in all_ids:
             raise UsageError(f"connection table {name!r}: record_id {r!r} is not a row of "
                              "the main frame", field=conn_key)
-        if _is_empty(c) or not isinstance(c, str):
+        if is_empty_cell(c) or not isinstance(c, str):
             raise InvalidValue(f"connection table {name!r}: connected_id {c!r} of record "
                                f"{r} is not a record id", field=conn_key, column=name,
                                record_id=str(r))
@@ -983,7 +973,7 @@ def _reread_by_key(client: Any, where: Any, want: set[str], rest: Sequence[str],
     requests cannot filter on the record id), ``_REREAD_CHUNK`` values per request."""
     key, values = keyed
     vals = values.reindex(pd.Index(list(rest), dtype=values.index.dtype))
-    usable = [v for v in vals.tolist() if not _is_empty(v)]
+    usable = [v for v in vals.tolist() if not is_empty_cell(v)]
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(usable), _REREAD_CHUNK):
         rules = [{"field": key, "operator": "is",
@@ -1029,7 +1019,7 @@ class _Values:
                 out: dict[Any, list[Any]] = {}
                 for r, c in zip(t["record_id"].tolist(), t["connected_id"].tolist(),
                                 strict=True):
-                    if not _is_empty(r):
+                    if not is_empty_cell(r):
                         out.setdefault(r, []).append(c)
                 return out
         return {}
@@ -1520,7 +1510,7 @@ def _progress_bar(progress: bool | None, total: int) -> Any:
 
 def _short(v: Mapping[str, Any]) -> Any:
     vals = list(v.values())
-    return vals[0] if len(vals) == 1 else {k: x for k, x in v.items() if not _is_empty(x)}
+    return vals[0] if len(vals) == 1 else {k: x for k, x in v.items() if not is_empty_cell(x)}
 
 
 def _report(rows: Sequence[_Outcome], plan: Plan, conflicts: list[dict[str, Any]],

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import os
 import re
 from collections.abc import Iterable, Sequence
 from decimal import Decimal, InvalidOperation
@@ -34,6 +35,21 @@ def is_na(value: Any) -> bool:
         return math.isnan(value)
     try:
         return bool(pd.isna(value)) if not isinstance(value, (list, tuple, dict, str)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def is_empty_cell(value: Any) -> bool:
+    """An empty frame cell: None, NA/NaT/NaN, "" or b"", or an empty list, tuple, dict, set
+    or array (a path or a file object never is). Unlike ``is_blank``, "  " is a value."""
+    if value is None:
+        return True
+    if isinstance(value, (list, tuple, dict, set, np.ndarray, bytes, bytearray)):
+        return len(value) == 0
+    if isinstance(value, os.PathLike):
+        return False
+    try:
+        return bool(pd.isna(value)) or (isinstance(value, str) and value == "")
     except (TypeError, ValueError):
         return False
 
