@@ -226,7 +226,7 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
         if raw_format:
             raws, displays = cols[i], no_displays
             if "" in raws:  # an empty field's "" display stands in for its missing raw
-                raws = tuple(None if type(v) is str and v == "" else v for v in raws)
+                raws = [None if v == "" else v for v in raws]
             if type(codec).decodes_raw_alone is not Codec.decodes_raw_alone \
                     and not codec.decodes_raw_alone(raws):
                 raise DisplayValuesNeeded(f"{key} ({spec.kind}): its raw values need their "

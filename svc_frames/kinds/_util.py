@@ -214,6 +214,11 @@ def raw_values(raws: Sequence[Any], displays: Sequence[Any]) -> Sequence[Any]:
             return raws
     except (TypeError, ValueError):  # a value whose == is not a bool (pd.NA, arrays)
         pass
+    try:
+        if not any(displays):  # C speed too: no display to stand in (format=raw pages)
+            return raws
+    except (TypeError, ValueError):
+        pass
     missing = {type(d) for r, d in zip(raws, displays, strict=False) if r is None}
     if missing <= _TEXT_TYPES:
         return raws
