@@ -205,7 +205,7 @@ def bench_cpu(svc: RemoteService, object_key: str, n: int) -> dict[str, Any]:
         fields, source = describe(client, object_key, app, first, "keys", tz)
         assert decodes_raw_alone(first, fields, raw_format=False)
         parts = [build_frames(first, fields, source, tz=tz, keep_original=False)]
-        parse = raw_page_parser([f.key for f in fields], parse_json)
+        parse = raw_page_parser(fields, parse_json)
         assert parse is not None
         for b in bodies[1:]:
             recs = parse(b)["records"]

@@ -62,7 +62,7 @@ class _Decode:
         from .client import parse_json
 
         self.fields, self.source, self.tz = fields, source, tz
-        self.parse = raw_page_parser([f.key for f in fields], parse_json) or parse_json
+        self.parse = raw_page_parser(fields, parse_json) or parse_json
 
     def __call__(self, body: bytes) -> dict[str, Any]:
         env = self.parse(body)

@@ -221,6 +221,8 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     else:
         cols = [()] * len(names)
     no_displays = (None,) * n
+    raws: Sequence[Any]
+    displays: Sequence[Any]
     for i, (spec, codec) in enumerate(used):
         key = spec.key
         if raw_format:

@@ -275,8 +275,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                             decoder = stack.enter_context(
                                 PageDecoder(fields, source, tz, helpers=helpers)
                             ) if helpers else None
-                            pager.ask_raw([f.key for f in fields],
-                                          decoder.decode if decoder else None)
+                            pager.ask_raw(fields, decoder.decode if decoder else None)
                 if collected is not None:
                     collected.append(page)
                 else:

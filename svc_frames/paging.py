@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .client import Client, Target
     from .filters import Filters
     from .frames import Frames
+    from .kinds.base import FieldSpec
 
 
 Verify = Literal["first", "full", "none"]
@@ -174,14 +175,14 @@ class Paginator:
             self.on_page(page)
         return page
 
-    def ask_raw(self, field_keys: Sequence[str],
+    def ask_raw(self, fields: Sequence[FieldSpec],
                 decode: Callable[[bytes], Any] | None = None) -> None:
         """Request the pages still to come with ``format=raw``, parsed into records with
-        a slot per field key (rawpages), or decoded as they arrive by ``decode`` (a
-        PageDecoder's). Usage: ``pager.ask_raw([f.key for f in fields])``"""
+        a slot per field (rawpages), or decoded as they arrive by ``decode`` (a
+        PageDecoder's). Usage: ``pager.ask_raw(fields)``"""
         from .client import parse_json
 
-        self._raw_parser = decode or raw_page_parser(field_keys, parse_json)
+        self._raw_parser = decode or raw_page_parser(fields, parse_json)
         self.page_format = "raw"
 
     def ask_both(self) -> None:

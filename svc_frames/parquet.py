@@ -316,7 +316,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                 main_writer = _PartWriter(tmp, format, meta)
                 if (app is not None and not source.kinds_inferred
                         and decodes_raw_alone(new, fields, raw_format=False)):
-                    pager.ask_raw([f.key for f in fields])  # as the loaders do
+                    pager.ask_raw(fields)  # as the loaders do
             if not new:
                 continue
             count += len(new)

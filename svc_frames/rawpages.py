@@ -3,13 +3,15 @@
 A page of 1000 wide records is megabytes of JSON, and parsing it is the largest part of a
 load's CPU time. Once the fields are known (after page 1), msgspec decodes each record
 into a struct with one slot per field instead of a dict: no key strings to build and hash,
-about 30% less parse time, and a column is read with one C-level ``attrgetter``. A record
-that does not fit (a field the loader does not expect, an id that is not text) makes the
-whole page fall back to the plain parser, so nothing is dropped.
+about 30% less parse time, and a column is read with one C-level ``attrgetter``. Date and
+timer values, the most numerous objects of a page, become structs holding only the
+members the date codecs read (``DateValue``, ``TimerValue``). A record that does not fit
+(a field the loader does not expect, an id that is not text, a date that is not an
+object) makes the whole page fall back to the plain parser, so nothing is dropped.
 
 Usage::
 
-    parse = raw_page_parser(["field_1", "field_2"])
+    parse = raw_page_parser(fields, parse_json)   # the FieldSpecs of the load
     env = parse(body)            # {"records": [RawRecord, ...], "total_pages": ..., ...}
     env["records"][0].get("field_1"), env["records"][0]["id"]
 """
@@ -18,11 +20,14 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 
 from .filters import FIELD_KEY
+
+if TYPE_CHECKING:  # kinds.dates imports this module: no import of kinds at run time
+    from .kinds.base import FieldSpec
 
 
 class RawRecord(msgspec.Struct, gc=False):
@@ -43,16 +48,71 @@ class RawRecord(msgspec.Struct, gc=False):
             raise KeyError(key) from None
 
 
-def raw_page_parser(keys: Sequence[str], fallback: Callable[[bytes], Any]
+class DateEnd(msgspec.Struct, gc=False):
+    """A raw date object, reduced to what the date codecs read (the service also sends
+    ``date_formatted``, ``timestamp`` and ``time``, which they never use)."""
+
+    unix_timestamp: Any = None
+    iso_timestamp: Any = None
+    date: Any = None
+    hours: Any = None
+    minutes: Any = None
+    am_pm: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The members present, as the dict the codecs' general paths take."""
+        return {k: v for k in self.__struct_fields__ if (v := getattr(self, k)) is not None}
+
+
+class DateValue(DateEnd, gc=False):
+    """A date_time raw value; ``to`` holds a range's end."""
+
+    to: Union[DateEnd, str, None] = None  # noqa: UP007 (msgspec reads the annotation)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = super().as_dict()
+        if isinstance(self.to, DateEnd):
+            out["to"] = self.to.as_dict()
+        return out
+
+
+class TimerSpan(msgspec.Struct, gc=False):
+    start: Union[DateEnd, str, None] = msgspec.field(default=None, name="from")  # noqa: UP007
+    to: Union[DateEnd, str, None] = None  # noqa: UP007
+
+
+class TimerValue(msgspec.Struct, gc=False):
+    """A timer raw value: ``{total_time, times: [{from, to}]}``."""
+
+    total_time: Any = None
+    times: Union[list[TimerSpan], None] = None  # noqa: UP007
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {} if self.total_time is None else {"total_time": self.total_time}
+        if self.times is not None:
+            out["times"] = [{k: v.as_dict() if isinstance(v, DateEnd) else v
+                             for k, v in (("from", t.start), ("to", t.to)) if v is not None}
+                            for t in self.times]
+        return out
+
+
+_VALUE_TYPES: dict[str, Any] = {
+    "date_time": Union[DateValue, str, None],  # noqa: UP007 ("" or null when empty)
+    "timer": Union[TimerValue, str, None],  # noqa: UP007
+}
+
+
+def raw_page_parser(fields: Sequence[FieldSpec], fallback: Callable[[bytes], Any]
                     ) -> Callable[[bytes], Any] | None:
-    """A parser of ``format=raw`` list pages whose records hold (some of) ``keys``; None
-    when a key cannot be a struct slot (not ``field_N``). ``fallback`` parses a page that
-    does not fit."""
-    keys = list(dict.fromkeys(keys))
-    if not all(FIELD_KEY.fullmatch(k) for k in keys):
+    """A parser of ``format=raw`` list pages whose records hold (some of) these fields;
+    None when a key cannot be a struct slot (not ``field_N``). ``fallback`` parses a page
+    that does not fit."""
+    kinds = {f.key: f.kind for f in fields}
+    if not all(FIELD_KEY.fullmatch(k) for k in kinds):
         return None
-    record = msgspec.defstruct("Record", [(k, Any, None) for k in keys], bases=(RawRecord,),
-                               forbid_unknown_fields=True, gc=False)
+    record = msgspec.defstruct("Record", [(k, _VALUE_TYPES.get(kind, Any), None)
+                                          for k, kind in kinds.items()],
+                               bases=(RawRecord,), forbid_unknown_fields=True, gc=False)
     page = msgspec.defstruct("Page", [("records", list[record]),  # type: ignore[valid-type]
                                       ("total_pages", Any, None),
                                       ("total_records", Any, None),

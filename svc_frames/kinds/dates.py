@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from ..rawpages import DateEnd, DateValue, TimerValue
 from ._util import html_to_text, invalid, is_blank, is_na, raw_values
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
@@ -281,15 +282,19 @@ class DateTimeCodec(Codec):
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         raws = raw_values(raws, displays)
-        # fast path: a dict with an int unix_timestamp; anything else goes the slow way
-        starts = [ms if type(r) is dict and type(ms := r.get("unix_timestamp")) is int
+        # fast paths: a dict, or a DateValue (a raw page parsed by rawpages), with an int
+        # unix_timestamp; anything else goes the slow way
+        starts = [ms if ((t := type(r)) is dict and type(ms := r.get("unix_timestamp")) is int)
+                  or (t is DateValue and type(ms := r.unix_timestamp) is int)
                   else self._slow(r, d, field)[0] for r, d in zip(raws, displays, strict=False)]
         want_to = is_range(field)
         ends: list[int] = []
         if want_to:
-            ends = [ms if type(r) is dict and type(to := r.get("to")) is dict
-                    and type(ms := to.get("unix_timestamp")) is int
-                    else (_NAT if type(r) is dict and "to" not in r
+            ends = [ms if ((t := type(r)) is dict and type(to := r.get("to")) is dict
+                           and type(ms := to.get("unix_timestamp")) is int)
+                    or (t is DateValue and type(to := r.to) is DateEnd
+                        and type(ms := to.unix_timestamp) is int)
+                    else (_NAT if (t is dict and "to" not in r) or (t is DateValue and r.to is None)
                           else self._slow(r, d, field)[1])
                     for r, d in zip(raws, displays, strict=False)]
         out = {field.key: instants(starts, ctx)}
@@ -299,6 +304,8 @@ class DateTimeCodec(Codec):
 
     @staticmethod
     def _slow(r: Any, d: Any, field: FieldSpec) -> tuple[int, int]:
+        if isinstance(r, DateEnd):
+            r = r.as_dict()
         if isinstance(r, dict):
             return _ms(r, field), _ms(r.get("to"), field)
         if r is None and isinstance(d, str) and d:
@@ -381,6 +388,8 @@ class TimerCodec(Codec):
         if fast is not None:
             starts, ends, totals = fast
             return self._series(starts, ends, totals, field, ctx)
+        # TimerValues (raw pages parsed by rawpages) the fast path did not take: as dicts
+        raws = [r.as_dict() if type(r) is TimerValue else r for r in raws]
         starts = []
         ends = []
         totals = []
@@ -445,12 +454,18 @@ def _timer_fast(raws: Sequence[Any],
     if any(r is None and d for r, d in zip(raws, displays, strict=False)):
         return None
     try:
-        starts = [r["times"][0]["from"]["unix_timestamp"] if r is not None else _NAT
-                  for r in raws]
-        ends = [r["times"][-1]["to"]["unix_timestamp"] if r is not None else _NAT
-                for r in raws]
-        totals = [r["total_time"] if r is not None else _NAT for r in raws]
-    except (KeyError, TypeError, IndexError):
+        if any(type(r) is TimerValue for r in raws):  # a raw page parsed by rawpages
+            starts = [r.times[0].start.unix_timestamp if r is not None else _NAT
+                      for r in raws]
+            ends = [r.times[-1].to.unix_timestamp if r is not None else _NAT for r in raws]
+            totals = [r.total_time if r is not None else _NAT for r in raws]
+        else:
+            starts = [r["times"][0]["from"]["unix_timestamp"] if r is not None else _NAT
+                      for r in raws]
+            ends = [r["times"][-1]["to"]["unix_timestamp"] if r is not None else _NAT
+                    for r in raws]
+            totals = [r["total_time"] if r is not None else _NAT for r in raws]
+    except (KeyError, TypeError, IndexError, AttributeError):
         return None
     if not {type(x) for x in starts} | {type(x) for x in ends} | {type(x) for x in totals} \
             <= {int}:
