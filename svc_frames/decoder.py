@@ -84,6 +84,8 @@ class _Decode:
 
 
 class _Helper:
+    """One helper process and its two pipes (length-prefixed messages, see serve)."""
+
     def __init__(self, setup: bytes) -> None:
         # this interpreter's import path, as multiprocessing's spawn passes it; -c, not -m:
         # running the module as __main__ would import it twice
@@ -126,8 +128,8 @@ class _Helper:
 
 
 class PageDecoder:
-    """Decodes raw pages with the loader's fields, in idle helper processes when there are
-    some (see module docstring); thread-safe."""
+    """Decodes raw pages with the loader's fields, here or in a helper process, whichever
+    is free first (see module docstring); thread-safe."""
 
     def __init__(self, fields: list[FieldSpec], source: Source, tz: ZoneInfo | None, *,
                  helpers: int = 1) -> None:
