@@ -313,23 +313,26 @@ def page_urls(client: Client) -> list[str]:
     return urls
 
 
-@pytest.mark.parametrize(("target", "rows"), [("object_1", 3), ("object_3", 20),
-                                             (("scene_1", "view_1"), 10)])
+@pytest.mark.parametrize(("target", "rows", "columns"), [
+    ("object_1", 3, "keys"), ("object_3", 20, "keys"), ("object_3", 30, "labels"),
+    (("scene_1", "view_1"), 10, "keys")])
 def test_pages_after_the_first_come_raw_and_decode_the_same(service: LocalService,
-                                                            target: Any, rows: int) -> None:
+                                                            target: Any, rows: int,
+                                                            columns: Any) -> None:
     """Page 1 shows raw values will do: later pages are asked for with format=raw (the
     slow start has pages 2-5 on the way already) and the frames equal a both-format load."""
     from svc_frames.loaders import load
 
     client = make_client(service)
     urls = page_urls(client)
-    fast = load(client, target, rows_per_page=rows, progress=False)
+    fast = load(client, target, rows_per_page=rows, progress=False, columns=columns)
     assert "format=raw" not in urls[0]
     raw = sum("format=raw" in u for u in urls)
     assert raw >= 1 and raw >= len(urls) - 5
     slow_client = make_client(service)
     slow_urls = page_urls(slow_client)
-    slow = load(slow_client, target, rows_per_page=rows, progress=False, raw_pages=False)
+    slow = load(slow_client, target, rows_per_page=rows, progress=False, raw_pages=False,
+                columns=columns)
     assert not any("format=raw" in u for u in slow_urls)
     assert_same(fast, slow)
 
