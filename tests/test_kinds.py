@@ -789,3 +789,28 @@ def test_daylight_saving_edges_decode_and_encode() -> None:
     assert col.notna().all()
     assert codec.encode({"field_1": col.iloc[0]}, field, CTX)["hours"] == "01"
     assert col.iloc[1] == pd.Timestamp("2019-03-10 03:00", tz=CHICAGO)
+
+
+@pytest.mark.parametrize(("kind", "raw", "edited"), [
+    ("email", {"email": "ann@b.co", "label": "Ann Lee"}, "ann.lee@b.co"),
+    ("link", {"url": "https://x.org/a", "label": "X & Y"}, "https://x.org/b")])
+def test_email_and_link_labels_round_trip(kind: str, raw: dict[str, str],
+                                          edited: str) -> None:
+    """The label has its own column; editing the address keeps it, clearing it drops it."""
+    field = spec(kind)
+    codec = codec_for(field)
+    member = "email" if kind == "email" else "url"
+    assert _round_trip(field, raw) == raw
+    cols = codec.decode([raw], [codec.render(raw, field)], field, CTX)
+    assert list(cols) == [field.key, f"{field.key}.label"]
+    assert cols[f"{field.key}.label"].iloc[0] == raw["label"]
+    # a display-only answer (format=html): the anchor's text is the label
+    shown = codec.decode([None], [codec.render(raw, field)], field, CTX)
+    assert shown[f"{field.key}.label"].iloc[0] == raw["label"]
+    plain = codec.decode([None], [codec.render({member: edited}, field)], field, CTX)
+    assert pd.isna(plain[f"{field.key}.label"].iloc[0])
+    values = {field.key: edited, f"{field.key}.label": raw["label"]}
+    assert codec.normalize(codec.encode(values, field, CTX), field) == {
+        member: edited, "label": raw["label"]}
+    values[f"{field.key}.label"] = pd.NA
+    assert codec.normalize(codec.encode(values, field, CTX), field) == {member: edited}

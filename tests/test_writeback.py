@@ -171,6 +171,26 @@ def test_values_that_mean_the_same_are_not_changes(svc: LocalService, obj: str) 
 
 
 # ---- creates and deletes ------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["email", "link"])
+def test_labels_are_written_and_kept_when_the_address_changes(fresh: LocalService,
+                                                              kind: str) -> None:
+    client = client_for(fresh)
+    obj = widest_object(client)
+    frames = load(client, obj)
+    key = field_of(frames, kind).key
+    rid = str(frames.main[key].dropna().index[0])
+    set_cell(frames, rid, f"{key}.label", "Front desk")
+    assert write_back(client, frames).counts == {"applied": 1}
+    again = load(client, obj)
+    assert cell(again, rid, f"{key}.label") == "Front desk"
+    new = "desk@example.com" if kind == "email" else "https://example.com/desk"
+    set_cell(again, rid, key, new)
+    assert write_back(client, again).counts == {"applied": 1}
+    third = load(client, obj)
+    assert (cell(third, rid, key), cell(third, rid, f"{key}.label")) == (new, "Front desk")
+    assert write_back(client, third).plan.empty  # the label round-trips: nothing to send
+
+
 def test_create_and_delete(fresh: LocalService) -> None:
     client = client_for(fresh)
     obj = widest_object(client)

@@ -130,8 +130,10 @@ _EMAIL = re.compile(r"^[^@\s<>\"]+@[^@\s<>\"]+$")
 
 
 class _AnchorCodec(Codec):
-    """Shared by email and link: raw ``{<member>, label?}``, displayed as an anchor; the frame
-    holds the member's text, and a write sends it as a plain string."""
+    """Shared by email and link: raw ``{<member>, label?}``, displayed as an anchor. The
+    frame holds the member's text in ``field_N`` and the label in ``field_N.label`` (NA
+    when none); a write sends a plain string, or ``{<member>, label}`` when there is a
+    label, so editing the address keeps the label."""
 
     member: ClassVar[str]
     what: ClassVar[str]  # for messages: "an email address", "a URL"
@@ -163,6 +165,9 @@ class _AnchorCodec(Codec):
             out["label"] = label
         return out
 
+    def columns(self, field: FieldSpec) -> list[str]:
+        return [field.key, f"{field.key}.label"]
+
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         raws = raw_values(raws, displays)
@@ -170,11 +175,17 @@ class _AnchorCodec(Codec):
         out = [(r.get(m) if isinstance(r, dict) else str(r)) if r is not None
                else (self.from_display(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]
-        return {field.key: string_series(out)}
+        # a display-only answer (format=html) shows the label as the anchor's text
+        labels = [r.get("label") if isinstance(r, dict) else None if r is not None
+                  else _anchor_label(d, v) for r, d, v in zip(raws, displays, out, strict=False)]
+        return {field.key: string_series(out), f"{field.key}.label": string_series(labels)}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         value = _text_or_none(get_value(values, field.key))
-        return "" if value is None else value
+        if value is None:
+            return ""
+        label = _text_or_none(get_value(values, f"{field.key}.label"))
+        return {self.member: value, "label": label} if label else value
 
 
 class EmailCodec(_AnchorCodec):
@@ -202,6 +213,14 @@ class EmailCodec(_AnchorCodec):
     @classmethod
     def detect(cls, raw: Any) -> bool:
         return isinstance(raw, Mapping) and "email" in raw
+
+
+def _anchor_label(display: Any, member: str | None) -> str | None:
+    """The text of a display anchor when it is not the address itself (a label)."""
+    if not isinstance(display, str) or not display:
+        return None
+    text = html_to_text(display).strip()
+    return text if text and text != member else None
 
 
 def _email_of(display: str) -> str:
