@@ -814,3 +814,5 @@ def test_email_and_link_labels_round_trip(kind: str, raw: dict[str, str],
         member: edited, "label": raw["label"]}
     values[f"{field.key}.label"] = pd.NA
     assert codec.normalize(codec.encode(values, field, CTX), field) == {member: edited}
+    with pytest.raises(InvalidValue, match=f"{field.key}.*label"):  # a label alone
+        codec.encode({field.key: pd.NA, f"{field.key}.label": "Desk"}, field, CTX)

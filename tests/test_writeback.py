@@ -562,6 +562,8 @@ def _value_strategy(f: FieldSpec, col: str, tz: str) -> st.SearchStrategy[Any] |
                 second=0, microsecond=0)).tz_localize(tz))
     if kind == "name":
         return _WORD.map(str.capitalize) if part in ("first", "last") else None
+    if kind in ("email", "link") and part == "label":
+        return _WORD.map(str.capitalize)
     if kind == "email":
         return _WORD.map(lambda w: f"{w.lower()}@example.org")
     if kind == "phone":
@@ -647,6 +649,12 @@ def test_property_random_edits_round_trip(prop_svc: LocalService, object_key: st
         if f.kind in ("date_time", "timer") and f"{f.key}.to" in frames.main.columns:
             set_cell(frames, rid, f"{f.key}.to", value + pd.Timedelta(hours=1))
             expected[(rid, f"{f.key}.to")] = value + pd.Timedelta(hours=1)
+        if col.endswith(".label") and pd.isna(frames.main.loc[rid, f.key]):
+            # a label needs an address beside it (a label alone is refused by diff)
+            address = (f"{rid}.x@example.org" if f.kind == "email"  # unique per record
+                       else f"https://example.org/{rid}")
+            set_cell(frames, rid, f.key, address)
+            expected[(rid, f.key)] = address
         if f.kind == "address" and col.endswith((".latitude", ".longitude")):
             other = col.replace(".latitude", ".LON").replace(".longitude", ".latitude") \
                 .replace(".LON", ".longitude")

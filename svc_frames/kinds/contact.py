@@ -182,9 +182,11 @@ class _AnchorCodec(Codec):
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         value = _text_or_none(get_value(values, field.key))
-        if value is None:
-            return ""
         label = _text_or_none(get_value(values, f"{field.key}.label"))
+        if value is None:
+            if label:  # the service keeps no label without an address: say so, not drop it
+                raise invalid(field, f"a label needs {self.what} in {field.key} beside it")
+            return ""
         return {self.member: value, "label": label} if label else value
 
 
