@@ -203,7 +203,7 @@ def bench_cpu(svc: RemoteService, object_key: str, n: int) -> dict[str, Any]:
         t0 = time.process_time()
         first = parse_json(bodies[0])["records"]
         fields, source = describe(client, object_key, app, first, "keys", tz)
-        assert decodes_raw_alone(first, fields, raw_format=False)
+        assert decodes_raw_alone(first, fields)
         parts = [build_frames(first, fields, source, tz=tz, keep_original=False)]
         parse = raw_page_parser(fields, parse_json)
         assert parse is not None

@@ -168,19 +168,18 @@ class DisplayValuesNeeded(ValueError):
     """build_frames(raw_format=True) met a value that only its display value explains."""
 
 
-def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec], *,
-                      raw_format: bool) -> bool:
-    """Whether these records' fields decode from their raw values alone (so pages may be
-    fetched with ``format=raw``); ``raw_format`` says where the raws sit (``field_N``) in
-    ``records``. Usage: ``decodes_raw_alone(page1, fields, raw_format=False)``"""
+def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec]
+                      ) -> bool:
+    """Whether the fields of these (raw and display) records decode from raw values alone,
+    so the pages still to come may be fetched with ``format=raw``. A raw page is checked
+    by build_frames itself (DisplayValuesNeeded). Usage: ``decodes_raw_alone(page1, fields)``"""
     from .kinds import codec_for
 
     for spec in fields:
         codec = codec_for(spec)
         if type(codec).decodes_raw_alone is Codec.decodes_raw_alone:
             continue  # every value of the kind will do: no need to look
-        key = spec.key if raw_format else spec.key + "_raw"
-        if not codec.decodes_raw_alone([r.get(key) for r in records]):
+        if not codec.decodes_raw_alone([r.get(spec.key + "_raw") for r in records]):
             return False
     return True
 

@@ -270,7 +270,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                         fields, source = describe(client, target, app, page.records, columns,
                                                   tz)
                         if (raw_pages and not source.kinds_inferred
-                                and decodes_raw_alone(page.records, fields, raw_format=False)):
+                                and decodes_raw_alone(page.records, fields)):
                             helpers = decode_helpers(processes, pager, page)
                             decoder = stack.enter_context(
                                 PageDecoder(fields, source, tz, helpers=helpers)

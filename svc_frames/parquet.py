@@ -315,7 +315,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                 meta = {"source": source.to_dict()}
                 main_writer = _PartWriter(tmp, format, meta)
                 if (app is not None and not source.kinds_inferred
-                        and decodes_raw_alone(new, fields, raw_format=False)):
+                        and decodes_raw_alone(new, fields)):
                     pager.ask_raw(fields)  # as the loaders do
             if not new:
                 continue

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from svc_frames.frames import (
+    DisplayValuesNeeded,
     Frames,
     Source,
     all_schema_fields,
@@ -150,7 +151,7 @@ def test_raw_format_decodes_like_both(app: dict[str, Any], records: list[dict[st
     both = load(app, records)
     assert both.source is not None
     fields = both.source.fields
-    assert decodes_raw_alone(records, fields, raw_format=False)
+    assert decodes_raw_alone(records, fields)
     raw = build_frames(as_raw_format(records), fields, both.source,
                        tz=resolve_timezone("Central Time (US & Canada)"), raw_format=True)
     pd.testing.assert_frame_equal(raw.main, both.main)
@@ -163,12 +164,13 @@ def test_name_like_connection_needs_display_values() -> None:
     recs = [{"id": "r1", "field_5": '<span class="5ea46ad2b6ce4b0015000ae8">Ann Lee</span>',
              "field_5_raw": [{"first": "Ann", "last": "Lee"}]}]
     fields, _ = resolve_fields(recs, None)
-    assert not decodes_raw_alone(recs, fields, raw_format=False)
-    assert not decodes_raw_alone(as_raw_format(recs), fields, raw_format=True)
+    assert not decodes_raw_alone(recs, fields)
+    with pytest.raises(DisplayValuesNeeded, match="field_5"):  # a raw page showing one
+        build_frames(as_raw_format(recs), fields, Source("view", "", fields), raw_format=True)
     recs[0]["field_5_raw"] = [{"id": "5ea46ad2b6ce4b0015000ae8", "identifier": "Ann Lee"}]
-    assert decodes_raw_alone(recs, fields, raw_format=False)
+    assert decodes_raw_alone(recs, fields)
     unknown = [FieldSpec(key="field_5", kind="unknown")]
-    assert not decodes_raw_alone(recs, unknown, raw_format=False)
+    assert not decodes_raw_alone(recs, unknown)
 
 
 def test_labels(app: dict[str, Any], records: list[dict[str, Any]]) -> None:
