@@ -1,0 +1,222 @@
+"""The application schema, read in one place: every module that needs to know what an object,
+a view or a form holds asks this reader instead of walking the schema dict itself.
+
+The schema is the document ``GET /v1/applications/<app_id>`` answers
+(docs/hosted-behaviour.md, "Application schema"). The hosted service does not always
+expose it, and its documents carry members this package never reads, so the reader is
+tolerant: a missing schema, object or view answers ``None`` (or an empty value where that
+reads better), never an exception. Validation of an application *definition* (the local
+service's job) lives in ``svc_frames/server/schema.py``, which walks a view's fields with
+the same :func:`view_columns` the client uses, so "which fields does a view show" has one
+answer: what the service renders.
+
+Usage::
+
+    schema = Schema.of(client.schema())          # Schema.of(None): an empty schema
+    schema.object_fields("object_3")             # [FieldSpec, ...] or None
+    schema.view_field_keys("scene_2", "view_3")  # ["field_12", ...] or None
+    schema.timezone                              # ZoneInfo of settings.timezone, or None
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from .errors import ConfigurationError
+from .kinds.base import FieldSpec
+from .kinds.tz import resolve_timezone
+
+__all__ = ["Connection", "Schema", "ViewColumn", "view_columns"]
+
+FIELD_KEY = re.compile(r"^field_\d+$")
+#: The members of a view under which the hosted schema nests the fields it shows: table and
+#: search ``columns``, form ``inputs``, details ``groups`` (which nest columns again).
+_LAYOUT_KEYS = ("columns", "inputs", "groups")
+
+
+@dataclass(frozen=True)
+class ViewColumn:
+    """One field a view shows; ``connection_field`` when a connection column shows a field
+    of the connected record instead of its identifier."""
+
+    key: str
+    connection_field: str | None = None
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A connection field: records of ``from_object`` point at records of ``to_object``.
+    ``many`` when one record may hold several connected records (``has: many``)."""
+
+    field: str
+    label: str
+    from_object: str
+    to_object: str
+    many: bool
+
+
+def view_columns(view: Mapping[str, Any]) -> list[ViewColumn]:
+    """Every field a view document shows, in order and once each, whatever its layout:
+    table ``columns``, form ``inputs``, details ``groups`` nested at any depth. An item is
+    ``{"field": {"key": "field_N"}}`` (optionally with ``connection_field``) or a bare
+    ``{"key": "field_N"}``.
+
+    Usage: ``[c.key for c in view_columns(view_doc)]``"""
+    out: list[ViewColumn] = []
+    seen: set[tuple[str, str | None]] = set()
+
+    def add(key: Any, conn: Any = None) -> None:
+        if isinstance(key, str) and FIELD_KEY.match(key):
+            col = ViewColumn(key, conn if isinstance(conn, str) else None)
+            if (col.key, col.connection_field) not in seen:
+                seen.add((col.key, col.connection_field))
+                out.append(col)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif isinstance(node, Mapping):
+            fld = node.get("field")
+            if isinstance(fld, Mapping) and "key" in fld:
+                conn = node.get("connection_field")
+                add(fld["key"], conn.get("key") if isinstance(conn, Mapping) else None)
+            elif isinstance(node.get("key"), str) and FIELD_KEY.match(node["key"]):
+                add(node["key"])
+            for k in _LAYOUT_KEYS:
+                if k in node:
+                    walk(node[k])
+
+    for k in _LAYOUT_KEYS:
+        walk(view.get(k) or [])
+    return out
+
+
+class Schema:
+    """A tolerant, read-only view of an application schema dict (or of none)."""
+
+    def __init__(self, app: Mapping[str, Any] | None) -> None:
+        self.doc: Mapping[str, Any] = app or {}
+        self._objects: dict[str, Mapping[str, Any]] = {
+            str(o["key"]): o for o in self.doc.get("objects") or ()
+            if isinstance(o, Mapping) and isinstance(o.get("key"), str)}
+        self._views: dict[tuple[str, str], Mapping[str, Any]] = {}
+        for sc in self.doc.get("scenes") or ():
+            if not isinstance(sc, Mapping):
+                continue
+            for v in sc.get("views") or ():
+                if isinstance(v, Mapping) and isinstance(v.get("key"), str):
+                    self._views.setdefault((str(sc.get("key")), v["key"]), v)
+
+    @classmethod
+    def of(cls, app: Mapping[str, Any] | Schema | None) -> Schema:
+        """The reader of ``app`` (a schema dict, None, or a Schema already)."""
+        return app if isinstance(app, Schema) else cls(app)
+
+    @property
+    def available(self) -> bool:
+        """True when there was a schema to read (the service exposes it)."""
+        return bool(self.doc)
+
+    # ---- application -----------------------------------------------------------------
+    @property
+    def timezone_name(self) -> str | None:
+        """``settings.timezone`` as given (an IANA or a hosted display name), or None."""
+        name = (self.doc.get("settings") or {}).get("timezone")
+        return str(name) if name else None
+
+    @property
+    def timezone(self) -> ZoneInfo | None:
+        """The application's timezone, or None when unset or unreadable (an odd setting
+        must not stop a load: dates then stay as the service labels them)."""
+        name = self.timezone_name
+        if not name:
+            return None
+        try:
+            return resolve_timezone(name)
+        except ConfigurationError:
+            return None
+
+    # ---- objects and fields ----------------------------------------------------------
+    def object_keys(self) -> list[str]:
+        """Object keys in schema order."""
+        return list(self._objects)
+
+    def object(self, key: str) -> Mapping[str, Any] | None:
+        """The object's schema dict, or None."""
+        return self._objects.get(key)
+
+    def object_name(self, key: str) -> str:
+        """The name the schema gives an object, or ""."""
+        return str((self._objects.get(key) or {}).get("name") or "")
+
+    def object_fields(self, key: str) -> list[FieldSpec] | None:
+        """The FieldSpecs of object ``key`` in schema order, or None when the object is
+        not in the schema."""
+        obj = self._objects.get(key)
+        if obj is None:
+            return None
+        return [FieldSpec.from_schema(f, key) for f in obj.get("fields") or ()
+                if isinstance(f, Mapping) and f.get("key")]
+
+    def field(self, object_key: str, field_key: str) -> FieldSpec | None:
+        """One field of one object, or None."""
+        return next((f for f in self.object_fields(object_key) or () if f.key == field_key),
+                    None)
+
+    def all_fields(self) -> dict[str, FieldSpec]:
+        """Every field of every object by key (a view may show fields of connected objects)."""
+        return {f.key: f for key in self._objects for f in self.object_fields(key) or ()}
+
+    def connections(self) -> list[Connection]:
+        """Every connection field of every object whose target the schema names."""
+        out: list[Connection] = []
+        for key in self._objects:
+            for f in self.object_fields(key) or ():
+                rel = f.relationship or {}
+                if f.kind == "connection" and rel.get("object"):
+                    out.append(Connection(field=f.key, label=f.label, from_object=key,
+                                          to_object=str(rel["object"]),
+                                          many=rel.get("has") == "many"))
+        return out
+
+    # ---- scenes and views ------------------------------------------------------------
+    def views(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
+        """(scene key, view key, view dict) of every view, in schema order."""
+        for (scene, view), doc in self._views.items():
+            yield scene, view, doc
+
+    def view(self, scene: str, view: str) -> Mapping[str, Any] | None:
+        """The view's schema dict, or None."""
+        return self._views.get((scene, view))
+
+    def view_name(self, scene: str, view: str) -> str:
+        return str((self._views.get((scene, view)) or {}).get("name") or "")
+
+    def view_object(self, scene: str, view: str) -> str:
+        """The key of the object a view lists (``source.object``), or ""."""
+        return str(((self.view(scene, view) or {}).get("source") or {}).get("object") or "")
+
+    def view_columns(self, scene: str, view: str) -> list[ViewColumn] | None:
+        """The fields a view shows (a form: the fields it takes), None when unknown."""
+        doc = self.view(scene, view)
+        return None if doc is None else view_columns(doc)
+
+    def view_field_keys(self, scene: str, view: str) -> list[str] | None:
+        """The field keys a view shows or a form takes, once each, None when unknown."""
+        cols = self.view_columns(scene, view)
+        if cols is None:
+            return None
+        return list(dict.fromkeys(c.key for c in cols))
+
+    # ---- targets ---------------------------------------------------------------------
+    def target_name(self, object_key: str, scene: str | None = None,
+                    view: str | None = None) -> str:
+        """The name of a load's target: the view's name for a view, else the object's."""
+        if scene and view:
+            return self.view_name(scene, view)
+        return self.object_name(object_key)
