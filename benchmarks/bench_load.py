@@ -34,8 +34,9 @@ import requests
 
 from svc_frames.client import Client, parse_json
 from svc_frames.frames import build_frames, decodes_raw_alone
-from svc_frames.loaders import app_timezone, concat_frames, describe, paused_gc, read_object
+from svc_frames.loaders import concat_frames, describe, paused_gc, read_object
 from svc_frames.rawpages import raw_page_parser
+from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 
 
@@ -191,7 +192,7 @@ def bench_cpu(svc: RemoteService, object_key: str, n: int) -> dict[str, Any]:
                                params=params, headers=client.headers(), timeout=60)
         bodies.append(r.content)
     app = client.schema()
-    tz = app_timezone(app)
+    tz = Schema.of(app).timezone
 
     def baseline() -> float:
         t0 = time.process_time()
@@ -235,6 +236,7 @@ _EXPORT_CHILD = r"""
 import resource, sys, time
 from svc_frames.client import Client, parse_json
 from svc_frames.parquet import export
+from svc_frames.schema import Schema
 app_id, key, url, obj, out = sys.argv[1:6]
 c = Client(app_id, api_key=key, base_url=url, rate_limit=0, max_workers=8)
 t0 = time.perf_counter()

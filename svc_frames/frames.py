@@ -98,26 +98,6 @@ def record_field_keys(records: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(keys)
 
 
-def schema_fields(app: Mapping[str, Any] | None, object_key: str) -> list[FieldSpec] | None:
-    """The FieldSpecs of ``object_key`` from an application dict, or None if absent."""
-    if not app:
-        return None
-    for obj in app.get("objects") or ():
-        if obj.get("key") == object_key:
-            return [FieldSpec.from_schema(f, object_key) for f in obj.get("fields") or ()]
-    return None
-
-
-def all_schema_fields(app: Mapping[str, Any] | None) -> dict[str, FieldSpec]:
-    """Every field of every object by key (views may show fields of connected objects)."""
-    out: dict[str, FieldSpec] = {}
-    for obj in (app or {}).get("objects") or ():
-        for f in obj.get("fields") or ():
-            if isinstance(f, Mapping) and f.get("key"):
-                out[f["key"]] = FieldSpec.from_schema(f, obj.get("key", ""))
-    return out
-
-
 def resolve_fields(records: Sequence[Mapping[str, Any]], known: Mapping[str, FieldSpec] | None,
                    order: Sequence[FieldSpec] | None = None) -> tuple[list[FieldSpec], bool]:
     """FieldSpecs for the fields of ``records``: from the schema where known, else inferred

@@ -32,14 +32,13 @@ from .frames import (
     DisplayValuesNeeded,
     Frames,
     Source,
-    all_schema_fields,
     build_frames,
     decodes_raw_alone,
     resolve_fields,
-    schema_fields,
 )
 from .kinds.base import FieldSpec
 from .paging import Page, Paginator, Verify
+from .schema import Schema
 
 Columns = Literal["keys", "labels"]
 
@@ -93,72 +92,33 @@ def user_timezone(timezone: str | ZoneInfo | None) -> ZoneInfo | None:
     return resolve_timezone(timezone)
 
 
-def app_timezone(app: dict[str, Any] | None) -> ZoneInfo | None:
-    name = ((app or {}).get("settings") or {}).get("timezone")
-    if not name:
-        return None
-    from .kinds import resolve_timezone
-    try:
-        return resolve_timezone(name)
-    except Exception:  # an odd app setting must not stop a load; dates stay as labelled
-        return None
-
-
-def view_object(app: dict[str, Any] | None, scene: str, view: str) -> tuple[str, list[str]]:
-    """(source object key, field keys the view shows) from the schema ("" / [] if unknown)."""
-    for sc in (app or {}).get("scenes") or ():
-        if sc.get("key") != scene:
-            continue
-        for v in sc.get("views") or ():
-            if v.get("key") != view:
-                continue
-            obj = (v.get("source") or {}).get("object") or ""
-            keys: list[str] = []
-            for col in v.get("columns") or ():
-                key = ((col or {}).get("field") or {}).get("key")
-                if key and key not in keys:
-                    keys.append(key)
-            return obj, keys
-    return "", []
-
-
-def schema_name(app: dict[str, Any] | None, what: str, key: str, scene: str | None = None
-                ) -> str:
-    """The name the schema gives an object (``what="objects"``) or a view, or ""."""
-    if what == "objects":
-        items = (app or {}).get("objects") or ()
-    else:
-        items = [v for sc in (app or {}).get("scenes") or () if sc.get("key") == scene
-                 for v in sc.get("views") or ()]
-    return next((str(i.get("name") or "") for i in items if i.get("key") == key), "")
-
-
 def describe(client: Client, target: Target, app: dict[str, Any] | None,
              records: list[dict[str, Any]], columns: Columns,
              tz: ZoneInfo | None) -> tuple[list[FieldSpec], Source]:
     """Fields (schema or inferred) and the Source of a load."""
     kind, a, b = parse_target(target)
-    known = all_schema_fields(app) if app else None
+    schema = Schema.of(app)
+    known = schema.all_fields() if app else None
     tz_name = tz.key if tz is not None else None
     if kind == "object":
         assert a is not None
         # an object the schema does not list (a stale schema) but the service served:
         # its fields are looked up by key, or inferred
-        order = schema_fields(app, a)
+        order = schema.object_fields(a)
         fields, inferred = resolve_fields(records, known, order)
         source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
                         base_url=client.base_url, columns=columns,
                         kinds_inferred=inferred or app is None,
-                        name=schema_name(app, "objects", a))
+                        name=schema.object_name(a))
     else:
         assert a is not None and b is not None
-        obj, view_keys = view_object(app, a, b)
+        view_keys = schema.view_field_keys(a, b) or []
         order = [known[k] for k in view_keys if known and k in known] if not records else None
         fields, inferred = resolve_fields(records, known, order)
-        source = Source("view", obj, fields, scene_key=a, view_key=b, timezone=tz_name,
-                        app_id=client.app_id, base_url=client.base_url, columns=columns,
-                        kinds_inferred=inferred or app is None,
-                        name=schema_name(app, "views", b, scene=a))
+        source = Source("view", schema.view_object(a, b), fields, scene_key=a, view_key=b,
+                        timezone=tz_name, app_id=client.app_id, base_url=client.base_url,
+                        columns=columns, kinds_inferred=inferred or app is None,
+                        name=schema.view_name(a, b))
     return fields, source
 
 
@@ -266,7 +226,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                     if app is None:
                         collected = []
                     else:
-                        tz = tz or app_timezone(app)
+                        tz = tz or Schema.of(app).timezone
                         fields, source = describe(client, target, app, page.records, columns,
                                                   tz)
                         if (raw_pages and not source.kinds_inferred
@@ -288,7 +248,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     if collected is not None:
         latest = {r["id"]: r for p in collected if p.pass_no == final_pass for r in p.records}
         records = [latest[rid] for rid in final_ids]
-        tz = tz or app_timezone(app)
+        tz = tz or Schema.of(app).timezone
         fields, source = describe(client, target, app, records, columns, tz)
         return build_frames(records, fields, source, tz=tz)
     assert source is not None

@@ -51,7 +51,6 @@ from .frames import DisplayValuesNeeded, Frames, Source, build_frames, decodes_r
 from .loaders import (
     Columns,
     PageProgress,
-    app_timezone,
     check_columns,
     describe,
     paused_gc,
@@ -59,6 +58,7 @@ from .loaders import (
     want_progress,
 )
 from .paging import Page, Paginator, Verify
+from .schema import Schema
 
 META_KEY = b"svc_frames"
 _LIST = pa.list_(pa.string())
@@ -292,7 +292,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                       verify=verify, max_workers=min(client.max_workers, 3), prefetch=3,
                       keep_ids=False)
     app = client.schema()  # first: every part must share the schema it fixes
-    tz = tz or app_timezone(app)
+    tz = tz or Schema.of(app).timezone
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     tmp_tables = Path(tempfile.mkdtemp(prefix=f".{dest_tables.name}.", dir=dest.parent))

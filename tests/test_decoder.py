@@ -17,7 +17,8 @@ from svc_frames.client import Client, parse_json
 from svc_frames.decoder import PageDecoder
 from svc_frames.errors import ServerError, UsageError
 from svc_frames.frames import Frames, build_frames
-from svc_frames.loaders import app_timezone, describe, load
+from svc_frames.loaders import describe, load
+from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 from svc_frames.testing import object_url
 
@@ -33,7 +34,7 @@ def setup(service: LocalService) -> tuple[Client, Any, Any, Any]:
     client = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
                     rate_limit=0)
     app = client.schema()
-    tz = app_timezone(app)
+    tz = Schema.of(app).timezone
     first = client.get_page("object_3", rows_per_page=50)["records"]
     fields, source = describe(client, "object_3", app, first, "keys", tz)
     return client, fields, source, tz

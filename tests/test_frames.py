@@ -12,16 +12,15 @@ from svc_frames.frames import (
     DisplayValuesNeeded,
     Frames,
     Source,
-    all_schema_fields,
     build_frames,
     decodes_raw_alone,
     label_map,
     record_field_keys,
     resolve_fields,
-    schema_fields,
 )
 from svc_frames.kinds import resolve_timezone
 from svc_frames.kinds.base import FieldSpec
+from svc_frames.schema import Schema
 from svc_frames.testing import hosted_sample_dir
 
 FIXTURES = hosted_sample_dir()
@@ -44,8 +43,8 @@ def records() -> list[dict[str, Any]]:
 def load(app: dict[str, Any] | None, records: list[dict[str, Any]],
          columns: str = "keys") -> Frames:
     tz = resolve_timezone("Central Time (US & Canada)")
-    known = all_schema_fields(app) if app else None
-    fields, inferred = resolve_fields(records, known, schema_fields(app, "object_3"))
+    known = Schema.of(app).all_fields() if app else None
+    fields, inferred = resolve_fields(records, known, Schema.of(app).object_fields("object_3"))
     source = Source("object", "object_3", fields, timezone=tz.key, columns=columns,  # type: ignore[arg-type]
                     kinds_inferred=inferred)
     return build_frames(records, fields, source, tz=tz)

@@ -14,11 +14,11 @@ import requests
 
 from svc_frames.client import Client
 from svc_frames.errors import NotFound, UsageError
-from svc_frames.frames import Frames, Source, all_schema_fields, build_frames, resolve_fields
-from svc_frames.frames import schema_fields as object_fields
+from svc_frames.frames import Frames, Source, build_frames, resolve_fields
 from svc_frames.kinds import resolve_timezone
 from svc_frames.loaders import load, read_view
 from svc_frames.parquet import arrow_to_frame, export, read_parquet, table_meta, to_parquet
+from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 from svc_frames.testing import hosted_sample_dir
 
@@ -38,7 +38,7 @@ def fixture_frames() -> Frames:
     app = json.loads((FIXTURES / "application.json").read_text())["application"]
     recs = json.loads((FIXTURES / "records.json").read_text())["records"]
     tz = resolve_timezone(app["settings"]["timezone"])
-    fields, _ = resolve_fields(recs, all_schema_fields(app), object_fields(app, "object_3"))
+    fields, _ = resolve_fields(recs, Schema.of(app).all_fields(), Schema.of(app).object_fields("object_3"))
     return build_frames(recs, fields, Source("object", "object_3", fields, timezone=tz.key),
                         tz=tz)
 

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 
 from svc_frames.client import parse_json
-from svc_frames.frames import Source, all_schema_fields, build_frames, resolve_fields, schema_fields
+from svc_frames.frames import Source, build_frames, resolve_fields
 from svc_frames.kinds import resolve_timezone
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.rawpages import DateValue, RawRecord, TimerValue, raw_page_parser
+from svc_frames.schema import Schema
 from svc_frames.server.render import format_record
 from svc_frames.testing import hosted_sample_dir
 
@@ -24,7 +25,7 @@ TZ = resolve_timezone("Central Time (US & Canada)")
 def hosted() -> tuple[list[FieldSpec], Source, list[dict[str, Any]]]:
     app = json.loads((FIXTURES / "application.json").read_text())["application"]
     records = json.loads((FIXTURES / "records.json").read_text())["records"]
-    fields, _ = resolve_fields(records, all_schema_fields(app), schema_fields(app, "object_3"))
+    fields, _ = resolve_fields(records, Schema.of(app).all_fields(), Schema.of(app).object_fields("object_3"))
     return fields, Source("object", "object_3", fields, timezone=TZ.key), records
 
 
