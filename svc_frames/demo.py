@@ -250,7 +250,7 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
 
 def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:
     """Plan changes or a report table with field labels instead of keys, for printing."""
-    from .widgets import _fmt
+    from .widgets import format_change_value
 
     labels = {f.key: f.label for f in frames.source.fields} if frames.source else {}
     out = table.drop(columns=[c for c in ("column",) if c in table.columns])
@@ -261,7 +261,7 @@ def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:
             lambda ks: ", ".join(labels.get(k.strip(), k.strip()) for k in str(ks).split(",")))
     for col in ("old", "new"):
         if col in out.columns:
-            out[col] = out[col].map(_fmt)
+            out[col] = out[col].map(format_change_value)
     return out
 
 

@@ -30,12 +30,12 @@ __all__ = ["PlanReview", "review", "changes_html", "report_html"]
 _MAX_CELL = 80  # characters of a value shown in the table before it is shortened
 
 
-def _fmt(value: Any) -> str:
+def format_change_value(value: Any) -> str:
     """A change value as short, readable text (lists joined, NA as an empty marker)."""
     if isinstance(value, (list, tuple)):
-        return ", ".join(_fmt(v) for v in value) if value else "∅"
+        return ", ".join(format_change_value(v) for v in value) if value else "∅"
     if isinstance(value, dict):
-        return ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items())
+        return ", ".join(f"{k}: {format_change_value(v)}" for k, v in value.items())
     try:
         if pd.isna(value):
             return "∅"
@@ -74,8 +74,8 @@ def _record_rows(changes: pd.DataFrame, labels: dict[str, str]) -> str:
         if column and column != field and column.startswith(field + "."):
             name += column[len(field):]
         rows.append(f"<tr><td>{html.escape(name)}</td>"
-                    f"<td class='svcf-old'>{html.escape(_fmt(row.old))}</td>"
-                    f"<td class='svcf-new'>{html.escape(_fmt(row.new))}</td></tr>")
+                    f"<td class='svcf-old'>{html.escape(format_change_value(row.old))}</td>"
+                    f"<td class='svcf-new'>{html.escape(format_change_value(row.new))}</td></tr>")
     return "".join(rows)
 
 
