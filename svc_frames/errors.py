@@ -91,6 +91,11 @@ class ReadOnlyField(InvalidValue):
     """An edit to a kind the service computes (equation, sums, auto increment, formula text)."""
 
 
+class SchemaError(UsageError):
+    """An application document (the local service's definition) is not usable; the message
+    names the object, field, scene or view at fault."""
+
+
 class ConsistencyError(SvcError):
     """Records moved while paging in a way that could not be repaired by re-fetching."""
 
@@ -103,5 +108,20 @@ class ConflictError(SvcError):
         self.conflicts = conflicts
 
 
-__all__ = [name for name in dir() if name.endswith(("Error", "Found", "Limited", "Large",
-                                                      "Unknown", "Value", "Field", "Forbidden"))]
+# --- signals between layers, caught inside the package ---------------------------------------
+class DisplayValuesNeeded(SvcError, ValueError):
+    """A ``format=raw`` page held a value that only its display value explains: the loader
+    fetches that page again with both (never reaches a user)."""
+
+
+# The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it
+# is an HTTP answer in the making, turned into a response before it leaves the server, and
+# a client meets it only as the ServiceError subclass its status maps to.
+
+__all__ = [
+    "SvcError",
+    "ServiceError", "AuthenticationError", "Forbidden", "NotFound", "ValidationError",
+    "PayloadTooLarge", "RateLimited", "ServerError", "OutcomeUnknown",
+    "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
+    "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
+]

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from .errors import DisplayValuesNeeded
 from .filters import FIELD_KEY
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .rawpages import RawRecord, column_getter
@@ -142,10 +143,6 @@ def relabel(name: str, labels: Mapping[str, str]) -> str:
     """``field_N`` / ``field_N.part`` -> ``Label`` / ``Label.part``."""
     key, dot, rest = name.partition(".")
     return labels.get(key, key) + dot + rest
-
-
-class DisplayValuesNeeded(ValueError):
-    """build_frames(raw_format=True) met a value that only its display value explains."""
 
 
 def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec]

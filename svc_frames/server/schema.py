@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SchemaError
 from ..kinds import READ_ONLY_KINDS
 from ..kinds.base import FieldSpec
 from ..kinds.tz import resolve_timezone
@@ -50,10 +50,6 @@ KEY_RE = {
 COMPUTED_KINDS = READ_ONLY_KINDS
 AGGREGATE_KINDS = frozenset({"sum", "count", "average", "min", "max"})
 VIEW_TYPES = frozenset({"table", "list", "search", "calendar", "form", "details"})
-
-class SchemaError(ValueError):
-    """The application document is not usable; the message names the culprit."""
-
 
 def zone_for(name: str | None) -> ZoneInfo:
     """IANA zone for a hosted display name (``Central Time (US & Canada)``) or an IANA name;
