@@ -29,10 +29,11 @@ import struct
 import subprocess
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, Any, cast
 from zoneinfo import ZoneInfo
 
-from .frames import DisplayValuesNeeded, Source, build_frames
+from .errors import DisplayValuesNeeded
+from .frames import Source, build_frames
 from .kinds.base import FieldSpec
 from .rawpages import raw_page_parser
 
@@ -68,7 +69,7 @@ class _Decode:
         env = self.parse(body)
         records = env.get("records") if isinstance(env, dict) else None
         if not isinstance(records, list):
-            return env  # not a record list: the client reports it
+            return cast(dict[str, Any], env)  # not a record list: the client reports it
         ids = [r.get("id") if hasattr(r, "get") else None for r in records]
         out = {k: v for k, v in env.items() if k != "records"}
         out["records"] = [{"id": i} for i in ids]

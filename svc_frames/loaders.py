@@ -26,10 +26,9 @@ import pandas as pd
 
 from .client import Client, Target, parse_target
 from .decoder import PageDecoder
-from .errors import UsageError
+from .errors import DisplayValuesNeeded, UsageError
 from .filters import Filters
 from .frames import (
-    DisplayValuesNeeded,
     Frames,
     Source,
     build_frames,

@@ -45,9 +45,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .client import Client, Target, parse_target
-from .errors import UsageError
+from .errors import DisplayValuesNeeded, UsageError
 from .filters import Filters, validate_filters
-from .frames import DisplayValuesNeeded, Frames, Source, build_frames, decodes_raw_alone
+from .frames import Frames, Source, build_frames, decodes_raw_alone
 from .loaders import (
     Columns,
     PageProgress,

@@ -54,11 +54,11 @@ class ChoiceCodec(Codec):
                 choice = str(choice)
             else:
                 raise invalid(field, f"a choice must be text, got {choice!r}")
-        choice = choice.strip()
+        text = str(choice).strip()
         options = self._options(field)
-        if options and choice not in options:
-            raise invalid(field, f"{choice!r} is not one of the options {options}")
-        return choice
+        if options and text not in options:
+            raise invalid(field, f"{text!r} is not one of the options {options}")
+        return text
 
     def normalize(self, value: Any, field: FieldSpec, hooks: ServiceHooks | None = None) -> Any:
         if is_blank(value):

@@ -199,7 +199,8 @@ def parse_wall(value: Any, field: FieldSpec, base: date | None = None) -> dateti
     """A date input (string, {date, hours, minutes, am_pm}, datetime) -> wall clock."""
     if isinstance(value, pd.Timestamp):
         value = value.tz_localize(None) if value.tzinfo else value
-        return value.to_pydatetime().replace(second=0, microsecond=0)
+        wall: datetime = value.to_pydatetime()
+        return wall.replace(second=0, microsecond=0)
     if isinstance(value, datetime):
         return value.replace(tzinfo=None, second=0, microsecond=0)
     if isinstance(value, date):
