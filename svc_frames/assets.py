@@ -1,4 +1,4 @@
-"""Files and images: upload (interface.md 4.6/4.7), create a record with an asset (4.8),
+"""Files and images: upload (docs/service-interface.md §4.6, §4.7), create with an asset (§4.8),
 download the exact bytes back, and the asset rules write-back relies on (§2.5).
 
 Usage::
@@ -9,7 +9,7 @@ Usage::
     data = download(client, rec["field_12_raw"])      # the bytes that were uploaded
 
 One uploaded asset may be placed in one field only; a file used in several fields or
-records is uploaded once per placement (interface.md 2.5).
+records is uploaded once per placement (docs/service-interface.md §2.5).
 """
 
 from __future__ import annotations
@@ -173,8 +173,9 @@ def plan_asset_value(new: Mapping[str, Any], old: Mapping[str, Any], field: Fiel
         if owner is not None and owner != (record_id, key):
             raise InvalidValue(
                 f"record {record_id}: asset {value} is already placed in record {owner[0]} "
-                f"field {owner[1]}; one upload may be placed in one field only (interface.md "
-                "2.5): put the file's path in the cell to upload it again",
+                f"field {owner[1]}; one upload may be placed in one field only "
+                "(docs/service-interface.md §2.5): put the file's path in the cell to upload "
+                "it again",
                 field=key, column=key, record_id=record_id)
         return value
     return pending(value, kind, filename, field_key=key, record_id=record_id)
@@ -206,7 +207,9 @@ def upload(client: Client, source: AssetSource | PendingUpload, kind: AssetKind 
 
 def upload_file(client: Client, source: AssetSource, filename: str | None = None
                 ) -> dict[str, Any]:
-    """Upload a file (interface.md 4.6). Usage: ``upload_file(client, "a.pdf")["id"]``"""
+    """Upload a file (docs/service-interface.md §4.6).
+
+    Usage: ``upload_file(client, "a.pdf")["id"]``"""
     return upload(client, source, "file", filename)
 
 

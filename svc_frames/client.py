@@ -9,7 +9,7 @@ Usage::
     page = client.get_page(("scene_1", "view_2"))
 
 Object requests send the application id and the API key; view requests send the literal
-``service`` as key plus the user token in ``Authorization`` (interface.md section 5).
+``service`` as key plus the user token in ``Authorization`` (docs/service-interface.md §5).
 GET, PUT and DELETE are retried with backoff on 429, 502/503/504 and dropped connections;
 a POST is only retried when it surely did not reach the server (refused by the rate limit
 or the connection was never opened), otherwise :class:`OutcomeUnknown` is raised.
@@ -300,7 +300,7 @@ class Client:
     # ---- headers -------------------------------------------------------------------------
     def headers(self, *, view: bool = False, token: str | None = None,
                 key_required: bool = True, bare: bool = False) -> dict[str, str]:
-        """The header set of interface.md section 5 (object: app id + key; view: app id,
+        """The header set of docs/service-interface.md §5 (object: app id + key; view: app id,
         the literal ``service`` and ``Authorization`` when a token is known; ``bare``: none,
         as the login request of 4.5)."""
         if bare:
@@ -463,7 +463,7 @@ class Client:
 
     # ---- the service's operations --------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:
-        """Remote login (interface.md 4.5): keep the user token for view requests.
+        """Remote login (docs/service-interface.md §4.5): keep the user token for view requests.
 
         Usage: ``user = client.login("ann@example.org", "pw")``"""
         if not email or not password:

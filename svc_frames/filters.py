@@ -1,6 +1,6 @@
 """Record filters: the service's JSON rules, a small builder, and validation before sending.
 
-The service takes ``filters`` as URL-encoded JSON (real-world.md): ``{"match": "and"|"or",
+``filters`` is URL-encoded JSON (docs/hosted-behaviour.md §1.2): ``{"match": "and"|"or",
 "rules": [{"field": "field_3", "operator": "is", "value": "x"}]}``; a bare list of rules
 means "and". Everything is checked here, before any request: an unknown operator or a
 field key that is not ``field_N`` raises :class:`UsageError` naming it.

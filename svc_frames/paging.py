@@ -1,7 +1,7 @@
 """Page plan, concurrent fetch within the client's pace, and consistency checks.
 
 Page-number paging can skip or repeat a record inserted, deleted or re-sorted while a run
-is under way (real-world.md). A :class:`Paginator` therefore treats ``total_records`` and
+is under way (docs/hosted-behaviour.md §1.1), so a :class:`Paginator` treats ``total_records`` and
 ``total_pages`` as estimates and checks every *pass* over the pages:
 
 * stop conditions: an empty page ends a pass; after the planned pages a full last page

@@ -111,7 +111,7 @@ def no_secret(text: str) -> None:
     assert KEY not in text and TOKEN not in text
 
 
-# ---- headers (interface.md section 5) -------------------------------------------------
+# ---- headers (docs/service-interface.md §5) -----------------------------------------
 def test_object_and_view_headers(scripted: Scripted) -> None:
     scripted.script((200, "application/json", PAGE))
     client = make(scripted, token=TOKEN)

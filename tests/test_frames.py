@@ -124,7 +124,7 @@ def test_connection_id_identifier_shape(records: list[dict[str, Any]],
 
 
 def test_connection_name_like_shape() -> None:
-    """interface.md 2.1: raw ``[{first, last}]``, the id only in the display's span."""
+    """docs/service-interface.md §2.1: raw ``[{first, last}]``, the id only in the display span."""
     recs = [{"id": "r1",
              "field_5": '<a href="#"><span class="5ea46ad2b6ce4b0015000ae8">Ann Lee</span></a>'
                         '<br /><a href="#"><span class="5ea46ad2b6ce4b0015000ae9">Bo Ng</span></a>',

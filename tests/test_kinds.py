@@ -107,7 +107,7 @@ def test_render_equals_every_fixture_display(key: str) -> None:
 
 
 def test_render_details_beyond_the_fixtures() -> None:
-    link = spec("link")  # no target in the format: real-world.md's target="_blank"
+    link = spec("link")  # no target in the format: docs/hosted-behaviour.md §7.2's target="_blank"
     assert codec_for(link).render({"url": "https://a.b/c"}, link) == \
         '<a href="https://a.b/c" target="_blank">https://a.b/c</a>'
     assert codec_for(link).render({"url": "https://a.b", "label": "A&B"}, link) == \
@@ -422,7 +422,7 @@ def test_connection_table_from_the_fixture() -> None:
 
 
 def test_name_like_connections_take_their_ids_from_the_display_html() -> None:
-    """interface.md 2.1: raw [{first, last}], ids only in the anchors' spans."""
+    """docs/service-interface.md §2.1: raw [{first, last}], ids only in the anchors' spans."""
     field = FieldSpec(key="field_9", kind="connection", relationship={"object": "object_1"})
     raws = [[{"first": "Ann", "last": "Lee"}, {"first": "Bo", "last": "Ek"}], []]
     displays = ['<a href="#view/5f1"><span class="5f1">Ann Lee</span></a><br />'

@@ -67,7 +67,7 @@ def test_served_records_encode_back_to_what_the_service_stores(
             else:
                 values = {name: s.iloc[i] for name, s in frames[f.key].items()}
             if f.kind in ("file", "image") and not str(f.format.get("source")) == "url":
-                continue  # an asset is placed once (interface.md 2.5); placing is tested apart
+                continue  # an asset is placed once (docs/service-interface.md §2.5); tested apart
             payload[f.key] = codec.encode(values, f, ctx)
             kinds_seen.add(f.kind)
         put = requests.put(object_url(svc, object_key, rec["id"]), json=payload,
@@ -85,7 +85,7 @@ def test_served_records_encode_back_to_what_the_service_stores(
                     (rec["id"], key, before, after)
             if kind not in _NOT_IN_FRAME:
                 assert back.get(key) == rec.get(key), (rec["id"], key)
-    # the demo's work orders use every kind of real-world.md's table
+    # the demo's work orders use every kind of docs/hosted-behaviour.md §7.2
     assert {"address", "date_time", "timer", "name", "connection", "multiple_choice",
             "boolean", "currency", "phone", "link", "email"} <= kinds_seen
 

@@ -1,4 +1,4 @@
-"""The local service over real HTTP: schema, paging, CRUD, auth (interface.md 4.1-4.8, §5)."""
+"""The local service over HTTP: schema, paging, CRUD, auth (docs/service-interface.md §4, §5)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The field-kind codec contract: one codec per kind, reading and writing side by side.
 
-A codec serves both halves of the package from one table of rules (real-world.md):
+A codec serves both halves of the package from one table of rules (docs/hosted-behaviour.md §7):
 
 * the local service calls ``normalize`` (an accepted write input -> the stored raw value,
   or ``None`` for empty) and ``render`` (raw -> display value);
@@ -88,7 +88,7 @@ class ServiceHooks(Protocol):
 
     def asset(self, asset_id: str, field_key: str) -> dict[str, Any]:
         """The raw asset shape for ``asset_id`` placed in ``field_key``; InvalidValue if the
-        asset is unknown or already placed in another field (interface.md 2.5)."""
+        asset is unknown or already placed in another field (docs/service-interface.md §2.5)."""
         ...
 
 

@@ -1,6 +1,6 @@
 """connection: links to records of another object (``field.relationship["object"]``).
 
-Raw ``[{id, identifier}]``; interface.md 2.1 also shows name-like ``[{first, last}]`` whose
+Raw ``[{id, identifier}]``; docs/service-interface.md §2.1 has name-like ``[{first, last}]`` whose
 ids are only in the display HTML (``<span class="<id>">``). No main-frame column: the
 exploded table ``tables[field_N]`` (record_id, connected_id, identifier) is the truth.
 """

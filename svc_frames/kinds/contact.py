@@ -310,7 +310,7 @@ class LinkCodec(_AnchorCodec):
     """link: raw ``{url, label?}``; display ``<a href="url" target="_blank">url</a>``.
 
     The target attribute follows ``format["target"]``: absent or "_blank" gives
-    ``target="_blank"`` (real-world.md); "_self" gives none, as the fixtures show."""
+    ``target="_blank"`` (docs/hosted-behaviour.md §7); "_self" gives none, as the fixtures show."""
 
     kinds: ClassVar[tuple[str, ...]] = ("link",)
     member = "url"

@@ -1,4 +1,4 @@
-"""HTTP routes of the local service (FastAPI), per interface.md and real-world.md.
+"""Routes of the local service (FastAPI): docs/service-interface.md + docs/hosted-behaviour.md.
 
 Object requests need ``X-Service-Application-Id`` and ``X-Service-REST-API-KEY``; view
 requests send the literal ``service`` as the key and, behind a login, the user token in
@@ -111,7 +111,8 @@ def _reformat(frag: str, fmt: str) -> str:
 def build_app(state: ServiceState) -> Any:
     """The ASGI application of one service (FastAPI wrapped in the emulation middleware)."""
     api = FastAPI(title="svc_frames local service", version="1",
-                  description="A local record-data service (interface.md + real-world.md).")
+                  description="A local record-data service (docs/service-interface.md + "
+                              "docs/hosted-behaviour.md).")
     app_def = state.app
     store = state.store
 
@@ -227,7 +228,7 @@ def build_app(state: ServiceState) -> Any:
             "type": "object", "properties": {"email": {"type": "string"},
                                              "password": {"type": "string"}}}}}}})
     async def login(app_id: str, request: Request) -> Response:
-        """Remote login (interface.md 4.5): email + password -> session with a user token."""
+        """Remote login (docs/service-interface.md §4.5): email + password -> a session, a token."""
         check_app_path(app_id)
         body = await read_json(request)
         email, password = body.get("email"), body.get("password")

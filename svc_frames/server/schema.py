@@ -1,7 +1,7 @@
 """The application definition: a JSON document in the application-schema shape.
 
 The local service reads the same shape the hosted service answers at
-``GET /v1/applications/<app_id>`` (real-world.md "Application schema"): ``objects[]`` with
+``GET /v1/applications/<app_id>`` (docs/hosted-behaviour.md §6): ``objects[]`` with
 ``fields[]``, ``scenes[]`` with ``views[]``. A few members the hosted schema does not show
 are read too (all optional):
 

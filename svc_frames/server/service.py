@@ -249,7 +249,7 @@ class LocalService:
         return self._st().store
 
     def headers(self, view: bool = False, token: str | None = None) -> dict[str, str]:
-        """The auth headers of interface.md §5 (object requests, or views with a token)."""
+        """Auth headers (docs/service-interface.md §5): object requests, or views with a token."""
         h = {"X-Service-Application-Id": self.app_id,
              "X-Service-REST-API-KEY": "service" if view else self.api_key}
         if token:

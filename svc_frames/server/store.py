@@ -343,7 +343,7 @@ class Store:
                                    "field": key})
                 continue
             if ctx.allowed is not None and key not in ctx.allowed:
-                continue  # a view uses only its own fields (interface.md 4.4 rules 1-2)
+                continue  # a view uses only its fields (docs/service-interface.md §4.4 rules 1-2)
             spec = obj.field(key)
             if spec.kind in COMPUTED_KINDS:
                 errors.append({"message": f"{key} ({spec.kind}) is computed by the service "
