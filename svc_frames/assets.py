@@ -1,5 +1,5 @@
-"""Files and images: upload (docs/service-interface.md §4.6, §4.7), create with an asset (§4.8),
-download the exact bytes back, and the asset rules write-back relies on (§2.5).
+"""Files and images: upload (docs/service-interface.md §4.6, §4.7), create with an asset
+(§4.8), and download the exact bytes back. Where write-back places assets: ``writeback/uploads.py``.
 
 Usage::
 
@@ -17,49 +17,20 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import os
-import random
-import re
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, Union
+from typing import IO, Any, Literal, Union
 from urllib.parse import quote
 
-import requests
-
-from .errors import (
-    InvalidValue,
-    NotFound,
-    ServerError,
-    ServiceError,
-    UsageError,
-)
-from .kinds._util import is_empty_cell
-
-if TYPE_CHECKING:
-    from .client import Client
-    from .frames import Frames
-    from .kinds.base import FieldSpec
+from .client import Client
+from .errors import InvalidValue, OutcomeUnknown, ServerError, UsageError
 
 __all__ = ["upload_file", "upload_image", "upload", "create_with_asset", "download",
            "PendingUpload", "AssetSource"]
 
 AssetSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 AssetKind = Literal["file", "image"]
-
-# Asset ids of the hosted service are 24 hex digits (records.json); a string of that shape
-# in a file column is an asset id, anything else is taken as a local path to upload.
-_ASSET_ID_RE = re.compile(r"[0-9a-fA-F]{24}\Z")
-
-
-class _Unchanged:
-    def __repr__(self) -> str:
-        return "UNCHANGED"
-
-
-#: plan_asset_value's answer when an asset column needs no write.
-UNCHANGED: Any = _Unchanged()
 
 
 @dataclass(frozen=True)
@@ -124,69 +95,15 @@ def pending(value: Any, kind: AssetKind, filename: str | None = None, *, field_k
                        "path or bytes", field=field_key or None, record_id=record_id or None)
 
 
-def placed_assets(base: Frames | None, layout: Any) -> dict[str, tuple[str, str]]:
-    """asset id -> (record id, field key) for every uploaded asset placed in ``base``."""
-    out: dict[str, tuple[str, str]] = {}
-    if base is None:
-        return out
-    main = base.main
-    for key in layout.fields:
-        if not layout.is_upload(key):
-            continue
-        col = next((c for c in layout.field_cols[key] if layout.col_key[c] == key), None)
-        if col is None or col not in main.columns:
-            continue
-        s = main[col]
-        s = s[s.notna()]
-        for rid, aid in zip(s.index.tolist(), s.tolist(), strict=False):
-            if isinstance(aid, str) and aid:
-                out[aid] = (str(rid), key)
-    return out
-
-
-def plan_asset_value(new: Mapping[str, Any], old: Mapping[str, Any], field: FieldSpec,
-                     record_id: str, placed: Mapping[str, tuple[str, str]]) -> Any:
-    """What a file/image field's columns ask to write: UNCHANGED, None (clear the field), an
-    asset id, or a PendingUpload. ``new``/``old`` are keyed by keys-mode column names.
-
-    Refuses (InvalidValue, before any request) a missing local file and an asset id already
-    placed in another record or field (one asset, one placement: upload again instead)."""
-    key = field.key
-    value = new.get(key)
-    before = old.get(key)
-    kind: AssetKind = "image" if field.kind == "image" else "file"
-    if is_empty_cell(value):
-        return UNCHANGED if is_empty_cell(before) else None
-    name = new.get(f"{key}.filename")
-    filename = name if isinstance(name, str) and name and name != old.get(f"{key}.filename") \
-        else None
-    if isinstance(value, (bytes, bytearray, memoryview, os.PathLike)) or hasattr(value, "read"):
-        return pending(value, kind, filename, field_key=key, record_id=record_id)
-    if not isinstance(value, str):
-        raise InvalidValue(f"record {record_id}: {key} ({field.kind}) needs an asset id, a path "
-                           f"or bytes, got {type(value).__name__}", field=key, column=key,
-                           record_id=record_id)
-    if isinstance(before, str) and value == before:  # before may be NA (empty cell)
-        return UNCHANGED  # only derived columns (file name, url, size) were touched
-    owner = placed.get(value)
-    if owner is not None or _ASSET_ID_RE.match(value):
-        if owner is not None and owner != (record_id, key):
-            raise InvalidValue(
-                f"record {record_id}: asset {value} is already placed in record {owner[0]} "
-                f"field {owner[1]}; one upload may be placed in one field only "
-                "(docs/service-interface.md §2.5): put the file's path in the cell to upload "
-                "it again",
-                field=key, column=key, record_id=record_id)
-        return value
-    return pending(value, kind, filename, field_key=key, record_id=record_id)
-
-
 # ----------------------------------------------------------------------------------------
 # Requests
 # ----------------------------------------------------------------------------------------
 def upload(client: Client, source: AssetSource | PendingUpload, kind: AssetKind = "file",
-           filename: str | None = None) -> dict[str, Any]:
+           filename: str | None = None, *,
+           resend: Callable[[OutcomeUnknown], bool] | None = None) -> dict[str, Any]:
     """Upload a file or image (multipart part ``files``); returns the asset dict of 2.5.
+    ``resend``: the client's rule for an upload whose outcome is unknown (see
+    ``Client.request``).
 
     Usage: ``upload(client, b"...", "image", "photo.png")["id"]``"""
     if kind not in ("file", "image"):
@@ -196,10 +113,10 @@ def upload(client: Client, source: AssetSource | PendingUpload, kind: AssetKind 
     ctype = mimetypes.guess_type(item.filename)[0] or "application/octet-stream"
     path = f"/v1/applications/{quote(client.app_id)}/assets/{kind}/upload"
     # An upload is a POST: the client never repeats it blindly. An orphan asset is harmless
-    # (it is placed nowhere), so a retried upload is safe in effect, but we leave the
-    # decision to the caller through OutcomeUnknown.
+    # (it is placed nowhere), so a retried upload is safe in effect, but the caller decides
+    # (``resend``), else gets OutcomeUnknown.
     out = client.request("POST", path, files={"files": (item.filename, data, ctype)},
-                         what=f"{kind} upload {item.filename}")
+                         what=f"{kind} upload {item.filename}", resend=resend)
     if not isinstance(out, dict) or not out.get("id"):
         raise ServerError(f"{kind} upload {item.filename}: the answer has no asset id")
     return out
@@ -274,31 +191,4 @@ def download(client: Client, asset: str | Mapping[str, Any], *, thumb: bool = Fa
         url = asset
     else:
         raise UsageError(f"download needs an asset dict or a URL, got {asset!r}")
-    if str(url).startswith("/"):
-        url = client.base_url + str(url)
-    headers = {"X-Service-Application-Id": client.app_id}
-    attempt = 0
-    while True:  # GET is idempotent: paced, retried like the client's requests
-        client.limiter.acquire()
-        with client._count_lock:
-            client.request_count += 1
-        try:
-            resp = client.session.get(str(url), headers=headers, timeout=client.timeout)
-            body = resp.content
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            if attempt >= client.max_retries:
-                raise ServerError(f"download {url}: {exc.__class__.__name__}") from None
-            attempt += 1
-            time.sleep(min(4.0, client.backoff * 2 ** attempt) * random.uniform(0.5, 1))
-            continue
-        client.limiter.observe(resp.headers)
-        if resp.status_code in (429, 502, 503, 504, 500) and attempt < client.max_retries:
-            attempt += 1
-            time.sleep(min(4.0, client.backoff * 2 ** attempt) * random.uniform(0.5, 1))
-            continue
-        if resp.status_code == 404:
-            raise NotFound(f"download: no asset at {url}", status=404)
-        if resp.status_code >= 400:
-            raise ServiceError(f"download {url}: HTTP {resp.status_code}",
-                               status=resp.status_code)
-        return body
+    return client.get_bytes(str(url), what=f"asset {url}")

@@ -11,8 +11,11 @@ Usage::
 Object requests send the application id and the API key; view requests send the literal
 ``service`` as key plus the user token in ``Authorization`` (docs/service-interface.md §5).
 GET, PUT and DELETE are retried with backoff on 429, 502/503/504 and dropped connections;
-a POST is only retried when it surely did not reach the server (refused by the rate limit
-or the connection was never opened), otherwise :class:`OutcomeUnknown` is raised.
+a POST is only retried when it surely did not reach the server (refused by the rate limit,
+the connection never opened, or the caller's ``resend`` check verified it absent), otherwise
+:class:`OutcomeUnknown` is raised. Every request of the package goes through this one
+policy (``request``; ``get_bytes`` for asset downloads), so ``retry_count`` and
+``status_counts`` see them all.
 The API key and the token never appear in a repr, a log line or an error message.
 """
 
@@ -324,11 +327,17 @@ class Client:
                 token: str | None = None, key_required: bool = True,
                 idempotent: bool | None = None, what: str = "", bare: bool = False,
                 extra_headers: Mapping[str, str] | None = None,
-                parse: Callable[[bytes], Any] | None = None) -> Any:
+                parse: Callable[[bytes], Any] | None = None,
+                resend: Callable[[OutcomeUnknown], bool] | None = None) -> Any:
         """Send one paced request with retries; return the decoded JSON body (``parse``
         decodes a successful body instead of the plain JSON parser).
 
         ``what`` names the target in error messages (``"object_3"``, ``"scene_1/view_2"``).
+        ``resend``: for a request that is not idempotent (a POST), asked after the backoff
+        whenever its outcome is unknown (sent, no answer or a 5xx): True when it surely
+        did not arrive (e.g. looked up and verified absent), so sending it again cannot
+        duplicate it; the retry then counts against ``max_retries`` like any other.
+        Without it (or once it says False) :class:`OutcomeUnknown` is raised.
         Usage: ``client.request("GET", "/v1/objects/object_1/records", params={"page": 1})``"""
         method = method.upper()
         if idempotent is None:
@@ -338,8 +347,30 @@ class Client:
             headers["Content-Type"] = "application/json"
         if extra_headers:
             headers.update(extra_headers)
-        url = self.base_url + path
-        what = what or path
+        return self._send(method, self.base_url + path, what or path, headers=headers,
+                          params=params, json_body=json_body, files=files,
+                          idempotent=idempotent, parse=parse, resend=resend, view=view,
+                          token=token)
+
+    def get_bytes(self, url: str, *, what: str = "") -> bytes:
+        """The body of a GET as bytes (an asset download), paced and retried like every
+        request. ``url`` is absolute or a path on the service; only the application id is
+        sent (an asset URL may point to another host: the key and token never leave).
+
+        Usage: ``client.get_bytes(asset["url"])``"""
+        if url.startswith("/"):
+            url = self.base_url + url
+        out = self._send("GET", url, what or url,
+                         headers={"X-Service-Application-Id": self.app_id},
+                         idempotent=True, parse=bytes)
+        return out if isinstance(out, bytes) else b""
+
+    def _send(self, method: str, url: str, what: str, *, headers: dict[str, str],
+              params: Mapping[str, Any] | None = None, json_body: Any = None,
+              files: Any = None, idempotent: bool, parse: Callable[[bytes], Any] | None,
+              resend: Callable[[OutcomeUnknown], bool] | None = None, view: bool = False,
+              token: str | None = None) -> Any:
+        """The one retry and pacing policy (see ``request``)."""
         attempt = 0
         while True:
             self.limiter.acquire()
@@ -360,9 +391,13 @@ class Client:
                     not sent and _is_connect_refused(exc))
                 reason = _short_reason(exc)
                 if not (idempotent or never_sent):
-                    raise OutcomeUnknown(
+                    unknown = OutcomeUnknown(
                         f"{method} {what}: the connection failed after the request was sent "
-                        f"({reason}); it may or may not have been applied") from None
+                        f"({reason}); it may or may not have been applied")
+                    if self._may_resend(resend, unknown, attempt, method, what, reason):
+                        attempt += 1
+                        continue
+                    raise unknown from None
                 if attempt >= self.max_retries:
                     raise ServerError(f"{method} {what}: {reason} (gave up after "
                                       f"{attempt + 1} attempts)") from None
@@ -388,16 +423,39 @@ class Client:
                 self._sleep_backoff(attempt, method, what, f"HTTP {status}")
                 continue
             if not idempotent and status >= 500:
-                raise OutcomeUnknown(
+                unknown = OutcomeUnknown(
                     f"{method} {what}: HTTP {status} ({self._message(resp, body)}); the "
                     "request reached the server and may or may not have been applied",
                     status=status)
+                if self._may_resend(resend, unknown, attempt, method, what, f"HTTP {status}"):
+                    attempt += 1
+                    continue
+                raise unknown
             raise self._error(resp, body, method, what, view=view, token=token)
+
+    def _may_resend(self, resend: Callable[[OutcomeUnknown], bool] | None,
+                    unknown: OutcomeUnknown, attempt: int, method: str, what: str,
+                    reason: str) -> bool:
+        """After an unknown outcome: wait the backoff (a slow commit lands meanwhile), then
+        ask ``resend`` whether the request surely did not arrive."""
+        if resend is None or attempt >= self.max_retries:
+            return False
+        time.sleep(self._backoff_delay(attempt + 1))
+        if not resend(unknown):
+            return False
+        with self._count_lock:
+            self.retry_count += 1
+        log.info("resend %d of %s %s after %s (verified not applied)", attempt + 1, method,
+                 what, reason)
+        return True
+
+    def _backoff_delay(self, attempt: int) -> float:
+        return min(8.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random() / 2)
 
     def _sleep_backoff(self, attempt: int, method: str, what: str, reason: str) -> None:
         with self._count_lock:
             self.retry_count += 1
-        delay = min(8.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random() / 2)
+        delay = self._backoff_delay(attempt)
         log.info("retry %d of %s %s after %s in %.2fs", attempt, method, what, reason, delay)
         time.sleep(delay)
 
@@ -552,12 +610,14 @@ class Client:
         return self.request("GET", f"/v1/objects/{object_key}/records/{quote(record_id)}",
                             what=f"{object_key} record {record_id}")
 
-    def create_record(self, object_key: str, data: Mapping[str, Any]) -> dict[str, Any]:
-        """Create a record (POST, never blindly repeated). Usage:
-        ``client.create_record("object_1", {"field_1": "x"})``"""
+    def create_record(self, object_key: str, data: Mapping[str, Any], *,
+                      resend: Callable[[OutcomeUnknown], bool] | None = None
+                      ) -> dict[str, Any]:
+        """Create a record (POST, never blindly repeated: see ``request``'s ``resend``).
+        Usage: ``client.create_record("object_1", {"field_1": "x"})``"""
         parse_target(object_key)
         return self.request("POST", f"/v1/objects/{object_key}/records", json_body=dict(data),
-                            what=object_key)
+                            what=object_key, resend=resend)
 
     def update_record(self, object_key: str, record_id: str,
                       data: Mapping[str, Any]) -> dict[str, Any]:
@@ -574,12 +634,14 @@ class Client:
                             what=f"{object_key} record {record_id}")
 
     def create_view_record(self, scene: str, view: str, data: Mapping[str, Any],
-                           *, token: str | None = None) -> dict[str, Any]:
+                           *, token: str | None = None,
+                           resend: Callable[[OutcomeUnknown], bool] | None = None
+                           ) -> dict[str, Any]:
         """Create a record through a form view: ``{"record", "submit_key"}``."""
         parse_target((scene, view))
         return self.request("POST", f"/v1/pages/{scene}/views/{view}/records",
                             json_body=dict(data), view=True, token=token,
-                            what=f"{scene}/{view}")
+                            what=f"{scene}/{view}", resend=resend)
 
     def update_view_record(self, scene: str, view: str, record_id: str,
                            data: Mapping[str, Any], *, token: str | None = None,

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
@@ -37,6 +36,7 @@ from .frames import (
 )
 from .kinds.base import FieldSpec
 from .paging import Page, Paginator, Verify
+from .progress import PageProgress, want_progress
 from .schema import Schema
 
 Columns = Literal["keys", "labels"]
@@ -138,48 +138,6 @@ def paused_gc() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
-
-
-def want_progress(progress: bool | None) -> bool:
-    """Default: on for interactive use (a tty on stderr, or a notebook kernel)."""
-    if progress is not None:
-        return bool(progress)
-    if "ipykernel" in sys.modules:
-        return True
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-class PageProgress:
-    """A ``tqdm.auto`` bar over pages (records in the postfix), opened once the first page
-    shows more than one page is coming. Safe to call from paging threads."""
-
-    def __init__(self, enabled: bool, desc: str) -> None:
-        self.enabled = enabled
-        self.desc = desc
-        self.bar: Any = None
-        self.records = 0
-
-    def __call__(self, page: Page) -> None:
-        if not self.enabled:
-            return
-        if self.bar is None:
-            if page.total_pages <= 1:
-                return
-            from tqdm.auto import tqdm
-            self.bar = tqdm(total=page.total_pages, desc=self.desc, unit="page",
-                            leave=False)
-        self.records += len(page.records)
-        if self.bar.n >= self.bar.total:
-            self.bar.total += 1  # a re-fetch pass or a grown object
-        self.bar.update(1)
-        self.bar.set_postfix(records=self.records, refresh=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
 
 
 def load(client: Client, target: Target, *, filters: Filters | None = None,

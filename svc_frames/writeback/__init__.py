@@ -1,0 +1,40 @@
+"""Write edited frames back: diff -> Plan -> guard -> apply -> Report, sending only what
+changed. One module per phase:
+
+* ``plan.py``     Plan, the column Layout of a source, statuses (``Status``)
+* ``diff.py``     diff (edited vs loaded -> Plan), add_rows
+* ``uploads.py``  asset placement: what a file/image column writes, uploads before writes
+* ``journal.py``  the on-disk journal of acknowledged writes (resumable runs)
+* ``target.py``   the object or view written to, and the fields a view takes
+* ``state.py``    RunState: the typed state one run's phases share
+* ``values.py``   server records decoded and compared like the loaded frames
+* ``guard.py``    re-reads and conflicts (where a conflict is decided)
+* ``apply.py``    updates, creates, deletes, lookups (where a create is retried)
+* ``refresh.py``  frames and their ``original`` follow the server after a run
+* ``report.py``   Report, per-record Outcome, request counts, the summary line
+* ``run.py``      write_back (its numbered phases) and push
+
+Usage::
+
+    frames = read_object(client, "object_2")
+    frames.main.loc["5d79...", "field_21.latitude"] = 30.27
+    plan = diff(frames)              # what would be sent, as a DataFrame: plan.changes
+    report = write_back(client, frames, journal="push.jsonl")
+    report.table                     # record_id, action, fields, status, message
+
+Rules (ARCHITECTURE.md "Write-back contract"): everything is validated before the first
+request; ``write_back`` re-reads the records about to change in a few batched list
+requests (the lost-update guard), then applies updates, creates and (opt-in) deletes
+concurrently within the client's pace. A create is never repeated blindly: when its
+outcome is unknown it is looked up first, and a journal makes an interrupted run
+resumable.
+"""
+
+from .diff import add_rows, diff
+from .journal import Journal
+from .plan import NEW_ID_PREFIX, Action, Plan, Status
+from .report import Report
+from .run import push, write_back
+
+__all__ = ["Plan", "Report", "Journal", "diff", "write_back", "push", "add_rows",
+           "NEW_ID_PREFIX", "Status", "Action"]

@@ -1,0 +1,496 @@
+"""diff: compare edited frames with what was loaded and build the Plan of writes; and
+add_rows, which appends rows to create.
+
+Usage::
+
+    plan = diff(frames)                  # base = frames.original
+    tmp_ids = add_rows(frames, [{"field_2": "New order"}])
+
+The loaded frames remember their ``original``; ``diff`` compares column by column
+(vectorized) and encodes only the changed fields of changed records through the same kind
+codec that decoded them, so an unchanged frame plans nothing. Everything that cannot be
+written is refused here, naming the column and record: unknown columns, duplicate or
+unknown ids, a reset or re-typed index, values a kind does not accept, read-only kinds,
+missing upload files, frames without metadata.
+
+Reading order: ``source_and_base`` / ``Rows.of`` (validate), then ``PlanBuilder``
+(updates, creates, connections, deletes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InvalidValue, ReadOnlyField, SvcError, UsageError
+from ..frames import Frames, Source
+from ..kinds import values_equal
+from ..kinds._util import is_empty_cell
+from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
+from .uploads import UNCHANGED, placed_assets, plan_asset_value
+
+__all__ = ["diff", "add_rows"]
+
+# Kinds whose acceptance needs the service (connected ids, uploaded assets): not
+# pre-checked with the codec's normalize.
+_HOOKED_KINDS = ("connection", "file", "image")
+
+
+def _is_new_label(label: Any) -> bool:
+    return label is None or (not isinstance(label, str) and pd.isna(label)) or (
+        isinstance(label, str) and (label == "" or label.startswith(NEW_ID_PREFIX)))
+
+
+def _check_index(main: pd.DataFrame, base: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Validate the index; return (is-new mask, record ids with temp ids for new rows)."""
+    idx = main.index
+    if isinstance(idx, pd.MultiIndex):
+        raise UsageError("the frame has a MultiIndex: write_back needs the record id index 'id'")
+    if idx.name != base.index.name:
+        hint = (" (it looks reset: call .set_index('id'))" if "id" in main.columns else "")
+        raise UsageError(f"the frame's index is {idx.name!r}, not the record id index "
+                         f"{base.index.name!r}{hint}")
+    if pd.api.types.is_numeric_dtype(idx.dtype) or pd.api.types.is_bool_dtype(idx.dtype):
+        raise UsageError(f"the record id index was re-typed to {idx.dtype}: ids are strings")
+    labels = idx.to_list()
+    if pd.api.types.is_string_dtype(idx.dtype) and idx.dtype != object:
+        # vectorized: string ids, new rows are NA, "" or "new:..."
+        svals = pd.Series(idx, dtype=idx.dtype)
+        new = (svals.isna() | svals.fillna("").str.startswith(NEW_ID_PREFIX)
+               | (svals.fillna("") == "")).to_numpy(dtype=bool)
+        if not new.any():
+            return new, labels
+    else:
+        new = np.fromiter((_is_new_label(x) for x in labels), dtype=bool, count=len(labels))
+    bad = [x for x, n in zip(labels, new, strict=False) if not n and not isinstance(x, str)]
+    if bad:
+        raise UsageError(f"the record id index holds non-string ids (e.g. {bad[0]!r}): "
+                         "it was re-typed")
+    ids: list[str] = []
+    for pos, (x, n) in enumerate(zip(labels, new, strict=False)):
+        if not n:
+            ids.append(x)
+        elif isinstance(x, str) and x.startswith(NEW_ID_PREFIX):
+            ids.append(x)
+        else:
+            ids.append(f"{NEW_ID_PREFIX}{pos}")
+    return new, ids
+
+
+def _changed_positions(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Positions where base ``a`` and edited ``b`` (positionally aligned) differ.
+
+    Vectorized when both columns share a non-object dtype; candidates are then confirmed
+    with ``values_equal`` (NA vs "", NaN vs None, 1 vs 1.0 are not changes)."""
+    n = len(a)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if a.dtype == b.dtype and a.dtype != object:
+        try:
+            res = a.array == b.array
+            if isinstance(res, pd.api.extensions.ExtensionArray):
+                eq = res.to_numpy(dtype=bool, na_value=False)
+            else:
+                eq = np.asarray(res, dtype=bool)
+            a_na, b_na = a.isna().to_numpy(), b.isna().to_numpy()
+            diff_mask = ~eq & ~(a_na & b_na)
+            # same dtype, both non-NA and unequal: a change. Only NA against a value needs
+            # the kind's rule ("" on an empty text field is not a change)
+            sure = np.flatnonzero(diff_mask & ~a_na & ~b_na)
+            maybe = np.flatnonzero(diff_mask & (a_na ^ b_na))
+            if len(maybe) == 0:
+                return sure
+            av, bv = a.iloc[maybe].tolist(), b.iloc[maybe].tolist()
+            extra = [i for i, x, y in zip(maybe, av, bv, strict=True) if not values_equal(x, y)]
+            return np.sort(np.concatenate([sure, np.asarray(extra, dtype=np.int64)]))
+        except (TypeError, ValueError):
+            cand = np.arange(n)
+    else:
+        cand = np.arange(n)
+    if len(cand) == 0:
+        return cand
+    av = a.iloc[cand].tolist() if len(cand) < n else a.tolist()
+    bv = b.iloc[cand].tolist() if len(cand) < n else b.tolist()
+    keep = [i for i, x, y in zip(cand, av, bv, strict=False) if not (x is y or values_equal(x, y))]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def _encode(layout: Layout, key: str, values: dict[str, Any], rid: str,
+            col_names: Mapping[str, str]) -> Any:
+    """Encode one field of one record, re-raising with the record id and column named."""
+    f = layout.fields[key]
+    codec = layout.codecs[key]
+    try:
+        out = codec.encode(values, f, layout.ctx)
+        if f.kind not in _HOOKED_KINDS:
+            # the service's own acceptance rule (same codec), checked before any request:
+            # e.g. a latitude without its longitude
+            codec.normalize(out, f, None)
+        return out
+    except InvalidValue as exc:
+        exc.record_id = exc.record_id or rid
+        exc.field = exc.field or key
+        if exc.column is None and len(values) == 1:
+            exc.column = col_names.get(next(iter(values)), next(iter(values)))
+        if rid not in exc.message:
+            exc.message = f"record {rid}: {exc.message}"
+            exc.args = (exc.message,)
+        raise
+
+
+def _cell(v: Any) -> Any:
+    """A value as shown in Plan.changes (NA for empties, paths as text)."""
+    if isinstance(v, Path):
+        return str(v)
+    if isinstance(v, (bytes, bytearray)):
+        return f"<{len(v)} bytes>"
+    return v
+
+
+def diff(edited: Frames, base: Frames | None = None) -> Plan:
+    """Compare edited frames with what was loaded; return the Plan of writes.
+
+    Usage::
+
+        plan = diff(frames)                  # base = frames.original
+        plan.changes.query("action == 'update'")
+
+    Raises a ``UsageError`` (or ``InvalidValue``/``ReadOnlyField``) naming the column and
+    record id for anything that cannot be written; nothing is sent by ``diff``."""
+    source, base = source_and_base(edited, base)
+    layout = Layout.of(source)
+    rows = Rows.of(edited.main, base.main, layout, source)
+    b = PlanBuilder(layout, rows, placed=placed_assets(base, layout))
+    b.updates(edited.main, base.main)
+    b.creates(edited.main)
+    b.connections(edited, base)
+    b.deletes()
+    return b.plan(source, edited, base)
+
+
+def source_and_base(edited: Frames, base: Frames | None) -> tuple[Source, Frames]:
+    """The frames' metadata and the values to diff against (``edited.original``)."""
+    if not isinstance(edited, Frames):
+        raise UsageError(f"diff needs Frames (as read_object returns), not {type(edited).__name__}")
+    source = edited.source or (base.source if base is not None else None)
+    if source is None:
+        raise UsageError("the frames carry no metadata (source): load them with read_object/"
+                         "read_view or read_parquet, or pass base=")
+    if base is None:
+        base = edited.original
+    if base is None:
+        raise UsageError("the frames carry no original values to diff against: pass base=")
+    return source, base
+
+
+@dataclass
+class Rows:
+    """Which edited rows are new, which existed, and where they were in the base frame."""
+
+    ids: list[str]            # record id (or temporary id) of each edited row
+    new_mask: np.ndarray      # edited row is to be created
+    existing: pd.Index        # ids of the edited rows that existed, in edited order
+    base_ids: pd.Index        # ids of the base frame (object dtype)
+
+    @classmethod
+    def of(cls, main: pd.DataFrame, bmain: pd.DataFrame, layout: Layout,
+           source: Source) -> Rows:
+        """Validate the index and columns (before any work): nothing unknown, no dups."""
+        new_mask, ids = _check_index(main, bmain)
+        for col in main.columns:
+            if col not in layout.col_field:
+                raise UsageError(f"unknown column {col!r}: not a column of the source's "
+                                 f"fields (object {source.object_key})")
+        existing = pd.Index([i for i, n in zip(ids, new_mask, strict=False) if not n],
+                            dtype=object)
+        if existing.has_duplicates:
+            dups = existing[existing.duplicated()].unique().tolist()
+            raise UsageError(f"duplicate record ids in the frame: {dups[:5]}")
+        temp = [i for i, n in zip(ids, new_mask, strict=False) if n]
+        if len(set(temp)) != len(temp):
+            raise UsageError("duplicate temporary ids for new rows: "
+                             f"{pd.Index(temp)[pd.Index(temp).duplicated()].tolist()[:5]}")
+        base_ids = pd.Index(bmain.index.astype(object))
+        unknown = existing.difference(base_ids)
+        if len(unknown):
+            raise UsageError(f"unknown record ids (not in the loaded frame): "
+                             f"{unknown.tolist()[:5]}; new rows need an NA id or one "
+                             f"starting with {NEW_ID_PREFIX!r}")
+        return cls(ids, new_mask, existing, base_ids)
+
+    @property
+    def removed(self) -> list[str]:
+        """Loaded records no longer in the edited frame (deletes)."""
+        return self.base_ids.difference(self.existing).tolist()
+
+
+class PlanBuilder:
+    """Collects a Plan phase by phase: updates, creates, connections, deletes."""
+
+    def __init__(self, layout: Layout, rows: Rows, placed: Any) -> None:
+        self.layout, self.rows, self.placed = layout, rows, placed
+        self.changes: dict[str, list[Any]] = {c: [] for c in CHANGE_COLUMNS}
+        self.payloads: dict[str, dict[str, Any]] = {}
+        self.actions: dict[str, Action] = {}
+        self.loaded: dict[str, dict[str, dict[str, Any]]] = {}
+        self.wanted: dict[str, dict[str, dict[str, Any]]] = {}
+        self.create_rows: dict[str, int] = {}
+        # keys-mode column -> frame column, to name the culprit in an encoding error
+        self.inv_cols = {v: k for k, v in layout.col_key.items()}
+
+    def add_change(self, rid: str, action: Action, key: str, col: str, old: Any,
+                   new: Any) -> None:
+        ch = self.changes
+        ch["record_id"].append(rid)
+        ch["action"].append(action)
+        ch["field"].append(key)
+        ch["column"].append(col)
+        ch["old"].append(_cell(old))
+        ch["new"].append(_cell(new))
+
+    # ---- updates: vectorized per column ------------------------------------------------------
+    def updates(self, main: pd.DataFrame, bmain: pd.DataFrame) -> None:
+        """Changed cells of existing rows, compared column by column, then encoded per
+        field (a field may span several columns, e.g. an address)."""
+        rows = self.rows
+        old_pos = np.flatnonzero(~rows.new_mask)
+        same_order = len(old_pos) == len(bmain) and rows.existing.equals(rows.base_ids)
+        base_rows = (np.arange(len(bmain)) if same_order
+                     else rows.base_ids.get_indexer(rows.existing))
+        ed_old = main.iloc[old_pos] if len(old_pos) != len(main) else main
+        changed = self._changed_cells(ed_old, bmain, base_rows, same_order)
+        for key, per in changed.items():
+            self._encode_updates(key, per, ed_old, bmain, base_rows)
+
+    def _changed_cells(self, ed_old: pd.DataFrame, bmain: pd.DataFrame,
+                       base_rows: np.ndarray, same_order: bool) -> dict[str, dict[int, list[str]]]:
+        """field key -> edited-existing row position -> its changed columns."""
+        layout = self.layout
+        changed: dict[str, dict[int, list[str]]] = {}
+        for col in ed_old.columns:
+            if col in bmain.columns:
+                a = bmain[col] if same_order else bmain[col].iloc[base_rows]
+            else:
+                a = pd.Series([pd.NA] * len(base_rows), dtype=object)
+            pos = _changed_positions(a.reset_index(drop=True),
+                                     ed_old[col].reset_index(drop=True))
+            if len(pos) == 0:
+                continue
+            key = layout.col_field[col]
+            if layout.codecs[key].read_only:
+                rid = self.rows.existing[int(pos[0])]
+                raise ReadOnlyField(f"column {col!r} ({layout.fields[key].kind}) is computed by "
+                                    f"the service and cannot be written (record {rid})",
+                                    field=key, column=col, record_id=rid)
+            per = changed.setdefault(key, {})
+            for p in pos.tolist():
+                per.setdefault(p, []).append(col)
+        return changed
+
+    def _encode_updates(self, key: str, per: dict[int, list[str]], ed_old: pd.DataFrame,
+                        bmain: pd.DataFrame, base_rows: np.ndarray) -> None:
+        """Encode one field for each record where one of its columns changed."""
+        layout = self.layout
+        existing: list[str] = self.rows.existing.tolist()
+        cols_present = [c for c in layout.field_cols[key] if c in ed_old.columns]
+        bare = next((c for c in cols_present if layout.col_key[c] == key), None)
+        positions = np.fromiter(per.keys(), dtype=np.int64, count=len(per))
+        # the field's columns for just the changed rows, as lists (one slice per column)
+        ed_vals = {c: ed_old[c].iloc[positions].tolist() for c in cols_present}
+        b_idx = base_rows[positions]
+        b_vals = {c: (bmain[c].iloc[b_idx].tolist() if c in bmain.columns
+                      else [pd.NA] * len(positions)) for c in cols_present}
+        for j, p in enumerate(positions.tolist()):
+            rid = existing[p]
+            new_v = {layout.col_key[c]: ed_vals[c][j] for c in cols_present}
+            old_v = {layout.col_key[c]: b_vals[c][j] for c in cols_present}
+            if layout.is_upload(key):
+                enc = plan_asset_value(new_v, old_v, layout.fields[key], rid,
+                                              self.placed)
+                if enc is UNCHANGED:
+                    continue
+                if enc is None:   # cleared: the kind's empty write value
+                    enc = _encode(layout, key, {key: pd.NA}, rid, {key: key})
+            else:
+                enc = _encode(layout, key, new_v, rid, self.inv_cols)
+                if bare is not None and bare not in per[p] and self._same_write(
+                        key, old_v, enc):
+                    # the write column is unchanged, only others (e.g. a timer's total)
+                    # changed, and they do not change what would be written
+                    continue
+            self.payloads.setdefault(rid, {})[key] = enc
+            self.actions[rid] = "update"
+            self.loaded.setdefault(rid, {})[key] = old_v
+            self.wanted.setdefault(rid, {})[key] = new_v
+            for c in per[p]:
+                self.add_change(rid, "update", key, c, old_v[layout.col_key[c]],
+                                new_v[layout.col_key[c]])
+
+    def _same_write(self, key: str, old_v: dict[str, Any], enc: Any) -> bool:
+        try:
+            return bool(self.layout.codecs[key].encode(old_v, self.layout.fields[key],
+                                                       self.layout.ctx) == enc)
+        except (SvcError, NotImplementedError, TypeError, ValueError):
+            return False
+
+    # ---- creates -----------------------------------------------------------------------------
+    def creates(self, main: pd.DataFrame) -> None:
+        """Every non-empty field of each new row."""
+        layout = self.layout
+        new_positions = np.flatnonzero(self.rows.new_mask)
+        # the new rows' cells as lists, one slice per column: a row-by-row .iloc (a mixed
+        # row Series each time) dominated a diff with many new rows
+        new_rows = main.iloc[new_positions]
+        by_col = {c: new_rows[c].tolist() for c in main.columns}
+        present = {key: [c for c in cols if c in main.columns]
+                   for key, cols in layout.field_cols.items()}
+        for j, new_pos in enumerate(new_positions.tolist()):
+            rid = self.rows.ids[new_pos]
+            self.create_rows[rid] = new_pos
+            self.actions[rid] = "create"
+            self.payloads[rid] = {}
+            row = {c: by_col[c][j] for c in main.columns}
+            for key, cols_present in present.items():
+                if not cols_present:
+                    continue
+                vals = {layout.col_key[c]: row[c] for c in cols_present}
+                if all(is_empty_cell(v) for v in vals.values()):
+                    continue
+                if layout.codecs[key].read_only:
+                    col = next(c for c in cols_present if not is_empty_cell(row[c]))
+                    raise ReadOnlyField(f"new row {rid}: column {col!r} "
+                                        f"({layout.fields[key].kind}) is computed by the "
+                                        "service; leave it empty", field=key, column=col,
+                                        record_id=rid)
+                if layout.is_upload(key):
+                    enc = plan_asset_value(vals, {}, layout.fields[key], rid,
+                                                  self.placed)
+                    if enc is UNCHANGED:
+                        continue
+                else:
+                    enc = _encode(layout, key, vals, rid, self.inv_cols)
+                self.payloads[rid][key] = enc
+                self.wanted.setdefault(rid, {})[key] = vals
+                for c in cols_present:
+                    if not is_empty_cell(row[c]):
+                        self.add_change(rid, "create", key, c, pd.NA, row[c])
+
+    # ---- connections: exploded tables -> id lists --------------------------------------------
+    def connections(self, edited: Frames, base: Frames) -> None:
+        """A connection field is edited in its exploded table (record_id, connected_id):
+        each record whose set of connected ids changed writes the whole new list."""
+        all_ids = set(self.rows.ids)
+        dropped = set(self.rows.removed)
+        for name, table in edited.tables.items():
+            conn_key = self.layout.tables.get(name)
+            if conn_key is None:
+                continue  # multi-choice tables etc.: the main-frame list column is the truth
+            missing = {"record_id", "connected_id"} - set(table.columns)
+            if missing:
+                raise UsageError(f"connection table {name!r} lacks columns {sorted(missing)}")
+            btable = base.tables.get(name)
+            if btable is not None and table.equals(btable):
+                continue
+            new_lists = _connection_lists(name, conn_key, table, all_ids, dropped)
+            old_lists: dict[str, list[str]] = {}
+            if btable is not None:
+                for r, c in zip(btable["record_id"].astype(object).tolist(),
+                                btable["connected_id"].astype(object).tolist(), strict=False):
+                    old_lists.setdefault(r, []).append(c)
+            touched = {r for r in set(new_lists) | set(old_lists)
+                       if set(new_lists.get(r, [])) != set(old_lists.get(r, []))}
+            for r in sorted(touched, key=str):
+                if r not in all_ids:
+                    continue   # a deleted record: its connections go with it
+                self._connection_change(r, name, conn_key, new_lists.get(r, []),
+                                        old_lists.get(r, []))
+
+    def _connection_change(self, r: str, name: str, conn_key: str, new_ids: list[str],
+                           old_ids: list[str]) -> None:
+        action = self.actions.get(r, "update")
+        if action == "create" and not new_ids:
+            return
+        enc = _encode(self.layout, conn_key, {conn_key: new_ids}, r, {conn_key: name})
+        self.payloads.setdefault(r, {})[conn_key] = enc
+        self.actions[r] = action
+        if action == "update":
+            self.loaded.setdefault(r, {})[conn_key] = {conn_key: sorted(old_ids)}
+        self.wanted.setdefault(r, {})[conn_key] = {conn_key: sorted(new_ids)}
+        self.add_change(r, action, conn_key, name, old_ids if action == "update" else pd.NA,
+                        new_ids)
+
+    # ---- deletes -----------------------------------------------------------------------------
+    def deletes(self) -> None:
+        for rid in self.rows.removed:
+            self.actions[rid] = "delete"
+            self.payloads[rid] = {}
+            self.add_change(rid, "delete", "", "", pd.NA, pd.NA)
+
+    def plan(self, source: Source, edited: Frames, base: Frames) -> Plan:
+        frame = pd.DataFrame(self.changes, columns=CHANGE_COLUMNS)
+        for c in ("record_id", "action", "field", "column"):
+            frame[c] = frame[c].astype("string")
+        return Plan(frame, self.payloads, self.actions, source, edited, base, self.loaded,
+                    self.wanted, self.create_rows)
+
+
+def _connection_lists(name: str, conn_key: str, table: pd.DataFrame, all_ids: set[str],
+                      dropped: set[str]) -> dict[str, list[str]]:
+    """record id -> its connected ids (in table order, deduplicated), validated; rows of
+    records removed from the main frame are ignored."""
+    rec = table["record_id"].astype(object).tolist()
+    con = table["connected_id"].astype(object).tolist()
+    keep_rows = [i for i, r in enumerate(rec) if r not in dropped]
+    if len(keep_rows) != len(rec):
+        rec = [rec[i] for i in keep_rows]
+        con = [con[i] for i in keep_rows]
+    for r, c in zip(rec, con, strict=False):
+        if is_empty_cell(r) or r not in all_ids:
+            raise UsageError(f"connection table {name!r}: record_id {r!r} is not a row of "
+                             "the main frame", field=conn_key)
+        if is_empty_cell(c) or not isinstance(c, str):
+            raise InvalidValue(f"connection table {name!r}: connected_id {c!r} of record "
+                               f"{r} is not a record id", field=conn_key, column=name,
+                               record_id=str(r))
+    lists: dict[str, list[str]] = {}
+    for r, c in zip(rec, con, strict=False):
+        lst = lists.setdefault(r, [])
+        if c not in lst:   # a list per record: short, so `in` is cheap
+            lst.append(c)
+    return lists
+
+
+def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Append new rows (to be created by ``write_back``); returns their temporary ids.
+
+    Usage::
+
+        add_rows(frames, [{"field_2": "New order", "field_5": 12.5}])
+    """
+    main = frames.main
+    taken = {x for x in main.index if isinstance(x, str) and x.startswith(NEW_ID_PREFIX)}
+    # count on from the pending new rows, skipping ids still in the frame (a new row may
+    # have been dropped, or created while another one failed and kept its id)
+    tmp: list[str] = []
+    n = len(taken)
+    while len(tmp) < len(rows):
+        if f"{NEW_ID_PREFIX}{n}" not in taken:
+            tmp.append(f"{NEW_ID_PREFIX}{n}")
+        n += 1
+    unknown = {k for r in rows for k in r} - set(main.columns)
+    if unknown:
+        raise UsageError(f"unknown columns in new rows: {sorted(unknown)}")
+    add = pd.DataFrame(list(rows), index=pd.Index(tmp, name=main.index.name),
+                       columns=main.columns)
+    for col in main.columns:
+        try:
+            add[col] = add[col].astype(main[col].dtype)
+        except (TypeError, ValueError):
+            pass
+    frames.main = pd.concat([main, add]) if len(main) else add
+    return tmp

@@ -1,0 +1,219 @@
+"""The lost-update guard: re-read the records about to change (batched), and decide
+conflicts: a record changed on the server since it was loaded is a conflict; a field
+already holding the wanted value is not sent again.
+
+Usage::
+
+    guard(run, on_conflict="skip")      # run: a RunState; fills run.conflicts/outcomes
+    fetch_all(client, "object_3", counter, {"filters": ...})   # a list, each id once
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..assets import PendingUpload
+from ..client import Client
+from ..client import Target as Where
+from ..errors import ConflictError, SvcError
+from ..frames import Frames, Source
+from ..kinds._util import is_empty_cell
+from ..paging import Paginator
+from .journal import journal_key
+from .plan import Layout
+from .report import Counter, Outcome
+from .state import RunState
+from .target import where as where_of
+from .values import Values, decode_records, same, short
+
+__all__ = ["guard", "reread", "fetch_all"]
+
+REREAD_CHUNK = 50     # values per filtered re-read: keeps the URL near 4 KB
+
+
+def guard(run: RunState, on_conflict: str) -> None:
+    """Re-read the records about to change and compare with what was loaded (see the
+    module docstring); ``on_conflict="raise"`` raises ConflictError before any write."""
+    updates = [rid for rid, a in run.todo.items() if a == "update"]
+    deletes = [rid for rid, a in run.todo.items() if a == "delete"]
+    if not (updates or deletes):
+        return
+    plan, layout = run.plan, run.layout
+    run.server_now = reread(run.client, run.source, updates + deletes, run.counter,
+                            layout, plan.base)
+    srv = (Values(decode_records(list(run.server_now.values()), run.source), layout)
+           if run.server_now else None)
+    for rid in deletes:
+        _guard_delete(run, rid, srv, on_conflict)
+    for rid in updates:
+        _guard_update(run, rid, srv, on_conflict)
+    if run.conflicts and on_conflict == "raise":
+        raise ConflictError(f"{len({c['record_id'] for c in run.conflicts})} records "
+                            "changed on the server since loaded; nothing was written",
+                            conflicts=pd.DataFrame(run.conflicts))
+    run.todo = {rid: a for rid, a in run.todo.items() if rid not in run.outcomes}
+
+
+def _guard_delete(run: RunState, rid: str, srv: Values | None, on_conflict: str) -> None:
+    if rid not in run.server_now:
+        run.outcomes[rid] = Outcome(rid, "delete", [], "applied",
+                                    "already gone from the server")
+        return
+    assert srv is not None and run.plan.base is not None
+    if run.base_values is None:
+        run.base_values = Values(run.plan.base, run.layout)
+    was_of = run.base_values
+    # deleting a record someone edited since it was loaded would lose that edit
+    changed = [k for k, c in run.layout.codecs.items()
+               if not c.read_only and not same(srv(rid, k), was_of(rid, k))]
+    for key in changed:
+        run.conflicts.append({"record_id": rid, "field": key,
+                              "loaded": short(was_of(rid, key)),
+                              "server": short(srv(rid, key)), "new": "<deleted>"})
+    if changed and on_conflict == "skip":
+        run.outcomes[rid] = Outcome(rid, "delete", changed, "conflict",
+                                    "changed on the server since loaded: "
+                                    + ", ".join(changed))
+
+
+def _guard_update(run: RunState, rid: str, srv: Values | None, on_conflict: str) -> None:
+    payload = run.payloads[rid]
+    if rid not in run.server_now:
+        run.outcomes[rid] = Outcome(rid, "update", list(payload), "conflict",
+                                    "the record is gone from the server")
+        run.conflicts.append({"record_id": rid, "field": "", "loaded": "",
+                              "server": "<deleted>", "new": ""})
+        return
+    assert srv is not None
+    clash: list[str] = []
+    done: list[str] = []
+    for key, val in list(payload.items()):
+        now = srv(rid, key)
+        was = run.plan.loaded.get(rid, {}).get(key, {})
+        want = run.plan.wanted.get(rid, {}).get(key, {})
+        prior = run.jr.uploads.get(journal_key("upload", run.keys[rid], key, val.digest)) \
+            if run.jr and isinstance(val, PendingUpload) else None
+        if prior is not None and now.get(key) == prior.get("asset_id"):
+            done.append(key)   # placed by an earlier run whose answer was lost
+        elif want and same(now, want):
+            done.append(key)
+        elif was and not same(now, was):
+            clash.append(key)
+            run.conflicts.append({"record_id": rid, "field": key, "loaded": short(was),
+                                  "server": short(now), "new": short(want)})
+    for key in done:  # already on the server (e.g. a resumed run): not re-sent
+        del payload[key]
+    if clash and on_conflict == "skip":
+        run.outcomes[rid] = Outcome(rid, "update", clash, "conflict",
+                                    "changed on the server since loaded: " + ", ".join(clash))
+    elif not payload:
+        run.outcomes[rid] = Outcome(rid, "update", done, "applied",
+                                    "already on the server", run.server_now[rid])
+
+
+# ---- re-reads ------------------------------------------------------------------------------
+def fetch_all(client: Client, where: Where, counter: Counter,
+              params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every record of a (filtered) list, each id once: the loaders' paginator, which
+    re-reads when records move between pages instead of missing one (a missed record would
+    pass for deleted in the guard). Each page request counts as a re-read."""
+    pages = Paginator(client, where, filters=(params or {}).get("filters"), verify="none",
+                      on_page=lambda _page: counter.add("rereads"))
+    return pages.records()
+
+
+def _key_field(layout: Layout, base: Frames | None) -> tuple[str, pd.Series] | None:
+    """A field whose loaded value identifies a record (auto increment, or unique), with
+    the values by record id: list requests cannot filter on the record id itself."""
+    if base is None:
+        return None
+    ranked = sorted(layout.fields.values(),
+                    key=lambda f: (f.kind != "auto_increment", not f.unique))
+    for f in ranked:
+        if f.kind not in ("auto_increment", "short_text", "number", "email") or not (
+                f.kind == "auto_increment" or f.unique):
+            continue
+        cols = layout.field_cols.get(f.key) or []
+        if len(cols) == 1 and cols[0] in base.main.columns:
+            return f.key, base.main[cols[0]]
+    return None
+
+
+def _pages(n_records: int) -> int:
+    return -(-n_records // 1000)
+
+
+def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
+           layout: Layout, base: Frames | None) -> dict[str, dict[str, Any]]:
+    """Current server records for ``ids``, batched: OR-filters on an identifying field
+    (auto increment / unique) in chunks of 50 values, else the whole list paged, or one
+    GET per record when that is fewer requests than the pages. Matched by id."""
+    where = where_of(source)
+    want = set(ids)
+    found: dict[str, dict[str, Any]] = {}
+    n_chunks = -(-len(ids) // REREAD_CHUNK)
+    if n_chunks > 2 and base is not None and _pages(len(base.main)) < n_chunks:
+        # many records to check: the whole list paged may take fewer requests
+        found = _reread_list_if_fewer(client, where, want, n_chunks, counter)
+    rest = [i for i in ids if i not in found]
+    keyed = _key_field(layout, base)
+    if keyed is not None and rest:
+        found.update(_reread_by_key(client, where, want, rest, keyed, counter))
+        rest = [i for i in rest if i not in found]
+    if not rest:
+        return found
+    # no identifying value (or not found by it): one GET each, or the whole list
+    n_pages = max(1, _pages(len(base.main))) if base is not None else len(rest)
+    if source.kind == "object" and len(rest) <= n_pages:
+        for rid in rest:
+            counter.add("rereads")
+            try:
+                found[rid] = client.get_record(source.object_key, rid)
+            except SvcError as exc:
+                if getattr(exc, "status", None) != 404:   # 404: gone, the guard says so
+                    raise
+    else:
+        found.update({r["id"]: r for r in fetch_all(client, where, counter)
+                      if r.get("id") in want})
+    return found
+
+
+def _reread_list_if_fewer(client: Client, where: Where, want: set[str], n_chunks: int,
+                          counter: Counter) -> dict[str, dict[str, Any]]:
+    """The wanted records from the whole list, when it has at most ``n_chunks`` pages
+    (the first page says how many there really are); else nothing."""
+    env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
+    counter.add("rereads")
+    pages = int(env.get("total_pages") or 1)
+    if pages > n_chunks:
+        return {}
+    recs = list(env.get("records") or [])
+    for page in range(2, pages + 1):
+        e = client.get_page(where, params={"page": page, "rows_per_page": 1000})
+        counter.add("rereads")
+        recs.extend(e.get("records") or [])
+    return {r["id"]: r for r in recs if r.get("id") in want}
+
+
+def _reread_by_key(client: Client, where: Where, want: set[str], rest: Sequence[str],
+                   keyed: tuple[str, pd.Series], counter: Counter
+                   ) -> dict[str, dict[str, Any]]:
+    """The wanted records found by OR-filters on their loaded identifying values (list
+    requests cannot filter on the record id), ``REREAD_CHUNK`` values per request."""
+    key, values = keyed
+    vals = values.reindex(pd.Index(list(rest), dtype=values.index.dtype))
+    usable = [v for v in vals.tolist() if not is_empty_cell(v)]
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(usable), REREAD_CHUNK):
+        rules = [{"field": key, "operator": "is",
+                  "value": int(v) if isinstance(v, float) and v.is_integer() else v}
+                 for v in usable[start:start + REREAD_CHUNK]]
+        params = {"filters": json.dumps({"match": "or", "rules": rules}, default=str)}
+        for r in fetch_all(client, where, counter, params):
+            if r.get("id") in want:
+                found[r["id"]] = r
+    return found

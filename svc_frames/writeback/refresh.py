@@ -1,0 +1,156 @@
+"""After the writes: the frames follow the server (new ids, stored values), and their
+``original`` follows the frames, so a second write_back of the same frames sends nothing.
+
+Usage::
+
+    refresh(run, edited)        # run: a RunState after apply
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from ..errors import SvcError
+from ..frames import Frames
+from .plan import Layout, Plan
+from .report import Outcome
+from .state import RunState
+from .values import decode_records
+
+__all__ = ["refresh", "refresh_frames"]
+
+
+def refresh(run: RunState, edited: Frames) -> None:
+    """Frames follow the server; ``original`` follows the frames (``refresh_frames``)."""
+    pending: dict[str, list[str]] = {}
+    for o in run.extra:
+        pending.setdefault(o.record_id, []).extend(o.fields)
+        if o.action == "create" and o.record_id in run.outcomes:
+            o.new_id = run.outcomes[o.record_id].new_id   # the created record's id
+    refresh_frames(edited, run.plan, run.layout, run.outcomes, run.server_now, pending)
+
+
+def refresh_frames(edited: Frames, plan: Plan, layout: Layout, outcomes: Mapping[str, Outcome],
+             server_now: Mapping[str, dict[str, Any]],
+             not_applied: Mapping[str, list[str]] | None = None) -> None:
+    """Update ``edited`` from the server's answers and refresh ``edited.original`` for the
+    records that were applied, so a second write_back of the same frames sends nothing."""
+    if plan.edited is not edited or edited.source is None:
+        return
+    applied = {rid: o for rid, o in outcomes.items() if o.status == "applied"}
+    if not applied:
+        return
+    relabel = _relabel_created(edited, plan, applied)
+    _take_server_values(edited, layout, applied, server_now)
+    if edited.original is not None:
+        _refresh_original(edited, edited.original, layout, applied, relabel,
+                          not_applied or {})
+
+
+def _relabel_created(edited: Frames, plan: Plan, applied: Mapping[str, Outcome]
+                     ) -> dict[Any, str]:
+    """Give created rows (and their connection-table rows) their real ids; returns
+    temporary id -> real id."""
+    relabel: dict[Any, str] = {}
+    if not any(o.action == "create" and o.new_id for o in applied.values()):
+        return relabel
+    main = edited.main
+    labels = main.index.tolist()
+    for tmp, o in applied.items():
+        if o.action == "create" and o.new_id and tmp in plan.create_rows:
+            relabel[tmp] = o.new_id
+            labels[plan.create_rows[tmp]] = o.new_id
+    idx_dtype: Any = main.index.dtype if main.index.dtype != object else "string"
+    main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=main.index.name)
+    for name in list(edited.tables):
+        t = edited.tables[name]
+        if "record_id" in t.columns and t["record_id"].isin(list(relabel)).any():
+            t = t.copy()
+            t["record_id"] = t["record_id"].map(lambda r: relabel.get(r, r)).astype(
+                t["record_id"].dtype)
+            edited.tables[name] = t
+    return relabel
+
+
+def _take_server_values(edited: Frames, layout: Layout, applied: Mapping[str, Outcome],
+                        server_now: Mapping[str, dict[str, Any]]) -> None:
+    """Values as the server stored them (rendering, rounding, computed fields); a view's
+    answer holds only its own fields, so only fields present in an answer are taken."""
+    recs = [o.record for o in applied.values() if o.record]
+    recs += [server_now[rid] for rid, o in applied.items() if o.record is None
+             and rid in server_now]
+    if not recs:
+        return
+    try:
+        dec = decode_records(recs, edited.source) if edited.source is not None else None
+    except (SvcError, ValueError, TypeError, KeyError):
+        dec = None
+    if dec is None:
+        return
+    main = edited.main
+    present = {r["id"]: {k[:-4] if k.endswith("_raw") else k for k in r} for r in recs}
+    for col in main.columns:
+        key = layout.col_field.get(col)
+        if key is None or col not in dec.main.columns:
+            continue
+        ids = [i for i in dec.main.index if i in main.index and key in present[i]]
+        if not ids:
+            continue
+        try:
+            s = main[col].copy()
+            s.loc[ids] = dec.main.loc[ids, col]
+            main[col] = s
+        except (TypeError, ValueError):
+            pass   # the frame's dtype cannot hold the server's value: keep the edit
+
+
+def _refresh_original(edited: Frames, orig: Frames, layout: Layout,
+                      applied: Mapping[str, Outcome], relabel: Mapping[Any, str],
+                      not_applied: Mapping[str, list[str]]) -> None:
+    """original := edited for applied records (others keep their loaded values)."""
+    done_ids = [o.new_id or rid for rid, o in applied.items() if o.action != "delete"]
+    gone = {rid for rid, o in applied.items() if o.action == "delete"}
+    keep = orig.main.drop(index=[i for i in set(done_ids) | gone if i in orig.main.index])
+    fresh = edited.main.loc[[i for i in done_ids if i in edited.main.index]]
+    om = pd.concat([keep, fresh]) if len(keep) else fresh.copy()
+    for col in om.columns:
+        if col in orig.main.columns and om[col].dtype != orig.main[col].dtype:
+            try:
+                om[col] = om[col].astype(orig.main[col].dtype)
+            except (TypeError, ValueError):
+                pass
+    # fields a view did not take stay pending: their loaded values are kept. Grouped by
+    # column, so each column is copied once, not once per record
+    pending: dict[str, list[str]] = {}
+    for tmp_or_id, keys in not_applied.items():
+        rid = relabel.get(tmp_or_id, tmp_or_id)
+        if rid not in om.index:
+            continue
+        for key in keys:
+            for col in layout.field_cols.get(key, []):
+                if col in om.columns:
+                    pending.setdefault(col, []).append(rid)
+    for col, rids in pending.items():
+        s = om[col].copy()
+        for rid in rids:
+            s.loc[rid] = orig.main.at[rid, col] if rid in orig.main.index else None
+        om[col] = s
+    orig.main = om
+    touched = list(set(done_ids) | gone | set(applied))
+    for name, t in list(edited.tables.items()):
+        if "record_id" not in t.columns:
+            continue
+        if gone:   # deleted records take their table rows with them
+            t = t[~t["record_id"].isin(list(gone))].reset_index(drop=True)
+            edited.tables[name] = t
+        ot = orig.tables.get(name)
+        if ot is None:
+            continue
+        orig.tables[name] = pd.concat(
+            [ot[~ot["record_id"].isin(touched)], t[t["record_id"].isin(touched)]],
+            ignore_index=True)
+
+

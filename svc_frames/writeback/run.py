@@ -1,0 +1,159 @@
+"""write_back: validate and plan, then one run in numbered phases; push: the same for
+frames saved by ``to_parquet``.
+
+Usage::
+
+    report = write_back(client, frames, journal="push.jsonl")
+    push(client, "out/orders", dry_run=True).table
+
+Reading order of ``write_back``: 1. validate & plan (``diff``), 2. resolve the target
+(``target.py``), every check before the first request; then a ``RunState``: journal keys
+and ``triage`` -> ``drop_fields_the_view_does_not_take`` -> 3. ``guard`` (``guard.py``)
+-> 4. ``apply`` (``apply.py``: uploads + writes) -> 5. ``refresh`` (``refresh.py``) ->
+6. the Report (``report.py``). The journal is closed whatever happens.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Literal
+
+from ..client import Client
+from ..errors import UsageError
+from ..frames import Frames
+from ..parquet import read_parquet, to_parquet
+from ..progress import want_progress
+from .apply import apply
+from .diff import diff
+from .guard import guard as guard_phase
+from .journal import Journal
+from .plan import Layout, Plan
+from .refresh import refresh
+from .report import Outcome, Report, dry_run_report, make_report, summary_line
+from .state import RunState
+from .target import resolve_target, view_fields
+from .uploads import check_upload_files
+
+__all__ = ["write_back", "push"]
+
+
+def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
+               plan: Plan | None = None, dry_run: bool = False,
+               on_conflict: Literal["skip", "overwrite", "raise"] = "skip",
+               delete_missing: bool = False, journal: str | os.PathLike[str] | None = None,
+               token: str | None = None, target: Any = None, guard: bool = True,
+               max_workers: int = 8, progress: bool | None = None) -> Report:
+    """Send the changes of ``edited`` (only changed fields of changed records).
+
+    Usage::
+
+        report = write_back(client, frames)                        # object, guard on
+        write_back(client, frames, target=("scene_3", "view_7"))   # a form, as the user
+        write_back(client, frames, dry_run=True).table             # nothing sent
+
+    ``on_conflict``: a record changed on the server since it was loaded is skipped
+    (default), overwritten, or raises ConflictError before anything is written.
+    ``delete_missing``: rows removed from the frame are deleted (otherwise reported as
+    skipped). ``journal``: a JSON-lines file of acknowledged writes; re-running with it
+    resumes an interrupted run without re-sending. ``target``: write through a form or an
+    inline-editing view (needs a user token: ``client.login`` or ``token=``).
+    ``progress``: a bar of writes done / planned and a one-line summary at the end
+    (default: on in notebooks and terminals; False silences both)."""
+    # 1. validate & plan: everything that can fail without the service fails here
+    if on_conflict not in ("skip", "overwrite", "raise"):
+        raise UsageError(f"on_conflict must be 'skip', 'overwrite' or 'raise', got "
+                         f"{on_conflict!r}")
+    if plan is None:
+        plan = diff(edited, base)
+    elif plan.edited is not None and plan.edited is not edited:
+        raise UsageError("the plan was made from other frames: diff(edited) again")
+    layout = Layout.of(plan.source)
+    # 2. resolve the target (object or view + token)
+    tgt = resolve_target(client, plan.source, target, token)
+    check_upload_files(plan)
+    if dry_run:
+        report = dry_run_report(plan, delete_missing)
+        _summarize(report, tgt.name, progress)
+        return report
+
+    run = RunState.start(client, plan, layout, tgt,
+                         Journal(journal) if journal is not None else None)
+    try:
+        triage(run, delete_missing)           # journal acks, deletes not asked for
+        drop_fields_the_view_does_not_take(run)
+        if guard:                             # 3. lost-update guard
+            guard_phase(run, on_conflict)
+        apply(run, max_workers, progress)     # 4. uploads + writes, concurrently
+        if run.jr and not any(o.status == "unknown" for o in run.outcomes.values()):
+            run.jr.settle()
+    finally:
+        if run.jr:
+            run.jr.close()
+    refresh(run, edited)                      # 5. frames follow the server
+    report = make_report([run.outcomes[rid] for rid in plan.actions if rid in run.outcomes]
+                         + run.extra, plan, run.conflicts, run.counter)   # 6. one row each
+    _summarize(report, tgt.name, progress)
+    return report
+
+
+def triage(run: RunState, delete_missing: bool) -> None:
+    """Settle what needs no request: deletes not asked for, writes the journal acked."""
+    for rid, act in run.plan.actions.items():
+        if act == "delete" and not delete_missing:
+            run.outcomes[rid] = Outcome(rid, act, [], "skipped",
+                                        "row removed from the frame; pass "
+                                        "delete_missing=True to delete it")
+            continue
+        ack = run.jr.acks.get(run.keys[rid]) if run.jr else None
+        if ack is not None:
+            run.outcomes[rid] = Outcome(rid, act, run.fields_of(rid), "applied",
+                                        "already applied (journal)", None, ack.get("new_id"))
+            continue
+        run.todo[rid] = act
+    run.payloads = {rid: dict(run.plan.payloads.get(rid, {})) for rid in run.todo}
+
+
+def drop_fields_the_view_does_not_take(run: RunState) -> None:
+    """A view ignores fields it does not show: report them instead of pretending."""
+    tgt = run.tgt
+    if not tgt.is_view:
+        return
+    assert tgt.scene and tgt.view
+    accepted = view_fields(run.client.schema(), tgt.scene, tgt.view)
+    if accepted is None:
+        return
+    for rid in list(run.todo):
+        dropped = [k for k in run.payloads[rid] if k not in accepted]
+        if not dropped:
+            continue
+        for k in dropped:
+            del run.payloads[rid][k]
+        run.extra.append(Outcome(rid, run.todo[rid], dropped, "not_applied",
+                                 f"not in the view {tgt.name}"))
+        if not run.payloads[rid] and run.todo[rid] == "update":
+            del run.todo[rid]
+
+
+def _summarize(report: Report, name: str, progress: bool | None) -> None:
+    """The one-line summary, where a progress bar would show (stderr)."""
+    if want_progress(progress):
+        print(summary_line(report, name), file=sys.stderr, flush=True)
+
+
+def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
+         save: bool = True, **options: Any) -> Report:
+    """``write_back`` for frames saved by ``to_parquet`` (the ``svc-frames push`` command).
+
+    After a run that applied something, the refreshed frames (new ids, server values, the
+    new ``original``) are saved back to ``path``, so pushing again sends nothing.
+
+    Usage: ``push(Client.from_env(), "out/orders", dry_run=True).table``"""
+    frames = read_parquet(path)
+    if frames.source is None or frames.original is None:
+        raise UsageError(f"{path}: no write-back metadata (source and original) in this "
+                         "parquet directory: save it with to_parquet(read_object(...))")
+    report = write_back(client, frames, dry_run=dry_run, **options)
+    if save and not dry_run and (report.table["status"] == "applied").any():
+        to_parquet(frames, path)
+    return report

@@ -1,0 +1,67 @@
+"""The state of one ``write_back`` run: a typed record the phases (guard, apply, refresh)
+take and update in turn.
+
+Usage::
+
+    run = RunState.start(client, plan, layout, tgt, jr)
+    guard(run, "skip"); apply(run, max_workers=8, progress=None)
+
+``todo`` shrinks as phases settle records into ``outcomes``; ``payloads`` are this run's
+copies of the plan's payloads (the view filter and the guard remove fields).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..client import Client
+from ..frames import Source
+from .journal import Journal, record_keys
+from .plan import Action, Layout, Plan
+from .report import Counter, Outcome
+from .target import Target
+from .values import Values
+
+__all__ = ["RunState"]
+
+
+@dataclass
+class RunState:
+    """Everything one run knows; see the module docstring."""
+
+    client: Client
+    plan: Plan
+    layout: Layout
+    tgt: Target
+    jr: Journal | None
+    counter: Counter = field(default_factory=Counter)
+    keys: dict[str, str] = field(default_factory=dict)           # record id -> journal key
+    todo: dict[str, Action] = field(default_factory=dict)        # records still to write
+    payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outcomes: dict[str, Outcome] = field(default_factory=dict)   # one per settled record
+    extra: list[Outcome] = field(default_factory=list)           # fields a view did not take
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    server_now: dict[str, dict[str, Any]] = field(default_factory=dict)  # guard's re-read
+    # created records a lookup must not mistake for the one it looks for
+    known_ids: set[str] = field(default_factory=set)
+    adopted: set[str] = field(default_factory=set)
+    adopt_lock: threading.Lock = field(default_factory=threading.Lock)
+    stop: threading.Event = field(default_factory=threading.Event)
+    base_values: Values | None = None    # the loaded values, for the guard (made once)
+
+    @classmethod
+    def start(cls, client: Client, plan: Plan, layout: Layout, tgt: Target,
+              jr: Journal | None) -> RunState:
+        """A run's state with its journal keys and the ids already known."""
+        known = set(map(str, plan.base.main.index)) if plan.base is not None else set()
+        return cls(client, plan, layout, tgt, jr, known_ids=known,
+                   keys=record_keys(plan, tgt.name, journaled=jr is not None))
+
+    @property
+    def source(self) -> Source:
+        return self.plan.source
+
+    def fields_of(self, rid: str) -> list[str]:
+        return list(self.plan.payloads.get(rid, {}))

@@ -1,0 +1,95 @@
+"""Records as values: server records decoded like the loaded frames, one field of one
+record compared the way ``diff`` compares (the guard, the create lookup and the refresh
+read records this way).
+
+Usage::
+
+    srv = Values(decode_records(records, plan.source), layout)
+    same(srv(rid, "field_12"), plan.loaded[rid]["field_12"])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+
+from ..frames import Frames, Source, build_frames
+from ..kinds import values_equal
+from ..kinds._util import is_empty_cell
+from .plan import Layout
+
+__all__ = ["Values", "decode_records", "same", "short", "response_record"]
+
+
+def decode_records(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
+    """Server records as frames of ``source`` (no original kept)."""
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    return build_frames(list(records), source.fields, source, tz=tz, keep_original=False)
+
+
+class Values:
+    """One record's values of one field in decoded frames: ``values(rid, key)``, keyed by
+    keys-mode column (a connection: field key -> sorted id list).
+
+    Connection tables are grouped by record once per frames, not filtered per record:
+    the guard and the create lookup ask for many records, which was quadratic."""
+
+    def __init__(self, frames: Frames, layout: Layout) -> None:
+        self.frames, self.layout = frames, layout
+        self._links: dict[str, dict[Any, list[Any]]] = {}   # field -> record -> connected
+        self._row_id: str | None = None
+        self._row: Any = None
+
+    def __call__(self, rid: str, key: str) -> dict[str, Any]:
+        layout = self.layout
+        if layout.fields[key].kind == "connection":
+            links = self._links.get(key)
+            if links is None:
+                links = self._links[key] = self._group(key)
+            return {key: sorted(str(x) for x in links.get(rid, ()))}
+        if self._row is None or self._row_id != rid:   # a record's fields come in a row
+            self._row, self._row_id = self.frames.main.loc[rid], rid
+        row = self._row
+        return {layout.col_key[c]: _py(row[c]) for c in layout.field_cols[key]
+                if c in self.frames.main.columns}
+
+    def _group(self, key: str) -> dict[Any, list[Any]]:
+        for name, k in self.layout.tables.items():
+            if k == key and name in self.frames.tables:
+                t = self.frames.tables[name]
+                out: dict[Any, list[Any]] = {}
+                for r, c in zip(t["record_id"].tolist(), t["connected_id"].tolist(),
+                                strict=True):
+                    if not is_empty_cell(r):
+                        out.setdefault(r, []).append(c)
+                return out
+        return {}
+
+
+def _py(v: Any) -> Any:
+    """numpy scalars (np.bool_ from a row of mixed dtypes) as Python values."""
+    return v.item() if isinstance(v, (np.bool_, np.integer, np.floating)) else v
+
+
+def same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Equal field values by the kinds' rule (NA vs "", 1 vs 1.0 are the same)."""
+    return all(values_equal(a.get(k, pd.NA), b.get(k, pd.NA)) for k in set(a) | set(b))
+
+
+def short(v: Mapping[str, Any]) -> Any:
+    """A field's values for the conflicts table: the one value, or the non-empty ones."""
+    vals = list(v.values())
+    return vals[0] if len(vals) == 1 else {k: x for k, x in v.items() if not is_empty_cell(x)}
+
+
+def response_record(resp: Any) -> dict[str, Any] | None:
+    """The record in a write's answer (a view answers ``{"record", "submit_key"}``)."""
+    if isinstance(resp, Mapping):
+        rec = resp.get("record") if "record" in resp and isinstance(resp.get("record"),
+                                                                   Mapping) else resp
+        return dict(rec) if isinstance(rec, Mapping) and rec.get("id") else None
+    return None
