@@ -71,9 +71,10 @@ class Progress:
         if complete is None:
             complete = sys.exc_info()[0] is None
         with self._lock:
-            if complete and self.bar.n < self.bar.total:
-                self.bar.total = self.bar.n
-                self.bar.refresh()
+            if complete:
+                if self.bar.n < self.bar.total:
+                    self.bar.total = self.bar.n
+                self.bar.refresh()   # the last state is shown, not a throttled earlier one
             self.bar.close()
 
 

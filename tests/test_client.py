@@ -388,3 +388,51 @@ def test_a_429_widens_the_spacing(scripted: Scripted) -> None:
 def test_schema_not_exposed_is_none(scripted: Scripted, status: int) -> None:
     scripted.script((status, "text/plain", "Not available"))
     assert make(scripted).schema() is None
+
+
+# ---- one retry policy: resend checks, downloads ---------------------------------------------
+def test_post_resent_only_when_the_check_says_it_did_not_arrive(scripted: Scripted) -> None:
+    scripted.script((503, "text/plain", "busy"), (502, "text/plain", "bad gateway"),
+                    (200, "application/json", '{"id": "r9"}'))
+    asked: list[OutcomeUnknown] = []
+
+    def absent(exc: OutcomeUnknown) -> bool:
+        asked.append(exc)
+        return True
+
+    client = make(scripted, max_retries=3)
+    assert client.create_record("object_1", {"field_1": "x"}, resend=absent)["id"] == "r9"
+    assert len(scripted.seen) == 3 and len(asked) == 2
+    assert client.retry_count == 2 and client.status_counts[503] == 1
+    # the check says it may have arrived: not sent again
+    scripted.script((503, "text/plain", "busy"), (200, "application/json", '{"id": "r9"}'))
+    asked.clear()
+    with pytest.raises(OutcomeUnknown, match="may or may not"):
+        make(scripted, max_retries=3).create_record(
+            "object_1", {"field_1": "x"}, resend=lambda exc: bool(asked.append(exc)))
+    assert len(scripted.seen) == 1 and len(asked) == 1
+
+
+def test_resend_is_bounded_by_max_retries(scripted: Scripted) -> None:
+    scripted.script((503, "text/plain", "busy"))
+    client = make(scripted, max_retries=2)
+    with pytest.raises(OutcomeUnknown):
+        client.create_record("object_1", {"field_1": "x"}, resend=lambda exc: True)
+    assert len(scripted.seen) == 3 and client.retry_count == 2
+
+
+def test_get_bytes_paced_retried_counted_and_keyless(scripted: Scripted) -> None:
+    data = bytes(range(256)) * 4
+    scripted.script((503, "text/plain", "busy"), (200, "application/octet-stream", data))
+    client = make(scripted, max_retries=2)
+    assert client.get_bytes("/assets/a.bin") == data
+    assert client.get_bytes(scripted.url + "/assets/a.bin") == data
+    assert [p for _m, p, _h in scripted.seen] == ["/assets/a.bin"] * 3
+    assert client.request_count == 3 and client.retry_count == 1
+    assert client.status_counts[503] == 1 and client.status_counts[200] == 2
+    for _m, _p, headers in scripted.seen:   # an asset URL may be another host's
+        assert headers.get("X-Service-Application-Id") == "app1"
+        no_secret(json.dumps(headers))
+    scripted.script((404, "text/plain", "no such asset"))
+    with pytest.raises(NotFound, match="a.bin"):
+        client.get_bytes("/assets/a.bin")

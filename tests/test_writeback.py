@@ -844,3 +844,29 @@ def test_journal_of_an_earlier_push_does_not_mask_a_new_edit(fresh: LocalService
             "applied"]
         assert load(client, "object_3").main.loc[rid, "field_12"] == value
 
+
+
+# ---- progress: writes done / planned, a summary line; progress=False silences both ---------
+def test_progress_shows_writes_and_a_summary_and_false_silences_both(
+        fresh: LocalService, capsys: pytest.CaptureFixture[str]) -> None:
+    client = client_for(fresh)
+    obj = widest_object(client)
+    frames = load(client, obj)
+    text = field_of(frames, "short_text")
+    rids = frames.main.index[:3].tolist()
+    for i, rid in enumerate(rids):
+        set_cell(frames, rid, text.key, f"quiet {i}")
+    capsys.readouterr()
+    assert write_back(client, frames, progress=False).ok
+    quiet = capsys.readouterr()
+    assert quiet.err == "" and quiet.out == ""
+    for i, rid in enumerate(rids):
+        set_cell(frames, rid, text.key, f"shown {i}")
+    report = write_back(client, frames, progress=True)
+    assert report.ok
+    shown = capsys.readouterr()
+    assert "3/3" in shown.err                  # the bar reached writes done / planned
+    sent = sum(report.requests.values())
+    assert shown.err.rstrip().splitlines()[-1] == \
+        f"write_back {obj}: 3 applied; {sent} requests"
+    assert shown.out == ""
