@@ -50,14 +50,13 @@ from .filters import Filters, validate_filters
 from .frames import Frames, Source, build_frames, decodes_raw_alone
 from .loaders import (
     Columns,
-    PageProgress,
     check_columns,
     describe,
     paused_gc,
     user_timezone,
-    want_progress,
 )
 from .paging import Page, Paginator, Verify
+from .progress import PageProgress, want_progress
 from .schema import Schema
 
 META_KEY = b"svc_frames"
