@@ -450,7 +450,7 @@ class Client:
         return True
 
     def _backoff_delay(self, attempt: int) -> float:
-        return min(8.0, self.backoff * (2 ** (attempt - 1))) * (0.5 + random.random() / 2)
+        return min(8.0, self.backoff * (2.0 ** (attempt - 1))) * (0.5 + random.random() / 2)
 
     def _sleep_backoff(self, attempt: int, method: str, what: str, reason: str) -> None:
         with self._count_lock:

@@ -217,7 +217,7 @@ def lookup_created(run: RunState, tmp: str, body: Mapping[str, Any]) -> str | No
         return None
     values = Values(decode_records(cands, run.source), layout)
     for r in cands:
-        rid = r["id"]
+        rid = str(r["id"])
         if all(same(values(rid, k), want.get(k, {}))
                for k in want if not layout.is_upload(k)):
             with run.adopt_lock:   # two lost creates must not adopt the same record
