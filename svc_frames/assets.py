@@ -25,6 +25,8 @@ from urllib.parse import quote
 
 from .client import Client
 from .errors import InvalidValue, OutcomeUnknown, ServerError, UsageError
+from .kinds.assets import is_url_source
+from .schema import Schema
 
 __all__ = ["upload_file", "upload_image", "upload", "create_with_asset", "download",
            "PendingUpload", "AssetSource"]
@@ -139,22 +141,20 @@ def upload_image(client: Client, source: AssetSource, filename: str | None = Non
 
 
 def _field_kind(client: Client, object_key: str, field_key: str) -> AssetKind | None:
-    app = client.schema()
-    for obj in (app or {}).get("objects") or ():
-        if obj.get("key") != object_key:
-            continue
-        for f in obj.get("fields") or ():
-            if f.get("key") == field_key:
-                kind = f.get("type")
-                if kind not in ("file", "image"):
-                    raise UsageError(f"{field_key} of {object_key} is a {kind} field, not a "
-                                     "file or image field", field=field_key)
-                if kind == "image" and (f.get("format") or {}).get("source") == "url":
-                    raise UsageError(f"{field_key} is an image field whose source is a URL: "
-                                     "put the URL in the data instead", field=field_key)
-                return "image" if kind == "image" else "file"
+    """The asset kind of a field from the schema (None: no schema or object unknown)."""
+    schema = Schema.of(client.schema())
+    if schema.object(object_key) is None:
+        return None
+    f = schema.field(object_key, field_key)
+    if f is None:
         raise UsageError(f"unknown field {field_key} of {object_key}", field=field_key)
-    return None
+    if f.kind not in ("file", "image"):
+        raise UsageError(f"{field_key} of {object_key} is a {f.kind} field, not a "
+                         "file or image field", field=field_key)
+    if f.kind == "image" and is_url_source(f):
+        raise UsageError(f"{field_key} is an image field whose source is a URL: "
+                         "put the URL in the data instead", field=field_key)
+    return "image" if f.kind == "image" else "file"
 
 
 def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],

@@ -5,7 +5,7 @@ changed. One module per phase:
 * ``diff.py``     diff (edited vs loaded -> Plan), add_rows
 * ``uploads.py``  asset placement: what a file/image column writes, uploads before writes
 * ``journal.py``  the on-disk journal of acknowledged writes (resumable runs)
-* ``target.py``   the object or view written to, and the fields a view takes
+* ``target.py``   the object or view written to (fields a view takes: ``schema.py``)
 * ``state.py``    RunState: the typed state one run's phases share
 * ``values.py``   server records decoded and compared like the loaded frames
 * ``guard.py``    re-reads and conflicts (where a conflict is decided)

@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..frames import Frames
 from ..parquet import read_parquet, to_parquet
 from ..progress import want_progress
+from ..schema import Schema
 from .apply import apply
 from .diff import diff
 from .guard import guard as guard_phase
@@ -32,7 +33,7 @@ from .plan import Layout, Plan
 from .refresh import refresh
 from .report import Outcome, Report, dry_run_report, make_report, summary_line
 from .state import RunState
-from .target import resolve_target, view_fields
+from .target import resolve_target
 from .uploads import check_upload_files
 
 __all__ = ["write_back", "push"]
@@ -120,9 +121,10 @@ def drop_fields_the_view_does_not_take(run: RunState) -> None:
     if not tgt.is_view:
         return
     assert tgt.scene and tgt.view
-    accepted = view_fields(run.client.schema(), tgt.scene, tgt.view)
-    if accepted is None:
+    keys = Schema.of(run.client.schema()).view_field_keys(tgt.scene, tgt.view)
+    if keys is None:
         return
+    accepted = set(keys)
     for rid in list(run.todo):
         dropped = [k for k in run.payloads[rid] if k not in accepted]
         if not dropped:

@@ -1,15 +1,14 @@
 """Where a write-back goes: the frames' object, or a view (a form or inline editing) as a
-logged-in user; and which fields such a view takes.
+logged-in user. (Which fields a view takes: ``schema.Schema.view_field_keys``.)
 
 Usage::
 
     tgt = resolve_target(client, plan.source, ("scene_3", "view_7"), token=None)
-    view_fields(client.schema(), "scene_3", "view_7")    # {"field_12", ...} or None
+    tgt.name                                              # "scene_3/view_7"
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -18,7 +17,7 @@ from ..client import Target as Where
 from ..errors import ConfigurationError, UsageError
 from ..frames import Source
 
-__all__ = ["Target", "resolve_target", "view_fields", "where"]
+__all__ = ["Target", "resolve_target", "where"]
 
 
 @dataclass
@@ -61,35 +60,6 @@ def resolve_target(client: Client, source: Source, target: Any, token: str | Non
             f"writing through the view {target[0]}/{target[1]} needs a user token: call "
             "client.login(email, password) or pass token=")
     return Target(source.object_key, target[0], target[1], tok)
-
-
-def view_fields(app: Mapping[str, Any] | None, scene: str, view: str) -> set[str] | None:
-    """Field keys a view shows/accepts (form inputs, table columns), None when unknown."""
-    if not app:
-        return None
-    for sc in app.get("scenes") or ():
-        if sc.get("key") != scene:
-            continue
-        for v in sc.get("views") or ():
-            if v.get("key") != view:
-                continue
-            found: set[str] = set()
-            _walk(v, found)
-            return found
-    return None
-
-
-def _walk(node: Any, found: set[str]) -> None:
-    if isinstance(node, Mapping):
-        fld = node.get("field")
-        if isinstance(fld, Mapping) and isinstance(fld.get("key"), str):
-            found.add(fld["key"])
-        for k in ("groups", "columns", "inputs"):
-            if k in node:
-                _walk(node[k], found)
-    elif isinstance(node, list):
-        for x in node:
-            _walk(x, found)
 
 
 def where(source: Source) -> Where:
