@@ -1,7 +1,6 @@
 """Files and images in write-back: what an asset column asks to write (an asset id, a
-clear, or a local file to upload), one asset per placement (docs/service-interface.md §2.5), and
-the
-uploads done just before the write that places them.
+clear, or a local file to upload), one asset per placement (docs/service-interface.md
+§2.5), and the uploads done just before the write that places them.
 
 Usage::
 
