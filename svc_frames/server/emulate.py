@@ -14,7 +14,7 @@ All knobs live on ``Emulation`` and may be changed while the service runs
   with a user token, uploads, the schema and logins count (everything but a view call
   without a token), refused and faulted ones too; once spent, every counted request is
   429 ``Daily limit exceeded`` until the next UTC day or ``new_quota_day()`` (tests and
-  benchmarks cannot wait a day);
+  benchmarks cannot wait a day); ``daily_quota=0`` (off): the headers show a full 25,000;
 * ``latency_ms`` (+ uniform ``jitter_ms``) is added before the request is handled;
 * ``expose_schema=False`` makes ``GET /v1/applications/<id>`` answer 404 (deployments
   that do not expose the schema);
@@ -273,8 +273,11 @@ class Emulation:
                 "X-RateLimit-Limit": str(limit or 10),
                 "X-RateLimit-Remaining": str(max((limit or 10) - self._in_second, 0)),
                 "X-RateLimit-Reset": str(sec + 1),
+                # quota off: a full Plus-plan quota, never spent (so a long test session
+                # or benchmark on one service never looks out of quota to a client)
                 "X-PlanLimit-Limit": str(quota or 25000),
-                "X-PlanLimit-Remaining": str(max((quota or 25000) - self._in_day, 0)),
+                "X-PlanLimit-Remaining": str(max(quota - self._in_day, 0) if quota
+                                             else 25000),
                 "X-PlanLimit-Reset": str(int((tomorrow - now) * 1000)),
             }
             if spent:
