@@ -490,17 +490,20 @@ def test_retry_after_is_honoured(fresh_service: LocalService) -> None:
     svc = fresh_service
     svc.emulation.rate_limit = 1
     svc.emulation.retry_after_s = 2
-    client = _local(svc)  # unpaced: its second request meets the limit
+    client = _local(svc)  # unpaced: back-to-back requests meet the limit
     svc.request_log.clear()
-    client.get_page("object_3", rows_per_page=5)
-    client.get_page("object_3", rows_per_page=5)
+    for _ in range(3):
+        client.get_page("object_3", rows_per_page=5)
     svc.emulation.rate_limit = 0
     entries = svc.request_log.entries
-    # the service refuses anything inside the Retry-After window: one refusal means the
-    # client came back only after it
-    assert [e.status for e in entries] == [200, 429, 200]
-    assert entries[2].time - entries[1].time >= 1.9
-    assert client.retry_count == 1
+    statuses = [e.status for e in entries]
+    assert 429 in statuses and statuses.count(200) == 3
+    # the service refuses anything inside the Retry-After window: a 200 right after each
+    # refusal means the client came back only after the window
+    for refused, after in zip(entries, entries[1:], strict=False):
+        if refused.status == 429:
+            assert after.status == 200 and after.time - refused.time >= 1.9
+    assert client.retry_count == statuses.count(429)
 
 
 def test_retry_after_beyond_the_bound_raises_at_once(fresh_service: LocalService) -> None:
@@ -509,9 +512,9 @@ def test_retry_after_beyond_the_bound_raises_at_once(fresh_service: LocalService
     svc.emulation.retry_after_s = 600
     client = _local(svc)
     try:
-        client.get_page("object_3", rows_per_page=5)
         with pytest.raises(RateLimited) as info:
-            client.get_page("object_3", rows_per_page=5)
+            for _ in range(3):  # two of them share a second, however slow the machine
+                client.get_page("object_3", rows_per_page=5)
     finally:
         svc.emulation.rate_limit = 0
         svc.emulation.retry_after_s = 0
@@ -538,10 +541,10 @@ def test_throttling_403_from_the_rate_limit(fresh_service: LocalService) -> None
     svc.emulation.throttle_status = 403
     svc.emulation.rate_limit = 1
     client = _local(svc)
-    for _ in range(3):
+    for _ in range(4):
         client.get_page("object_3", rows_per_page=5)
     svc.emulation.rate_limit = 0
-    assert client.status_counts[403] >= 1 and client.status_counts[200] == 3
+    assert client.status_counts[403] >= 1 and client.status_counts[200] == 4
 
 
 def test_real_403_is_not_retried(fresh_service: LocalService) -> None:
