@@ -15,7 +15,7 @@ a POST is only retried when it surely did not reach the server (refused by the r
 or the connection was never opened), otherwise :class:`OutcomeUnknown` is raised.
 The API key and the token never appear in a repr, a log line or an error message.
 
-Limits (real-world.md "Rate limits"): every answer's ``X-RateLimit-*`` headers pace the
+Limits (docs/hosted-behaviour.md §4): every answer's ``X-RateLimit-*`` headers pace the
 client, its ``X-PlanLimit-*`` headers give ``client.quota`` (the daily quota), and
 ``Retry-After`` is honoured (up to ``MAX_RETRY_AFTER`` seconds). A 403 whose body says
 it is throttling is retried like a 429; a 429 ``Daily limit exceeded`` raises
@@ -856,7 +856,7 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
 
 def _is_throttling(message: str) -> bool:
     """A 403 whose body says it is throttling (a token or right refusal names the token
-    or the view instead; real-world.md "Rate limits")."""
+    or the view instead; docs/hosted-behaviour.md §4)."""
     return bool(_THROTTLE_RE.search(message or "")) and "token" not in message.lower()
 
 

@@ -10,7 +10,7 @@ All knobs live on ``Emulation`` and may be changed while the service runs
   throttling: ``THROTTLED_403``); with ``retry_after_s`` set, those answers carry
   ``Retry-After`` and the service keeps refusing until it has passed (never kinder than a
   deployment that sends one);
-* the daily quota (``daily_quota``; real-world.md "Rate limits"): object calls, view calls
+* the daily quota (``daily_quota``; docs/hosted-behaviour.md §4): object calls, view calls
   with a user token, uploads, the schema and logins count (everything but a view call
   without a token), refused and faulted ones too; once spent, every counted request is
   429 ``Daily limit exceeded`` until the next UTC day or ``new_quota_day()`` (tests and
@@ -152,7 +152,7 @@ class _Injected:
 
 def _counts_for_quota(path: str, has_token: bool) -> bool:
     """Whether the daily quota counts a request: all but a view call without a token
-    (real-world.md: object calls and view calls with a user token count; what else
+    (docs/hosted-behaviour.md §4: object calls and view calls with a user token count; what else
     counts is not documented, so the rest counts too: never kinder than hosted)."""
     return has_token or not path.startswith("/v1/pages/")
 
