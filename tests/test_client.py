@@ -611,3 +611,17 @@ def test_closed_port_is_service_unreachable() -> None:
     assert text.endswith("check the base URL and the network")  # whole, not cut
     assert "tried 3 times" in text and client.request_count == 3  # bounded, not 6
     no_secret(text)
+
+
+def test_public_view_load_is_not_held_to_the_quota(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    client = _local(svc)
+    client.schema()
+    client.get_page("object_3", rows_per_page=5)  # the quota is known
+    svc.emulation.daily_quota = svc.emulation.quota_used  # spent
+    # a view call without a token does not count against the quota (hosted), so a load
+    # of a public view goes on
+    pages = Paginator(client, ("scene_1", "view_1"), rows_per_page=2).records()
+    assert len(pages) > 2
+    with pytest.raises(QuotaExceeded):
+        client.get_page("object_3", rows_per_page=5)
