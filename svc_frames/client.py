@@ -17,20 +17,32 @@ the connection never opened, or the caller's ``resend`` check verified it absent
 policy (``request``; ``get_bytes`` for asset downloads), so ``retry_count`` and
 ``status_counts`` see them all.
 The API key and the token never appear in a repr, a log line or an error message.
+
+Limits (docs/hosted-behaviour.md §4): every answer's ``X-RateLimit-*`` headers pace the
+client, its ``X-PlanLimit-*`` headers give ``client.quota`` (the daily quota), and
+``Retry-After`` is honoured (up to ``MAX_RETRY_AFTER`` seconds). A 403 whose body says
+it is throttling is retried like a 429; a 429 ``Daily limit exceeded`` raises
+:class:`QuotaExceeded` at once (nothing can succeed before the reset). A service that
+cannot be reached (refused, unknown host, no connection in time) raises
+:class:`ServiceUnreachable` naming the base URL after a few quick tries.
 """
 
 from __future__ import annotations
 
 import collections
+import datetime as dt
+import email.utils
 import html
 import json
 import logging
+import math
 import os
 import random
 import re
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -45,9 +57,11 @@ from .errors import (
     NotFound,
     OutcomeUnknown,
     PayloadTooLarge,
+    QuotaExceeded,
     RateLimited,
     ServerError,
     ServiceError,
+    ServiceUnreachable,
     UsageError,
     ValidationError,
 )
@@ -76,6 +90,27 @@ _VIEW_RE = re.compile(r"view_\d+\Z")
 # 500 too: for an idempotent request a repeat is harmless, and a hosted 500 is often
 # transient; a POST is never repeated after any 5xx (see request()).
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_AFTER = 60.0
+"""Longest ``Retry-After`` (seconds) waited for in a run; a longer one raises RateLimited
+at once (carrying ``retry_after``) rather than holding the caller for minutes."""
+UNREACHABLE_RETRIES = 2
+"""Tries after the first before a service that cannot be reached raises
+ServiceUnreachable (a restarting service gets a moment; a wrong address is said quickly)."""
+_DAILY_RE = re.compile(r"daily|plan limit|quota", re.I)
+_THROTTLE_RE = re.compile(r"throttl|rate limit|too many requests", re.I)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """The application's daily request quota as the service last reported it
+    (``X-PlanLimit-Limit``, ``-Remaining``, ``-Reset``).
+
+    Usage: ``q = client.quota; q.remaining if q else None``"""
+
+    limit: int
+    remaining: int
+    reset_at: dt.datetime
+    """When the quota resets (aware, UTC)."""
 
 
 def parse_target(target: Target | str) -> tuple[str, str | None, str | None]:
@@ -234,6 +269,8 @@ class Client:
             raise ConfigurationError(f"base_url must start with http:// or https://: {base_url!r}")
         if max_workers < 1:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
+        _check_settings(timeout=timeout, max_retries=max_retries, rate_limit=rate_limit,
+                        backoff=backoff)
         self.app_id = app_id
         self.base_url = str(base_url).rstrip("/")
         self._api_key = api_key
@@ -253,6 +290,8 @@ class Client:
         self.request_count = 0
         self.retry_count = 0
         self.status_counts: collections.Counter[int] = collections.Counter()
+        self._quota: Quota | None = None
+        self._quota_seq = 0  # request_count of the request whose answer set _quota
         self._schema: dict[str, Any] | None = None
         # use_schema=False: never ask for the schema (a deployment that hides it); kinds
         # are then inferred from the record shapes
@@ -376,6 +415,7 @@ class Client:
             self.limiter.acquire()
             with self._count_lock:
                 self.request_count += 1
+                seq = self.request_count
             sent = False
             try:
                 resp = self.session.request(
@@ -398,6 +438,7 @@ class Client:
                         attempt += 1
                         continue
                     raise unknown from None
+                self._raise_if_unreachable(exc, sent, attempt, method, what)
                 if attempt >= self.max_retries:
                     raise ServerError(f"{method} {what}: {reason} (gave up after "
                                       f"{attempt + 1} attempts)") from None
@@ -405,11 +446,13 @@ class Client:
                 self._sleep_backoff(attempt, method, what, reason)
                 continue
             self.limiter.observe(resp.headers)
+            self._note_quota(resp.headers, seq)
             status = resp.status_code
             with self._count_lock:
                 self.status_counts[status] += 1
             if status < 400:
                 return self._decode_ok(resp, body, method, what, parse)
+            status = self._screen_refusal(resp, body, method, what)
             retryable = status in _RETRY_STATUS and (idempotent or status == 429)
             if status == 429:
                 # refused before doing anything, so even a POST may be sent again;
@@ -493,6 +536,10 @@ class Client:
                        "or pass token=)"
             return AuthenticationError(f"{prefix}{msg or 'not authenticated'}{hint}",
                                        status=status, body=parsed)
+        if status == 403 and _is_throttling(msg):
+            return RateLimited(f"{prefix}{msg} (a throttling 403; after {self.max_retries} "
+                               "retries)", status=status, body=parsed,
+                               retry_after=_retry_after(resp.headers))
         if status == 403:
             if view and not has_token:
                 hint = " (this view is behind a login: call client.login(email, password) " \
@@ -513,11 +560,93 @@ class Client:
             return PayloadTooLarge(f"{prefix}{msg or 'too large'}", status=status, body=parsed)
         if status == 429:
             return RateLimited(f"{prefix}{msg or 'rate limit exceeded'} (after "
-                               f"{self.max_retries} retries)", status=status, body=parsed)
+                               f"{self.max_retries} retries)", status=status, body=parsed,
+                               retry_after=_retry_after(resp.headers))
         if status >= 500:
             return ServerError(f"{prefix}HTTP {status}: {msg}", status=status, body=parsed)
         return ServiceError(f"{prefix}HTTP {status}: {msg}", status=status, field=field,
                             body=parsed)
+
+    # ---- limits: daily quota, throttling, Retry-After, unreachable service ----------------
+    @property
+    def quota(self) -> Quota | None:
+        """The daily quota from the latest-sent request answered with ``X-PlanLimit-*``
+        headers (None before any such answer).
+
+        Usage: ``if client.quota and client.quota.remaining < 100: ...``"""
+        return self._quota
+
+    def quota_left(self) -> int | None:
+        """Requests surely left of the daily quota: the last reported ``remaining`` less
+        the requests this client sent after that answer's request (they may have been
+        counted since). None when no answer gave the quota.
+
+        Usage: ``left = client.quota_left()``"""
+        with self._count_lock:
+            if self._quota is None:
+                return None
+            return max(0, self._quota.remaining - (self.request_count - self._quota_seq))
+
+    def _note_quota(self, headers: Mapping[str, str], seq: int) -> None:
+        """Keep the ``X-PlanLimit-*`` of an answer when its request is the latest-sent one
+        answered (answers of parallel requests arrive out of order; a new quota day shows
+        as a higher remaining, so the latest wins rather than the lowest)."""
+        quota = _quota_of(headers)
+        if quota is None:
+            return
+        with self._count_lock:
+            if seq >= self._quota_seq:
+                self._quota, self._quota_seq = quota, seq
+
+    def _screen_refusal(self, resp: requests.Response, body: bytes, method: str,
+                        what: str) -> int:
+        """The status the retry policy acts on: QuotaExceeded at once for a spent daily
+        quota; a throttling 403 counts as a 429 (refused before doing anything); a
+        ``Retry-After`` holds every thread back that long (RateLimited at once when it is
+        over ``MAX_RETRY_AFTER``)."""
+        status = resp.status_code
+        if status not in (403, 429, 503):
+            return status
+        msg, _field = _parse_error_body(body)
+        if status == 429 and (_DAILY_RE.search(msg or "")
+                              or resp.headers.get("X-PlanLimit-Remaining", "").strip() == "0"):
+            quota = _quota_of(resp.headers)
+            reset = quota.reset_at if quota else None
+            when = (f"until {reset.isoformat(timespec='seconds')}" if reset
+                    else "until the daily reset")
+            raise QuotaExceeded(
+                f"{method} {what}: the daily request quota of the application is spent "
+                f"({self._redact(msg or 'Daily limit exceeded')}); the service refuses every "
+                f"request {when}. Nothing was applied by this request; run again after the "
+                "reset", status=status, body=_json_or_none(body), reset_at=reset,
+                limit=quota.limit if quota else None, remaining=0)
+        if status == 403:
+            if not _is_throttling(msg):
+                return status  # a real refusal (token, view, right): Forbidden at once
+            status = 429
+        wait = _retry_after(resp.headers)
+        if wait is not None:
+            if wait > MAX_RETRY_AFTER:
+                raise RateLimited(
+                    f"{method} {what}: the service asks to wait {wait:g} s before the next "
+                    f"request (Retry-After), more than the {MAX_RETRY_AFTER:g} s a run waits; "
+                    "try again later", status=resp.status_code, body=_json_or_none(body),
+                    retry_after=wait)
+            self.limiter.block_for(wait + 0.01)  # at least that long, every thread
+        return status
+
+    def _raise_if_unreachable(self, exc: Exception, sent: bool, attempt: int, method: str,
+                              what: str) -> None:
+        """ServiceUnreachable once a connection that never opened has been tried
+        ``UNREACHABLE_RETRIES`` more times (or ``max_retries``, when fewer)."""
+        if sent:
+            return
+        reason = _unreachable_reason(exc, min(10.0, self.timeout))
+        if reason is None or attempt < min(self.max_retries, UNREACHABLE_RETRIES):
+            return
+        raise ServiceUnreachable(
+            f"{method} {what}: the service at {self.base_url} cannot be reached: {reason} "
+            f"(tried {attempt + 1} times); check the base URL and the network") from None
 
     # ---- the service's operations --------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:
@@ -735,6 +864,83 @@ def _parse_error_body(body: bytes) -> tuple[str, str | None]:
     return _snippet(body, 300), None
 
 
+def _check_settings(*, timeout: Any, max_retries: Any, rate_limit: Any,
+                    backoff: Any) -> None:
+    """ConfigurationError naming the first client setting out of range."""
+    def number(x: Any) -> bool:
+        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+    if not number(timeout) or timeout <= 0:
+        raise ConfigurationError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
+        raise ConfigurationError(f"max_retries must be an integer >= 0, got {max_retries!r}")
+    if not number(rate_limit) or rate_limit < 0:
+        raise ConfigurationError(
+            f"rate_limit must be a number of requests per second >= 0 (0: no pacing), got "
+            f"{rate_limit!r}")
+    if not number(backoff) or backoff < 0:
+        raise ConfigurationError(f"backoff must be a number of seconds >= 0, got {backoff!r}")
+
+
+def _quota_of(headers: Mapping[str, str]) -> Quota | None:
+    """The Quota of ``X-PlanLimit-Limit/-Remaining/-Reset`` (ms until the reset), or None
+    when they are missing or not numbers (headers are advisory)."""
+    try:
+        limit = int(float(headers["X-PlanLimit-Limit"]))
+        remaining = int(float(headers["X-PlanLimit-Remaining"]))
+        reset_ms = float(headers["X-PlanLimit-Reset"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (math.isfinite(reset_ms) and 0 <= reset_ms <= 8 * 86_400_000):
+        return None  # a bogus reset: not a time the quota could mean
+    reset_at = dt.datetime.now(dt.timezone.utc) + dt.timedelta(milliseconds=reset_ms)
+    return Quota(limit=limit, remaining=max(remaining, 0), reset_at=reset_at)
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds from a ``Retry-After`` header (delay-seconds or an HTTP date), or None."""
+    value = headers.get("Retry-After")
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc)
+        seconds = (when - dt.datetime.now(dt.timezone.utc)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _is_throttling(message: str) -> bool:
+    """A 403 whose body says it is throttling (a token or right refusal names the token
+    or the view instead; docs/hosted-behaviour.md §4)."""
+    return bool(_THROTTLE_RE.search(message or "")) and "token" not in message.lower()
+
+
+def _unreachable_reason(exc: Exception, connect_timeout: float) -> str | None:
+    """Why no connection could be opened (refused, unknown host, none within the connect
+    timeout), or None when the failure is of another kind."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return f"no connection within {connect_timeout:g} s"
+    if not isinstance(exc, requests.exceptions.ConnectionError):
+        return None
+    reason: Any = exc.args[0] if exc.args else None
+    reason = getattr(reason, "reason", reason)  # urllib3's MaxRetryError wraps the cause
+    if isinstance(reason, urllib3.exceptions.NameResolutionError):
+        return "the host name was not found (DNS)"
+    if isinstance(reason, urllib3.exceptions.NewConnectionError):
+        text = str(reason)
+        if "refused" in text.lower():
+            return "connection refused (nothing listens on that port)"
+        return f"no connection ({text.split(': ', 1)[-1]})"
+    return None
+
+
 def _is_connect_refused(exc: Exception) -> bool:
     """A connection that was never opened (nothing reached the server)."""
     text = repr(exc)
@@ -742,8 +948,12 @@ def _is_connect_refused(exc: Exception) -> bool:
 
 
 def _short_reason(exc: Exception) -> str:
+    """What went wrong with a connection, whole (the innermost cause, not urllib3's
+    wrapper text)."""
     name = type(exc).__name__
     text = str(exc)
     if "IncompleteRead" in text or isinstance(exc, requests.exceptions.ChunkedEncodingError):
         return f"{name}: the answer was cut off mid-body"
-    return f"{name}: {text[:160]}"
+    cause: Any = exc.args[0] if exc.args else None
+    cause = getattr(cause, "reason", None)  # MaxRetryError -> the urllib3 error
+    return f"{name}: {cause if cause is not None else text}"

@@ -10,6 +10,7 @@ Usage::
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 
@@ -57,7 +58,44 @@ class PayloadTooLarge(ServiceError, ValueError):
 
 
 class RateLimited(ServiceError):
-    """429: the per-second rate limit or the daily quota was exceeded."""
+    """429 (or a throttling 403): the per-second rate limit or the daily quota was exceeded.
+    ``retry_after``: the seconds the service asked to wait (``Retry-After``), if any."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: Any = None,
+                 retry_after: float | None = None) -> None:
+        super().__init__(message, status=status, body=body)
+        self.retry_after = retry_after
+
+
+class QuotaExceeded(RateLimited):
+    """429 ``Daily limit exceeded``: the application's daily request quota is spent until
+    ``reset_at`` (an aware datetime, None when the service did not say). Never retried
+    in-run: nothing can succeed before the reset."""
+
+    def __init__(self, message: str, *, status: int | None = 429, body: Any = None,
+                 reset_at: dt.datetime | None = None, limit: int | None = None,
+                 remaining: int | None = None) -> None:
+        super().__init__(message, status=status, body=body)
+        self.reset_at = reset_at
+        self.limit = limit
+        self.remaining = remaining
+
+
+class QuotaInsufficient(QuotaExceeded):
+    """Found before sending: a run needs ``needed`` more requests, but only ``remaining``
+    are left of the daily quota (until ``reset_at``). Nothing more was sent; ``status`` is
+    None (no refusal came)."""
+
+    def __init__(self, message: str, *, needed: int, remaining: int,
+                 reset_at: dt.datetime | None = None, limit: int | None = None) -> None:
+        super().__init__(message, status=None, reset_at=reset_at, limit=limit,
+                         remaining=remaining)
+        self.needed = needed
+
+
+class ServiceUnreachable(ServiceError, ConnectionError):
+    """No connection to the service: refused, host name not found, or no connection within
+    the timeout. Nothing reached the service; the message names the base URL."""
 
 
 class ServerError(ServiceError):
@@ -121,7 +159,8 @@ class DisplayValuesNeeded(SvcError, ValueError):
 __all__ = [
     "SvcError",
     "ServiceError", "AuthenticationError", "Forbidden", "NotFound", "ValidationError",
-    "PayloadTooLarge", "RateLimited", "ServerError", "OutcomeUnknown",
+    "PayloadTooLarge", "RateLimited", "QuotaExceeded", "QuotaInsufficient", "ServerError",
+    "OutcomeUnknown", "ServiceUnreachable",
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
 ]

@@ -17,6 +17,8 @@ is under way (docs/hosted-behaviour.md §1.1), so a :class:`Paginator` treats ``
   fetched once more (``verify="first"``, the default), which catches such a pair when it
   touches page 1; ``verify="full"`` wants two passes that agree, the full guarantee, at
   twice the requests; ``verify="none"`` trusts the counts;
+* a load the daily quota cannot finish is refused after page 1, before any other page
+  request (:class:`QuotaInsufficient`: needed vs left), when the service reports the quota;
 * an inconsistent pass is fetched again (``max_passes`` in all); if none is consistent,
   :class:`ConsistencyError` is raised: a pass that shows records moved is never used.
 
@@ -40,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .errors import ConsistencyError, ServerError, UsageError
+from .errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
 from .rawpages import RawRecord, raw_page_parser
 
 if TYPE_CHECKING:
@@ -220,6 +222,8 @@ class Paginator:
             yield first
             return
         wanted = self.pages_wanted(first)
+        if pass_no == 1:
+            self.check_quota(wanted)
         first_out = False  # page 1 is handed out once the next pages are on their way
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-page") as pool:
@@ -335,6 +339,34 @@ class Paginator:
             f"records of {self._what()} kept moving while paging: {self.max_passes} passes, "
             f"none consistent (last: {self.passes[-1].reason}); try again, or sort by a "
             "field that does not change")
+
+    def check_quota(self, wanted: int) -> None:
+        """QuotaInsufficient when the requests still needed after page 1 (the other
+        ``wanted - 1`` pages, plus page 1 again for ``verify="first"`` or a whole second
+        pass for ``"full"``) exceed what is surely left of the daily quota
+        (``client.quota_left()``, which counts requests still in flight, the schema
+        included). No quota reported, or a view read without a user token (the quota
+        does not count those): no check.
+
+        Usage: ``pager.check_quota(pager.pages_wanted(first))``"""
+        left = self.client.quota_left()
+        if left is None or (self.client.records_path(self.target)[1]
+                            and not self.client.token):
+            return
+        verify = {"first": 1 if wanted > 1 else 0, "full": wanted, "none": 0}[self.verify]
+        needed = wanted - 1 + verify
+        if needed <= left:
+            return
+        quota = self.client.quota
+        reset = (f", resets {quota.reset_at.isoformat(timespec='seconds')}" if quota
+                 else "")
+        raise QuotaInsufficient(
+            f"{self._what()}: this load needs {needed} more requests ({wanted - 1} pages "
+            f"after page 1, {verify} to verify) but only {left} are left of the daily "
+            f"quota (limit {quota.limit if quota else '?'}{reset}); nothing more was sent. "
+            "Narrow it (filters, limit), or run it after the reset",
+            needed=needed, remaining=left, reset_at=quota.reset_at if quota else None,
+            limit=quota.limit if quota else None)
 
     def _first_after(self, futures: list[Future[Page]], pass_no: int) -> Page:
         """Page 1 again, sent once every page request of the pass has started (so it

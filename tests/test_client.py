@@ -7,7 +7,9 @@ Tests against the local service itself sit at the end.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,10 +24,18 @@ from svc_frames.errors import (
     Forbidden,
     NotFound,
     OutcomeUnknown,
+    QuotaExceeded,
+    QuotaInsufficient,
+    RateLimited,
     ServerError,
+    ServiceError,
+    ServiceUnreachable,
     UsageError,
     ValidationError,
 )
+from svc_frames.loaders import read_object
+from svc_frames.paging import Page, Paginator
+from svc_frames.server import LocalService
 
 KEY = "sk-very-secret-key-42"
 TOKEN = "tok-very-secret-99"
@@ -436,3 +446,228 @@ def test_get_bytes_paced_retried_counted_and_keyless(scripted: Scripted) -> None
     scripted.script((404, "text/plain", "no such asset"))
     with pytest.raises(NotFound, match="a.bin"):
         client.get_bytes("/assets/a.bin")
+# ---- quota, throttling, Retry-After, unreachable service (issues 9, 10, 14) ---------------
+def _local(svc: LocalService, **kw: Any) -> Client:
+    kw.setdefault("rate_limit", 0)
+    kw.setdefault("backoff", 0.01)
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, **kw)
+
+
+def test_quota_is_read_from_every_answer(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.daily_quota = 40
+    svc.emulation.new_quota_day()
+    client = _local(svc)
+    assert client.quota is None and client.quota_left() is None  # no answer yet
+    client.get_page("object_3", rows_per_page=5)
+    client.get_page("object_3", page=2, rows_per_page=5)
+    quota = client.quota
+    assert quota is not None and quota.limit == 40 and quota.remaining == 38
+    assert client.quota_left() == 38
+    now = dt.datetime.now(dt.timezone.utc)
+    assert quota.reset_at.tzinfo is not None
+    assert now < quota.reset_at <= now + dt.timedelta(days=1)
+    svc.emulation.new_quota_day()  # a new day shows as a higher remaining: the latest wins
+    client.get_page("object_3", rows_per_page=5)
+    assert client.quota is not None and client.quota.remaining == 39
+
+
+def test_spent_quota_raises_at_once_with_the_reset(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.daily_quota = 1
+    svc.emulation.new_quota_day()
+    client = _local(svc, max_retries=5)
+    client.get_page("object_3", rows_per_page=5)
+    svc.request_log.clear()
+    with pytest.raises(QuotaExceeded) as info:
+        client.update_record("object_3", "nope", {"field_12": "x"})
+    err = info.value
+    assert isinstance(err, RateLimited) and err.status == 429
+    assert err.reset_at is not None and err.reset_at > dt.datetime.now(dt.timezone.utc)
+    assert err.limit == 1 and err.remaining == 0
+    assert "daily request quota" in str(err)
+    assert svc.request_log.count() == 1 and client.retry_count == 0  # never retried
+
+
+def test_quota_spent_mid_load_raises_at_once(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.daily_quota = 1000
+    svc.emulation.new_quota_day()
+    client = _local(svc, max_retries=5)
+    svc.request_log.clear()
+
+    def others_spend_it(page: Page) -> None:
+        if page.number == 1:  # another tool spends the rest of the day meanwhile
+            svc.emulation.daily_quota = svc.emulation.quota_used
+
+    # 30 work orders in 2 pages; no verification request, so the counts are exact
+    pager = Paginator(client, "object_3", rows_per_page=15, verify="none",
+                      on_page=others_spend_it)
+    with pytest.raises(QuotaExceeded):
+        pager.records()
+    path = "/v1/objects/object_3/records"
+    assert svc.request_log.count(path_prefix=path, status=200) == 1
+    assert svc.request_log.count(path_prefix=path, status=429) == 1  # page 2, once
+    assert client.request_count == 2 and client.retry_count == 0
+
+
+def test_load_the_quota_cannot_finish_is_refused_after_page_1(
+        fresh_service: LocalService) -> None:
+    svc = fresh_service
+    client = _local(svc)
+    client.schema()  # cached: the load below sends page requests only
+    svc.emulation.daily_quota = svc.emulation.quota_used + 5
+    svc.request_log.clear()
+    # 30 records in 6 pages of 5: page 1, then 5 more pages and page 1 again to verify,
+    # but only 4 are left after page 1
+    with pytest.raises(QuotaInsufficient) as info:
+        read_object(client, "object_3", rows_per_page=5)
+    err = info.value
+    assert (err.needed, err.remaining) == (6, 4)
+    assert isinstance(err, QuotaExceeded) and err.status is None
+    assert "needs 6 more requests" in str(err) and "only 4 are left" in str(err)
+    assert svc.request_log.count(path_prefix="/v1/objects/object_3/records") == 1
+    # with enough left the same load goes through
+    svc.emulation.daily_quota = svc.emulation.quota_used + 7  # page 1 and 6 more
+    assert len(read_object(client, "object_3", rows_per_page=5).main) == 30
+
+
+def test_retry_after_is_honoured(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.rate_limit = 1
+    svc.emulation.retry_after_s = 2
+    client = _local(svc)  # unpaced: back-to-back requests meet the limit
+    svc.request_log.clear()
+    for _ in range(3):
+        client.get_page("object_3", rows_per_page=5)
+    svc.emulation.rate_limit = 0
+    entries = svc.request_log.entries
+    statuses = [e.status for e in entries]
+    assert 429 in statuses and statuses.count(200) == 3
+    # the service refuses anything inside the Retry-After window: a 200 right after each
+    # refusal means the client came back only after the window
+    for refused, after in zip(entries, entries[1:], strict=False):
+        if refused.status == 429:
+            assert after.status == 200 and after.time - refused.time >= 1.9
+    assert client.retry_count == statuses.count(429)
+
+
+def test_retry_after_beyond_the_bound_raises_at_once(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.rate_limit = 1
+    svc.emulation.retry_after_s = 600
+    client = _local(svc)
+    try:
+        with pytest.raises(RateLimited) as info:
+            for _ in range(3):  # two of them share a second, however slow the machine
+                client.get_page("object_3", rows_per_page=5)
+    finally:
+        svc.emulation.rate_limit = 0
+        svc.emulation.retry_after_s = 0
+    assert info.value.retry_after is not None and info.value.retry_after > 500
+    assert not isinstance(info.value, QuotaExceeded) and client.retry_count == 0
+
+
+def test_throttling_403_is_retried_like_a_429(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    client = _local(svc)
+    svc.emulation.inject("403", method="GET", times=2)
+    svc.emulation.inject("403", method="POST")
+    svc.request_log.clear()
+    assert client.get_page("object_3", rows_per_page=5)["records"]
+    rec = client.create_record("object_2", {"field_8": "after a throttling 403"})
+    assert rec["id"]
+    assert [e.status for e in svc.request_log.entries] == [403, 403, 200, 403, 200]
+    assert svc.request_log.count(method="POST", applied=True) == 1  # created once
+    assert client.retry_count == 3
+
+
+def test_throttling_403_from_the_rate_limit(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.throttle_status = 403
+    svc.emulation.rate_limit = 1
+    client = _local(svc)
+    for _ in range(4):
+        client.get_page("object_3", rows_per_page=5)
+    svc.emulation.rate_limit = 0
+    assert client.status_counts[403] >= 1 and client.status_counts[200] == 4
+
+
+def test_real_403_is_not_retried(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    client = _local(svc, token="not-a-token", max_retries=5)
+    svc.request_log.clear()
+    with pytest.raises(Forbidden, match="Invalid or Expired Token"):
+        client.get_page(("scene_3", "view_5"))
+    assert svc.request_log.count() == 1 and client.retry_count == 0
+
+
+def test_create_whose_answer_was_cut_after_the_write(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    client = _local(svc, max_retries=5)
+    before = client.get_page("object_2", rows_per_page=1)["total_records"]
+    for fault in ("cut", "500-after"):
+        svc.emulation.inject(fault, method="POST")
+        with pytest.raises(OutcomeUnknown):
+            client.create_record("object_2", {"field_8": f"created, answer lost: {fault}"})
+        assert svc.request_log.count(method="POST", applied=True, fault=fault) == 1
+    # the service holds both writes although the client saw no answer
+    assert client.get_page("object_2", rows_per_page=1)["total_records"] == before + 2
+
+
+def test_update_whose_answer_was_cut_is_sent_again(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    client = _local(svc)
+    rid = client.get_page("object_2", rows_per_page=1)["records"][0]["id"]
+    svc.request_log.clear()
+    svc.emulation.inject("cut", method="PUT")
+    out = client.update_record("object_2", rid, {"field_8": "cut then resent"})
+    assert out["field_8"] == "cut then resent"
+    assert [(e.fault, e.applied) for e in svc.request_log.entries] == [("cut", True),
+                                                                      (None, True)]
+
+
+@pytest.mark.parametrize("kwargs,culprit", [
+    ({"timeout": -1}, "timeout"), ({"timeout": 0}, "timeout"),
+    ({"timeout": float("nan")}, "timeout"), ({"max_retries": -1}, "max_retries"),
+    ({"max_retries": 1.5}, "max_retries"), ({"rate_limit": -1}, "rate_limit"),
+    ({"rate_limit": float("inf")}, "rate_limit"), ({"backoff": -0.1}, "backoff"),
+])
+def test_bad_settings_refused_at_construction(kwargs: dict[str, Any], culprit: str) -> None:
+    with pytest.raises(UsageError, match=culprit) as info:
+        Client("app1", api_key=KEY, base_url="http://127.0.0.1:9", **kwargs)
+    assert repr(kwargs[culprit]) in str(info.value)
+
+
+def test_closed_port_is_service_unreachable() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    url = f"http://127.0.0.1:{port}"
+    client = Client("app1", api_key=KEY, base_url=url, rate_limit=0, backoff=0.01,
+                    max_retries=5)
+    with pytest.raises(ServiceUnreachable) as info:
+        client.get_page("object_1")
+    err = info.value
+    assert isinstance(err, ServiceError) and isinstance(err, ConnectionError)
+    assert not isinstance(err, ServerError)
+    text = str(err)
+    assert url in text and "connection refused" in text
+    assert text.endswith("check the base URL and the network")  # whole, not cut
+    assert "tried 3 times" in text and client.request_count == 3  # bounded, not 6
+    no_secret(text)
+
+
+def test_public_view_load_is_not_held_to_the_quota(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    client = _local(svc)
+    client.schema()
+    client.get_page("object_3", rows_per_page=5)  # the quota is known
+    svc.emulation.daily_quota = svc.emulation.quota_used  # spent
+    # a view call without a token does not count against the quota (hosted), so a load
+    # of a public view goes on
+    pages = Paginator(client, ("scene_1", "view_1"), rows_per_page=2).records()
+    assert len(pages) > 2
+    with pytest.raises(QuotaExceeded):
+        client.get_page("object_3", rows_per_page=5)

@@ -9,7 +9,7 @@ import requests
 
 from svc_frames.server import LocalService
 from svc_frames.server.emulate import Emulation
-from svc_frames.testing import object_url
+from svc_frames.testing import login, object_url, view_url
 
 LIMIT_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
                  "X-PlanLimit-Limit", "X-PlanLimit-Remaining", "X-PlanLimit-Reset")
@@ -131,3 +131,138 @@ def test_schema_can_be_hidden(fresh_service: LocalService) -> None:
     fresh_service.emulation.expose_schema = False
     assert requests.get(url, timeout=30).status_code == 404
     fresh_service.emulation.expose_schema = True
+
+
+# ---- daily quota, Retry-After, throttling 403, faults after the write (issue 9, 10) -------
+def test_daily_quota_answers_like_hosted(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.daily_quota = 3
+    svc.emulation.new_quota_day()
+    s = requests.Session()
+    answers = [s.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+               for _ in range(5)]
+    assert [r.status_code for r in answers] == [200, 200, 200, 429, 429]
+    assert [r.headers["X-PlanLimit-Remaining"] for r in answers] == ["2", "1", "0", "0", "0"]
+    assert all(r.headers["X-PlanLimit-Limit"] == "3" for r in answers)
+    assert answers[3].text == "Daily limit exceeded"
+    assert 0 < int(answers[4].headers["X-PlanLimit-Reset"]) <= 24 * 3600 * 1000
+    assert "Retry-After" not in answers[3].headers  # the reset header says when
+    # refusals of a spent quota cost nothing; a new day starts on demand
+    assert svc.emulation.quota_used == 3
+    svc.emulation.new_quota_day()
+    r = s.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+    assert r.status_code == 200 and r.headers["X-PlanLimit-Remaining"] == "2"
+
+
+def test_daily_quota_counts_object_and_token_view_calls(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    token = login(svc, 0)
+    svc.emulation.daily_quota = 100
+    svc.emulation.new_quota_day()
+    s = requests.Session()
+    s.get(view_url(svc, "scene_1", "view_1"), headers=svc.headers(view=True), timeout=30)
+    assert svc.emulation.quota_used == 0  # a public view call without a token: free
+    s.get(view_url(svc, "scene_3", "view_5"), headers=svc.headers(view=True, token=token),
+          timeout=30)
+    assert svc.emulation.quota_used == 1
+    s.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+    s.get(object_url(svc, "object_2"), timeout=30)  # refused (no key): counted all the same
+    assert svc.emulation.quota_used == 3
+
+
+def test_retry_after_is_sent_and_enforced() -> None:
+    # explicit clock readings: refused inside the window, admitted after it
+    emu = Emulation(rate_limit=1, retry_after_s=2)
+    verdicts = [emu.admit(t) for t in (1000.1, 1000.5, 1001.2, 1002.6, 1002.7)]
+    assert [v[0] for v in verdicts] == [None, 429, 429, None, 429]
+    assert verdicts[1][2]["Retry-After"] == "2"
+    assert verdicts[2][2]["Retry-After"] == "2"  # 1.3 s left of the window, rounded up
+    assert "Retry-After" not in verdicts[0][2] and "Retry-After" not in verdicts[3][2]
+
+
+def test_throttling_403_says_so(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.throttle_status = 403
+    svc.emulation.rate_limit = 1
+    s = requests.Session()
+    answers = [s.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+               for _ in range(3)]
+    svc.emulation.rate_limit = 0
+    throttled = [r for r in answers if r.status_code == 403]
+    assert throttled, [r.status_code for r in answers]  # 3 requests within one second
+    assert all("throttl" in r.text for r in throttled)
+    # a token refusal is a 403 that names the token, not throttling
+    r = s.get(view_url(svc, "scene_3", "view_5"), headers=svc.headers(view=True, token="x"),
+              timeout=30)
+    assert r.status_code == 403 and "Token" in r.text and "throttl" not in r.text
+
+
+@pytest.mark.parametrize("fault,status", [("403", 403), ("429", 429)])
+def test_injected_throttle_faults_happen_before_the_write(fresh_service: LocalService,
+                                                           fault: str, status: int) -> None:
+    svc = fresh_service
+    before = _count(svc)
+    svc.emulation.inject(fault, method="POST")
+    r = requests.post(object_url(svc, "object_2"), json={"field_8": "x"},
+                      headers=svc.headers(), timeout=30)
+    assert r.status_code == status and _count(svc) == before
+    assert svc.request_log.count(method="POST", applied=False, fault=fault) == 1
+
+
+def test_cut_applies_the_write_then_loses_the_answer(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    before = _count(svc)
+    svc.request_log.clear()
+    svc.emulation.inject("cut", method="POST")
+    with pytest.raises(requests.exceptions.RequestException):
+        requests.post(object_url(svc, "object_2"), json={"field_8": "cut after apply"},
+                      headers=svc.headers(), timeout=30)
+    assert _count(svc) == before + 1  # the server holds the write
+    [entry] = [e for e in svc.request_log.entries if e.method == "POST"]
+    assert entry.fault == "cut" and entry.status == 0 and entry.app_status == 200
+    assert entry.applied
+    # only the next matching request was faulted
+    r = requests.post(object_url(svc, "object_2"), json={"field_8": "fine"},
+                      headers=svc.headers(), timeout=30)
+    assert r.status_code == 200
+
+
+def test_500_after_applies_the_write(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    rec = requests.get(object_url(svc, "object_2"), headers=svc.headers(),
+                       timeout=30).json()["records"][0]
+    svc.emulation.inject("500-after", method="PUT")
+    r = requests.put(object_url(svc, "object_2", rec["id"]), json={"field_8": "after"},
+                     headers=svc.headers(), timeout=30)
+    assert r.status_code == 500 and "applied" in r.text
+    again = requests.get(object_url(svc, "object_2", rec["id"]), headers=svc.headers(),
+                         timeout=30).json()
+    assert again["field_8"] == "after"
+    assert svc.request_log.count(method="PUT", status=500, applied=True) == 1
+
+
+def test_fault_methods_limit_random_faults(fresh_service: LocalService) -> None:
+    svc = fresh_service
+    svc.emulation.faults = ("cut",)
+    svc.emulation.fault_methods = ("POST",)
+    svc.emulation.fault_rate = 1.0
+    try:
+        r = requests.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
+        assert r.status_code == 200
+        with pytest.raises(requests.exceptions.RequestException):
+            requests.post(object_url(svc, "object_2"), json={}, headers=svc.headers(),
+                          timeout=30)
+    finally:
+        svc.emulation.fault_rate = 0.0
+    assert svc.request_log.count(method="POST", applied=True, fault="cut") == 1
+
+
+def test_new_knobs_are_validated() -> None:
+    with pytest.raises(ValueError, match="retry_after_s"):
+        Emulation(retry_after_s=-1).validate()
+    with pytest.raises(ValueError, match="throttle_status"):
+        Emulation(throttle_status=500).validate()
+    with pytest.raises(ValueError, match="unknown fault"):
+        Emulation(faults=("cut", "boom")).validate()
+    with pytest.raises(ValueError, match="unknown fault"):
+        Emulation().inject("boom")

@@ -6,26 +6,46 @@ All knobs live on ``Emulation`` and may be changed while the service runs
 * every response carries ``X-RateLimit-Limit/Remaining/Reset`` (reset: epoch seconds of the
   next second) and ``X-PlanLimit-Limit/Remaining/Reset`` (reset: ms until the next UTC day);
 * over ``rate_limit`` requests in the same wall-clock second (per application) -> 429
-  ``Rate limit exceeded``; over ``daily_quota`` in a UTC day -> 429 ``Daily limit exceeded``;
+  ``Rate limit exceeded`` (or, with ``throttle_status=403``, a 403 whose body says it is
+  throttling: ``THROTTLED_403``); with ``retry_after_s`` set, those answers carry
+  ``Retry-After`` and the service keeps refusing until it has passed (never kinder than a
+  deployment that sends one);
+* the daily quota (``daily_quota``; docs/hosted-behaviour.md §4): object calls, view calls
+  with a user token, uploads, the schema and logins count (everything but a view call
+  without a token), refused and faulted ones too; once spent, every counted request is
+  429 ``Daily limit exceeded`` until the next UTC day or ``new_quota_day()`` (tests and
+  benchmarks cannot wait a day); ``daily_quota=0`` (off): the headers show a full 25,000;
 * ``latency_ms`` (+ uniform ``jitter_ms``) is added before the request is handled;
 * ``expose_schema=False`` makes ``GET /v1/applications/<id>`` answer 404 (deployments
   that do not expose the schema);
-* with probability ``fault_rate`` a fault is chosen among ``faults`` ("500", "502", "503",
-  "429", "drop"). **A fault happens before the request is applied**: a faulted write was
-  not written, so a client may retry it. "drop" starts a response and closes the
-  connection without a body (the client sees a broken connection).
+* with probability ``fault_rate`` a fault is chosen among ``faults`` (only for requests
+  whose method is in ``fault_methods`` when that is set), or ``inject()`` queues one for
+  the next matching requests. Faults **before** the request is applied (a faulted write was
+  not written, so a client may retry it): "500", "502", "503", "429", "403" (a throttling
+  403) and "drop" (a response started, then the connection closed without a body).
+  Faults **after** the request was applied (the write is in the store, the answer is
+  lost): "cut" (the routes' answer is cut mid-body and the connection closed) and
+  "500-after" (a 500 instead of the routes' answer).
+
+The request log records each request before the client can see its answer: ``status``
+(what the client got, 0 = no complete answer), ``fault`` and ``app_status`` (what the
+routes answered, None when they never ran); ``entry.applied`` says a request reached the
+routes and succeeded (for a write: it is in the store).
 
 Usage::
 
     emu = Emulation(rate_limit=10)
     app = EmulationMiddleware(inner_app, emu)
     emu.log.counts()[("GET", "/v1/objects/object_3/records")]
+    emu.inject("cut", method="PUT")       # the next PUT is applied, its answer cut
+    emu.log.count(method="PUT", applied=True)
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import math
 import random
 import threading
 import time
@@ -40,18 +60,43 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-FAULT_KINDS = ("500", "502", "503", "429", "drop")
+BEFORE_FAULTS = ("500", "502", "503", "429", "403", "drop")
+"""Faults answered instead of the routes: the request is not applied."""
+AFTER_FAULTS = ("cut", "500-after")
+"""Faults after the routes ran: the request is applied, its answer lost."""
+FAULT_KINDS = BEFORE_FAULTS + AFTER_FAULTS
+
+RATE_LIMITED = "Rate limit exceeded"
+DAILY_LIMITED = "Daily limit exceeded"
+THROTTLED_403 = "Rate limit exceeded: too many requests, throttled; retry later"
+"""The body of a throttling 403 (a token or right refusal names the token or the view)."""
+
+_FAULT_BODIES = {"500": "Internal Server Error (emulated fault)",
+                 "502": "Bad Gateway (emulated fault)",
+                 "503": "Service Unavailable (emulated fault)",
+                 "429": RATE_LIMITED, "403": THROTTLED_403,
+                 "500-after": "Internal Server Error (emulated fault after the request "
+                              "was applied)"}
 
 
 @dataclass(frozen=True)
 class LogEntry:
-    """One request the service answered."""
+    """One request the service answered (or cut).
+
+    ``status``: what the client got (0: no complete answer); ``app_status``: what the
+    routes answered (None: they never ran: refused or faulted first)."""
 
     time: float
     method: str
     path: str
     status: int
     fault: str | None = None
+    app_status: int | None = None
+
+    @property
+    def applied(self) -> bool:
+        """The routes ran and succeeded: a write is in the store (whatever the client saw)."""
+        return self.app_status is not None and 200 <= self.app_status < 300
 
 
 class RequestLog:
@@ -73,13 +118,18 @@ class RequestLog:
             return dict(self._counts)
 
     def count(self, method: str | None = None, path_prefix: str | None = None,
-              status: int | None = None) -> int:
-        """Requests matching a method, a path prefix and/or a status."""
+              status: int | None = None, *, applied: bool | None = None,
+              fault: str | None = None) -> int:
+        """Requests matching a method, a path prefix, a status, applied or not, a fault.
+
+        Usage: ``log.count(method="PUT", applied=True)``"""
         with self._lock:
             return sum(1 for e in self._entries
                        if (method is None or e.method == method.upper())
                        and (path_prefix is None or e.path.startswith(path_prefix))
-                       and (status is None or e.status == status))
+                       and (status is None or e.status == status)
+                       and (applied is None or e.applied == applied)
+                       and (fault is None or e.fault == fault))
 
     @property
     def entries(self) -> list[LogEntry]:
@@ -93,8 +143,25 @@ class RequestLog:
 
 
 @dataclass
+class _Injected:
+    fault: str
+    method: str | None
+    path_prefix: str | None
+    times: int
+
+
+def _counts_for_quota(path: str, has_token: bool) -> bool:
+    """Whether the daily quota counts a request: all but a view call without a token
+    (docs/hosted-behaviour.md §4: object calls and view calls with a user token count; what else
+    counts is not documented, so the rest counts too: never kinder than hosted)."""
+    return has_token or not path.startswith("/v1/pages/")
+
+
+@dataclass
 class Emulation:
-    """Live emulation knobs (0 disables a limit)."""
+    """Live emulation knobs (0 disables a limit).
+
+    Usage: ``Emulation(rate_limit=10, daily_quota=5000, retry_after_s=1)``"""
 
     rate_limit: float = 0
     daily_quota: int = 0
@@ -102,9 +169,12 @@ class Emulation:
     jitter_ms: float = 0
     fault_rate: float = 0.0
     faults: tuple[str, ...] = ("500", "502", "503", "429", "drop")
+    fault_methods: tuple[str, ...] = ()  # () = every method; ("POST", "PUT") = writes only
     upload_limit_bytes: int = 50 * 1024 * 1024
     expose_schema: bool = True  # False: the schema endpoint answers 404, as on deployments
     #                             that do not expose it (clients then infer kinds)
+    retry_after_s: int = 0  # > 0: throttling answers carry Retry-After and it is enforced
+    throttle_status: int = 429  # 403: throttle as some hosted deployments do
     seed: int | None = None
     log: RequestLog = field(default_factory=RequestLog)
 
@@ -114,6 +184,8 @@ class Emulation:
         self._in_second = 0
         self._day = ""
         self._in_day = 0
+        self._retry_at = 0.0
+        self._injected: list[_Injected] = []
         self._rng = random.Random(self.seed)
 
     def validate(self) -> None:
@@ -129,8 +201,56 @@ class Emulation:
         bad = [f for f in self.faults if f not in FAULT_KINDS]
         if bad:
             raise ValueError(f"unknown fault kinds {bad}; choose from {FAULT_KINDS}")
+        if not isinstance(self.retry_after_s, int) or self.retry_after_s < 0:
+            raise ValueError(f"retry_after_s must be a whole number of seconds >= 0, "
+                             f"got {self.retry_after_s!r}")
+        if self.throttle_status not in (429, 403):
+            raise ValueError(f"throttle_status must be 429 or 403, got "
+                             f"{self.throttle_status!r}")
 
-    def admit(self, now: float) -> tuple[int | None, str, dict[str, str], str | None]:
+    # ---- quota day and injected faults -------------------------------------------------
+    def new_quota_day(self) -> None:
+        """Start a new quota day now: the daily count is back to 0 (the hosted reset,
+        without waiting for it). Usage: ``svc.emulation.new_quota_day()``"""
+        with self._lock:
+            self._in_day = 0
+
+    @property
+    def quota_used(self) -> int:
+        """Requests the daily quota counted since the day (or ``new_quota_day``) began."""
+        with self._lock:
+            return self._in_day
+
+    def inject(self, fault: str, *, method: str | None = None,
+               path_prefix: str | None = None, times: int = 1) -> None:
+        """Make the next ``times`` requests matching ``method``/``path_prefix`` fault with
+        ``fault`` (before any random fault). Usage: ``emu.inject("cut", method="PUT")``"""
+        if fault not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {fault!r}; choose from {FAULT_KINDS}")
+        if times < 1:
+            raise ValueError(f"times must be >= 1, got {times!r}")
+        with self._lock:
+            self._injected.append(_Injected(fault, method.upper() if method else None,
+                                            path_prefix, times))
+
+    def _pick_fault(self, method: str, path: str) -> str | None:
+        for inj in self._injected:
+            if ((inj.method is None or inj.method == method)
+                    and (inj.path_prefix is None or path.startswith(inj.path_prefix))):
+                inj.times -= 1
+                if inj.times <= 0:
+                    self._injected.remove(inj)
+                return inj.fault
+        if (self.fault_rate and self.faults
+                and (not self.fault_methods or method in self.fault_methods)
+                and self._rng.random() < self.fault_rate):
+            return self._rng.choice(self.faults)
+        return None
+
+    # ---- admission ---------------------------------------------------------------------
+    def admit(self, now: float, method: str = "GET", path: str = "",
+              has_token: bool = False,
+              ) -> tuple[int | None, str, dict[str, str], str | None]:
         """Decide one request: (status to refuse with or None, body, headers, fault)."""
         with self._lock:
             sec = int(now)
@@ -140,9 +260,12 @@ class Emulation:
             if day != self._day:
                 self._day, self._in_day = day, 0
             self._in_second += 1
-            self._in_day += 1
             limit = int(self.rate_limit) if self.rate_limit else 0
             quota = int(self.daily_quota) if self.daily_quota else 0
+            counted = _counts_for_quota(path, has_token)
+            spent = bool(quota) and counted and self._in_day >= quota
+            if counted and not spent:
+                self._in_day += 1  # a refusal of a spent quota costs nothing (hosted)
             tomorrow = (dt.datetime.fromtimestamp(now, dt.timezone.utc)
                         .replace(hour=0, minute=0, second=0, microsecond=0)
                         + dt.timedelta(days=1)).timestamp()
@@ -150,18 +273,32 @@ class Emulation:
                 "X-RateLimit-Limit": str(limit or 10),
                 "X-RateLimit-Remaining": str(max((limit or 10) - self._in_second, 0)),
                 "X-RateLimit-Reset": str(sec + 1),
+                # quota off: a full Plus-plan quota, never spent (so a long test session
+                # or benchmark on one service never looks out of quota to a client)
                 "X-PlanLimit-Limit": str(quota or 25000),
-                "X-PlanLimit-Remaining": str(max((quota or 25000) - self._in_day, 0)),
+                "X-PlanLimit-Remaining": str(max(quota - self._in_day, 0) if quota
+                                             else 25000),
                 "X-PlanLimit-Reset": str(int((tomorrow - now) * 1000)),
             }
-            if limit and self._in_second > limit:
-                return 429, "Rate limit exceeded", headers, None
-            if quota and self._in_day > quota:
-                return 429, "Daily limit exceeded", headers, None
-            fault = None
-            if self.fault_rate and self.faults and self._rng.random() < self.fault_rate:
-                fault = self._rng.choice(self.faults)
+            if spent:
+                return 429, DAILY_LIMITED, headers, None
+            if (limit and self._in_second > limit) or now < self._retry_at:
+                return (*self._throttle(now, headers, self.throttle_status), None)
+            fault = self._pick_fault(method, path)
+            if fault in ("429", "403"):
+                status, body, headers = self._throttle(now, headers, int(fault))
+                return None, body, headers, fault
             return None, "", headers, fault
+
+    def _throttle(self, now: float, headers: dict[str, str],
+                  status: int) -> tuple[int, str, dict[str, str]]:
+        """A throttling answer (429, or 403 saying so), with Retry-After when configured."""
+        if self.retry_after_s:
+            if now >= self._retry_at:  # a refusal inside the window does not extend it
+                self._retry_at = now + self.retry_after_s
+            headers = {**headers,
+                       "Retry-After": str(max(1, math.ceil(self._retry_at - now)))}
+        return status, (THROTTLED_403 if status == 403 else RATE_LIMITED), headers
 
     def delay(self) -> float:
         with self._lock:
@@ -186,19 +323,18 @@ class EmulationMiddleware:
             return
         method = scope.get("method", "GET")
         path = scope.get("path", "")
+        has_token = any(k == b"authorization" and v.strip()
+                        for k, v in scope.get("headers", ()))
         now = time.time()
-        refuse, body, headers, fault = self.emu.admit(now)
+        refuse, body, headers, fault = self.emu.admit(now, method, path, has_token)
         delay = self.emu.delay()
         if delay > 0:
             await asyncio.sleep(delay)
         hdrs = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
-        if refuse is not None or fault is not None:
+        if refuse is not None or fault in BEFORE_FAULTS:
             status = refuse if refuse is not None else (503 if fault == "drop" else
                                                          int(fault or 500))
-            text = body or {"500": "Internal Server Error (emulated fault)",
-                            "502": "Bad Gateway (emulated fault)",
-                            "503": "Service Unavailable (emulated fault)",
-                            "429": "Rate limit exceeded"}.get(str(fault), "")
+            text = body or _FAULT_BODIES.get(str(fault), "")
             self.emu.log.add(LogEntry(now, method, path, status if fault != "drop" else 0,
                                       fault))
             if fault == "drop":
@@ -206,11 +342,10 @@ class EmulationMiddleware:
                             "headers": [*hdrs, (b"content-length", b"1000"),
                                         (b"content-type", b"application/json")]})
                 raise _DroppedConnection("emulated dropped connection")
-            data = text.encode()
-            await send({"type": "http.response.start", "status": status,
-                        "headers": [*hdrs, (b"content-type", b"text/plain; charset=utf-8"),
-                                    (b"content-length", str(len(data)).encode())]})
-            await send({"type": "http.response.body", "body": data})
+            await _send_text(send, status, text, hdrs)
+            return
+        if fault in AFTER_FAULTS:
+            await self._apply_then_lose(scope, receive, send, fault or "", now, hdrs)
             return
         logged = [False]
 
@@ -219,7 +354,8 @@ class EmulationMiddleware:
                 message["headers"] = [*message.get("headers", []), *hdrs]
                 # logged before the client can see the answer, so a test that reads the log
                 # right after a response never races the log entry
-                self.emu.log.add(LogEntry(now, method, path, int(message["status"])))
+                status = int(message["status"])
+                self.emu.log.add(LogEntry(now, method, path, status, app_status=status))
                 logged[0] = True
             await send(message)
 
@@ -228,3 +364,45 @@ class EmulationMiddleware:
         finally:
             if not logged[0]:
                 self.emu.log.add(LogEntry(now, method, path, 0))
+
+    async def _apply_then_lose(self, scope: Scope, receive: Receive, send: Send,
+                               fault: str, now: float,
+                               hdrs: list[tuple[bytes, bytes]]) -> None:
+        """Run the routes (the request is applied), then lose their answer: cut it
+        mid-body ("cut") or answer 500 instead ("500-after")."""
+        method, path = scope.get("method", "GET"), scope.get("path", "")
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(bytes(message.get("body", b"")))
+
+        await self.app(scope, receive, capture)
+        app_status = int(start.get("status", 0)) or None
+        if fault == "500-after":
+            self.emu.log.add(LogEntry(now, method, path, 500, fault, app_status))
+            await _send_text(send, 500, _FAULT_BODIES[fault], hdrs)
+            return
+        data = b"".join(chunks)
+        self.emu.log.add(LogEntry(now, method, path, 0, fault, app_status))
+        # the routes' status and headers, a Content-Length the body never reaches, half
+        # the body: the client sees the answer break off and cannot know the outcome
+        kept = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        await send({"type": "http.response.start", "status": app_status or 200,
+                    "headers": [*kept, *hdrs,
+                                (b"content-length", str(len(data) + 1000).encode())]})
+        await send({"type": "http.response.body", "body": data[: len(data) // 2],
+                    "more_body": True})
+        raise _DroppedConnection("emulated dropped connection (answer cut after apply)")
+
+
+async def _send_text(send: Send, status: int, text: str,
+                     hdrs: list[tuple[bytes, bytes]]) -> None:
+    data = text.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*hdrs, (b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(data)).encode())]})
+    await send({"type": "http.response.body", "body": data})
