@@ -38,6 +38,8 @@ from ..errors import ConfigurationError, SchemaError
 from ..kinds import READ_ONLY_KINDS
 from ..kinds.base import FieldSpec
 from ..kinds.tz import resolve_timezone
+from ..schema import ViewColumn as Column
+from ..schema import view_columns
 
 KEY_RE = {
     "object": re.compile(r"^object_\d+$"),
@@ -89,14 +91,6 @@ class ObjectDef:
     @property
     def is_user(self) -> bool:
         return self.type == "UserObject"
-
-
-@dataclass
-class Column:
-    """A field a view shows: its own field, or (connection column) a connected field."""
-
-    key: str
-    connection_field: str | None = None
 
 
 @dataclass
@@ -263,7 +257,7 @@ def _parse_view(scene: Mapping[str, Any], v: Mapping[str, Any],
     if okey not in objects:
         raise SchemaError(f"{skey}/{vkey}: source.object {okey!r} is unknown")
     obj = objects[okey]
-    columns = [c for c in _walk_columns(v) if obj.has_field(c.key)]
+    columns = [c for c in view_columns(v) if obj.has_field(c.key)]
     for c in columns:
         if c.connection_field is not None:
             conn = obj.field(c.key)
@@ -305,35 +299,3 @@ def _parse_view(scene: Mapping[str, Any], v: Mapping[str, Any],
         inline_edit=bool((v.get("options") or {}).get("cell_editor")),
         action=v.get("action"), record_rules=record_rules, submit_key=submit_key,
         rows_per_page=min(max(rpp, 1), 1000), default_sort=default_sort)
-
-
-def _walk_columns(v: Mapping[str, Any]) -> list[Column]:
-    """Every field a view shows, whatever its layout (table columns, form inputs, details)."""
-    out: list[Column] = []
-    seen: set[tuple[str, str | None]] = set()
-
-    def add(key: Any, conn: Any = None) -> None:
-        if isinstance(key, str) and KEY_RE["field"].match(key):
-            ck = conn if isinstance(conn, str) else None
-            if (key, ck) not in seen:
-                seen.add((key, ck))
-                out.append(Column(key=key, connection_field=ck))
-
-    def walk(node: Any) -> None:
-        if isinstance(node, list):
-            for n in node:
-                walk(n)
-        elif isinstance(node, dict):
-            if isinstance(node.get("field"), dict) and "key" in node["field"]:
-                cf = node.get("connection_field")
-                add(node["field"]["key"], cf.get("key") if isinstance(cf, dict) else None)
-            elif "key" in node and isinstance(node.get("key"), str) and \
-                    KEY_RE["field"].match(node["key"]):
-                add(node["key"])
-            for k in ("columns", "inputs", "groups"):
-                if k in node:
-                    walk(node[k])
-
-    for k in ("columns", "inputs", "groups"):
-        walk(v.get(k) or [])
-    return out
