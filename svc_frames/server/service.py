@@ -22,31 +22,20 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import uvicorn
+
+from .app import build_app
+from .demo_app import demo_document, generate_demo
 from .emulate import Emulation, RequestLog
+from .generate import generate_generic, seed_users
 from .render import Renderer
 from .schema import AppDef
+from .state import ServiceState
 from .store import Store
-
-
-@dataclass
-class ServiceState:
-    """Everything the routes need: the app, its store, emulation knobs, keys."""
-
-    app: AppDef
-    store: Store
-    renderer: Renderer
-    emulation: Emulation
-    api_key: str
-    utility_key: str
-    data_dir: Path
-    users: list[dict[str, Any]] = field(default_factory=list)
-    created: bool = False
-    counts: dict[str, int] = field(default_factory=dict)
 
 
 def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
@@ -54,7 +43,6 @@ def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
     if app is None:
         if not demo:
             raise ValueError("give an application document (app=...) or demo=True")
-        from .demo import demo_document
         return demo_document()
     if isinstance(app, Mapping):
         return json.loads(json.dumps(app))
@@ -72,8 +60,6 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
                records: int = 300, seed: int = 0, token_ttl_s: float | None = None,
                emulation: Emulation | None = None) -> ServiceState:
     """Open (or create and fill) the service of a data directory."""
-    from .demo import demo_users, generate, generate_generic, seed_users
-
     data = Path(data_dir)
     data.mkdir(parents=True, exist_ok=True)
     meta_path = data / "app.json"
@@ -95,17 +81,17 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
     renderer = Renderer(app_def)
     store = Store(data, app_def, renderer)
     if token_ttl_s is not None:
-        store.token_ttl = float(token_ttl_s)
+        store.accounts.token_ttl = float(token_ttl_s)
     emu = emulation or Emulation()
     emu.validate()
     profile_of = {o.key: o.profile_key or "" for o in app_def.objects.values()}
     state = ServiceState(app=app_def, store=store, renderer=renderer, emulation=emu,
                          api_key=meta["api_key"], utility_key=meta["utility_key"],
-                         data_dir=data, users=demo_users(app_def.users, profile_of),
+                         data_dir=data, users=listed_users(app_def.users, profile_of),
                          created=created)
     if created:
         if meta.get("demo"):
-            state.counts = generate(state, max(int(records), 0), seed=seed)
+            state.counts = generate_demo(state, max(int(records), 0), seed=seed)
         else:
             seed_users(state)
             if records > 0:
@@ -115,6 +101,18 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
         os.replace(tmp, meta_path)  # written last: a half-made directory is remade
     state.counts = {k: store.count(k) for k in app_def.objects}
     return state
+
+
+def listed_users(app_users: Sequence[dict[str, Any]], profile_of: dict[str, str]
+                 ) -> list[dict[str, Any]]:
+    """``[{"email", "password", "profile_keys", "name"}]`` as LocalService.users lists them."""
+    out = []
+    for u in app_users:
+        own = profile_of.get(u.get("object", ""))
+        keys = ([own] if own else []) + [p for p in u.get("profile_keys") or [] if p != own]
+        out.append({"email": u["email"], "password": u["password"], "name": u.get("name", ""),
+                    "profile_keys": keys})
+    return out
 
 
 class _DropFilter(logging.Filter):
@@ -152,24 +150,20 @@ class LocalService:
                       "token_ttl_s": token_ttl_s}
         self.host, self.port = host, port
         self.state: ServiceState | None = None
-        self._server: Any = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
     def start(self) -> LocalService:
-        import uvicorn
-
-        from .app import build_app
-
         try:
-            self._start(uvicorn, build_app)
+            self._start()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start(self, uvicorn: Any, build_app: Any) -> None:
+    def _start(self) -> None:
         self.state = open_state(self.data_dir, emulation=self.emulation, **self._opts)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -258,4 +252,4 @@ class LocalService:
 
     def set_token_ttl(self, seconds: float) -> None:
         """Lifetime of tokens issued from now on (tests of expiry)."""
-        self._st().store.token_ttl = float(seconds)
+        self._st().store.accounts.token_ttl = float(seconds)
