@@ -78,7 +78,7 @@ class AssetStore:
         """(type, filename, size, thumb, placed field, placed record) of an asset."""
         row = conn.execute("SELECT type, filename, size, thumb, field_key, record_id "
                            "FROM assets WHERE id = ?", (asset_id,)).fetchone()
-        return None if row is None else tuple(row)  # type: ignore[return-value]
+        return None if row is None else tuple(row)
 
     @staticmethod
     def place(conn: sqlite3.Connection, asset_id: str, field_key: str, record_id: str) -> None:

@@ -45,7 +45,8 @@ def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
             raise ValueError("give an application document (app=...) or demo=True")
         return demo_document()
     if isinstance(app, Mapping):
-        return json.loads(json.dumps(app))
+        copied: dict[str, Any] = json.loads(json.dumps(app))
+        return copied
     text = Path(app).read_text(encoding="utf-8")
     try:
         doc = json.loads(text)
