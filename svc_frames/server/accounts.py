@@ -43,6 +43,12 @@ def verify_password(password: str, stored: str | None) -> bool:
     return hmac.compare_digest(expected, f"scrypt${salt_hex}${h_hex}")
 
 
+def token_hash(token: str) -> str:
+    """What is stored of a user token: its SHA-256 (tokens are 256 random bits, so a fast
+    hash suffices; the stored value no longer lets anyone act as the user)."""
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class Accounts:
     """The users of an application (records of its user objects) and their tokens."""
 
@@ -69,17 +75,19 @@ class Accounts:
         raise KeyError(email)
 
     def new_token(self, obj_key: str, user_id: str, ttl: float | None = None) -> str:
-        """A new user token living ``ttl`` seconds (default ``token_ttl``)."""
+        """A new user token living ``ttl`` seconds (default ``token_ttl``); only its hash
+        is stored."""
         token = secrets.token_urlsafe(32)
-        self.db.write("INSERT INTO tokens(token, obj, user_id, expires) VALUES (?,?,?,?)",
-                      (token, obj_key, user_id,
+        self.db.write("INSERT INTO user_tokens(token_hash, obj, user_id, expires) "
+                      "VALUES (?,?,?,?)",
+                      (token_hash(token), obj_key, user_id,
                        time.time() + (self.token_ttl if ttl is None else ttl)))
         return token
 
     def token_user(self, token: str) -> tuple[str, str] | None:
-        """(user object key, user id) of a live token, else None."""
-        row = self.db.reader.execute("SELECT obj, user_id, expires FROM tokens WHERE token = ?",
-                                     (token,)).fetchone()
+        """(user object key, user id) of a live token, else None (looked up by hash)."""
+        row = self.db.reader.execute("SELECT obj, user_id, expires FROM user_tokens "
+                                     "WHERE token_hash = ?", (token_hash(token),)).fetchone()
         if row is None or row[2] < time.time():
             return None
         return row[0], row[1]
@@ -87,4 +95,4 @@ class Accounts:
     @staticmethod
     def forget_user(conn: sqlite3.Connection, user_id: str) -> None:
         """Drop the tokens of a deleted user (inside the deleting transaction)."""
-        conn.execute("DELETE FROM tokens WHERE user_id = ?", (user_id,))
+        conn.execute("DELETE FROM user_tokens WHERE user_id = ?", (user_id,))

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from .apierror import ApiError
 from .emulate import ASGIApp, EmulationMiddleware
@@ -39,10 +40,25 @@ async def validation_error(request: Request, exc: Exception) -> Response:
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's own answers (404 unknown path, 405 method) in the service's shape."""
+    """Starlette's own answers (404 unknown path, 405 method) in the service's shape; a
+    405 lists in ``Allow`` every method some route answers on this path (Starlette names
+    only the first route's)."""
     assert isinstance(exc, StarletteHTTPException)
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = ", ".join(allowed_methods(request))
     return JSONResponse({"errors": [{"message": str(exc.detail)}]},
-                        status_code=exc.status_code, headers=exc.headers)
+                        status_code=exc.status_code, headers=headers)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Methods the application's routes answer on the request's path."""
+    allowed = []
+    for method in ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"):
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] is Match.FULL for route in request.app.routes):
+            allowed.append(method)
+    return allowed
 
 
 def build_app(state: ServiceState) -> ASGIApp:

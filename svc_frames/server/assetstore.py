@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .db import Database, new_id
+from .private import DIR_MODE, private_dir, write_private
 
 SHARED = "*"  # record_id of a generated asset every record of its field may hold
 
@@ -29,8 +30,7 @@ class AssetStore:
 
     def __init__(self, db: Database, folder: Path, app_id: str) -> None:
         self.db = db
-        self.folder = Path(folder)
-        self.folder.mkdir(exist_ok=True)
+        self.folder = private_dir(Path(folder))
         self.app_id = app_id
 
     def asset_raw(self, asset_id: str, atype: str, filename: str, size: int, thumb: bool,
@@ -51,10 +51,10 @@ class AssetStore:
         """Store an uploaded file (and its thumbnail) -> (asset id, size)."""
         asset_id = asset_id or new_id()
         folder = self.folder / asset_id
-        folder.mkdir(parents=True)
-        (folder / "content").write_bytes(content)
+        folder.mkdir(mode=DIR_MODE)
+        write_private(folder / "content", content)
         if thumb is not None:
-            (folder / "thumb").write_bytes(thumb)
+            write_private(folder / "thumb", thumb)
         self.db.write("INSERT INTO assets(id, type, filename, size, thumb, created) "
                       "VALUES (?,?,?,?,?,?)",
                       (asset_id, atype, filename, len(content), 1 if thumb is not None else 0,

@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .private import touch_private
+
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records(
@@ -40,9 +42,11 @@ CREATE TABLE IF NOT EXISTS counters(obj TEXT NOT NULL, field TEXT NOT NULL,
 CREATE TABLE IF NOT EXISTS assets(id TEXT PRIMARY KEY, type TEXT NOT NULL,
     filename TEXT NOT NULL, size INTEGER NOT NULL, thumb INTEGER NOT NULL,
     field_key TEXT, record_id TEXT, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS tokens(token TEXT PRIMARY KEY, obj TEXT NOT NULL,
+DROP TABLE IF EXISTS tokens;
+CREATE TABLE IF NOT EXISTS user_tokens(token_hash TEXT PRIMARY KEY, obj TEXT NOT NULL,
     user_id TEXT NOT NULL, expires REAL NOT NULL);
 """
+# ``tokens`` held tokens in plain text (before 0.1.1): dropped, its users log in again
 
 
 def new_id() -> str:
@@ -55,6 +59,10 @@ class Database:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        for suffix in ("", "-wal", "-shm"):  # SQLite gives -wal/-shm the database's mode
+            extra = self.path.with_name(self.path.name + suffix)
+            if suffix == "" or extra.exists():
+                touch_private(extra)
         self._local = threading.local()
         self._wlock = threading.RLock()
         self._writer = self._connect()

@@ -31,6 +31,7 @@ from .accounts import Accounts, hash_password
 from .apierror import ApiError
 from .assetstore import SHARED, AssetStore
 from .db import Database, new_id
+from .private import private_dir
 from .query import rule_matches
 from .render import (
     Piece,
@@ -96,8 +97,7 @@ class Store:
     """One application's data directory."""
 
     def __init__(self, data_dir: Path, app: AppDef, renderer: Renderer) -> None:
-        self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir = private_dir(Path(data_dir))
         self.db_path = self.data_dir / "service.db"
         self.app = app
         self.renderer = renderer

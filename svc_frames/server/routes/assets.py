@@ -25,6 +25,9 @@ from .openapi import AUTH_PARAMS, UPLOAD_BODY
 
 router = APIRouter(tags=["assets"])
 MULTIPART_SLACK = 64 * 1024  # boundaries and part headers around the file itself
+# An uploaded .html or .svg must not run script from the service's own address: downloads
+# are attachments, and browsers may not guess another type than the one sent.
+SAFE_DOWNLOAD = {"X-Content-Type-Options": "nosniff"}
 
 
 def sanitize_filename(name: str | None) -> str:
@@ -111,7 +114,7 @@ def download(app_id: str, asset_id: str, filename: str, request: Request) -> Res
     if path is None:
         raise ApiError.not_found(f"unknown asset {asset_id!r}/{filename!r}")
     media = mimetypes.guess_type(filename)[0] or "application/octet-stream"
-    return FileResponse(path, media_type=media)
+    return FileResponse(path, media_type=media, headers=SAFE_DOWNLOAD, filename=filename)
 
 
 @router.get("/v1/applications/{app_id}/download/asset/{asset_id}/thumb/{filename}")
@@ -122,4 +125,5 @@ def download_thumb(app_id: str, asset_id: str, filename: str, request: Request) 
     path = state.store.assets.asset_file(asset_id, filename, thumb=True)
     if path is None:
         raise ApiError.not_found(f"unknown thumbnail {asset_id!r}/{filename!r}")
-    return FileResponse(path, media_type="image/png")
+    return FileResponse(path, media_type="image/png", headers=SAFE_DOWNLOAD,
+                        filename=filename)

@@ -15,6 +15,8 @@ Usage::
 
 from __future__ import annotations
 
+import hmac
+
 from fastapi import Request
 
 from ..apierror import ApiError
@@ -34,8 +36,9 @@ def check_app_id(state: ServiceState, request: Request) -> None:
 def check_key(state: ServiceState, request: Request, allow_service: bool = False) -> None:
     """401 unless the request carries the API key (or ``service`` where views allow it)."""
     check_app_id(state, request)
-    key = request.headers.get(KEY_HEADER)
-    if key == state.api_key or (allow_service and key == "service"):
+    key = request.headers.get(KEY_HEADER) or ""
+    if hmac.compare_digest(key.encode("utf-8", "surrogatepass"), state.api_key.encode()) or (
+            allow_service and key == "service"):
         return
     raise ApiError(401, "Invalid API key")
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from fastapi import Request
@@ -24,6 +25,7 @@ from ..state import ServiceState
 from ..store import BASE_URL_PLACEHOLDER
 
 MAX_ROWS = 1000
+MAX_JSON_BODY_BYTES = 1024 * 1024  # a record write or a login; larger bodies get 413 unread
 
 
 def state_of(request: Request) -> ServiceState:
@@ -33,8 +35,26 @@ def state_of(request: Request) -> ServiceState:
 
 
 async def read_json(request: Request) -> dict[str, Any]:
-    """The request body as a JSON object (400 when malformed or not an object)."""
-    raw = await request.body()
+    """The request body as a JSON object: 415 when declared as another media type, 413 over
+    ``MAX_JSON_BODY_BYTES`` (before reading it all), 400 when malformed, not an object, or
+    holding a value JSON allows but text cannot carry (``NaN``, infinities, a lone UTF-16
+    surrogate), naming where. ``NaN`` is refused like the infinities, naming the field
+    (``json`` parses all three, and NaN would clear a number field)."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype and ctype != "application/json" and not ctype.endswith("+json"):
+        raise ApiError(415, {"errors": [{"message": f"the body must be application/json, "
+                                                    f"not {ctype}"}]})
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_JSON_BODY_BYTES:
+        raise body_too_large()
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_JSON_BODY_BYTES:
+            raise body_too_large()
+        chunks.append(chunk)
+    raw = b"".join(chunks)
     if not raw.strip():
         return {}
     try:
@@ -43,19 +63,56 @@ async def read_json(request: Request) -> dict[str, Any]:
         raise ApiError.invalid(f"the body is not valid JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise ApiError.invalid("the body must be a JSON object of field keys and values")
+    check_text(data, "")
     return data
+
+
+def body_too_large() -> ApiError:
+    """The 413 answer of a JSON body over the limit."""
+    return ApiError(413, {"errors": [{"message": f"the body exceeds the limit of "
+                                                 f"{MAX_JSON_BODY_BYTES} bytes"}]})
+
+
+def check_text(value: Any, where: str) -> None:
+    """400 naming the key of the first infinite number or string with a lone surrogate
+    (these parse from JSON but cannot be stored or sent back as UTF-8)."""
+    stack: list[tuple[Any, str]] = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            if _has_surrogate(item):
+                raise ApiError.invalid(f"{at or 'the body'}: a string holds a lone UTF-16 "
+                                       "surrogate, which is not text", _field_of(at))
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise ApiError.invalid(f"{at}: {item} is not a finite number", _field_of(at))
+        elif isinstance(item, dict):
+            for k, v in item.items():
+                key = f"{at}.{k}" if at else k
+                if _has_surrogate(k):
+                    raise ApiError.invalid(f"the key {ascii(k)} holds a lone UTF-16 "
+                                           "surrogate, which is not text")
+                stack.append((v, key))
+        elif isinstance(item, list):
+            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(item))
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _field_of(where: str) -> str | None:
+    return re.split(r"[.\[]", where, maxsplit=1)[0] or None
 
 
 def parse_paging(page: str | None, rows: str | None, default_rows: int = 25) -> tuple[int, int]:
     """(page, rows_per_page) from query strings; 400 naming the bad one."""
-    try:
-        p = int(page) if page not in (None, "") else 1
-    except ValueError as exc:
-        raise ApiError.invalid(f"page must be an integer, not {page!r}") from exc
-    try:
-        r = int(rows) if rows not in (None, "") else default_rows
-    except ValueError as exc:
-        raise ApiError.invalid(f"rows_per_page must be an integer, not {rows!r}") from exc
+    p = whole_number("page", page, 1)
+    r = whole_number("rows_per_page", rows, default_rows)
     if p < 1:
         raise ApiError.invalid(f"page must be at least 1, not {p}")
     if r < 1:
@@ -65,6 +122,18 @@ def parse_paging(page: str | None, rows: str | None, default_rows: int = 25) -> 
     if p > 10_000_000:
         raise ApiError.invalid(f"page {p} is out of range")
     return p, r
+
+
+def whole_number(name: str, text: str | None, default: int) -> int:
+    """A query parameter of ASCII digits (``int()`` would also take '١', ' 1' or '1_0');
+    400 naming it otherwise. Very long numbers come back huge, for the range checks."""
+    if text is None or text == "":
+        return default
+    if not re.fullmatch(r"[0-9]+", text):
+        raise ApiError.invalid(f"{name} must be a whole number in ASCII digits, "
+                               f"not {text!r}", name)
+    digits = text.lstrip("0") or "0"
+    return int(digits) if len(digits) <= 18 else 10**18
 
 
 def check_format(fmt: str | None) -> str:
