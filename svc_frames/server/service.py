@@ -84,7 +84,8 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
     else:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     app_def = AppDef.from_document(meta["document"], app_id=meta["app_id"])
-    known = {u["email"]: u["password"] for u in DEMO_USERS} if meta.get("demo") else {}
+    known = ({str(u["email"]): str(u["password"]) for u in DEMO_USERS} if meta.get("demo")
+             else {})
     renderer = Renderer(app_def)
     store = Store(data, app_def, renderer)
     if token_ttl_s is not None:
