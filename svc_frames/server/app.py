@@ -20,6 +20,7 @@ from starlette.routing import Match
 from .apierror import ApiError
 from .emulate import ASGIApp, EmulationMiddleware
 from .routes import ROUTERS
+from .routes.openapi import service_openapi
 from .state import ServiceState
 
 
@@ -72,4 +73,5 @@ def build_app(state: ServiceState) -> ASGIApp:
     api.add_exception_handler(StarletteHTTPException, http_error)
     for router in ROUTERS:
         api.include_router(router)
+    api.openapi = lambda: service_openapi(api, state)  # type: ignore[method-assign]
     return EmulationMiddleware(api, state.emulation)
