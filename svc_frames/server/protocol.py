@@ -19,7 +19,8 @@ from typing import Any
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-MAX_REQUEST_LINE_BYTES = 8 * 1024  # method, path and query: the common front-end limit
+MAX_REQUEST_LINE_BYTES = 8 * 1024  # method, target and version (without CRLF): the common
+#                                   front-end limit
 MAX_HEAD_BYTES = MAX_REQUEST_LINE_BYTES + 64 * 1024  # request line and headers, for h11
 DRAIN_S = 5.0  # how long a refused connection is drained before it is closed
 
@@ -46,7 +47,9 @@ class BoundedH11Protocol(H11Protocol):
             return False
         buf = held + data
         end = buf.find(b"\n")
-        return (end if end >= 0 else len(buf)) > MAX_REQUEST_LINE_BYTES
+        if end < 0:
+            return len(buf) > MAX_REQUEST_LINE_BYTES + 1  # the line's CR may be among them
+        return end - (buf[end - 1:end] == b"\r") > MAX_REQUEST_LINE_BYTES
 
     def _refuse(self) -> None:
         self._refused = True
