@@ -84,4 +84,7 @@ def test_every_answer_conforms(fuzz_service: LocalService) -> None:
                                 f"{str(exc)[:400]}")
 
         check()
+    log = svc.request_log
+    print(f"schemathesis: {log.count()} requests answered, "
+          f"{sum(1 for e in log.entries if e.status >= 500)} 5xx")  # figures (make fuzz -s)
     assert not failures, "\n".join(failures[:8])

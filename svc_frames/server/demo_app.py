@@ -401,14 +401,14 @@ def generate_demo(state: ServiceState, records: int, seed: int = 0,
         p16, p17 = chosen["field_16"], chosen["field_17"]
         ek = (id(p16), id(p17))
         if ek not in eq_cache:
-            eq_cache[ek] = gen.piece(eq_spec, gen.renderer._equation(
+            eq_cache[ek] = gen.piece(eq_spec, gen.renderer.equation(
                 wo_obj, eq_spec, {"field_16": p16.raw, "field_17": p17.raw}))
         chosen["field_18"] = eq_cache[ek]
         combo = combos[rng.randrange(len(combos))]
         chosen.update(combo)
         ai = gen.piece(ai_spec, n + 1)
         chosen["field_24"] = ai
-        chosen["field_15"] = gen.piece(code_spec, gen.renderer._concatenate(
+        chosen["field_15"] = gen.piece(code_spec, gen.renderer.concatenate(
             wo_obj, code_spec, {"field_24": n + 1, "field_12": chosen["field_12"].raw},
             lambda _k: []))
         who = (people_ids[rng.randrange(len(people_ids))] if n % 5
