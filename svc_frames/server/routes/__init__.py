@@ -7,7 +7,9 @@
 * ``views``    records through scenes and views (lists, forms, inline edits).
 
 Shared: ``auth`` (keys, tokens, lookups), ``http`` (bodies, paging, answers),
-``openapi`` (documented parameters and bodies).
+``openapi`` (documented parameters and bodies). Section numbers in the routes' docstrings,
+such as (4.1), are those of docs/service-interface.md; docs/hosted-behaviour.md tells what
+the hosted service does beyond it.
 
 Usage::
 

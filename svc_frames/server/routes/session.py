@@ -25,7 +25,7 @@ REMEMBER_TTL_S = 14 * 24 * 3600.0  # "remember me" tokens live two weeks
 
 @router.post("/v1/applications/{app_id}/session", openapi_extra=LOGIN_BODY)
 async def login(app_id: str, request: Request) -> Response:
-    """Remote login (interface.md 4.5): email + password -> session with a user token."""
+    """Remote login (docs/service-interface.md §4.5): email + password -> a session, a token."""
     state = state_of(request)
     check_app_path(state, app_id)
     body = await read_json(request)
