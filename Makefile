@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench serve clean
+.PHONY: demo test lint typecheck pytest fuzz bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,10 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# the OpenAPI fuzzing of the local service on a longer budget (make test runs a short one)
+fuzz: $(STAMP)
+	SVC_FUZZ_EXAMPLES=$${SVC_FUZZ_EXAMPLES:-250} $(BIN)/python -m pytest -q -p no:cacheprovider tests/test_server_fuzz.py
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -341,7 +341,7 @@ def _plots(frames_by_name: dict[str, Frames], objects: dict[str, Any], out: Path
 
 def _bulk_edit(frames_by_name: dict[str, Frames], objects: dict[str, Any]
                ) -> tuple[str, Frames, str] | None:
-    """The demo app's edit (server/demo.py keys): flag open, high-priority work orders as
+    """The demo app's edit (server/demo_app.py keys): flag open, high-priority work orders as
     urgent (Priority >= 4, or the highest priority present when none reaches 4, so that
     any data size has something to do). With no open, non-urgent, prioritised work order,
     or on another schema: move a tenth of a single-choice field to the next option, or else

@@ -12,7 +12,7 @@ from svc_frames.server import LocalService
 from svc_frames.widgets import PlanReview, changes_html, review
 from svc_frames.writeback import diff
 
-ORDERS = "object_3"  # Work Orders (svc_frames/server/demo.py documents the demo keys)
+ORDERS = "object_3"  # Work Orders (svc_frames/server/demo_app.py documents the demo keys)
 TITLE, PRIORITY = "field_12", "field_25"
 
 

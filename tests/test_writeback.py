@@ -679,7 +679,7 @@ def test_property_random_edits_round_trip(prop_svc: LocalService, object_key: st
 
 # ---- views --------------------------------------------------------------------------------
 def test_form_view_applies_its_fields_and_reports_the_others(fresh: LocalService) -> None:
-    # demo keys documented in svc_frames/server/demo.py: scene_4/view_7 is the update form
+    # demo keys documented in svc_frames/server/demo_app.py: scene_4/view_7 is the update form
     # "Update my work order" (inputs field_27 Status, field_14 Notes) over the work orders
     # whose field_42 Assignee is the logged-in user.
     client = client_for(fresh)

@@ -9,6 +9,7 @@ Usage::
 
 from .emulate import Emulation, RequestLog
 from .schema import AppDef
-from .service import LocalService, ServiceState, open_state
+from .service import LocalService, open_state
+from .state import ServiceState
 
 __all__ = ["LocalService", "Emulation", "RequestLog", "AppDef", "ServiceState", "open_state"]

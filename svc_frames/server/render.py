@@ -245,10 +245,10 @@ class Renderer:
                 raw[spec.key] = self._aggregate(spec, conn_records)
         for spec in obj.fields:
             if spec.kind == "equation":
-                raw[spec.key] = self._equation(obj, spec, raw)
+                raw[spec.key] = self.equation(obj, spec, raw)
         for spec in obj.fields:
             if spec.kind == "concatenation":
-                raw[spec.key] = self._concatenate(obj, spec, raw, conn_records)
+                raw[spec.key] = self.concatenate(obj, spec, raw, conn_records)
 
     def _aggregate(self, spec: FieldSpec,
                    conn_records: Callable[[str], list[dict[str, Any]]]) -> float | None:
@@ -271,7 +271,8 @@ class Renderer:
             return sum(nums) / len(nums)
         return float(min(nums) if spec.kind == "min" else max(nums))
 
-    def _equation(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any]) -> float | None:
+    def equation(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any]) -> float | None:
+        """The value of a numeric equation field from the record's raw values."""
         expr = str((spec.format or {}).get("equation") or "")
         names: dict[str, float] = {}
 
@@ -287,8 +288,9 @@ class Renderer:
             return None
         return result if math.isfinite(result) else None
 
-    def _concatenate(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any],
-                     conn_records: Callable[[str], list[dict[str, Any]]]) -> str | None:
+    def concatenate(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any],
+                    conn_records: Callable[[str], list[dict[str, Any]]]) -> str | None:
+        """The text of a text-formula field (``{field_N}``, ``{field_C.field_M}``)."""
         template = str((spec.format or {}).get("equation") or "")
 
         def sub(m: re.Match[str]) -> str:

@@ -22,31 +22,22 @@ import socket
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import uvicorn
+
+from .app import build_app
+from .demo_app import DEMO_USERS, demo_document, generate_demo
 from .emulate import Emulation, RequestLog
+from .generate import generate_generic, seed_users
+from .private import private_dir, write_private
+from .protocol import MAX_HEAD_BYTES, BoundedH11Protocol
 from .render import Renderer
 from .schema import AppDef
+from .state import ServiceState
 from .store import Store
-
-
-@dataclass
-class ServiceState:
-    """Everything the routes need: the app, its store, emulation knobs, keys."""
-
-    app: AppDef
-    store: Store
-    renderer: Renderer
-    emulation: Emulation
-    api_key: str
-    utility_key: str
-    data_dir: Path
-    users: list[dict[str, Any]] = field(default_factory=list)
-    created: bool = False
-    counts: dict[str, int] = field(default_factory=dict)
 
 
 def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
@@ -54,10 +45,10 @@ def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
     if app is None:
         if not demo:
             raise ValueError("give an application document (app=...) or demo=True")
-        from .demo import demo_document
         return demo_document()
     if isinstance(app, Mapping):
-        return json.loads(json.dumps(app))
+        copied: dict[str, Any] = json.loads(json.dumps(app))
+        return copied
     text = Path(app).read_text(encoding="utf-8")
     try:
         doc = json.loads(text)
@@ -71,13 +62,14 @@ def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
 def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool = True,
                records: int = 300, seed: int = 0, token_ttl_s: float | None = None,
                emulation: Emulation | None = None) -> ServiceState:
-    """Open (or create and fill) the service of a data directory."""
-    from .demo import demo_users, generate, generate_generic, seed_users
+    """Open (or create and fill) the service of a data directory.
 
+    The directory is made owner-only (0700, its files 0600); ``app.json`` keeps no
+    password: seed users' passwords live hashed in the database only."""
     data = Path(data_dir)
-    data.mkdir(parents=True, exist_ok=True)
     meta_path = data / "app.json"
     created = not meta_path.exists()
+    private_dir(data)
     if created:
         doc = _load_document(app, demo)
         inner = doc.get("application", doc)
@@ -92,29 +84,66 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
     else:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     app_def = AppDef.from_document(meta["document"], app_id=meta["app_id"])
+    known = ({str(u["email"]): str(u["password"]) for u in DEMO_USERS} if meta.get("demo")
+             else {})
     renderer = Renderer(app_def)
     store = Store(data, app_def, renderer)
     if token_ttl_s is not None:
-        store.token_ttl = float(token_ttl_s)
+        store.accounts.token_ttl = float(token_ttl_s)
     emu = emulation or Emulation()
     emu.validate()
     profile_of = {o.key: o.profile_key or "" for o in app_def.objects.values()}
     state = ServiceState(app=app_def, store=store, renderer=renderer, emulation=emu,
                          api_key=meta["api_key"], utility_key=meta["utility_key"],
-                         data_dir=data, users=demo_users(app_def.users, profile_of),
+                         data_dir=data, users=listed_users(app_def.users, profile_of, known),
                          created=created)
     if created:
         if meta.get("demo"):
-            state.counts = generate(state, max(int(records), 0), seed=seed)
+            state.counts = generate_demo(state, max(int(records), 0), seed=seed)
         else:
             seed_users(state)
             if records > 0:
                 generate_generic(state, int(records), seed=seed)
+    if created or has_passwords(meta["document"]):
+        meta["document"] = without_passwords(meta["document"])
         tmp = meta_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        write_private(tmp, json.dumps(meta).encode())
         os.replace(tmp, meta_path)  # written last: a half-made directory is remade
     state.counts = {k: store.count(k) for k in app_def.objects}
     return state
+
+
+def listed_users(app_users: Sequence[dict[str, Any]], profile_of: dict[str, str],
+                 known: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """``[{"email", "password", "profile_keys", "name"}]`` as LocalService.users lists them.
+
+    A password comes from the document while it is being created, or from ``known`` (the
+    demo users', published in ``demo_app``); else it is None: a reopened data directory
+    keeps only hashes."""
+    out = []
+    for u in app_users:
+        own = profile_of.get(u.get("object", ""))
+        keys = ([own] if own else []) + [p for p in u.get("profile_keys") or [] if p != own]
+        password = u.get("password") or (known or {}).get(u["email"])
+        out.append({"email": u["email"], "password": password, "name": u.get("name", ""),
+                    "profile_keys": keys})
+    return out
+
+
+def has_passwords(document: Mapping[str, Any]) -> bool:
+    """Whether an application document's seed users carry passwords."""
+    users = document.get("users")
+    return isinstance(users, list) and any(isinstance(u, dict) and "password" in u
+                                           for u in users)
+
+
+def without_passwords(document: Mapping[str, Any]) -> dict[str, Any]:
+    """The document as stored in ``app.json``: seed users without their passwords."""
+    doc = dict(document)
+    if isinstance(doc.get("users"), list):
+        doc["users"] = [{k: v for k, v in u.items() if k != "password"}
+                        if isinstance(u, dict) else u for u in doc["users"]]
+    return doc
 
 
 class _DropFilter(logging.Filter):
@@ -152,24 +181,20 @@ class LocalService:
                       "token_ttl_s": token_ttl_s}
         self.host, self.port = host, port
         self.state: ServiceState | None = None
-        self._server: Any = None
+        self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._sock: socket.socket | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
     def start(self) -> LocalService:
-        import uvicorn
-
-        from .app import build_app
-
         try:
-            self._start(uvicorn, build_app)
+            self._start()
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start(self, uvicorn: Any, build_app: Any) -> None:
+    def _start(self) -> None:
         self.state = open_state(self.data_dir, emulation=self.emulation, **self._opts)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -177,7 +202,8 @@ class LocalService:
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(build_app(self.state), log_level="critical", access_log=False,
-                                lifespan="off", timeout_keep_alive=30)
+                                lifespan="off", timeout_keep_alive=30, http=BoundedH11Protocol,
+                                h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         self._server = uvicorn.Server(config)
         log = logging.getLogger("uvicorn.error")
         if not any(isinstance(f, _DropFilter) for f in log.filters):
@@ -258,4 +284,4 @@ class LocalService:
 
     def set_token_ttl(self, seconds: float) -> None:
         """Lifetime of tokens issued from now on (tests of expiry)."""
-        self._st().store.token_ttl = float(seconds)
+        self._st().store.accounts.token_ttl = float(seconds)

@@ -1,8 +1,9 @@
-"""SQLite storage of one application: records with their ready JSON, links, assets, tokens.
+"""The records of one application: their ready JSON, links, counters, and writes (codecs,
+record rules, uniqueness, computed fields of dependents), over ``db.Database``.
 
-WAL mode; reads use one connection per thread, writes go through one connection under a
-lock, one ``BEGIN IMMEDIATE`` transaction per write (a write answered 200 has been
-committed; WAL with ``synchronous=NORMAL`` keeps it through a killed process).
+Users and tokens live in ``accounts.Accounts`` and uploaded files in
+``assetstore.AssetStore``; a ``Store`` holds one of each (``store.accounts``,
+``store.assets``) on the same database.
 
 A record row keeps ``frag`` (its ``format=both`` JSON text, asset URLs with a base-URL
 placeholder swapped at answer time), ``vals`` (filter/sort values, see query.py) and
@@ -17,14 +18,8 @@ Usage::
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import re
-import secrets
 import sqlite3
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +27,11 @@ from typing import Any
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
+from .accounts import Accounts, hash_password
 from .apierror import ApiError
+from .assetstore import SHARED, AssetStore
+from .db import Database, new_id
+from .private import private_dir
 from .query import rule_matches
 from .render import (
     Piece,
@@ -46,48 +45,6 @@ from .render import (
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, AppDef, ObjectDef
 
 BASE_URL_PLACEHOLDER = "@@SVC_BASE_URL@@"
-_SCHEMA_SQL = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS records(
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, obj TEXT NOT NULL, id TEXT NOT NULL,
-    vals TEXT NOT NULL, secret TEXT, frag TEXT NOT NULL, frag_raw TEXT NOT NULL);
-CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(obj, id);
-CREATE INDEX IF NOT EXISTS records_obj ON records(obj);
-CREATE TABLE IF NOT EXISTS links(obj TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
-    target TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS links_target ON links(field, target);
-CREATE INDEX IF NOT EXISTS links_src ON links(obj, id);
-CREATE TABLE IF NOT EXISTS counters(obj TEXT NOT NULL, field TEXT NOT NULL,
-    value INTEGER NOT NULL, PRIMARY KEY(obj, field));
-CREATE TABLE IF NOT EXISTS assets(id TEXT PRIMARY KEY, type TEXT NOT NULL,
-    filename TEXT NOT NULL, size INTEGER NOT NULL, thumb INTEGER NOT NULL,
-    field_key TEXT, record_id TEXT, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS tokens(token TEXT PRIMARY KEY, obj TEXT NOT NULL,
-    user_id TEXT NOT NULL, expires REAL NOT NULL);
-"""
-
-
-def new_id() -> str:
-    """A 24-hex record/asset id, time-prefixed like the hosted service's ids."""
-    return f"{int(time.time()):08x}{secrets.token_hex(8)}"
-
-
-def hash_password(password: str, *, salt: bytes | None = None) -> str:
-    """A salted scrypt hash: ``scrypt$<salt hex>$<hash hex>``."""
-    salt = salt or secrets.token_bytes(16)
-    h = hashlib.scrypt(password.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32)
-    return f"scrypt${salt.hex()}${h.hex()}"
-
-
-def verify_password(password: str, stored: str | None) -> bool:
-    if not stored or not stored.startswith("scrypt$"):
-        return False
-    try:
-        _, salt_hex, h_hex = stored.split("$")
-        expected = hash_password(password, salt=bytes.fromhex(salt_hex))
-    except ValueError:
-        return False
-    return hmac.compare_digest(expected, f"scrypt${salt_hex}${h_hex}")
 
 
 @dataclass
@@ -121,40 +78,33 @@ class _Hooks:
         return out
 
     def asset(self, asset_id: str, field_key: str) -> dict[str, Any]:
-        row = self.conn.execute("SELECT type, filename, size, thumb, field_key, record_id "
-                                "FROM assets WHERE id = ?", (str(asset_id),)).fetchone()
+        row = AssetStore.placement(self.conn, str(asset_id))
         if row is None:
             raise InvalidValue(f"unknown asset {asset_id!r}", field=field_key)
         atype, filename, size, thumb, placed_field, placed_record = row
-        shared_demo_asset = placed_record == "*" and placed_field == field_key
+        shared_demo_asset = placed_record == SHARED and placed_field == field_key
         if placed_field is not None and not shared_demo_asset and (
                 placed_field != field_key or placed_record != self.record_id):
             raise InvalidValue(f"asset {asset_id} is already used in another field or record; "
                                "upload the file again for each placement", field=field_key)
         if not shared_demo_asset:
             self.placements.append((str(asset_id), field_key))
-        return self.store.asset_raw(str(asset_id), atype, filename, size, bool(thumb),
-                                    field_key, BASE_URL_PLACEHOLDER)
+        return self.store.assets.asset_raw(str(asset_id), atype, filename, size, bool(thumb),
+                                           field_key, BASE_URL_PLACEHOLDER)
 
 
 class Store:
     """One application's data directory."""
 
     def __init__(self, data_dir: Path, app: AppDef, renderer: Renderer) -> None:
-        self.data_dir = Path(data_dir)
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        (self.data_dir / "assets").mkdir(exist_ok=True)
+        self.data_dir = private_dir(Path(data_dir))
         self.db_path = self.data_dir / "service.db"
         self.app = app
         self.renderer = renderer
-        self._local = threading.local()
-        self._wlock = threading.RLock()
-        self._writer = self._connect()
-        self._writer.executescript(_SCHEMA_SQL)
+        self.db = Database(self.db_path)
+        self.accounts = Accounts(self.db, app)
+        self.assets = AssetStore(self.db, self.data_dir / "assets", app.id)
         self._add_raw_fragments()
-        self._all_conns: list[sqlite3.Connection] = [self._writer]
-        self._conns_lock = threading.Lock()
-        self.token_ttl = 48 * 3600.0
         # fields whose connection points at each object: (source object, field spec)
         self._inbound: dict[str, list[tuple[ObjectDef, FieldSpec]]] = {}
         for obj, f in app.iter_fields():
@@ -165,48 +115,22 @@ class Store:
     def _add_raw_fragments(self) -> None:
         """A data directory written before ``frag_raw`` existed gets the column, filled from
         the stored ``format=both`` fragments (once)."""
-        cols = {row[1] for row in self._writer.execute("PRAGMA table_info(records)")}
-        if "frag_raw" in cols:
+        if "frag_raw" in self.db.columns("records"):
             return
-        conn = self._writer
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.db.transaction() as conn:
             conn.execute("ALTER TABLE records ADD COLUMN frag_raw TEXT NOT NULL DEFAULT ''")
             rows = conn.execute("SELECT seq, frag FROM records").fetchall()
             conn.executemany("UPDATE records SET frag_raw = ? WHERE seq = ?",
                              [(dumps(format_record(json.loads(f), "raw")), s) for s, f in rows])
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
 
     # ---- connections --------------------------------------------------------------------
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.db_path, isolation_level=None, check_same_thread=False,
-                               timeout=30)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA busy_timeout=30000")
-        return conn
-
     @property
     def reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            self._local.conn = conn
-            with self._conns_lock:
-                self._all_conns.append(conn)
-        return conn
+        """This thread's read connection."""
+        return self.db.reader
 
     def close(self) -> None:
-        with self._conns_lock:
-            for c in self._all_conns:
-                try:
-                    c.close()
-                except sqlite3.Error:
-                    pass
-            self._all_conns.clear()
+        self.db.close()
 
     def count(self, obj_key: str) -> int:
         return int(self.reader.execute("SELECT count(*) FROM records WHERE obj = ?",
@@ -308,16 +232,8 @@ class Store:
         obj = self.app.object(obj_key)
         if not isinstance(values, Mapping):
             raise ApiError.invalid("the body must be a JSON object of field keys and values")
-        with self._wlock:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                rid, frag = self._write(conn, obj, values, record_id, ctx)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        return rid, frag
+        with self.db.transaction() as conn:
+            return self._write(conn, obj, values, record_id, ctx)
 
     def _write(self, conn: sqlite3.Connection, obj: ObjectDef, values: Mapping[str, Any],
                record_id: str | None, ctx: WriteContext) -> tuple[str, str]:
@@ -384,8 +300,7 @@ class Store:
                          "WHERE obj = ? AND id = ?", (frag, frag_raw, vals, sec, obj.key, rid))
         self._write_links(conn, obj, rid, raw)
         for asset_id, field_key in hooks.placements:
-            conn.execute("UPDATE assets SET field_key = ?, record_id = ? WHERE id = ?",
-                         (field_key, rid, asset_id))
+            AssetStore.place(conn, asset_id, field_key, rid)
         if not creating:
             self._refresh_dependents(conn, obj.key, [rid])
         return rid, frag
@@ -499,116 +414,34 @@ class Store:
 
     def delete(self, obj_key: str, record_id: str) -> None:
         """Delete one record (404 when unknown); connections to it are dropped."""
-        with self._wlock:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                cur = conn.execute("DELETE FROM records WHERE obj = ? AND id = ?",
-                                   (obj_key, record_id))
-                if cur.rowcount == 0:
-                    raise ApiError.not_found(f"no record {record_id!r} in {obj_key}")
-                conn.execute("DELETE FROM links WHERE obj = ? AND id = ?", (obj_key, record_id))
-                self._refresh_dependents(conn, obj_key, [record_id], deleted=True)
-                conn.execute("DELETE FROM tokens WHERE user_id = ?", (record_id,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.db.transaction() as conn:
+            cur = conn.execute("DELETE FROM records WHERE obj = ? AND id = ?",
+                               (obj_key, record_id))
+            if cur.rowcount == 0:
+                raise ApiError.not_found(f"no record {record_id!r} in {obj_key}")
+            conn.execute("DELETE FROM links WHERE obj = ? AND id = ?", (obj_key, record_id))
+            self._refresh_dependents(conn, obj_key, [record_id], deleted=True)
+            Accounts.forget_user(conn, record_id)
 
     # ---- bulk load (generator) ----------------------------------------------------------
     def bulk_insert(self, rows: Iterable[RecordRow],
                     links: Iterable[tuple[str, str, str, str]],
                     counters: Mapping[tuple[str, str], int]) -> None:
         """Insert pre-rendered rows (``render.record_row``) in one transaction."""
-        with self._wlock:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
-                                 "VALUES (?,?,?,?,?,?)", rows)
-                conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)",
-                                 links)
-                for (o, f), v in counters.items():
-                    conn.execute("INSERT OR REPLACE INTO counters(obj, field, value) "
-                                 "VALUES (?,?,?)", (o, f, v))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self.db.transaction() as conn:
+            conn.executemany("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
+                             "VALUES (?,?,?,?,?,?)", rows)
+            conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)",
+                             links)
+            for (o, f), v in counters.items():
+                conn.execute("INSERT OR REPLACE INTO counters(obj, field, value) "
+                             "VALUES (?,?,?)", (o, f, v))
 
-    # ---- users and tokens ---------------------------------------------------------------
-    def find_user(self, email: str) -> tuple[ObjectDef, str, dict[str, Any], dict[str, str]]:
-        """(user object, record id, parsed record, secrets) for an email; KeyError if none."""
-        for obj in self.app.objects.values():
-            if not obj.is_user:
-                continue
-            emails = obj.fields_of("email")
-            if not emails:
-                continue
-            key = emails[0].key
-            row = self.reader.execute(
-                f"SELECT id, frag, secret FROM records WHERE obj = ? AND "
-                f"json_extract(vals, '$.\"{key}\"') = ? LIMIT 1",
-                (obj.key, email.strip().lower())).fetchone()
-            if row:
-                return obj, row[0], json.loads(row[1]), json.loads(row[2] or "{}")
-        raise KeyError(email)
-
-    def new_token(self, obj_key: str, user_id: str, ttl: float | None = None) -> str:
-        token = secrets.token_urlsafe(32)
-        with self._wlock:
-            self._writer.execute("INSERT INTO tokens(token, obj, user_id, expires) "
-                                 "VALUES (?,?,?,?)",
-                                 (token, obj_key, user_id,
-                                  time.time() + (self.token_ttl if ttl is None else ttl)))
-        return token
-
-    def token_user(self, token: str) -> tuple[str, str] | None:
-        """(user object key, user id) of a live token, else None."""
-        row = self.reader.execute("SELECT obj, user_id, expires FROM tokens WHERE token = ?",
-                                  (token,)).fetchone()
-        if row is None or row[2] < time.time():
-            return None
-        return row[0], row[1]
-
-    # ---- assets -------------------------------------------------------------------------
-    def asset_raw(self, asset_id: str, atype: str, filename: str, size: int, thumb: bool,
-                  field_key: str | None, base_url: str) -> dict[str, Any]:
-        url = f"{base_url}/v1/applications/{self.app.id}/download/asset/{asset_id}/{filename}"
-        thumb_url = (f"{base_url}/v1/applications/{self.app.id}/download/asset/{asset_id}/"
-                     f"thumb/{filename}") if thumb else ""
-        out: dict[str, Any] = {"id": asset_id, "application_id": self.app.id, "s3": False,
-                               "type": atype, "filename": filename, "url": url,
-                               "thumb_url": thumb_url, "size": size}
-        if field_key is not None:
-            out["field_key"] = field_key
-        return out
-
-    def add_asset(self, atype: str, filename: str, content: bytes,
-                  thumb: bytes | None, asset_id: str | None = None) -> tuple[str, int]:
-        """Store an uploaded file (and its thumbnail) -> (asset id, size)."""
-        asset_id = asset_id or new_id()
-        folder = self.data_dir / "assets" / asset_id
-        folder.mkdir(parents=True)
-        (folder / "content").write_bytes(content)
-        if thumb is not None:
-            (folder / "thumb").write_bytes(thumb)
-        with self._wlock:
-            self._writer.execute("INSERT INTO assets(id, type, filename, size, thumb, created) "
-                                 "VALUES (?,?,?,?,?,?)",
-                                 (asset_id, atype, filename, len(content),
-                                  1 if thumb is not None else 0, time.time()))
-        return asset_id, len(content)
-
-    def asset_file(self, asset_id: str, filename: str, thumb: bool = False) -> Path | None:
-        if not re.fullmatch(r"[0-9a-f]{24}", asset_id):
-            return None
-        row = self.reader.execute("SELECT filename, thumb FROM assets WHERE id = ?",
-                                  (asset_id,)).fetchone()
-        if row is None or row[0] != filename or (thumb and not row[1]):
-            return None
-        path = self.data_dir / "assets" / asset_id / ("thumb" if thumb else "content")
-        return path if path.is_file() else None
+    def counter(self, obj_key: str, field_key: str) -> int:
+        """The last value an auto-increment field handed out (0 when none)."""
+        row = self.reader.execute("SELECT value FROM counters WHERE obj = ? AND field = ?",
+                                  (obj_key, field_key)).fetchone()
+        return int(row[0]) if row else 0
 
 
 def _conn_key_of(spec: FieldSpec) -> str | None:

@@ -1,4 +1,5 @@
-"""The demo application and its deterministic record generator.
+"""The demo application: its document (objects, scenes, views, record rules, users) and
+the filling of its records (people, parts, work orders) with the generic generator.
 
 Keys (stable; tests and notebooks may use them):
 
@@ -57,28 +58,23 @@ Technician. Users: ``manager@example.com`` / ``Manager-2024!`` (profile_1, profi
 Usage::
 
     doc = demo_document()
-    generate(state, records=1000, seed=0)   # after the service state is opened
+    generate_demo(state, records=1000, seed=0)   # after the service state is opened
 """
 
 from __future__ import annotations
 
 import copy
-import datetime as dt
-import io
 import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import InvalidValue
-from ..kinds.base import FieldSpec
-from .render import Piece, RecordRow, dumps, record_row, text_of
+from .accounts import hash_password
+from .generate import PARTS, POOL, SIZES, Generator, seeded_id
+from .render import Piece, RecordRow, dumps, record_row
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS
-from .store import BASE_URL_PLACEHOLDER
-
-if TYPE_CHECKING:
-    from .service import ServiceState
+from .state import ServiceState
 
 DEMO_USERS = [
     {"email": "manager@example.com", "password": "Manager-2024!", "name": "Morgan Reyes",
@@ -276,180 +272,9 @@ def demo_document() -> dict[str, Any]:
     })
 
 
-# ---- the generator --------------------------------------------------------------------
-_FIRST = ["Ann", "Ben", "Carla", "Dev", "Elena", "Femi", "Grace", "Hiro", "Ines", "Jon",
-          "Kira", "Luis", "Mara", "Nils", "Omar", "Priya", "Quinn", "Rosa", "Sam", "Tariq"]
-_LAST = ["Lee", "Novak", "Okafor", "Garcia", "Smith", "Tanaka", "Rossi", "Khan", "Berg",
-         "Silva", "Moreau", "Chen", "Ivanova", "Brown", "Haddad", "Nguyen"]
-_STREETS = ["Cameron Rd", "Lamar Blvd", "Congress Ave", "Burnet Rd", "Oltorf St", "Guadalupe St",
-            "Riverside Dr", "Airport Blvd", "Manor Rd", "Koenig Ln"]
-_CITIES = [("Austin", "TX", "787", 30.27, -97.74), ("Dallas", "TX", "752", 32.78, -96.80),
-           ("Houston", "TX", "770", 29.76, -95.37), ("Denver", "CO", "802", 39.74, -104.99),
-           ("Chicago", "IL", "606", 41.88, -87.63), ("Tulsa", "OK", "741", 36.15, -95.99)]
-_VERBS = ["Replace", "Inspect", "Repair", "Install", "Service", "Clean", "Calibrate", "Test"]
-_THINGS = ["pump", "boiler", "rooftop unit", "fire alarm", "water heater", "generator",
-           "chiller", "conveyor", "gate motor", "lighting panel", "backflow valve", "compressor"]
-_PARTS = ["Bearing", "Filter", "Gasket", "Valve", "Fuse", "Belt", "Sensor", "Relay", "Seal",
-          "Thermostat", "Capacitor", "Hose", "Bracket", "Switch", "Motor", "Coupling"]
-_SIZES = ["S", "M", "L", "XL", "10mm", "12mm", "1in", "2in", "24V", "120V", "240V"]
-POOL = 211  # distinct values per field; records pick from pools (fast, still varied)
 
 
-class _Gen:
-    """Pools of ready pieces per field, built from inputs normalized by the codecs."""
-
-    def __init__(self, state: ServiceState, rng: random.Random, seed: int = 0) -> None:
-        self.state = state
-        self.rng = rng
-        self.seed = seed
-        self.renderer = state.renderer
-        self.assets: dict[str, list[dict[str, Any]]] = {}
-
-    def piece(self, spec: FieldSpec, raw: Any) -> Piece:
-        return self.renderer.piece(spec, raw)
-
-    def normalize(self, spec: FieldSpec, value: Any) -> Any:
-        try:
-            return self.renderer.normalize(spec, value, None)
-        except InvalidValue:
-            return None
-
-    def date_input(self, d: dt.datetime) -> dict[str, Any]:
-        return {"date": d.strftime("%m/%d/%Y"), "hours": d.strftime("%I"),
-                "minutes": d.strftime("%M"), "am_pm": d.strftime("%p")}
-
-    def input_for(self, spec: FieldSpec, i: int) -> Any:  # noqa: C901 - one branch per kind
-        r = self.rng
-        k = spec.kind
-        base = dt.datetime(2024, 1, 1, 8, 0)
-        if k == "short_text":
-            if spec.name == "Customer Ref":
-                return f"PO-{r.randint(10000, 99999)}"
-            return f"{r.choice(_VERBS)} {r.choice(_THINGS)} #{r.randint(1, 999)}"
-        if k == "paragraph_text":
-            return (f"{r.choice(_VERBS)} the {r.choice(_THINGS)} on level {r.randint(1, 9)}."
-                    f"\nCustomer reports noise since {r.choice(['Monday', 'last week', 'May'])}.")
-        if k == "rich_text":
-            return (f"<p><strong>{r.choice(_VERBS)}</strong> {r.choice(_THINGS)}</p>"
-                    f"<ul><li>check {r.choice(_PARTS).lower()}</li></ul>")
-        if k == "number":
-            return r.randint(1, 250)
-        if k == "currency":
-            return f"{r.uniform(2, 900):.2f}"
-        if k == "rating":  # most work is of middling to high priority
-            return r.choices(range(6), weights=(4, 8, 18, 26, 26, 18))[0]
-        if k == "boolean":
-            return r.random() < 0.3
-        if k == "multiple_choice":
-            opts = list((spec.format or {}).get("options") or ["A"])
-            if (spec.format or {}).get("type") == "multi":
-                return r.sample(opts, r.randint(1, min(3, len(opts))))
-            if spec.name == "Status" and len(opts) == 5:  # a realistic backlog
-                return r.choices(opts, weights=(40, 22, 10, 23, 5))[0]
-            return r.choice(opts)
-        if k == "date_time":
-            d = base + dt.timedelta(days=r.randint(0, 900), minutes=15 * r.randint(0, 40))
-            value = self.date_input(d)
-            if (spec.format or {}).get("calendar"):
-                value["to"] = self.date_input(d + dt.timedelta(minutes=30 * r.randint(1, 8)))
-            return value
-        if k == "timer":
-            d = base + dt.timedelta(days=r.randint(0, 900), minutes=15 * r.randint(0, 40))
-            return {"times": [{"from": self.date_input(d), "to": self.date_input(
-                d + dt.timedelta(minutes=15 * r.randint(1, 16)))}]}
-        if k == "name":
-            out = {"first": r.choice(_FIRST), "last": r.choice(_LAST)}
-            if r.random() < 0.2:
-                out["middle"] = r.choice(_FIRST)
-            if r.random() < 0.1:
-                out["title"] = r.choice(["Dr.", "Ms.", "Mr."])
-            return out
-        if k == "email":
-            return {"email": f"{r.choice(_FIRST).lower()}.{r.choice(_LAST).lower()}"
-                             f"{r.randint(1, 99)}@example.com"}
-        if k == "address":
-            city, state, zip3, lat, lon = r.choice(_CITIES)
-            addr: dict[str, Any] = {"street": f"{r.randint(100, 9999)} {r.choice(_STREETS)}",
-                   "street2": r.choice(["", "", f"Suite {r.randint(1, 400)}"]),
-                   "city": city, "state": state, "zip": f"{zip3}{r.randint(10, 99)}",
-                   "latitude": round(lat + r.uniform(-0.2, 0.2), 5),
-                   "longitude": round(lon + r.uniform(-0.2, 0.2), 5)}
-            return addr
-        if k == "phone":
-            return f"({r.randint(201, 989)}) {r.randint(200, 999)}-{r.randint(0, 9999):04d}"
-        if k == "link":
-            return {"url": f"https://manuals.example.com/{r.choice(_THINGS).replace(' ', '-')}"
-                           f"/{r.randint(1, 500)}"}
-        if k == "image" and (spec.format or {}).get("source") == "url":
-            return f"https://images.example.com/equipment/{r.randint(1, 400)}.jpg"
-        if k == "signature":
-            pts = " ".join(f"l {r.randint(-9, 9)} {r.randint(-9, 9)}" for _ in range(6))
-            svg = ('<svg xmlns="http://www.w3.org/2000/svg" version="1.1" width="200" '
-                   f'height="60"><path stroke="rgb(0, 0, 0)" fill="none" d="M 10 30 {pts}"/>'
-                   '</svg>')
-            return {"svg": svg, "base30": f"{r.randint(0, 10**9):x}"}
-        if k == "user_roles":
-            return [r.choice(["profile_3", "profile_3", "profile_2"])]
-        return None
-
-    def pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
-        """POOL pieces for a field, from a random stream of its own (adding a field to an
-        application never changes the values of the others)."""
-        main_rng, self.rng = self.rng, random.Random(f"{self.seed}:{spec.key}")
-        try:
-            return self._pool(spec, empty_rate)
-        finally:
-            self.rng = main_rng
-
-    def _pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
-        out: list[Piece] = []
-        for i in range(POOL):
-            if not spec.required and (i % int(1 / empty_rate) == 0):
-                out.append(self.piece(spec, None))
-                continue
-            if spec.kind in ("file", "image") and (spec.format or {}).get("source") != "url":
-                asset = self.assets[spec.kind][i % len(self.assets[spec.kind])]
-                raw: Any = self.state.store.asset_raw(
-                    asset["id"], spec.kind, asset["filename"], asset["size"], spec.kind == "image",
-                    spec.key, BASE_URL_PLACEHOLDER)
-                asset.setdefault("fields", set()).add(spec.key)
-            else:
-                raw = self.normalize(spec, self.input_for(spec, i))
-            out.append(self.piece(spec, raw))
-        return out
-
-    def make_assets(self, count: int = 6) -> None:
-        from PIL import Image, ImageDraw
-
-        store = self.state.store
-        self.assets = {"file": [], "image": []}
-        ids = random.Random(f"{self.seed}:assets")
-        for i in range(count):
-            text = (f"Work order checklist {i + 1}\n" + "- inspect\n- record readings\n" * 5)
-            content = text.encode()
-            name = f"checklist_{i + 1}.txt"
-            aid, size = store.add_asset("file", name, content, None,
-                                        f"{0x64000000 + 2 * i:08x}{ids.getrandbits(64):016x}")
-            self.assets["file"].append({"id": aid, "filename": name, "size": size})
-            im = Image.new("RGB", (320, 240), (40 * i % 255, 120, 200 - 20 * i % 200))
-            ImageDraw.Draw(im).rectangle((20 + 10 * i, 20, 200, 200), fill=(250, 200, 40))
-            buf = io.BytesIO()
-            im.save(buf, format="PNG")
-            png = buf.getvalue()
-            thumb = io.BytesIO()
-            im.thumbnail((200, 200))
-            im.save(thumb, format="PNG")
-            name = f"site_photo_{i + 1}.png"
-            aid, size = store.add_asset("image", name, png, thumb.getvalue(),
-                                        f"{0x64000001 + 2 * i:08x}{ids.getrandbits(64):016x}")
-            self.assets["image"].append({"id": aid, "filename": name, "size": size})
-
-
-def _rid(rng: random.Random, t0: int, i: int) -> str:
-    return f"{t0 + i:08x}{rng.getrandbits(64):016x}"
-
-
-def generate(state: ServiceState, records: int, seed: int = 0,
+def generate_demo(state: ServiceState, records: int, seed: int = 0,
              progress: Callable[[str], None] | None = None) -> dict[str, int]:
     """Fill the demo application: users, people, parts, then ``records`` work orders.
 
@@ -457,7 +282,7 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     app = state.app
     store = state.store
     rng = random.Random(seed)
-    gen = _Gen(state, rng, seed)
+    gen = Generator(state, rng, seed)
     gen.make_assets()
     t0 = 0x65000000
     people_obj, parts_obj, wo_obj = (app.object(k) for k in ("object_1", "object_2",
@@ -468,11 +293,10 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     people_rows: list[RecordRow] = []
     people_ids: list[str] = []
     people_recs: dict[str, dict[str, Any]] = {}
-    from .store import hash_password
     pools = {f.key: gen.pool(f, 0.1) for f in people_obj.fields
              if f.kind not in COMPUTED_KINDS | {"connection", "password"}}
     for i in range(n_people):
-        rid = _rid(rng, t0, i)
+        rid = seeded_id(rng, t0, i)
         raw_pieces: dict[str, Piece] = {}
         secret = None
         for f in people_obj.fields:
@@ -514,8 +338,8 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     part_recs: dict[str, dict[str, Any]] = {}
     price_spec = parts_obj.field("field_9")
     for i in range(n_parts):
-        rid = _rid(rng, t0 + 100000, i)
-        praw: dict[str, Any] = {"field_8": f"{_PARTS[i % len(_PARTS)]} {_SIZES[(i // len(_PARTS)) % len(_SIZES)]}"
+        rid = seeded_id(rng, t0 + 100000, i)
+        praw: dict[str, Any] = {"field_8": f"{PARTS[i % len(PARTS)]} {SIZES[(i // len(PARTS)) % len(SIZES)]}"
                           f"-{i + 1}",
                "field_9": gen.normalize(price_spec, f"{rng.uniform(1.5, 480):.2f}"),
                "field_10": gen.normalize(parts_obj.field("field_10"), rng.randint(0, 400))
@@ -571,20 +395,20 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     started = time.perf_counter()
     n_users = max(len(app.users), 1)
     for n in range(records):
-        rid = _rid(rng, t0 + 200000, n)
+        rid = seeded_id(rng, t0 + 200000, n)
         idx = [rng.randrange(POOL) for _ in stored]
         chosen = {f.key: pools[f.key][i] for f, i in zip(stored, idx, strict=True)}
         p16, p17 = chosen["field_16"], chosen["field_17"]
         ek = (id(p16), id(p17))
         if ek not in eq_cache:
-            eq_cache[ek] = gen.piece(eq_spec, gen.renderer._equation(
+            eq_cache[ek] = gen.piece(eq_spec, gen.renderer.equation(
                 wo_obj, eq_spec, {"field_16": p16.raw, "field_17": p17.raw}))
         chosen["field_18"] = eq_cache[ek]
         combo = combos[rng.randrange(len(combos))]
         chosen.update(combo)
         ai = gen.piece(ai_spec, n + 1)
         chosen["field_24"] = ai
-        chosen["field_15"] = gen.piece(code_spec, gen.renderer._concatenate(
+        chosen["field_15"] = gen.piece(code_spec, gen.renderer.concatenate(
             wo_obj, code_spec, {"field_24": n + 1, "field_12": chosen["field_12"].raw},
             lambda _k: []))
         who = (people_ids[rng.randrange(len(people_ids))] if n % 5
@@ -604,113 +428,11 @@ def generate(state: ServiceState, records: int, seed: int = 0,
     store.bulk_insert(rows, links, {(wo_obj.key, "field_24"): records})
     counts[wo_obj.key] = records
     # demo assets are shared by generated records: mark each as placed in its field(s)
-    with store._wlock:  # noqa: SLF001 - a bulk fix-up of the generator's own assets
-        for kind_assets in gen.assets.values():
-            for a in kind_assets:
-                fields = sorted(a.get("fields") or [])
-                if fields:
-                    store._writer.execute("UPDATE assets SET field_key = ?, record_id = '*' "
-                                          "WHERE id = ?", (fields[0], a["id"]))
+    store.assets.share_assets([(a["id"], sorted(a["fields"])[0])
+                        for kind_assets in gen.assets.values() for a in kind_assets
+                        if a.get("fields")])
     return counts
 
 
-def generate_generic(state: ServiceState, records: int, seed: int = 0) -> dict[str, int]:
-    """Fill any application with ``records`` generated records per object (after its seed
-    users): values by kind, connections to records of objects generated before, computed
-    fields computed. Deterministic for a seed. Returns counts per object."""
-    app = state.app
-    store = state.store
-    rng = random.Random(seed)
-    gen = _Gen(state, rng, seed)
-    if any(f.kind in ("file", "image") for _, f in app.iter_fields()):
-        gen.make_assets()
-    made: dict[str, dict[str, dict[str, Any]]] = {}  # object -> id -> {"raw", "display"}
 
-    def connected(obj_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
-        recs = made.get(obj_key, {})
-        return [{"id": i, **recs[i]} for i in ids if i in recs]
-
-    counts: dict[str, int] = {}
-    for o_index, obj in enumerate(app.objects.values()):
-        stored = [f for f in obj.fields if f.kind not in COMPUTED_KINDS
-                  and f.kind not in ("connection", "password")]
-        pools = {f.key: gen.pool(f, 0.1) for f in stored if not f.unique}
-        rows: list[RecordRow] = []
-        links: list[tuple[str, str, str, str]] = []
-        made[obj.key] = {}
-        base = {f.key: int((store.reader.execute(
-            "SELECT value FROM counters WHERE obj = ? AND field = ?", (obj.key, f.key)
-        ).fetchone() or (0,))[0]) for f in obj.fields_of("auto_increment")}
-        for n in range(records):
-            rid = _rid(rng, 0x66000000 + o_index * 0x100000, n)
-            raw: dict[str, Any] = {}
-            for f in stored:
-                if f.unique:  # a value of its own: unique fields must not repeat
-                    value = gen.input_for(f, n)
-                    if f.kind == "email":
-                        value = {"email": f"user{o_index}.{n}@example.com"}
-                    elif isinstance(value, str):
-                        value = f"{value} {n + 1}"
-                    raw[f.key] = gen.normalize(f, value)
-                else:
-                    raw[f.key] = pools[f.key][rng.randrange(POOL)].raw
-            for f in obj.fields_of("connection"):
-                target = made.get((f.relationship or {}).get("object", ""), {})
-                if target and rng.random() < 0.85:
-                    many = (f.relationship or {}).get("has") == "many"
-                    ids = rng.sample(sorted(target), min(len(target),
-                                                         rng.randint(1, 3) if many else 1))
-                    tobj = app.object((f.relationship or {})["object"])
-                    ident = tobj.identifier
-                    raw[f.key] = [{"id": i, "identifier": text_of(
-                        target[i]["display"].get(ident, "")) if ident else i} for i in ids]
-                    links.extend((obj.key, rid, f.key, i) for i in ids)
-            for f in obj.fields_of("auto_increment"):
-                raw[f.key] = base[f.key] + n + 1
-            gen.renderer.compute(obj, raw, connected)
-            pieces = [gen.piece(f, raw.get(f.key)) for f in obj.fields]
-            rows.append(record_row(obj.key, rid, pieces))
-            made[obj.key][rid] = {"raw": {p.key: p.raw for p in pieces},
-                                  "display": {p.key: p.display for p in pieces}}
-        store.bulk_insert(rows, links, {(obj.key, k): v + records for k, v in base.items()})
-        counts[obj.key] = records
-    return counts
-
-
-def seed_users(state: ServiceState) -> None:
-    """Create the application document's ``users`` (when not generated) through writes."""
-    app = state.app
-    for u in app.users:
-        obj = app.objects.get(u.get("object", ""))
-        if obj is None:
-            continue
-        values: dict[str, Any] = {}
-        for f in obj.fields:
-            if f.kind == "email":
-                values[f.key] = {"email": u["email"]}
-            elif f.kind == "password":
-                values[f.key] = u["password"]
-            elif f.kind == "name":
-                first, _, last = str(u.get("name", "User")).partition(" ")
-                values[f.key] = {"first": first, "last": last or first}
-            elif f.kind == "user_roles":
-                values[f.key] = list(u.get("profile_keys") or [])
-            elif f.kind == "multiple_choice" and "status" in f.name.lower():
-                values[f.key] = "active"
-        state.store.write(obj.key, values)
-
-
-def demo_users(app_users: Sequence[dict[str, Any]], profile_of: dict[str, str]) -> list[
-        dict[str, Any]]:
-    """``[{"email", "password", "profile_keys", "name"}]`` as LocalService.users lists them."""
-    out = []
-    for u in app_users:
-        own = profile_of.get(u.get("object", ""))
-        keys = ([own] if own else []) + [p for p in u.get("profile_keys") or [] if p != own]
-        out.append({"email": u["email"], "password": u["password"], "name": u.get("name", ""),
-                    "profile_keys": keys})
-    return out
-
-
-__all__ = ["demo_document", "generate", "generate_generic", "seed_users", "demo_users",
-           "DEMO_USERS"]
+__all__ = ["demo_document", "generate_demo", "DEMO_USERS"]
