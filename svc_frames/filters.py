@@ -71,8 +71,8 @@ DATE_KINDS = frozenset({"date_time", "timer"})
 NUMBER_KINDS = frozenset({"number", "currency", "rating", "auto_increment", "sum", "count",
                           "average", "min", "max"})
 
-_US_DATE = re.compile(r"\s*(\d{1,2})/(\d{1,2})/(\d{4})(?:\s+(\d{1,2}):(\d{2})\s*([ap])\.?m\.?)?"
-                      r"\s*\Z", re.I)
+_US_DATE = re.compile(r"\s*(\d{1,2})/(\d{1,2})/(\d{4})"
+                      r"(?:\s+(\d{1,2}):(\d{2})\s*(?:([ap])\.?m\.?)?)?\s*\Z", re.I)
 _ISO = re.compile(r"\s*\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?"
                   r"(?:Z|[+-]\d{2}(?::?\d{2})?)?\s*\Z", re.I)
 
@@ -129,10 +129,11 @@ def read_filter_date(value: Any) -> dt.date | dt.datetime:
     day = dt.date(int(m.group(3)), int(m.group(1)), int(m.group(2)))
     if m.group(4) is None:
         return day
-    hour, minute = int(m.group(4)), int(m.group(5))
-    if not (1 <= hour <= 12 and minute <= 59):
+    hour, minute, am_pm = int(m.group(4)), int(m.group(5)), m.group(6)
+    if minute > 59 or not (1 <= hour <= 12 if am_pm else hour <= 23):
         raise ValueError(f"{value!r} has no valid time")
-    hour = hour % 12 + (12 if m.group(6).lower() == "p" else 0)
+    if am_pm:
+        hour = hour % 12 + (12 if am_pm.lower() == "p" else 0)
     return dt.datetime.combine(day, dt.time(hour, minute))
 
 
@@ -186,16 +187,16 @@ def _is_hosted(value: Any) -> bool:
 
 
 def _date_value(value: Any, field: str, op: str, where: str, tz: dt.tzinfo | None,
-                tz_known: bool, hand_written: bool) -> Any:
+                tz_known: bool, hand_written: bool, with_time: bool | None = None) -> Any:
     """A rule's date value in the hosted format; an aware time stays as it is until the
     application's timezone is known (``tz_known``). UsageError when unreadable."""
     if isinstance(value, Mapping) and "date" in value:
         # the hosted date object ({date, hours, minutes, am_pm}): its date in the hosted form
-        return {**value, "date": _date_value(value["date"], field, op, where, tz, tz_known,
-                                             hand_written)}
+        return {**value, "date": _date_value(value["date"], field, op, where, tz, True,
+                                             hand_written, with_time=False)}
     if isinstance(value, str) and _is_hosted(value):
         # already in the hosted form: only normalized (01/05/2024), nothing to warn about
-        return format_filter_date(value)
+        return format_filter_date(value, with_time=with_time)
     try:
         parsed = read_filter_date(value)
     except ValueError:
@@ -211,7 +212,7 @@ def _date_value(value: Any, field: str, op: str, where: str, tz: dt.tzinfo | Non
     if aware and tz is None:
         _warn(f"{where}: {op!r} on {field}: the application's timezone is unknown; the aware "
               f"time {_short(value)} is taken in UTC (pass timezone=... to the loader)")
-    text = format_filter_date(parsed, tz)
+    text = format_filter_date(parsed, tz, with_time)
     if " " in text:
         _warn(f"{where}: {op!r} on {field} {text!r}: the hosted service does not reliably "
               "honour the time of a filter date (it may compare the day alone, as the local "
@@ -403,7 +404,7 @@ def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | N
             _check_kind(rule, where, field)
         value = rule.get("value")
         if (rule["operator"] in MAYBE_DATE_VALUE and _kind(field) in DATE_KINDS
-                and isinstance(value, str) and not _is_hosted(value)):
+                and not _is_hosted(value)):  # a number or a word is refused here, by name
             rule = {**rule, "value": _date_value(value, rule["field"], rule["operator"],
                                                  where, tz, True, not isinstance(rule, Rule))}
         elif isinstance(value, dt.datetime) and value.tzinfo is not None:
