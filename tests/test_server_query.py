@@ -211,7 +211,7 @@ def _busy_day(svc: LocalService) -> dt.date:
 @pytest.mark.parametrize("op", ["is", "is not", "is before", "is after", "higher than",
                                 "lower than"])
 def test_an_iso_filter_date_matches_nothing_as_hosted(service: LocalService, op: str) -> None:
-    """An ISO date is not refused: it silently matches nothing (real-world.md), so a client
+    """An ISO date is not refused: it silently matches nothing (docs/hosted-behaviour.md §1.4), so a client
     that sends one sees an empty list here too, not a kinder answer."""
     day = _busy_day(service)
     hosted = _all(service, filters=json.dumps([{"field": "field_29", "operator": op,

@@ -5,11 +5,11 @@ plain text under ``field_N`` and, for numbers and dates, a number under ``field_
 (dates as wall-clock milliseconds, the hosted convention), and for addresses
 ``field_N#lat``/``field_N#lon``. Connections are matched through the ``links`` table.
 
-As hosted (real-world.md): filter dates are ``MM/DD/YYYY``; an ISO date (``2024-01-31``)
-is not refused, the rule silently matches nothing. A time after the date (``"01/31/2024
-3:15pm"`` or the ``{date, hours, minutes, am_pm}`` object) is checked, then ignored: the
-hosted service does not reliably honour it, so here rules compare whole days and no client
-can come to depend on a precision it will not get. Limits, each refused with 400 naming
+As hosted (docs/hosted-behaviour.md §1.4): filter dates are ``MM/DD/YYYY``; an ISO date
+(``2024-01-31``) is not refused, the rule silently matches nothing. A time after the date
+(``"01/31/2024 3:15pm"`` or the ``{date, hours, minutes, am_pm}`` object) is checked, then
+ignored: the hosted service does not reliably honour it, so here rules compare whole days
+and no client can come to depend on a precision it will not get. Limits, each refused with 400 naming
 it: groups nested deeper than ``MAX_DEPTH``, more than ``MAX_RULES`` rules, a relative
 ``range`` past ``MAX_RANGE`` or past the calendar, a ``near`` range past ``MAX_NEAR_MILES``,
 numbers that are not finite.
