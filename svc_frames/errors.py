@@ -152,6 +152,16 @@ class DisplayValuesNeeded(SvcError, ValueError):
     fetches that page again with both (never reaches a user)."""
 
 
+# --- warnings -------------------------------------------------------------------------------
+class SvcWarning(Warning):
+    """Base of every warning svc_frames gives: the call went on, but look at this."""
+
+
+class FilterWarning(SvcWarning, UserWarning):
+    """A filter that will not do what it seems to: a choice the field does not list, a value
+    of the wrong kind, an ISO date converted, a time the hosted service may ignore."""
+
+
 # The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it
 # is an HTTP answer in the making, turned into a response before it leaves the server, and
 # a client meets it only as the ServiceError subclass its status maps to.
@@ -163,4 +173,5 @@ __all__ = [
     "OutcomeUnknown", "ServiceUnreachable",
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
+    "SvcWarning", "FilterWarning",
 ]

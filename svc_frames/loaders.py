@@ -166,7 +166,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     # the Paginator checks target, filters, sort and limit, before any request
     pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
-                      verify=verify)
+                      verify=verify, schema_checks=True, timezone=tz)
     parts: list[tuple[int, Frames]] = []
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None

@@ -43,9 +43,13 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
+from .filters import encode_filters, needs_schema, prepare_filters, validate_filters
 from .rawpages import RawRecord, raw_page_parser
+from .schema import Schema
 
 if TYPE_CHECKING:
+    from zoneinfo import ZoneInfo
+
     from .client import Client, Target
     from .filters import Filters
     from .frames import Frames
@@ -100,14 +104,18 @@ class PassReport:
 
 
 class Paginator:
-    """Fetch every page of an object or a view (see module docstring)."""
+    """Fetch every page of an object or a view (see module docstring).
+
+    ``schema_checks=True`` (the loaders and export) checks filters against the schema and
+    puts aware times in the application's timezone (``timezone``, else the schema's)."""
 
     def __init__(self, client: Client, target: Target, *, rows_per_page: int = 1000,
                  filters: Filters | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, limit: int | None = None,
                  max_workers: int | None = None, max_passes: int = 3,
                  verify: Verify = "first", prefetch: int | None = None,
-                 keep_ids: bool = True,
+                 keep_ids: bool = True, schema_checks: bool = False,
+                 timezone: ZoneInfo | None = None,
                  on_page: Callable[[Page], None] | None = None) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
@@ -122,7 +130,8 @@ class Paginator:
             self.rows_per_page = limit  # smaller pages: no bytes fetched to be dropped
         # validates target, rows_per_page, filters and sort before any request
         client.records_path(target)
-        self._params = client.page_params(1, rows_per_page, filters, sort_field, sort_order)
+        self._params = client.page_params(1, rows_per_page, None, sort_field, sort_order)
+        checked = validate_filters(filters)
         self._params["rows_per_page"] = self.rows_per_page
         self.max_workers = max_workers or client.max_workers
         # pages requested ahead of the one being consumed: bounds memory (a parsed page of
@@ -147,6 +156,15 @@ class Paginator:
         self._lock = threading.Lock()
         self._early: Future[Page] | None = None
         self._early_stale = False
+        # schema_checks (the loaders, export; not internal re-reads), last, once everything
+        # else is checked: a rule with a value is checked against the schema (a request),
+        # its dates put in the application's timezone (``timezone`` or the schema's)
+        if schema_checks and needs_schema(checked):
+            schema = Schema.of(client.schema())
+            checked = prepare_filters(checked, schema.all_fields(), timezone or schema.timezone)
+        encoded = encode_filters(checked)
+        if encoded is not None:
+            self._params["filters"] = encoded
 
     # ---- fetching ------------------------------------------------------------------------
     def _fetch(self, number: int, pass_no: int, notify: bool = True) -> Page:

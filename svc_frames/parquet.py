@@ -289,7 +289,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
                       verify=verify, max_workers=min(client.max_workers, 3), prefetch=3,
-                      keep_ids=False)
+                      keep_ids=False, schema_checks=True, timezone=tz)
     app = client.schema()  # first: every part must share the schema it fixes
     tz = tz or Schema.of(app).timezone
     dest.parent.mkdir(parents=True, exist_ok=True)

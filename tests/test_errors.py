@@ -1,5 +1,6 @@
 """svc_frames.errors: one hierarchy, listed explicitly, and every exception of the package
-under its root (the server's ApiError, an HTTP answer in the making, is the one exception)."""
+under its root (the server's ApiError, an HTTP answer in the making, is the one exception);
+warnings under theirs (SvcWarning)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def test_every_exception_of_the_package_is_under_the_root() -> None:
         for name, obj in vars(module).items():
             if (inspect.isclass(obj) and issubclass(obj, BaseException)
                     and obj.__module__ == module.__name__
-                    and not issubclass(obj, errors.SvcError) and name not in NOT_UNDER_ROOT):
+                    and not issubclass(obj, (errors.SvcError, errors.SvcWarning))
+                    and name not in NOT_UNDER_ROOT):
                 strays.append(f"{module.__name__}.{name}")
     assert strays == []
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -66,7 +67,7 @@ CASES: list[tuple[dict[str, Any], Callable[[dict[str, Any]], bool]]] = [
      lambda r: (w := _wall(r.get("field_29_raw"))) is not None and w < dt.datetime(2025, 6, 1)),
     ({"field": "field_29", "operator": "is after", "value": "06/01/2025"},
      lambda r: (w := _wall(r.get("field_29_raw"))) is not None and w >= dt.datetime(2025, 6, 2)),
-    ({"field": "field_29", "operator": "is", "value": "2025-03-04"},
+    ({"field": "field_29", "operator": "is", "value": "03/04/2025"},
      lambda r: (w := _wall(r.get("field_29_raw"))) is not None and w.date() == dt.date(2025, 3, 4)),
 ]
 
@@ -185,3 +186,213 @@ def test_raw_format_is_stored_and_kept_up_to_date(service: LocalService) -> None
     one = requests.get(object_url(service, "object_3", rec["id"]), params={"format": "raw"},
                        headers=h, timeout=30).json()
     assert one["field_12"] == "raw check 2" and one["field_16"] == 7 and one["field_26"] is True
+
+
+# ---- hosted date format, new operators, and no 500 (issues 9, 10) ---------------------------
+def _due(d: dt.datetime) -> dict[str, str]:
+    """A date_time write value of an app-local wall clock."""
+    hour = d.hour % 12 or 12
+    return {"date": d.strftime("%m/%d/%Y"), "hours": f"{hour:02d}",
+            "minutes": f"{d.minute:02d}", "am_pm": "AM" if d.hour < 12 else "PM"}
+
+
+def _get(svc: LocalService, filters: Any) -> requests.Response:
+    text = filters if isinstance(filters, str) else json.dumps(filters)
+    return requests.get(object_url(svc, "object_3"), headers=svc.headers(), timeout=60,
+                        params={"rows_per_page": 1000, "filters": text})
+
+
+def _busy_day(svc: LocalService) -> dt.date:
+    """A day on which some record is due (the demo data's dates are random)."""
+    days = Counter(w.date() for r in _all(svc) if (w := _wall(r.get("field_29_raw"))))
+    return days.most_common(1)[0][0]
+
+
+@pytest.mark.parametrize("op", ["is", "is not", "is before", "is after", "higher than",
+                                "lower than"])
+def test_an_iso_filter_date_matches_nothing_as_hosted(service: LocalService, op: str) -> None:
+    """An ISO date is not refused: it silently matches nothing (docs/hosted-behaviour.md §1.4), so a client
+    that sends one sees an empty list here too, not a kinder answer."""
+    day = _busy_day(service)
+    hosted = _all(service, filters=json.dumps([{"field": "field_29", "operator": op,
+                                                "value": day.strftime("%m/%d/%Y")}]))
+    assert hosted  # the same date in the hosted format matches records
+    for iso in (day.isoformat(), f"{day}T10:00:00", f"{day}T10:00:00Z"):
+        assert _all(service, filters=json.dumps([{"field": "field_29", "operator": op,
+                                                  "value": iso}])) == []
+    as_object = {"date": day.isoformat(), "hours": "10", "minutes": "00", "am_pm": "AM"}
+    assert _all(service, filters=json.dumps([{"field": "field_29", "operator": op,
+                                              "value": as_object}])) == []
+
+
+@pytest.mark.parametrize("op", ["is", "is before", "is after"])
+def test_a_filter_time_is_never_honoured(service: LocalService, op: str) -> None:
+    """The hosted service does not reliably honour a time in a filter date: the local one
+    never does (whole days), so no client comes to rely on it."""
+    date = _busy_day(service).strftime("%m/%d/%Y")
+    day = _ids(_all(service, filters=json.dumps([{"field": "field_29", "operator": op,
+                                                  "value": date}])))
+    assert day
+    for timed in (f"{date} 11:45pm", f"{date} 12:15am", f"{date} 13:30",
+                  {"date": date, "hours": "11", "minutes": "45", "am_pm": "PM"}):
+        rule = [{"field": "field_29", "operator": op, "value": timed}]
+        assert _ids(_all(service, filters=json.dumps(rule))) == day, timed
+    for bad in ("06/01/2025 25:00", "06/01/2025 noon", "13/01/2025", "06/31/2025",
+                {"date": "06/01/2025", "hours": "13", "am_pm": "PM"},
+                {"date": "06/01/2025", "minutes": 60}, {"date": "06/01/2025", "hours": True}):
+        r = _get(service, [{"field": "field_29", "operator": op, "value": bad}])
+        assert r.status_code == 400, bad
+        assert "field_29" in r.json()["errors"][0]["message"]
+
+
+def test_new_date_operators(service: LocalService) -> None:
+    """Each hosted date operator filters by its meaning, on records around today."""
+    app = service.app
+    if (app.local_now() + dt.timedelta(seconds=20)).date() != app.local_now().date():
+        time.sleep(21)  # the day must not turn between the writes and the filters
+    now = app.local_now()
+    for offset in (dt.timedelta(days=-10), dt.timedelta(hours=-2), dt.timedelta(hours=2),
+                   dt.timedelta(days=1), dt.timedelta(days=20)):
+        rec = requests.post(object_url(service, "object_3"), headers=service.headers(),
+                            json={"field_12": "relative", "field_29": _due(now + offset)},
+                            timeout=30)
+        assert rec.status_code == 200, rec.text
+    today = dt.datetime.combine(now.date(), dt.time())
+    tomorrow = today + dt.timedelta(days=1)
+    day_cases: list[tuple[dict[str, Any], Callable[[dt.datetime], bool]]] = [
+        ({"operator": "is before today"}, lambda w: w < today),
+        ({"operator": "is after today"}, lambda w: w >= tomorrow),
+        ({"operator": "is today or before"}, lambda w: w < tomorrow),
+        ({"operator": "is today or after"}, lambda w: w >= today),
+    ]
+    # a bound relative to the current time moves while the request runs: the answer must lie
+    # between what the bound before and the bound after the request select
+    time_cases: list[tuple[dict[str, Any], Callable[[dt.datetime, dt.datetime], bool]]] = [
+        ({"operator": "is before current time"}, lambda w, t: w < t),
+        ({"operator": "is after current time"}, lambda w, t: w > t),
+        ({"operator": "is before the previous", "range": 3, "type": "days"},
+         lambda w, t: w < t - dt.timedelta(days=3)),
+        ({"operator": "is after the next", "range": 2, "type": "weeks"},
+         lambda w, t: w > t + dt.timedelta(weeks=2)),
+        ({"operator": "is before the previous", "range": 1, "type": "months"},
+         lambda w, t: w < (t.replace(month=t.month - 1) if t.month > 1
+                           else t.replace(year=t.year - 1, month=12))),
+    ]
+    everything = _all(service)
+    walls = {r["id"]: w for r in everything if (w := _wall(r.get("field_29_raw")))}
+    for extra, day_pred in day_cases:
+        got = _ids(_all(service, filters=json.dumps([{"field": "field_29", **extra}])))
+        assert got == {i for i, w in walls.items() if day_pred(w)}, extra
+        assert 0 < len(got) < len(everything), extra
+    for extra, time_pred in time_cases:
+        before = app.local_now()
+        got = _ids(_all(service, filters=json.dumps([{"field": "field_29", **extra}])))
+        after = app.local_now()
+        lo = {i for i, w in walls.items() if time_pred(w, before)}
+        hi = {i for i, w in walls.items() if time_pred(w, after)}
+        assert lo & hi <= got <= lo | hi, extra
+        assert 0 < len(got) < len(everything), extra
+
+
+def test_is_any_matches_any_listed_option(service: LocalService) -> None:
+    everything = _all(service)
+    single = [{"field": "field_27", "operator": "is any", "value": ["Open", "Done"]}]
+    assert _ids(_all(service, filters=json.dumps(single))) == {
+        r["id"] for r in everything if r.get("field_27_raw") in ("Open", "Done")}
+    multi = [{"field": "field_28", "operator": "is any", "value": ["HVAC", "Safety"]}]
+    got = _ids(_all(service, filters=json.dumps(multi)))
+    assert got == {r["id"] for r in everything
+                   if {"HVAC", "Safety"} & set(r.get("field_28_raw") or [])}
+    assert 0 < len(got) < len(everything)
+
+
+@pytest.mark.parametrize("rule, needle", [
+    ({"field": "field_27", "operator": "is any", "value": "Open"}, "list"),
+    ({"field": "field_27", "operator": "is any"}, "needs a value"),
+    ({"field": "field_12", "operator": "is any", "value": ["x"]}, "multiple choice"),
+    ({"field": "field_16", "operator": "is before", "value": "01/01/2025"}, "date fields"),
+    ({"field": "field_29", "operator": "is before the previous", "type": "days"}, "range"),
+    ({"field": "field_29", "operator": "is after the next", "range": 2}, "type"),
+    ({"field": "field_29", "operator": "is after", "value": 1700000000000}, "MM/DD/YYYY"),
+])
+def test_bad_new_operator_rules_are_refused(service: LocalService, rule: dict[str, Any],
+                                            needle: str) -> None:
+    r = _get(service, [rule])
+    assert r.status_code == 400, r.text
+    assert needle in r.json()["errors"][0]["message"]
+
+
+def _nested(depth: int, rule: dict[str, Any]) -> dict[str, Any]:
+    """``depth`` groups, one inside the other, around ``rule``."""
+    group: dict[str, Any] = {"match": "and", "rules": [rule]}
+    for _ in range(depth - 1):
+        group = {"match": "or", "rules": [group]}
+    return group
+
+
+NO_500: list[tuple[str, Any, str]] = [
+    ("end of calendar, is after", [{"field": "field_29", "operator": "is after",
+                                    "value": "12/31/9999"}], ""),
+    ("end of calendar, is", [{"field": "field_29", "operator": "is", "value": "12/31/9999"}],
+     ""),
+    ("end of calendar, ISO is", [{"field": "field_29", "operator": "is",
+                                  "value": "9999-12-31"}], ""),
+    ("huge range", [{"field": "field_29", "operator": "is during the previous",
+                     "range": 1e308, "type": "days"}], "range"),
+    ("overflowing range", '[{"field": "field_29", "operator": "is during the previous", '
+                          '"range": 1e400, "type": "days"}]', "range"),
+    ("infinite range", '[{"field": "field_29", "operator": "is during the previous", '
+                       '"range": Infinity, "type": "years"}]', "range"),
+    ("years past the calendar", [{"field": "field_29", "operator": "is after the next",
+                                  "range": 100000, "type": "years"}], "calendar"),
+    ("infinite number", '[{"field": "field_16", "operator": "higher than", "value": 1e400}]',
+     "number"),
+    ("infinite date", '[{"field": "field_29", "operator": "is", "value": 1e400}]', "field_29"),
+    ("infinite hours", '[{"field": "field_29", "operator": "is", "value": '
+                       '{"date": "01/01/2024", "hours": 1e400}}]', "hours"),
+    ("huge minutes", [{"field": "field_29", "operator": "is",
+                       "value": {"date": "01/01/2024", "minutes": 1e308}}], "minutes"),
+    ("huge near range", [{"field": "field_34", "operator": "near", "value": "30,-97",
+                          "range": 1e308}], "range"),
+    ("infinite near range", '[{"field": "field_34", "operator": "near", "value": "30,-97", '
+                            '"range": 1e400}]', "range"),
+    ("nested 85 deep", _nested(85, {"field": "field_12", "operator": "is blank"}), "nested"),
+    ("nested one past the limit", _nested(9, {"field": "field_12", "operator": "is blank"}),
+     "nested"),
+]
+
+
+@pytest.mark.parametrize("what, filters, needle", NO_500, ids=[c[0] for c in NO_500])
+def test_filters_never_answer_500(service: LocalService, what: str, filters: Any,
+                                  needle: str) -> None:
+    """Filters a client can send are answered 200 or 400 naming the problem, never 500."""
+    r = _get(service, filters)
+    if needle:
+        assert r.status_code == 400, (what, r.status_code, r.text[:200])
+        message = r.json()["errors"][0]["message"]
+        assert needle in message and len(message) < 200, message
+    else:
+        assert r.status_code == 200, (what, r.status_code, r.text[:200])
+        assert r.json()["records"] == []
+
+
+def test_filters_nested_to_the_limit_work_in_a_view(service: LocalService) -> None:
+    """The documented depth (8 groups) with the widest rules, under a view's own criteria,
+    stays within what SQLite parses."""
+    from svc_frames.server.query import MAX_DEPTH
+    from svc_frames.testing import view_url
+
+    for rule in ({"field": "field_27", "operator": "is not", "value": "Done"},
+                 {"field": "field_29", "operator": "is not", "value": "01/01/2025"}):
+        flt = _nested(MAX_DEPTH, rule)
+        r = requests.get(view_url(service, "scene_1", "view_1"), timeout=60,
+                         headers=service.headers(view=True),
+                         params={"filters": json.dumps(flt), "rows_per_page": 1000})
+        assert r.status_code == 200, r.text[:300]
+        flat = requests.get(view_url(service, "scene_1", "view_1"), timeout=60,
+                            headers=service.headers(view=True),
+                            params={"filters": json.dumps([rule]), "rows_per_page": 1000})
+        assert r.json()["records"] == flat.json()["records"]
+    near = _nested(MAX_DEPTH, {"field": "field_34", "operator": "near", "value": "30.27,-97.74",
+                               "range": 40})
+    assert _get(service, near).status_code == 200

@@ -5,6 +5,15 @@ plain text under ``field_N`` and, for numbers and dates, a number under ``field_
 (dates as wall-clock milliseconds, the hosted convention), and for addresses
 ``field_N#lat``/``field_N#lon``. Connections are matched through the ``links`` table.
 
+As hosted (docs/hosted-behaviour.md §1.4): filter dates are ``MM/DD/YYYY``; an ISO date
+(``2024-01-31``) is not refused, the rule silently matches nothing. A time after the date
+(``"01/31/2024 3:15pm"`` or the ``{date, hours, minutes, am_pm}`` object) is checked, then
+ignored: the hosted service does not reliably honour it, so here rules compare whole days
+and no client can come to depend on a precision it will not get. Limits, each refused with 400 naming
+it: groups nested deeper than ``MAX_DEPTH``, more than ``MAX_RULES`` rules, a relative
+``range`` past ``MAX_RANGE`` or past the calendar, a ``near`` range past ``MAX_NEAR_MILES``,
+numbers that are not finite.
+
 Usage::
 
     where, params = build_filters(app, obj, '{"match":"or","rules":[...]}', allowed=None)
@@ -24,15 +33,43 @@ from .apierror import ApiError
 from .render import DATE_KINDS, NUMERIC_KINDS, Piece
 from .schema import AppDef, ObjectDef
 
+DATE_OPERATORS = frozenset({
+    "is before", "is after", "is today", "is during the previous", "is during the next",
+    "is during the current", "is before today", "is after today", "is today or before",
+    "is today or after", "is before current time", "is after current time",
+    "is before the previous", "is after the next",
+})
 OPERATORS = frozenset({
     "is", "is not", "contains", "does not contain", "starts with", "ends with", "is blank",
-    "is not blank", "higher than", "lower than", "is before", "is after", "is today",
-    "is during the previous", "is during the next", "is during the current", "near",
-    "is any",
+    "is not blank", "higher than", "lower than", "near", "is any",
+}) | DATE_OPERATORS
+NO_VALUE = frozenset({
+    "is blank", "is not blank", "is today", "is before today", "is after today",
+    "is today or before", "is today or after", "is before current time",
+    "is after current time",
 })
-NO_VALUE = frozenset({"is blank", "is not blank", "is today", "is during the current", "is any"})
+RANGED = frozenset({"is during the previous", "is during the next", "is before the previous",
+                    "is after the next"})
 PERIOD_TYPES = ("days", "weeks", "months", "years")
+MAX_DEPTH = 8
+"""Filter groups (a rule holding ``rules``) nest at most this deep; deeper is refused (400)
+before any SQL is built: SQLite's parser overflows at about 80 nested parentheses."""
+MAX_RULES = 200
+"""Rules in one request, all groups counted."""
+MAX_RANGE = 100_000
+"""The largest ``range`` of a relative date rule (``is during the previous`` ...)."""
+MAX_NEAR_MILES = 25_000.0
+"""The largest ``near`` distance: farther than any two points on Earth."""
 _EPOCH = dt.datetime(1970, 1, 1)
+_DAY_MS = 86_400_000
+# the hosted service reads filter dates as MM/DD/YYYY; a time part after the date is read
+# (so a malformed one is refused) but never honoured: the hosted service does not reliably
+# honour it, so the emulator compares whole days and no client can come to rely on it
+_US_DATE = re.compile(r"\s*(\d{1,2})/(\d{1,2})/(\d{4})(?:\s+(.*?))?\s*\Z")
+_TIME = re.compile(r"(\d{1,2}):(\d{2})(?::\d{2})?\s*([ap])?\.?m?\.?\Z", re.I)
+# an ISO date (2024-01-31, with or without a time): not refused by the hosted service, it
+# silently matches nothing, so here too
+_ISO_DATE = re.compile(r"\s*[+-]?\d{4,}-\d{1,2}-\d{1,2}")
 
 
 def _col(key: str, suffix: str = "") -> str:
@@ -40,56 +77,108 @@ def _col(key: str, suffix: str = "") -> str:
     return f"json_extract(r.vals, '$.\"{key}{suffix}\"')"
 
 
+def _short(value: Any) -> str:
+    """A value for an error message, cut short (a 300-digit number says nothing more)."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def wall_ms(d: dt.datetime) -> float:
     """A naive wall-clock datetime as the hosted service's 'local labelled UTC' ms."""
     return (d - _EPOCH).total_seconds() * 1000.0
 
 
-def parse_date(value: Any, field: str) -> tuple[dt.datetime, bool]:
-    """A filter date value -> (naive wall-clock datetime, has_time). 400 when unreadable."""
+def day_ms(d: dt.date) -> int:
+    """Midnight of a day as wall-clock ms (whole-day arithmetic stays in ms, so the last
+    day of the calendar has a next day too)."""
+    return (d - _EPOCH.date()).days * _DAY_MS
+
+
+def _time_member(value: Any, what: str, top: int, field: str) -> int:
+    """An ``hours``/``minutes`` member: a whole number from 0 to ``top`` (text or number)."""
+    if value is None or value == "":
+        return 0
+    if isinstance(value, bool):
+        raise ApiError.invalid(f"filter on {field}: bad {what} {_short(value)}", field)
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
+        n = int(value.strip())
+    elif isinstance(value, int):
+        n = value
+    elif isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        n = int(value)
+    else:
+        raise ApiError.invalid(f"filter on {field}: bad {what} {_short(value)}", field)
+    if not 0 <= n <= top:
+        raise ApiError.invalid(f"filter on {field}: {what} {_short(value)} out of range "
+                               f"(0-{top})", field)
+    return n
+
+
+def parse_date(value: Any, field: str) -> dt.date | None:
+    """A filter date value -> its day; None for an ISO date (matches nothing, as hosted).
+
+    Accepted: ``"MM/DD/YYYY"``, optionally followed by a time (``"3:15pm"``, ``"15:15"``),
+    or ``{"date": "MM/DD/YYYY", "hours", "minutes", "am_pm"}``. The time is checked and
+    then ignored: filters compare whole days. 400 naming the value when unreadable."""
     if isinstance(value, Mapping):
         date = value.get("date")
         if not isinstance(date, str):
             raise ApiError.invalid(f"filter on {field}: date value needs a 'date'", field)
-        base, _ = parse_date(date, field)
-        try:
-            hours = int(value.get("hours") or 0)
-            minutes = int(value.get("minutes") or 0)
-        except (TypeError, ValueError) as exc:
-            raise ApiError.invalid(f"filter on {field}: bad hours/minutes", field) from exc
-        am_pm = str(value.get("am_pm") or "").upper()
-        if am_pm == "PM" and hours < 12:
-            hours += 12
-        if am_pm == "AM" and hours == 12:
-            hours = 0
-        if not (0 <= hours < 24 and 0 <= minutes < 60):
-            raise ApiError.invalid(f"filter on {field}: bad time", field)
-        return base.replace(hour=hours, minute=minutes), "hours" in value
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return _EPOCH + dt.timedelta(milliseconds=float(value)), True
-        except (OverflowError, ValueError) as exc:
-            raise ApiError.invalid(f"filter on {field}: bad timestamp", field) from exc
+        day = parse_date(date, field)
+        _time_member(value.get("hours"), "hours", 12 if value.get("am_pm") else 23, field)
+        _time_member(value.get("minutes"), "minutes", 59, field)
+        am_pm = value.get("am_pm")
+        if am_pm not in (None, "") and str(am_pm).upper() not in ("AM", "PM"):
+            raise ApiError.invalid(f"filter on {field}: bad am_pm {_short(am_pm)}", field)
+        return day
     if not isinstance(value, str) or not value.strip():
-        raise ApiError.invalid(f"filter on {field}: a date value is required", field)
-    s = value.strip()
-    for fmt, has_time in (("%m/%d/%Y", False), ("%m/%d/%Y %I:%M%p", True),
-                          ("%m/%d/%Y %I:%M %p", True), ("%m/%d/%Y %H:%M", True),
-                          ("%Y-%m-%d", False), ("%Y-%m-%dT%H:%M", True),
-                          ("%Y-%m-%dT%H:%M:%S", True), ("%Y-%m-%d %H:%M", True),
-                          ("%Y-%m-%d %H:%M:%S", True)):
+        raise ApiError.invalid(f"filter on {field}: a date value is text 'MM/DD/YYYY', got "
+                               f"{_short(value)}", field)
+    if _ISO_DATE.match(value):
+        return None
+    m = _US_DATE.match(value)
+    if m:
+        time_part = m.group(4)
+        tm = _TIME.match(time_part) if time_part else None
+        if time_part and (tm is None or int(tm.group(2)) > 59
+                          or int(tm.group(1)) > (12 if tm.group(3) else 23)):
+            raise ApiError.invalid(f"filter on {field}: unreadable time in date "
+                                   f"{_short(value)}", field)
         try:
-            return dt.datetime.strptime(s, fmt), has_time
+            return dt.date(int(m.group(3)), int(m.group(1)), int(m.group(2)))
         except ValueError:
-            continue
-    try:
-        d = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
-        return d.replace(tzinfo=None), True
-    except ValueError as exc:
-        raise ApiError.invalid(f"filter on {field}: unreadable date {value!r}", field) from exc
+            pass
+    raise ApiError.invalid(f"filter on {field}: unreadable date {_short(value)} (expected "
+                           "MM/DD/YYYY)", field)
+
+
+def _range(rule: Mapping[str, Any], op: str, fkey: str) -> int:
+    """The ``range`` of a relative date rule: a whole number from 0 to MAX_RANGE."""
+    raw = rule.get("range")
+    if raw is None or raw == "":
+        raw = rule.get("value")
+    if raw is None or raw == "":
+        raw = 1 if op.startswith("is during") else None
+    n: int | None = None
+    if isinstance(raw, bool):
+        n = None
+    elif isinstance(raw, int):
+        n = raw
+    elif isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
+        n = int(raw) if abs(raw) <= 10 * MAX_RANGE else MAX_RANGE + 1
+    elif isinstance(raw, str) and raw.strip().isascii() and raw.strip().isdigit():
+        n = int(raw.strip()) if len(raw.strip()) <= 12 else MAX_RANGE + 1
+    if n is None:
+        raise ApiError.invalid(f"filters: {op!r} on {fkey} needs a whole number 'range', "
+                               f"got {_short(raw)}", fkey)
+    if not 0 <= n <= MAX_RANGE:
+        raise ApiError.invalid(f"filters: {op!r} on {fkey}: range {_short(raw)} out of "
+                               f"bounds (0-{MAX_RANGE})", fkey)
+    return n
 
 
 def _add(d: dt.datetime, n: int, unit: str) -> dt.datetime:
+    """``d`` moved by ``n`` days/weeks/months/years; OverflowError past the calendar."""
     if unit == "days":
         return d + dt.timedelta(days=n)
     if unit == "weeks":
@@ -138,33 +227,47 @@ class _Builder:
     def __init__(self, app: AppDef, obj: ObjectDef, now: dt.datetime) -> None:
         self.app, self.obj, self.now = app, obj, now
         self.params: list[Any] = []
+        self.count = 0  # rules seen, all groups counted
 
     def p(self, value: Any) -> str:
         self.params.append(value)
         return "?"
 
-    def rule(self, rule: Mapping[str, Any], allowed: Collection[str] | None) -> str:
+    def rule(self, rule: Mapping[str, Any], allowed: Collection[str] | None,
+             depth: int) -> str:
         if not isinstance(rule, Mapping):
             raise ApiError.invalid("filters: each rule must be an object with field and operator")
         if "rules" in rule and "field" not in rule:  # a nested group
-            return self.group(rule, allowed)
+            return self.group(rule, allowed, depth + 1)
+        self.count += 1
+        if self.count > MAX_RULES:
+            raise ApiError.invalid(f"filters: at most {MAX_RULES} rules in all")
         fkey = rule.get("field")
         op = rule.get("operator")
         if not isinstance(fkey, str) or not fkey:
             raise ApiError.invalid("filters: a rule has no 'field'")
         if not self.obj.has_field(fkey) or (allowed is not None and fkey not in allowed):
-            raise ApiError.invalid(f"filters: unknown field {fkey!r}", fkey)
+            raise ApiError.invalid(f"filters: unknown field {_short(fkey)}", fkey)
         if not isinstance(op, str) or op not in OPERATORS:
-            raise ApiError.invalid(f"filters: unknown operator {op!r} on {fkey}", fkey)
+            raise ApiError.invalid(f"filters: unknown operator {_short(op)} on {fkey}", fkey)
         spec = self.obj.field(fkey)
         kind = spec.kind
         value = rule.get("value")
-        if op not in NO_VALUE and not op.startswith("is during") and op != "near" \
-                and value is None:
+        if op not in NO_VALUE and op not in RANGED and op != "is during the current" \
+                and op != "near" and value is None:
             raise ApiError.invalid(f"filters: operator {op!r} on {fkey} needs a value", fkey)
+        if op in DATE_OPERATORS and kind not in DATE_KINDS:
+            raise ApiError.invalid(f"filters: {op!r} applies to date fields, not {fkey} "
+                                   f"({kind})", fkey)
         T, N = _col(fkey), _col(fkey, "#n")
         if op == "is any":
-            return "1"
+            if kind != "multiple_choice":
+                raise ApiError.invalid(f"filters: 'is any' applies to multiple choice fields, "
+                                       f"not {fkey} ({kind})", fkey)
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ApiError.invalid(f"filters: 'is any' on {fkey} needs a list of options, "
+                                       f"got {_short(value)}", fkey)
+            return self._equals(kind, fkey, value, T, N)
         if op in ("is blank", "is not blank"):
             if kind == "connection":
                 blank = ("(NOT EXISTS (SELECT 1 FROM links l WHERE l.obj = r.obj AND "
@@ -175,6 +278,8 @@ class _Builder:
             return blank if op == "is blank" else f"(NOT {blank})"
         if op in ("is", "is not"):
             cond = self._equals(kind, fkey, value, T, N)
+            if cond == "0" and kind in DATE_KINDS:
+                return "0"  # an ISO date: matches nothing, whichever the operator
             return cond if op == "is" else f"(NOT COALESCE({cond}, 0))"
         if op in ("contains", "does not contain", "starts with", "ends with"):
             if isinstance(value, (dict, list)):
@@ -188,53 +293,61 @@ class _Builder:
             if op == "starts with":
                 return f"(substr(COALESCE({T}, ''), 1, {len(v)}) = {self.p(v)})"
             return f"({len(v)} = 0 OR substr(COALESCE({T}, ''), -{len(v)}) = {self.p(v)})"
-        if op in ("higher than", "lower than"):
-            if kind in DATE_KINDS:
-                num = wall_ms(parse_date(value, fkey)[0])
-            else:
-                num = _number(value, fkey)
+        if op in ("higher than", "lower than") and kind not in DATE_KINDS:
+            num = _number(value, fkey)
             return f"({N} {'>' if op == 'higher than' else '<'} {self.p(num)})"
-        if op in ("is before", "is after"):
-            d, has_time = parse_date(value, fkey)
-            if op == "is after" and not has_time:
-                d += dt.timedelta(days=1)  # after a day = from the next day on
-                return f"({N} >= {self.p(wall_ms(d))})"
-            return f"({N} {'<' if op == 'is before' else '>'} {self.p(wall_ms(d))})"
+        if op in ("is before", "lower than", "is after", "higher than"):
+            day = parse_date(value, fkey)
+            if day is None:
+                return "0"
+            if op in ("is before", "lower than"):
+                return f"({N} < {self.p(day_ms(day))})"
+            return f"({N} >= {self.p(day_ms(day) + _DAY_MS)})"  # after a day: the next on
+        today = day_ms(self.now.date())
         if op == "is today":
-            start = _period_start(self.now, "days")
-            return self._between(N, start, start + dt.timedelta(days=1))
-        if op.startswith("is during"):
+            return f"({N} >= {self.p(today)} AND {N} < {self.p(today + _DAY_MS)})"
+        if op in ("is before today", "is today or after"):
+            return f"({N} {'<' if op == 'is before today' else '>='} {self.p(today)})"
+        if op in ("is after today", "is today or before"):
+            return f"({N} {'>=' if op == 'is after today' else '<'} {self.p(today + _DAY_MS)})"
+        if op in ("is before current time", "is after current time"):
+            now = wall_ms(self.now)
+            return f"({N} {'<' if op == 'is before current time' else '>'} {self.p(now)})"
+        if op in RANGED or op == "is during the current":
             unit = rule.get("type")
             if isinstance(unit, str) and unit + "s" in PERIOD_TYPES:
                 unit = unit + "s"  # "week" as well as "weeks"
             if unit not in PERIOD_TYPES:
                 raise ApiError.invalid(f"filters: {op!r} on {fkey} needs type days, weeks, "
-                                       "months or years", fkey)
+                                       f"months or years, got {_short(unit)}", fkey)
             if op == "is during the current":
                 start = _period_start(self.now, unit)
                 return self._between(N, start, _add(start, 1, unit))
-            try:
-                n = int(rule.get("range", value if value not in (None, "") else 1))
-            except (TypeError, ValueError) as exc:
-                raise ApiError.invalid(f"filters: {op!r} on {fkey} needs an integer range",
-                                       fkey) from exc
-            if not 0 <= n <= 100000:
-                raise ApiError.invalid(f"filters: range {n} out of bounds", fkey)
+            n = _range(rule, op, fkey)
             try:
                 if op == "is during the previous":
                     return self._between(N, _add(self.now, -n, unit), self.now)
-                return self._between(N, self.now, _add(self.now, n, unit))
+                if op == "is during the next":
+                    return self._between(N, self.now, _add(self.now, n, unit))
+                if op == "is before the previous":
+                    return f"({N} < {self.p(wall_ms(_add(self.now, -n, unit)))})"
+                return f"({N} > {self.p(wall_ms(_add(self.now, n, unit)))})"
             except (OverflowError, ValueError) as exc:
-                raise ApiError.invalid(f"filters: range {n} out of bounds", fkey) from exc
+                raise ApiError.invalid(f"filters: {op!r} on {fkey}: range {n} {unit} goes "
+                                       "past the calendar", fkey) from exc
         # near: {"value": "lat,lon" or {"latitude","longitude"}, "range": miles}
         if kind != "address":
             raise ApiError.invalid(f"filters: 'near' applies to address fields, not {fkey}", fkey)
         lat, lon = self._latlon(value, fkey)
+        raw_range = rule.get("range", 10)
         try:
-            miles = float(rule.get("range", 10))
-        except (TypeError, ValueError) as exc:
-            raise ApiError.invalid(f"filters: 'near' on {fkey} needs a numeric range", fkey) \
-                from exc
+            miles = float(raw_range)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ApiError.invalid(f"filters: 'near' on {fkey} needs a numeric range, got "
+                                   f"{_short(raw_range)}", fkey) from exc
+        if isinstance(raw_range, bool) or not 0 <= miles <= MAX_NEAR_MILES:
+            raise ApiError.invalid(f"filters: 'near' on {fkey}: range {_short(raw_range)} out "
+                                   f"of bounds (0-{MAX_NEAR_MILES:.0f} miles)", fkey)
         if rule.get("type") in ("km", "kilometers"):
             miles /= 1.609344
         kx = math.cos(math.radians(lat))
@@ -277,10 +390,10 @@ class _Builder:
         if kind in NUMERIC_KINDS:
             return f"({N} = {self.p(_number(value, fkey))})"
         if kind in DATE_KINDS:
-            d, has_time = parse_date(value, fkey)
-            if has_time:
-                return f"({N} = {self.p(wall_ms(d))})"
-            return self._between(N, d, d + dt.timedelta(days=1))
+            day = parse_date(value, fkey)
+            if day is None:
+                return "0"
+            return f"({N} >= {self.p(day_ms(day))} AND {N} < {self.p(day_ms(day) + _DAY_MS)})"
         if kind == "boolean":
             v = _text(value)
             if v in ("true", "yes", "on", "1"):
@@ -299,18 +412,22 @@ class _Builder:
                                      for v in value) + ")" if value else "0"
         return f"(COALESCE({T}, '') = {self.p(_text(value))})"
 
-    def group(self, spec: Mapping[str, Any], allowed: Collection[str] | None) -> str:
-        match = str(spec.get("match") or "and").lower()
-        if match not in ("and", "or", "all", "any"):
-            raise ApiError.invalid(f"filters: match must be 'and' or 'or', not {match!r}")
+    def group(self, spec: Mapping[str, Any], allowed: Collection[str] | None,
+              depth: int = 1) -> str:
+        if depth > MAX_DEPTH:
+            raise ApiError.invalid(f"filters: groups nested more than {MAX_DEPTH} deep")
+        match = spec.get("match") or "and"
+        if not isinstance(match, str) or match.lower() not in ("and", "or", "all", "any"):
+            raise ApiError.invalid(f"filters: match must be 'and' or 'or', not {_short(match)}")
+        match = match.lower()
         rules = spec.get("rules")
         if rules is None:
             rules = []
         if not isinstance(rules, list):
             raise ApiError.invalid("filters: 'rules' must be an array")
-        if len(rules) > 200:
-            raise ApiError.invalid("filters: at most 200 rules")
-        parts = [self.rule(r, allowed) for r in rules]
+        if len(rules) > MAX_RULES:
+            raise ApiError.invalid(f"filters: at most {MAX_RULES} rules in all")
+        parts = [self.rule(r, allowed, depth) for r in rules]
         if not parts:
             return "1"
         joiner = " OR " if match in ("or", "any") else " AND "
