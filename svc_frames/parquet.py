@@ -45,16 +45,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .client import Client, Target, parse_target
+from .describe import Columns, check_columns, describe, paused_gc, user_timezone
 from .errors import DisplayValuesNeeded, UsageError
 from .filters import Filters, validate_filters
 from .frames import Frames, Source, build_frames, decodes_raw_alone
-from .loaders import (
-    Columns,
-    check_columns,
-    describe,
-    paused_gc,
-    user_timezone,
-)
 from .paging import Page, Paginator, Verify
 from .progress import PageProgress, want_progress
 from .schema import Schema
