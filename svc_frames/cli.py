@@ -163,7 +163,9 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
                     "to part files in DIR as pages arrive; memory stays flat. DIR is a "
                     "dataset pyarrow.dataset, DuckDB, Polars or Spark read as is.")
     p.add_argument("target", help="object_N or scene_N/view_N")
-    p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
+    p.add_argument("--out", required=True,
+                   help="output directory (must not exist or be empty); OUT.tables, "
+                        "OUT.svc_frames.json and OUT.svc_frames are written beside it")
     p.add_argument("--filters", default=None, help='filters as JSON, e.g. \'[{"field": '
                    '"field_3", "operator": "is", "value": "Open"}]\'')
     p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
@@ -174,6 +176,8 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--columns", choices=["keys", "labels"], default="keys")
     p.add_argument("--timezone", default=None, help="IANA zone overriding the app's")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace saved frames already at --out")
     add_credentials(p)
     return p
 
@@ -189,7 +193,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                      sort_field=args.sort_field, sort_order=args.sort_order, limit=args.limit,
                      columns=args.columns, timezone=args.timezone,
                      progress=False if args.no_progress else True,
-                     rows_per_page=args.rows_per_page)
+                     rows_per_page=args.rows_per_page, overwrite=args.overwrite)
         print(json.dumps({"path": str(res.path), "records": res.records, "parts": res.parts,
                           "tables": res.tables, "passes": res.passes,
                           "tables_path": str(res.tables_path) if res.tables_path else None,
@@ -251,11 +255,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def add_push(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "push", help="write the edits of a saved Parquet directory back to the service",
-        description="Diff EDITED (a directory written by to_parquet, edited and saved again) "
-                    "against the values it was loaded with and send only the changes "
-                    "(write_back). On success the directory is saved with the refreshed "
-                    "frames, so pushing again sends nothing.")
-    p.add_argument("path", help="directory written by to_parquet")
+        description="Diff PATH (saved frames: written by export or to_parquet, then edited "
+                    "with any tool: pandas, pyarrow, DuckDB, Polars, a spreadsheet through "
+                    "CSV) against the values it was loaded with, and send only the changes "
+                    "(write_back). PATH is checked against the metadata beside it "
+                    "(PATH.svc_frames.json) before any request. After a run, the as-loaded "
+                    "copy follows the server, so pushing again sends nothing; PATH itself is "
+                    "rewritten (new ids, server values) only with --overwrite, which new rows "
+                    "need.")
+    p.add_argument("path", help="directory written by export or to_parquet")
     p.add_argument("--dry-run", action="store_true", help="print the plan, send nothing")
     p.add_argument("--on-conflict", choices=["skip", "overwrite", "raise"], default="skip",
                    help="a record changed on the server since it was loaded (default: skip)")
@@ -265,6 +273,9 @@ def add_push(sub: Any) -> argparse.ArgumentParser:
                    help="JSON-lines journal of acknowledged writes (resume a cut run)")
     p.add_argument("--view", default=None,
                    help="write through a form or inline-editing view: scene_N/view_N")
+    p.add_argument("--overwrite", action="store_true",
+                   help="rewrite PATH with the server's values and new ids after the run "
+                        "(needed to create new rows)")
     add_credentials(p)
     return p
 
@@ -279,7 +290,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         target = tuple(args.view.split("/", 1)) if args.view else None
         report = push(client, args.path, dry_run=args.dry_run, on_conflict=args.on_conflict,
                       delete_missing=args.delete_missing, journal=args.journal,
-                      target=target)
+                      target=target, overwrite=args.overwrite)
         with pd.option_context("display.width", 160, "display.max_colwidth", 60,
                                "display.max_rows", 200):
             if args.dry_run:
