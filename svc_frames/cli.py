@@ -13,7 +13,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import shlex
 import signal
 import sys
 import threading
@@ -50,7 +53,27 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--upload-limit-mb", type=float, default=50, help="upload size limit")
     p.add_argument("--token-hours", type=float, default=48, help="user token lifetime (48)")
     p.add_argument("--seed", type=int, default=0, help="demo generator seed")
+    p.add_argument("--env-file", default=None,
+                   help="once listening, write FILE (mode 0600) with `export SVC_BASE_URL=... "
+                        "SVC_APP_ID SVC_API_KEY SVC_EMAIL SVC_PASSWORD` (the first demo user) "
+                        "for a shell to source; removed when the service stops")
     return p
+
+
+def write_env_file(path: str, svc: Any) -> None:
+    """The service's address and credentials as shell ``export`` lines, written whole
+    (a reader polling for the file never sees half of it), readable by the owner only."""
+    values = {"SVC_BASE_URL": svc.base_url, "SVC_APP_ID": svc.app_id,
+              "SVC_API_KEY": svc.api_key}
+    if svc.users:
+        values["SVC_EMAIL"] = svc.users[0]["email"]
+        values["SVC_PASSWORD"] = svc.users[0]["password"]
+    text = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items())
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -86,6 +109,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "users": [{"email": u["email"], "password": u["password"],
                        "profile_keys": u["profile_keys"]} for u in svc.users]}
     print(json.dumps(info), flush=True)
+    if args.env_file:
+        try:
+            write_env_file(args.env_file, svc)
+        except OSError as exc:
+            svc.stop()
+            print(f"error: --env-file {args.env_file}: {exc}", file=sys.stderr)
+            return 1
     counts = svc.state.counts if svc.state else {}
     lines = [f"svc-frames local service: {svc.app.name}",
              f"  base URL     {svc.base_url}",
@@ -106,6 +136,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             pass
     finally:
         svc.stop()
+        if args.env_file:
+            with contextlib.suppress(OSError):  # stale credentials would mislead
+                os.remove(args.env_file)
     return 0
 
 
@@ -126,8 +159,6 @@ def add_credentials(p: argparse.ArgumentParser) -> None:
 
 def client_from_args(args: argparse.Namespace) -> Any:
     """A Client from flags, falling back to the environment; logs in when asked to."""
-    import os
-
     from .client import Client
 
     client = Client.from_env(app_id=args.app_id, api_key=args.api_key, base_url=args.base_url,
@@ -197,6 +228,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         print(json.dumps({"path": str(res.path), "records": res.records, "parts": res.parts,
                           "tables": res.tables, "passes": res.passes,
                           "tables_path": str(res.tables_path) if res.tables_path else None,
+                          "metadata": str(res.meta_path),
                           "requests": client.request_count}))
         return 0
 
