@@ -757,6 +757,11 @@ def read_for_push(path: str | os.PathLike[str], *, overwrite: bool = False,
     ids must be written back, else a second push would create them again).
 
     Usage: ``frames = read_for_push("out/orders")`` (what ``push`` does first)"""
+    layout = SavedLayout.of(path)
+    if (layout.data / "main.parquet").exists() and not layout.meta.exists():
+        # push refreshes the metadata beside the data after its writes: refuse before them
+        raise UsageError(f"{layout.data} was saved by an earlier svc_frames (main.parquet "
+                         "inside): convert it first with to_parquet(read_parquet(old), new)")
     frames = read_parquet(path)
     if frames.source is None or frames.original is None:
         raise UsageError(f"{path}: no write-back metadata (source and as-loaded copy) in "
@@ -768,7 +773,6 @@ def read_for_push(path: str | os.PathLike[str], *, overwrite: bool = False,
     idx = frames.main.index
     new = int(sum(1 for v in idx if _new_or_na(v)))
     if new and not overwrite and not dry_run:
-        layout = SavedLayout.of(path)
         raise UsageError(f"{layout.data}: {new} new row(s) to create: pass overwrite=True "
                          "(CLI: --overwrite) so push can write their new ids into the data "
                          "(otherwise pushing again would create them again); nothing was "

@@ -336,3 +336,30 @@ def test_csv_text_has_no_float_noise_and_reads_back() -> None:
     assert parse_column(["A, with comma, B"], "list", opts) == [["A, with comma", "B"]]
     with pytest.raises(UsageError, match=r"x\.csv: column 'n', row 2: cannot read 'abc'"):
         parse_column(["1", "abc"], "Float64", None, column="n", where="x.csv")
+
+
+def test_the_first_layout_still_reads_but_push_asks_to_convert(fixture_frames: Frames,
+                                                               client: Client,
+                                                               tmp_path: Path) -> None:
+    """Directories saved before the layout changed (main.parquet, tables/, original/)."""
+    from svc_frames.parquet import frame_to_arrow
+    from svc_frames.writeback import push
+
+    assert fixture_frames.source is not None and fixture_frames.original is not None
+    old = tmp_path / "old"
+    for root, fr in ((old, fixture_frames), (old / "original", fixture_frames.original)):
+        files = {name: f"{i:03d}-{name}.parquet" for i, name in enumerate(fr.tables)}
+        (root / "tables").mkdir(parents=True)
+        pq.write_table(frame_to_arrow(fr.main, {"format": 1, "tables": files,
+                                                "source": fixture_frames.source.to_dict()}),
+                       root / "main.parquet")
+        for name, fname in files.items():
+            pq.write_table(frame_to_arrow(fr.tables[name], {"table": name}),
+                           root / "tables" / fname)
+    assert_frames_equal(read_parquet(old), fixture_frames)
+    sent = client.request_count
+    with pytest.raises(UsageError, match="earlier svc_frames"):
+        push(client, old)
+    assert client.request_count == sent
+    converted = to_parquet(read_parquet(old), tmp_path / "new")
+    assert_frames_equal(read_parquet(converted), fixture_frames)
