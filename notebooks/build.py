@@ -58,6 +58,7 @@ Connect, load an object into pandas, explore it, plot it, and save it as Parquet
     code(SETUP + """
 from svc_frames import (plot_counts, plot_locations, plot_over_time, read_object,
                         read_parquet, to_parquet)
+from svc_frames.frames import label_map, relabel
 
 client, service = connect()
 client
@@ -69,13 +70,26 @@ pd.DataFrame([{"object": o["key"], "name": o["name"], "fields": len(o["fields"])
               for o in schema["objects"]])
 """),
     md("## Load an object\nOne row per record, the record id as index, one typed column per "
-       "value (`frames.source.fields` says which field each column comes from)."),
+       "value. A first look: a few columns, named by the field labels you know from the "
+       "service's screens."),
     code("""
 OBJECT = os.environ.get("SVC_OBJECT") or max(schema["objects"],
                                              key=lambda o: len(o["fields"]))["key"]
 frames = read_object(client, OBJECT)
 print(f"{OBJECT}: {len(frames.main)} records, {frames.main.shape[1]} columns")
-frames.main.head()
+
+simple = ("short_text", "multiple_choice", "number", "currency", "rating", "boolean",
+          "date_time")
+shown = [f.key for f in frames.source.fields
+         if f.kind in simple and f.key in frames.main.columns][:6]
+names = label_map(frames.source.fields)
+frames.main[shown].rename(columns=lambda c: relabel(c, names)).head()
+"""),
+    md("In code, columns are named by field key (`field_N`, stable when a label is "
+       "renamed; `read_object(..., columns=\"labels\")` names them by label instead). "
+       "`frames.source.fields` says which field each column comes from:"),
+    code("""
+frames.main.head(3)
 """),
     code("""
 fields = pd.DataFrame([(f.key, f.label, f.kind) for f in frames.source.fields],
@@ -117,13 +131,17 @@ if date:
     plot_over_time(frames, date, freq="M")
     plt.show()
 """),
-    md("## Save as Parquet\nThe directory keeps dtypes, tables and the source, so it reads "
-       "back equal (and can be written back later)."),
+    md("## Save as Parquet\nThe directory holds the records alone, so any Parquet reader "
+       "(`pd.read_parquet`, DuckDB, Polars) gets each record once; beside it sit the "
+       "exploded tables, the as-loaded copy and a small JSON file, so `read_parquet` gives "
+       "the frames back equal and `svc-frames push` can send edits made with any tool."),
     code("""
-path = to_parquet(frames, OUT / f"quickstart_{OBJECT}")
+path = to_parquet(frames, OUT / f"quickstart_{OBJECT}", overwrite=True)  # a re-run replaces it
 back = read_parquet(path)
 pd.testing.assert_frame_equal(back.main, frames.main)
-print("saved to", path, "and read back equal:", sorted(p.name for p in path.iterdir()))
+print("saved to", path, "and read back equal;", len(pd.read_parquet(path)),
+      "rows for pd.read_parquet")
+print(sorted(p.name for p in path.parent.iterdir() if p.name.startswith(path.name)))
 """),
 ]
 

@@ -13,7 +13,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import shlex
 import signal
 import sys
 import threading
@@ -50,7 +53,27 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--upload-limit-mb", type=float, default=50, help="upload size limit")
     p.add_argument("--token-hours", type=float, default=48, help="user token lifetime (48)")
     p.add_argument("--seed", type=int, default=0, help="demo generator seed")
+    p.add_argument("--env-file", default=None,
+                   help="once listening, write FILE (mode 0600) with `export SVC_BASE_URL=... "
+                        "SVC_APP_ID SVC_API_KEY SVC_EMAIL SVC_PASSWORD` (the first demo user) "
+                        "for a shell to source; removed when the service stops")
     return p
+
+
+def write_env_file(path: str, svc: Any) -> None:
+    """The service's address and credentials as shell ``export`` lines, written whole
+    (a reader polling for the file never sees half of it), readable by the owner only."""
+    values = {"SVC_BASE_URL": svc.base_url, "SVC_APP_ID": svc.app_id,
+              "SVC_API_KEY": svc.api_key}
+    if svc.users:
+        values["SVC_EMAIL"] = svc.users[0]["email"]
+        values["SVC_PASSWORD"] = svc.users[0]["password"]
+    text = "".join(f"export {k}={shlex.quote(str(v))}\n" for k, v in values.items())
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -86,6 +109,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "users": [{"email": u["email"], "password": u["password"],
                        "profile_keys": u["profile_keys"]} for u in svc.users]}
     print(json.dumps(info), flush=True)
+    if args.env_file:
+        try:
+            write_env_file(args.env_file, svc)
+        except OSError as exc:
+            svc.stop()
+            print(f"error: --env-file {args.env_file}: {exc}", file=sys.stderr)
+            return 1
     counts = svc.state.counts if svc.state else {}
     lines = [f"svc-frames local service: {svc.app.name}",
              f"  base URL     {svc.base_url}",
@@ -106,6 +136,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             pass
     finally:
         svc.stop()
+        if args.env_file:
+            with contextlib.suppress(OSError):  # stale credentials would mislead
+                os.remove(args.env_file)
     return 0
 
 
@@ -126,8 +159,6 @@ def add_credentials(p: argparse.ArgumentParser) -> None:
 
 def client_from_args(args: argparse.Namespace) -> Any:
     """A Client from flags, falling back to the environment; logs in when asked to."""
-    import os
-
     from .client import Client
 
     client = Client.from_env(app_id=args.app_id, api_key=args.api_key, base_url=args.base_url,
@@ -163,7 +194,9 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
                     "to part files in DIR as pages arrive; memory stays flat. DIR is a "
                     "dataset pyarrow.dataset, DuckDB, Polars or Spark read as is.")
     p.add_argument("target", help="object_N or scene_N/view_N")
-    p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
+    p.add_argument("--out", required=True,
+                   help="output directory (must not exist or be empty); OUT.tables, "
+                        "OUT.svc_frames.json and OUT.svc_frames are written beside it")
     p.add_argument("--filters", default=None, help='filters as JSON, e.g. \'[{"field": '
                    '"field_3", "operator": "is", "value": "Open"}]\'')
     p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
@@ -174,6 +207,8 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--columns", choices=["keys", "labels"], default="keys")
     p.add_argument("--timezone", default=None, help="IANA zone overriding the app's")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace saved frames already at --out")
     add_credentials(p)
     return p
 
@@ -189,10 +224,11 @@ def cmd_export(args: argparse.Namespace) -> int:
                      sort_field=args.sort_field, sort_order=args.sort_order, limit=args.limit,
                      columns=args.columns, timezone=args.timezone,
                      progress=False if args.no_progress else True,
-                     rows_per_page=args.rows_per_page)
+                     rows_per_page=args.rows_per_page, overwrite=args.overwrite)
         print(json.dumps({"path": str(res.path), "records": res.records, "parts": res.parts,
                           "tables": res.tables, "passes": res.passes,
                           "tables_path": str(res.tables_path) if res.tables_path else None,
+                          "metadata": str(res.meta_path),
                           "requests": client.request_count}))
         return 0
 
@@ -251,11 +287,15 @@ def cmd_schema(args: argparse.Namespace) -> int:
 def add_push(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "push", help="write the edits of a saved Parquet directory back to the service",
-        description="Diff EDITED (a directory written by to_parquet, edited and saved again) "
-                    "against the values it was loaded with and send only the changes "
-                    "(write_back). On success the directory is saved with the refreshed "
-                    "frames, so pushing again sends nothing.")
-    p.add_argument("path", help="directory written by to_parquet")
+        description="Diff PATH (saved frames: written by export or to_parquet, then edited "
+                    "with any tool: pandas, pyarrow, DuckDB, Polars, a spreadsheet through "
+                    "CSV) against the values it was loaded with, and send only the changes "
+                    "(write_back). PATH is checked against the metadata beside it "
+                    "(PATH.svc_frames.json) before any request. After a run, the as-loaded "
+                    "copy follows the server, so pushing again sends nothing; PATH itself is "
+                    "rewritten (new ids, server values) only with --overwrite, which new rows "
+                    "need.")
+    p.add_argument("path", help="directory written by export or to_parquet")
     p.add_argument("--dry-run", action="store_true", help="print the plan, send nothing")
     p.add_argument("--on-conflict", choices=["skip", "overwrite", "raise"], default="skip",
                    help="a record changed on the server since it was loaded (default: skip)")
@@ -265,6 +305,9 @@ def add_push(sub: Any) -> argparse.ArgumentParser:
                    help="JSON-lines journal of acknowledged writes (resume a cut run)")
     p.add_argument("--view", default=None,
                    help="write through a form or inline-editing view: scene_N/view_N")
+    p.add_argument("--overwrite", action="store_true",
+                   help="rewrite PATH with the server's values and new ids after the run "
+                        "(needed to create new rows)")
     add_credentials(p)
     return p
 
@@ -279,7 +322,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         target = tuple(args.view.split("/", 1)) if args.view else None
         report = push(client, args.path, dry_run=args.dry_run, on_conflict=args.on_conflict,
                       delete_missing=args.delete_missing, journal=args.journal,
-                      target=target)
+                      target=target, overwrite=args.overwrite)
         with pd.option_context("display.width", 160, "display.max_colwidth", 60,
                                "display.max_rows", 200):
             if args.dry_run:

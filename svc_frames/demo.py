@@ -200,12 +200,17 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
                 say(frame_summary(name, frames))
         made["frames"] = frames_by_name
 
-        say.step(f"Exporting to parquet under {out}/")
+        say.step(f"Saving to Parquet under {out}/ (columns named by field label)")
         for name, frames in frames_by_name.items():
-            path = to_parquet(frames, out / "parquet" / name)  # a directory per frame
+            # a directory per frame, readable by any Parquet reader; labels, as the console
+            # shows them (code keeps keys: columns="keys" is the API's default). The demo
+            # owns its output directory: a second run replaces it.
+            path = to_parquet(frames, out / "parquet" / name, overwrite=True,
+                              columns="labels")
             made["parquet"].append(path)
             size = sum(p.stat().st_size for p in path.rglob("*.parquet"))
-            say(f"   {path}/  ({size / 1024:.0f} KiB; read back with read_parquet)")
+            say(f"   {path}/  ({size / 1024:.0f} KiB; pd.read_parquet or "
+                "svc_frames.read_parquet)")
 
         say.step("Plotting")
         for path in _plots(frames_by_name, objects, out / "plots", plot):
@@ -234,7 +239,7 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
         counts = report.table["status"].value_counts().to_dict()
         say(f"   report: {counts}")
         say(_indent(_table_text(_labelled(report.table, edited).head(8))))
-        report.table.to_csv(out / "bulk_edit_report.csv", index=False)
+        _labelled(report.table, edited).to_csv(out / "bulk_edit_report.csv", index=False)
         made["report_csv"] = out / "bulk_edit_report.csv"
 
         check = read_object(client, key)

@@ -132,8 +132,9 @@ def resolve_fields(records: Sequence[Mapping[str, Any]], known: Mapping[str, Fie
 
 
 def label_map(fields: Sequence[FieldSpec]) -> dict[str, str]:
-    """field key -> unique label (``"Label (field_N)"`` when two fields share a label)."""
-    counts: dict[str, int] = {}
+    """field key -> unique label (``"Label (field_N)"`` when two fields share a label, or
+    when a field is labelled ``id``, the name of the record id column)."""
+    counts: dict[str, int] = {"id": 1}
     for f in fields:
         counts[f.label] = counts.get(f.label, 0) + 1
     return {f.key: (f.label if counts[f.label] == 1 else f"{f.label} ({f.key})") for f in fields}

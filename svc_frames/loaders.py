@@ -14,32 +14,28 @@ with the first page), otherwise they are inferred from the raw shapes.
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pandas as pd
 
 from .client import Client, Target, parse_target
 from .decoder import PageDecoder
+from .describe import Columns, check_columns, describe, paused_gc, user_timezone
 from .errors import DisplayValuesNeeded, UsageError
 from .filters import Filters
-from .frames import (
-    Frames,
-    Source,
-    build_frames,
-    decodes_raw_alone,
-    resolve_fields,
-)
+from .frames import Frames, Source, build_frames, decodes_raw_alone
 from .kinds.base import FieldSpec
 from .paging import Page, Paginator, Verify
 from .progress import PageProgress, want_progress
 from .schema import Schema
 
-Columns = Literal["keys", "labels"]
+__all__ = ["read_object", "read_view", "load", "page_frames", "concat_frames",
+           "decode_helpers",
+           # settled in describe.py; kept importable from here for existing callers
+           "Columns", "check_columns", "describe", "paused_gc", "user_timezone"]
 
 
 def read_object(client: Client, object_key: str, *, filters: Filters | None = None,
@@ -61,83 +57,32 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
                 processes=processes)
 
 
-def read_view(client: Client, scene_key: str, view_key: str, *, filters: Filters | None = None,
+def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | None = None,
+              *, filters: Filters | None = None,
               sort_field: str | None = None, sort_order: str | None = None,
               limit: int | None = None, columns: Columns = "keys",
               timezone: str | ZoneInfo | None = None, progress: bool | None = None,
               rows_per_page: int = 1000, verify: Verify = "first",
               processes: int | None = None) -> Frames:
     """The records a view shows (only its fields; as the logged-in user when the view sits
-    behind a login: call ``client.login`` first) as typed frames.
+    behind a login: call ``client.login`` first) as typed frames. The view is named as
+    two keys, or as one ``"scene_N/view_N"`` like the CLI and ``export`` take it.
 
-    Usage: ``read_view(client, "scene_1", "view_2").main``"""
-    return load(client, (scene_key, view_key), filters=filters, sort_field=sort_field,
+    Usage: ``read_view(client, "scene_1", "view_2").main`` or
+    ``read_view(client, "scene_1/view_2")``"""
+    if view_key is None:
+        kind, scene, view = parse_target(scene_key)  # UsageError names a bad one
+        if kind != "view":
+            raise UsageError(f"read_view needs a view ('scene_N', 'view_N' or "
+                             f"'scene_N/view_N'), got {scene_key!r}: use read_object for "
+                             "an object")
+    else:
+        scene, view = scene_key, view_key  # type: ignore[assignment]
+    assert scene is not None and view is not None
+    return load(client, (scene, view), filters=filters, sort_field=sort_field,
                 sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
                 progress=progress, rows_per_page=rows_per_page, verify=verify,
                 processes=processes)
-
-
-# ---- shared machinery ------------------------------------------------------------------
-def check_columns(columns: str) -> None:
-    if columns not in ("keys", "labels"):
-        raise UsageError(f"columns must be 'keys' or 'labels', got {columns!r}")
-
-
-def user_timezone(timezone: str | ZoneInfo | None) -> ZoneInfo | None:
-    """A user-given timezone (IANA or the service's display name), checked before paging."""
-    if timezone is None or isinstance(timezone, ZoneInfo):
-        return timezone
-    from .kinds import resolve_timezone
-    return resolve_timezone(timezone)
-
-
-def describe(client: Client, target: Target, app: dict[str, Any] | None,
-             records: list[dict[str, Any]], columns: Columns,
-             tz: ZoneInfo | None) -> tuple[list[FieldSpec], Source]:
-    """Fields (schema or inferred) and the Source of a load."""
-    kind, a, b = parse_target(target)
-    schema = Schema.of(app)
-    known = schema.all_fields() if app else None
-    tz_name = tz.key if tz is not None else None
-    if kind == "object":
-        assert a is not None
-        # an object the schema does not list (a stale schema) but the service served:
-        # its fields are looked up by key, or inferred
-        order = schema.object_fields(a)
-        fields, inferred = resolve_fields(records, known, order)
-        source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
-                        base_url=client.base_url, columns=columns,
-                        kinds_inferred=inferred or app is None,
-                        name=schema.object_name(a))
-    else:
-        assert a is not None and b is not None
-        view_keys = schema.view_field_keys(a, b) or []
-        order = [known[k] for k in view_keys if known and k in known] if not records else None
-        fields, inferred = resolve_fields(records, known, order)
-        source = Source("view", schema.view_object(a, b), fields, scene_key=a, view_key=b,
-                        timezone=tz_name, app_id=client.app_id, base_url=client.base_url,
-                        columns=columns, kinds_inferred=inferred or app is None,
-                        name=schema.view_name(a, b))
-    return fields, source
-
-
-@contextlib.contextmanager
-def paused_gc() -> Iterator[None]:
-    """No cyclic garbage collection while pages are parsed and decoded.
-
-    Parsed pages are millions of acyclic dicts, lists and strings (reference counting
-    frees them); the cyclic collector would still walk them all again and again, and a
-    full collection of a 50,000-record load stalls every thread for a third of a second,
-    making paced requests miss their slots. Re-enabled (if it was on) afterwards.
-
-    Usage: ``with paused_gc(): ...``"""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def load(client: Client, target: Target, *, filters: Filters | None = None,

@@ -14,7 +14,8 @@ Usage::
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -134,9 +135,18 @@ def _title(ax: Axes, text: str, frames: Frames, note: str = "",
 
 
 # ---- plots ---------------------------------------------------------------------------------
+Density = Literal["auto", "scatter", "jitter", "hexbin"]
+BasemapOption = bool | str | Callable[["Axes"], None] | None
+
+HEXBIN_FROM = 3000
+"""With ``density="auto"`` and no colour, this many points or more are drawn as hexagons
+coloured by how many records each holds: single points would only make a blot."""
+
+
 def plot_locations(frames: Frames, address_field: str, color_by: str | None = None, *,
                    ax: Axes | None = None, size: float | None = None,
-                   title: str | None = None) -> Axes:
+                   title: str | None = None, density: Density = "auto",
+                   basemap: BasemapOption = "auto") -> Axes:
     """Scatter the records of an address field at their longitude/latitude.
 
     ``color_by`` (a field key/label or a main-frame column) colours the points: a legend for
@@ -144,8 +154,25 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
     counted in the title). ``title`` replaces the generated title (the counts stay);
     ``size`` is the marker area (default: smaller as points get more numerous).
 
+    Overlapping records stay visible (``density``): ``"auto"`` spreads records that share
+    a place in a small ring around it (``"jitter"``), draws points more transparent as
+    they crowd, and draws hexagons coloured by the number of records from
+    ``HEXBIN_FROM`` points on when nothing is coloured (``"hexbin"``); ``"scatter"``
+    draws the points as they are.
+
+    ``basemap``: map tiles under the points when a tile library is installed
+    (``pip install 'svc-frames[maps]'``, contextily): ``"auto"`` draws them when it is
+    installed, ``True`` asks for them (UsageError naming the extra when it is not),
+    ``False``/None draws none, a provider name (``"OpenStreetMap.Mapnik"``) picks the
+    tiles, and a callable ``draw(ax)`` draws its own. Offline or when the tiles fail, the
+    plot is drawn without them and says so in a corner.
+
     Usage: ``plot_locations(frames, "Address", color_by="Status").figure.savefig("map.png")``
     """
+    if density not in ("auto", "scatter", "jitter", "hexbin"):
+        raise UsageError(f"density must be 'auto', 'scatter', 'jitter' or 'hexbin', got "
+                         f"{density!r}")
+    draw_tiles = _basemap_drawer(basemap)  # before drawing: a missing extra is refused
     spec = resolve_field(frames, address_field)
     _require_kind(spec, LOCATION_KINDS, "plot_locations")
     prefix = _prefix(frames, spec)
@@ -163,7 +190,9 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
     x = lon[keep].to_numpy(dtype=float)
     y = lat[keep].to_numpy(dtype=float)
     missing = int((~keep).sum())
+    places, crowd = _overlaps(x, y)
     note = f"{int(keep.sum())} of {len(main)} records" + (
+        f" at {places} places" if 0 < places < len(x) else "") + (
         f"; {missing} without coordinates" if missing else "")
     _title(ax, f"Locations: {spec.label}", frames, note, title)
     ax.set_xlabel(f"Longitude ({spec.label})")
@@ -173,19 +202,104 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
         ax.text(0.5, 0.5, "No records with coordinates", ha="center", va="center",
                 transform=ax.transAxes, color="0.4")
         return ax
-    if size is None:  # smaller points when there are many
-        size = 18.0 if len(x) <= 300 else 10.0 if len(x) <= 3000 else 4.0
-    if colour is None:
-        ax.scatter(x, y, s=size, alpha=0.75, edgecolors="none")
+    mode = density
+    if mode == "auto":
+        mode = "hexbin" if colour is None and len(x) >= HEXBIN_FROM else (
+            "jitter" if places < len(x) else "scatter")
+    if mode == "hexbin":
+        cells = ax.hexbin(x, y, gridsize=max(10, min(60, int(math.sqrt(len(x)) / 2))),
+                          mincnt=1, cmap="viridis", bins="log" if crowd > 50 else None)
+        ax.figure.colorbar(cells, ax=ax, label="records", shrink=0.85)
     else:
-        _scatter_coloured(ax, x, y, colour[keep], size)
+        if mode == "jitter":
+            x, y = _spread(x, y)
+        if size is None:  # smaller points when there are many
+            size = 18.0 if len(x) <= 300 else 10.0 if len(x) <= 3000 else 4.0
+        # crowded maps get lighter points, so where many overlap shows darker
+        alpha = float(min(0.85, max(0.15, 1.6 / math.sqrt(max(len(x) / 100, crowd, 1)))))
+        if colour is None:
+            ax.scatter(x, y, s=size, alpha=alpha, edgecolors="none")
+        else:
+            _scatter_coloured(ax, x, y, colour[keep], size, alpha)
     # Degrees of longitude shrink with latitude: keep the map from looking stretched.
     mid = float(y.mean())
     ax.set_aspect(1.0 / max(math.cos(math.radians(mid)), 0.1), adjustable="datalim")
+    if draw_tiles is not None:
+        try:
+            draw_tiles(ax)
+        except Exception as exc:  # offline, a tile server down, a bad provider: no map
+            ax.text(0.01, 0.01, f"basemap unavailable ({type(exc).__name__})",
+                    transform=ax.transAxes, fontsize=7, color="0.45", ha="left",
+                    va="bottom")
     return ax
 
 
-def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float) -> None:
+def _overlaps(x: np.ndarray, y: np.ndarray) -> tuple[int, int]:
+    """(distinct places, records at the most crowded place); a place is ~1 m across."""
+    if not len(x):
+        return 0, 0
+    keys = pd.Series(list(zip(np.round(x, 5), np.round(y, 5), strict=True)))
+    counts = keys.value_counts()
+    return int(len(counts)), int(counts.iloc[0])
+
+
+def _spread(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Records sharing a place set on a small ring (sunflower pattern) around it, so each
+    stays visible; the ring grows with the count and stays under 1% of the map's span.
+    Deterministic: the same frames give the same picture."""
+    span = max(float(np.ptp(x)) if len(x) else 0.0, float(np.ptp(y)) if len(y) else 0.0)
+    _, crowd = _overlaps(x, y)
+    # the most crowded place fills a disc of 0.8% of the span, evenly (sunflower)
+    step = (span or 0.01) * 0.008 / math.sqrt(max(crowd - 1, 1))
+    keys = list(zip(np.round(x, 5), np.round(y, 5), strict=True))
+    seen: dict[tuple[float, float], int] = {}
+    x2, y2 = x.copy(), y.copy()
+    golden = math.pi * (3 - math.sqrt(5))
+    for i, k in enumerate(keys):
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        if n:
+            r = step * math.sqrt(n)
+            x2[i] += r * math.cos(n * golden)
+            y2[i] += r * math.sin(n * golden)
+    return x2, y2
+
+
+def _basemap_drawer(basemap: BasemapOption) -> Callable[[Axes], None] | None:
+    """What draws the tiles, or None; UsageError when they are asked for and cannot be."""
+    if basemap is None or basemap is False:
+        return None
+    if callable(basemap):
+        return basemap
+    if basemap not in ("auto", True) and not isinstance(basemap, str):
+        raise UsageError(f"basemap must be 'auto', True, False, a provider name or a "
+                         f"callable, got {basemap!r}")
+    try:
+        import contextily  # the optional 'maps' extra
+    except ImportError:
+        if basemap == "auto":
+            return None
+        raise UsageError("a basemap needs the optional tile library: "
+                         "pip install 'svc-frames[maps]' (contextily)") from None
+    provider: Any = None
+    if isinstance(basemap, str) and basemap != "auto":
+        try:
+            provider = contextily.providers.query_name(basemap)
+        except (ValueError, KeyError):
+            raise UsageError(f"unknown basemap provider {basemap!r} (e.g. "
+                             "'OpenStreetMap.Mapnik', 'CartoDB.Positron')") from None
+
+    def draw(ax: Axes) -> None:
+        options: dict[str, Any] = {"crs": "EPSG:4326", "attribution_size": 6}
+        if provider is not None:
+            options["source"] = provider
+        contextily.add_basemap(ax, **options)
+
+    return draw
+
+
+def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
+                      alpha: float = 0.8) -> None:
     name = str(colour.name)
     if pd.api.types.is_numeric_dtype(colour.dtype) and not pd.api.types.is_bool_dtype(
             colour.dtype):
@@ -196,7 +310,7 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float) 
                        label="(blank)")
             ax.legend(loc="best", fontsize=8)
         points = ax.scatter(x[known], y[known], s=size, c=values[known].to_numpy(dtype=float),
-                            cmap="viridis", alpha=0.85, edgecolors="none")
+                            cmap="viridis", alpha=alpha, edgecolors="none")
         ax.figure.colorbar(points, ax=ax, label=name, shrink=0.85)
         return
     labels = _category_labels(colour)
@@ -213,7 +327,7 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float) 
         sel = arr == cat
         grey = cat in ("(blank)", "other")
         # grey groups go underneath, so they never hide a coloured point
-        ax.scatter(x[sel], y[sel], s=size, alpha=0.8, edgecolors="none",
+        ax.scatter(x[sel], y[sel], s=size, alpha=alpha, edgecolors="none",
                    color="0.7" if grey else cmap(i % cmap.N), label=f"{cat} ({int(sel.sum())})",
                    zorder=1 if grey else 2)
     ax.legend(title=name, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8,

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
+import requests
 
 from svc_frames.cli import SUBCOMMANDS, build_parser, main
+from svc_frames.server import LocalService
 
 
 def test_no_command_prints_help() -> None:
@@ -52,3 +60,231 @@ def test_serve_prints_one_json_line_then_summary(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             assert proc.wait(timeout=30) == 0
+
+
+# ---- the round trip: export, edit with any tool, push ------------------------------------
+def _env(monkeypatch: pytest.MonkeyPatch, svc: LocalService) -> None:
+    monkeypatch.setenv("SVC_APP_ID", svc.app_id)
+    monkeypatch.setenv("SVC_API_KEY", svc.api_key)
+    monkeypatch.setenv("SVC_BASE_URL", svc.base_url)
+
+
+def _server_record(svc: LocalService, rid: str) -> dict[str, Any]:
+    r = requests.get(f"{svc.base_url}/v1/objects/object_3/records/{rid}",
+                     headers=svc.headers(), timeout=30)
+    r.raise_for_status()
+    return dict(r.json())
+
+
+def _writes(svc: LocalService) -> int:
+    return sum(svc.request_log.count(method=m, path_prefix="/v1/objects/object_3/records")
+               for m in ("PUT", "POST", "DELETE"))
+
+
+def _only_file(out: Path, name: str) -> Path:
+    """Where a tool writes its edited copy: every old part removed first, as a user
+    replacing the data would (a part left beside it would show every record twice)."""
+    for p in out.iterdir():
+        p.unlink()
+    return out / name
+
+
+def _edit_pandas(out: Path, ids: list[str]) -> dict[str, dict[str, Any]]:
+    df = pd.read_parquet(out)
+    df = df.set_index("id")
+    df.loc[ids[0], "field_12"] = "edited by pandas"
+    old_tags = df.loc[ids[1], "field_28"]
+    tags = [] if old_tags is None else list(old_tags)
+    df.at[ids[1], "field_28"] = [*[t for t in tags if t != "Electrical"], "Electrical"]
+    df.to_parquet(_only_file(out, "edited.parquet"))
+    return {ids[0]: {"field_12": "edited by pandas"}}
+
+
+def _edit_pyarrow(out: Path, ids: list[str]) -> dict[str, dict[str, Any]]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = ds.dataset(out).to_table()
+    hit = pc.equal(table.column("id"), ids[0])
+    qty = pc.if_else(hit, pa.scalar(77.0), table.column("field_16"))
+    table = table.set_column(table.column_names.index("field_16"), "field_16", qty)
+    pq.write_table(table.replace_schema_metadata(None), _only_file(out, "edited.parquet"))
+    return {ids[0]: {"field_16": 77}}
+
+
+def _edit_duckdb(out: Path, ids: list[str]) -> dict[str, dict[str, Any]]:
+    import duckdb
+
+    tmp = out.with_name("duck.parquet")
+    duckdb.sql(f"COPY (SELECT * REPLACE (CASE WHEN id = '{ids[0]}' THEN 'edited by duckdb' "
+               f"ELSE field_12 END AS field_12) FROM read_parquet('{out}/*.parquet')) "
+               f"TO '{tmp}' (FORMAT parquet)")
+    tmp.replace(_only_file(out, "duck.parquet"))
+    return {ids[0]: {"field_12": "edited by duckdb"}}
+
+
+def _edit_polars(out: Path, ids: list[str]) -> dict[str, dict[str, Any]]:
+    import polars as pl
+
+    df = pl.read_parquet(out)
+    df = df.with_columns(pl.when(pl.col("id") == ids[0]).then(pl.lit("edited by polars"))
+                         .otherwise(pl.col("field_45")).alias("field_45"))
+    df.write_parquet(_only_file(out, "polars.parquet"))
+    return {ids[0]: {"field_45": "edited by polars"}}
+
+
+@pytest.mark.parametrize("edit", [_edit_pandas, _edit_pyarrow, _edit_duckdb, _edit_polars],
+                         ids=["pandas", "pyarrow", "duckdb", "polars"])
+def test_export_edit_with_any_tool_push_sends_exactly_the_edits(
+        fresh_service: LocalService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], edit: Any) -> None:
+    _env(monkeypatch, fresh_service)
+    out = tmp_path / "orders"
+    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == 30
+    assert len(pd.read_parquet(out)) == 30  # the records once, with their id
+    ids = sorted(pd.read_parquet(out)["id"])[:2]
+    wanted = edit(out, ids)
+    edited_records = 2 if edit is _edit_pandas else 1  # pandas also edits a list column
+    before = _writes(fresh_service)
+    assert main(["push", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert summary["status"] == {"applied": edited_records}
+    assert _writes(fresh_service) - before == edited_records  # only the edited records
+    for rid, fields in wanted.items():
+        rec = _server_record(fresh_service, rid)
+        for key, value in fields.items():
+            assert rec[f"{key}_raw"] == value
+    if edit is _edit_pandas:
+        assert "Electrical" in _server_record(fresh_service, ids[1])["field_28_raw"]
+    # the as-loaded copy followed the server: pushing again sends nothing
+    again = _writes(fresh_service)
+    assert main(["push", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["plan"] == {
+        "update": 0, "create": 0, "delete": 0}
+    assert _writes(fresh_service) == again
+
+
+def test_csv_export_reads_as_the_service_shows_and_pushes_back(
+        fresh_service: LocalService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _env(monkeypatch, fresh_service)
+    out = tmp_path / "orders"
+    assert main(["export", "object_3", "--out", str(out), "--format", "csv",
+                 "--no-progress"]) == 0
+    capsys.readouterr()
+    (part,) = out.iterdir()
+    text = pd.read_csv(part, dtype=str, keep_default_na=False)
+    assert len(text) == 30
+    due = [v for v in text["field_29"] if v]
+    assert due and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", v)
+                       for v in due)  # ISO with the offset
+    totals = [v for v in text["field_31.total"] if v]
+    assert totals and all(re.fullmatch(r"\d+:\d\d:\d\d", v) for v in totals)
+    for col in ("field_16", "field_17", "field_21", "field_34.latitude"):
+        # no float noise: at most the digits the service shows
+        assert all(len(v.partition(".")[2]) <= 6 for v in text[col] if v), col
+    assert all(len(v.partition(".")[2]) == 2 for v in text["field_17"] if v)  # currency
+    tags = [v for v in text["field_28"] if ", " in v]
+    assert tags and not any(v.startswith("[") for v in text["field_28"])  # joined, not JSON
+    # a spreadsheet round trip: every cell read and written back as text, two edited
+    rid = text["id"].iloc[0]
+    text.loc[0, "field_12"] = "edited in a spreadsheet"
+    text.loc[1, "field_16"] = "12.5"
+    text.to_csv(part, index=False)
+    before = _writes(fresh_service)
+    assert main(["push", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["status"] == {"applied": 2}
+    assert _writes(fresh_service) - before == 2
+    assert _server_record(fresh_service, rid)["field_12_raw"] == "edited in a spreadsheet"
+    assert _server_record(fresh_service, text["id"].iloc[1])["field_16_raw"] == 12.5
+
+
+def test_push_refuses_a_damaged_directory_before_any_request(
+        fresh_service: LocalService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _env(monkeypatch, fresh_service)
+    out = tmp_path / "orders"
+    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    good = pd.read_parquet(out)
+    cases = {
+        "dropped": (good.drop(columns=["field_16"]), "'field_16' is missing"),
+        "retyped": (good.assign(field_16=good["field_16"].astype(str) + " units"),
+                    "'field_16' holds"),
+        "id edited": (good.assign(id=good["id"].str.upper()), "was not loaded"),
+        "added": (good.assign(extra=1), "'extra' was not saved"),
+    }
+    for name, (df, message) in cases.items():
+        df.to_parquet(_only_file(out, "edited.parquet"))
+        sent = fresh_service.request_log.count()
+        assert main(["push", str(out)]) == 2, name
+        err = capsys.readouterr().err
+        assert message in err and "edited.parquet" in err, (name, err)
+        assert fresh_service.request_log.count() == sent, name  # refused before any request
+    # a part left beside the edited file: every record twice
+    good.to_parquet(_only_file(out, "a.parquet"))
+    good.to_parquet(out / "b.parquet")
+    assert main(["push", str(out)]) == 2
+    assert "appears twice" in capsys.readouterr().err
+
+
+def test_push_metadata_errors_name_the_file(fresh_service: LocalService, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    _env(monkeypatch, fresh_service)
+    orders, parts = tmp_path / "orders", tmp_path / "parts"
+    assert main(["export", "object_3", "--out", str(orders), "--no-progress"]) == 0
+    assert main(["export", "object_2", "--out", str(parts), "--no-progress"]) == 0
+    capsys.readouterr()
+    meta = tmp_path / "orders.svc_frames.json"
+    good = meta.read_text()
+    for broken, why in (("{not json", "not JSON"), ("[1, 2]", "a JSON object"),
+                        (good.replace('"columns"', '"kolumns"'), "'columns' is missing")):
+        meta.write_text(broken)
+        assert main(["push", str(orders)]) == 2
+        err = capsys.readouterr().err
+        assert str(meta) in err and "corrupt svc_frames metadata" in err and why in err
+    meta.write_text(good)
+    # the frame of another object put in the directory: the metadata and it disagree
+    for p in orders.iterdir():
+        p.unlink()
+    for p in parts.iterdir():
+        shutil.copy(p, orders / p.name)
+    assert main(["push", str(orders)]) == 2
+    err = capsys.readouterr().err
+    assert "disagree" in err and "object_3" in err and "object_2" in err
+    meta.unlink()
+    assert main(["push", str(orders)]) == 2
+    assert "orders.svc_frames.json is missing" in capsys.readouterr().err
+
+
+def test_new_rows_need_overwrite_and_get_their_ids(fresh_service: LocalService,
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _env(monkeypatch, fresh_service)
+    out = tmp_path / "orders"
+    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    df = pd.read_parquet(out)
+    new = df.iloc[:1].copy()
+    new["id"] = None
+    keep = ["id", "field_12"]
+    for col in df.columns:
+        if col not in keep:
+            new[col] = None  # only a title
+    new["field_12"] = "a new work order"
+    pd.concat([df, new], ignore_index=True).to_parquet(_only_file(out, "with_new.parquet"))
+    sent = fresh_service.request_log.count()
+    assert main(["push", str(out)]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert fresh_service.request_log.count() == sent
+    assert (out / "with_new.parquet").exists()  # nothing of the user's touched
+    assert main(["push", str(out), "--overwrite"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["status"] == {"applied": 1}
+    back = pd.read_parquet(out)
+    assert len(back) == 31 and back["id"].notna().all()  # the new id written back
+    before = _writes(fresh_service)
+    assert main(["push", str(out)]) == 0  # nothing new: no --overwrite needed, no write
+    assert _writes(fresh_service) == before

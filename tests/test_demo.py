@@ -13,7 +13,7 @@ import pytest
 
 from svc_frames.demo import _bulk_edit, connect, frame_summary, main, run
 from svc_frames.errors import ConfigurationError
-from svc_frames.parquet import read_parquet
+from svc_frames.parquet import read_parquet, renamed_columns
 
 
 def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path) -> None:
@@ -29,8 +29,14 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
         back = read_parquet(path)
         original = made["frames"][path.name]
         assert len(back.main) == len(original.main)
-        assert list(back.main.columns) == list(original.main.columns)
-        assert (back.main.dtypes == original.main.dtypes).all()
+        # saved with the field labels the console shows; the frames in code keep keys
+        labelled = renamed_columns(original, "labels")
+        assert list(back.main.columns) == list(labelled.main.columns)
+        assert list(original.main.columns) != list(labelled.main.columns)
+        assert (back.main.dtypes.to_numpy() == original.main.dtypes.to_numpy()).all()
+        # any reader gets each record once, with its id
+        plain = pd.read_parquet(path)
+        assert len(plain) == len(original.main) and plain["id"].is_unique
 
     # PNGs of the three plot sorts, real images
     pngs = {p.name: p for p in made["plots"]}
@@ -49,6 +55,7 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
     assert "the server now holds every edited value" in text
     csv = pd.read_csv(made["report_csv"])
     assert len(csv) == len(report.table)
+    assert set(csv["fields"]) == {"Urgent"}  # the field's label, not its key
     # the job says where its outputs are
     assert str((tmp_path / "out").resolve()) in text
     for name in ("rows x", "columns"):

@@ -367,9 +367,12 @@ def test_name_like_connection_pages_keep_display_values(service: LocalService) -
 
 
 def test_helper_processes_by_default_only_when_one_core_falls_behind(
-        service: LocalService) -> None:
+        fresh_service: LocalService) -> None:
     """A helper for 8+ pages when unpaced or paced at 20+ requests/s on 2+ cores; none at
-    the hosted 10/s (one core decodes faster than pages come) or for a short load."""
+    the hosted 10/s (one core decodes faster than pages come) or for a short load. (A
+    service of its own: clients of one application share a limiter, and another test's
+    slower client would lower this one's pace.)"""
+    service = fresh_service
     import os
 
     from svc_frames.loaders import decode_helpers
@@ -385,3 +388,20 @@ def test_helper_processes_by_default_only_when_one_core_falls_behind(
     assert helpers(0, 50) == helpers(50, 50) == (1 if cores else 0)
     assert helpers(10, 50) == 0 and helpers(0, 7) == 0
     assert helpers(10, 50, processes=2) == 2 and helpers(0, 50, processes=0) == 0
+
+
+def test_read_view_takes_scene_slash_view_like_the_cli(service: LocalService) -> None:
+    client = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+                    rate_limit=0)
+    manager = next(u for u in service.users if "manager" in u["email"])
+    client.login(manager["email"], manager["password"])
+    one = read_view(client, "scene_2/view_3", progress=False)
+    two = read_view(client, "scene_2", "view_3", progress=False)
+    assert one.source == two.source and len(one.main) == len(two.main) > 0
+    pd.testing.assert_frame_equal(one.main, two.main)
+    sent = client.request_count
+    for bad in ("object_3", "scene_2/", "view_3"):
+        with pytest.raises(UsageError) as exc:
+            read_view(client, bad, progress=False)
+        assert bad.rstrip("/") in str(exc.value) and "scene_N" in str(exc.value)
+    assert client.request_count == sent  # refused before any request

@@ -92,7 +92,12 @@ def test_notebook_runs_top_to_bottom(name: str, kernel_env: Path) -> None:
         images = [o for c in nb.cells for o in c.get("outputs", [])
                   if "image/png" in o.get("data", {})]
         assert len(images) >= 3  # the three plots
-        assert any(kernel_env.glob("quickstart_*/main.parquet"))
+        assert any(kernel_env.glob("quickstart_*/part-*.parquet"))
+        assert any(kernel_env.glob("quickstart_*.svc_frames.json"))
+        first = next(o for c in nb.cells if c.cell_type == "code"
+                     for o in c.get("outputs", []) if "text/html" in o.get("data", {})
+                     and "<th>Title</th>" in o["data"]["text/html"])
+        assert "field_" not in first["data"]["text/html"]  # the first frame shown: labels
     elif name.startswith("02"):
         assert "sent and now On Hold : True" in text
         assert "left out, still Open : True" in text

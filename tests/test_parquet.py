@@ -77,23 +77,29 @@ def test_list_columns_roundtrip(tmp_path: Path) -> None:
 def test_main_file_is_plain_parquet_with_metadata(fixture_frames: Frames,
                                                   tmp_path: Path) -> None:
     to_parquet(fixture_frames, tmp_path / "m")
-    table = ds.dataset(tmp_path / "m" / "main.parquet").to_table()
+    table = ds.dataset(tmp_path / "m").to_table()
     meta = table_meta(table.schema)
     assert meta["source"]["object_key"] == "object_3"
     assert meta["source"]["timezone"] == "America/Chicago"
     assert table.num_rows == len(fixture_frames.main)
+    # the JSON beside the data says the same, for writers that drop the schema metadata
+    doc = json.loads((tmp_path / "m.svc_frames.json").read_text())
+    assert doc["source"] == meta["source"] and doc["columns"]["id"] == "string"
 
 
 def test_read_parquet_of_a_foreign_dir(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="main.parquet"):
-        read_parquet(tmp_path)
+    (tmp_path / "d").mkdir()
+    with pytest.raises(UsageError, match=r"d\.svc_frames\.json is missing"):
+        read_parquet(tmp_path / "d")
 
 
 def test_to_parquet_refuses_foreign_nonempty_dir(fixture_frames: Frames,
                                                  tmp_path: Path) -> None:
     (tmp_path / "keep.txt").write_text("mine")
-    with pytest.raises(UsageError, match="not an svc_frames"):
+    with pytest.raises(UsageError, match="overwrite=True"):
         to_parquet(fixture_frames, tmp_path)
+    with pytest.raises(UsageError, match="not saved frames"):
+        to_parquet(fixture_frames, tmp_path, overwrite=True)
     assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
@@ -118,7 +124,8 @@ def test_export_dataset_equals_a_load(service: LocalService, client: Client,
     assert sum("format=raw" in u for u in pages) >= len(pages) - 5 > 0  # 2-5: on their way
     loaded = load(client, "object_3", progress=False, raw_pages=False)
     assert res.records == len(loaded.main) and res.parts == -(-len(loaded.main) // 40)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ds", "ds.tables"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "ds", "ds.svc_frames", "ds.svc_frames.json", "ds.tables"]
     assert {p.name for p in (tmp_path / "ds").iterdir()} == {
         f"part-{n:05d}.parquet" for n in range(1, res.parts + 1)}  # the parts alone
     assert res.tables_path == tmp_path / "ds.tables" and set(res.tables) == set(loaded.tables)
@@ -175,7 +182,7 @@ def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
         client: Client, tmp_path: Path) -> None:
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep")
-    with pytest.raises(UsageError, match="not empty"):
+    with pytest.raises(UsageError, match="exists: pass overwrite=True"):
         export(client, "object_3", tmp_path / "full", progress=False)
     with pytest.raises(NotFound, match="object_99"):
         export(client, "object_99", tmp_path / "none", progress=False)
@@ -258,3 +265,101 @@ def test_cli_errors_are_one_clear_line(service: LocalService, tmp_path: Path,
                  '[{"field": "field_1", "operator": "near-ish", "value": 1}]']) == 2
     assert "near-ish" in capsys.readouterr().err
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+# ---- one saved format, readable by everyone --------------------------------------------------
+def test_every_saved_directory_reads_one_row_per_record(fixture_frames: Frames,
+                                                        client: Client,
+                                                        tmp_path: Path) -> None:
+    """pd.read_parquet, pyarrow, DuckDB and Polars see each record once, with its id, in
+    whatever svc_frames writes (the as-loaded copy and tables live beside, not inside)."""
+    import duckdb
+    import polars as pl
+
+    assert fixture_frames.tables  # the case that stacked tables into the records before
+    saved = to_parquet(fixture_frames, tmp_path / "saved")
+    exported = export(client, "object_3", tmp_path / "exported", rows_per_page=50,
+                      progress=False).path
+    for path, n in ((saved, len(fixture_frames.main)), (exported, None)):
+        plain = pd.read_parquet(path)
+        n = n if n is not None else len(load(client, "object_3", progress=False).main)
+        assert len(plain) == n and plain["id"].is_unique, path
+        assert ds.dataset(path).count_rows() == n
+        assert duckdb.sql(f"SELECT count(DISTINCT id), count(*) FROM "
+                          f"read_parquet('{path}/*.parquet')").fetchall() == [(n, n)]
+        assert pl.read_parquet(path).height == n
+
+
+def test_to_parquet_never_replaces_without_overwrite(fixture_frames: Frames,
+                                                     tmp_path: Path) -> None:
+    path = to_parquet(fixture_frames, tmp_path / "o")
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    edited = read_parquet(path)
+    edited.main.iloc[0, edited.main.columns.get_loc("field_7")] = "changed"
+    with pytest.raises(UsageError, match="overwrite=True"):
+        to_parquet(edited, path)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+    to_parquet(edited, path, overwrite=True)
+    assert read_parquet(path).main["field_7"].iloc[0] == "changed"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no leftovers
+
+
+def test_labels_saved_and_read_back_diff_to_nothing(fixture_frames: Frames,
+                                                    tmp_path: Path) -> None:
+    from svc_frames.writeback import diff
+
+    path = to_parquet(fixture_frames, tmp_path / "l", columns="labels")
+    cols = pd.read_parquet(path).columns
+    assert "field_7" not in cols and fixture_frames.source is not None
+    assert fixture_frames.source.field("field_7").label in cols
+    back = read_parquet(path)
+    assert back.source is not None and back.source.columns == "labels"
+    assert diff(back).empty
+    plain = read_parquet(to_parquet(back, tmp_path / "k", columns="keys"))
+    assert_frames_equal(plain, fixture_frames)
+
+
+def test_csv_text_has_no_float_noise_and_reads_back() -> None:
+    from svc_frames.csvtext import duration_text, number_text, parse_column
+    from svc_frames.kinds import FieldSpec
+
+    assert number_text(842.8499999999999) == "842.85"
+    assert number_text(3.0) == "3" and number_text(0.1 + 0.2) == "0.3"
+    assert number_text(12.5, FieldSpec("field_1", "currency")) == "12.50"
+    assert duration_text(pd.Timedelta(hours=27, minutes=5)) == "27:05:00"
+    tz = "America/Chicago"
+    got = parse_column(["2026-03-04T09:30:00-06:00", "2026-03-04 09:30", ""],
+                       f"datetime64[ns, {tz}]", None, column="due", where="x.csv", timezone=tz)
+    assert got[0] == got[1] == pd.Timestamp("2026-03-04 09:30", tz=tz) and got[2] is None
+    opts = FieldSpec("field_2", "multiple_choice",
+                     format={"type": "multi", "options": ["A, with comma", "B"]})
+    assert parse_column(["A, with comma, B"], "list", opts) == [["A, with comma", "B"]]
+    with pytest.raises(UsageError, match=r"x\.csv: column 'n', row 2: cannot read 'abc'"):
+        parse_column(["1", "abc"], "Float64", None, column="n", where="x.csv")
+
+
+def test_the_first_layout_still_reads_but_push_asks_to_convert(fixture_frames: Frames,
+                                                               client: Client,
+                                                               tmp_path: Path) -> None:
+    """Directories saved before the layout changed (main.parquet, tables/, original/)."""
+    from svc_frames.parquet import frame_to_arrow
+    from svc_frames.writeback import push
+
+    assert fixture_frames.source is not None and fixture_frames.original is not None
+    old = tmp_path / "old"
+    for root, fr in ((old, fixture_frames), (old / "original", fixture_frames.original)):
+        files = {name: f"{i:03d}-{name}.parquet" for i, name in enumerate(fr.tables)}
+        (root / "tables").mkdir(parents=True)
+        pq.write_table(frame_to_arrow(fr.main, {"format": 1, "tables": files,
+                                                "source": fixture_frames.source.to_dict()}),
+                       root / "main.parquet")
+        for name, fname in files.items():
+            pq.write_table(frame_to_arrow(fr.tables[name], {"table": name}),
+                           root / "tables" / fname)
+    assert_frames_equal(read_parquet(old), fixture_frames)
+    sent = client.request_count
+    with pytest.raises(UsageError, match="earlier svc_frames"):
+        push(client, old)
+    assert client.request_count == sent
+    converted = to_parquet(read_parquet(old), tmp_path / "new")
+    assert_frames_equal(read_parquet(converted), fixture_frames)

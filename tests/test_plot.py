@@ -232,3 +232,76 @@ def test_plot_counts_on_a_view_loaded_with_label_columns(client) -> None:
     assert status in frames.main.columns
     bars = bar_values(plot_counts(frames, status))
     assert sum(bars.values()) == len(frames)
+
+
+def stacked(n: int, places: int) -> Frames:
+    """``n`` records at ``places`` sites: what work orders at a few depots look like."""
+    fields = [FieldSpec("field_2", "address", "Site")]
+    ids = pd.Index([f"r{i:05d}" for i in range(n)], name="id", dtype="string")
+    rng = np.random.default_rng(3)
+    lat_site = rng.normal(30.3, 0.2, places)
+    lon_site = rng.normal(-97.7, 0.2, places)
+    main = pd.DataFrame({"field_2.latitude": pd.array(lat_site[np.arange(n) % places],
+                                                      dtype="Float64"),
+                         "field_2.longitude": pd.array(lon_site[np.arange(n) % places],
+                                                       dtype="Float64")}, index=ids)
+    return Frames(main, {}, Source(kind="object", object_key="object_1", fields=fields,
+                                   timezone=TZ))
+
+
+def offsets(ax) -> np.ndarray:
+    return np.concatenate([c.get_offsets() for c in ax.collections])
+
+
+def test_locations_spread_records_that_share_a_place() -> None:
+    frames = stacked(40, 4)
+    ax = plot_locations(frames, "Site", basemap=False)
+    pts = offsets(ax)
+    assert len(pts) == 40 and len({tuple(p) for p in pts}) == 40  # each one visible
+    assert "40 of 40 records at 4 places" in ax.get_title()
+    # each point stays next to its own place (well under 1% of the map's span away)
+    main = frames.main
+    truth = np.column_stack([main["field_2.longitude"].to_numpy(float),
+                             main["field_2.latitude"].to_numpy(float)])
+    span = np.ptp(truth, axis=0).max()
+    assert np.abs(pts - truth).max() < 0.01 * span
+    plain = plot_locations(frames, "Site", density="scatter", basemap=False)
+    assert len({tuple(p) for p in offsets(plain)}) == 4  # as they are: stacked
+    # crowded points are lighter, so density shows
+    assert ax.collections[0].get_alpha() < plot_locations(
+        stacked(40, 40), "Site", basemap=False).collections[0].get_alpha()
+
+
+def test_locations_of_many_records_are_binned_by_density() -> None:
+    n = 3500
+    ax = plot_locations(stacked(n, 700), "Site", basemap=False)
+    cells = ax.collections[0]
+    assert int(np.asarray(cells.get_array()).sum()) == n  # every record in a hexagon
+    assert ax.figure.axes[1].get_ylabel() == "records"
+    # coloured by a field: points (a legend needs them), not hexagons
+    frames = stacked(n, 700)
+    frames.main["kind"] = pd.array(["a", "b"] * (n // 2), dtype="string")
+    assert len(offsets(plot_locations(frames, "Site", color_by="kind", basemap=False))) == n
+
+
+def test_basemap_is_optional_and_falls_back_cleanly() -> None:
+    frames = stacked(10, 2)
+    drawn: list[object] = []
+    ax = plot_locations(frames, "Site", basemap=drawn.append)
+    assert drawn == [ax]
+
+    def offline(ax: object) -> None:
+        raise OSError("no network")
+
+    ax = plot_locations(frames, "Site", basemap=offline)
+    assert len(offsets(ax)) == 10  # the points are drawn all the same
+    assert any("basemap unavailable" in t.get_text() for t in ax.texts)
+    try:
+        import contextily  # noqa: F401
+    except ImportError:
+        ax = plot_locations(frames, "Site")  # "auto" without the extra: no map, no fuss
+        assert not ax.texts
+        with pytest.raises(UsageError, match=r"svc-frames\[maps\]"):
+            plot_locations(frames, "Site", basemap=True)
+    with pytest.raises(UsageError, match="density"):
+        plot_locations(frames, "Site", density="blobs")  # type: ignore[arg-type]

@@ -740,7 +740,7 @@ def test_cli_push_saved_parquet(fresh: LocalService, tmp_path: Path,
     edited = read_parquet(path)
     rid = edited.main.index[0]
     set_cell(edited, rid, "field_12", "pushed from parquet")
-    to_parquet(edited, path)
+    to_parquet(edited, path, overwrite=True)
     creds = ["--app-id", fresh.app_id, "--api-key", fresh.api_key, "--base-url",
              fresh.base_url, "--rate-limit", "0"]
     fresh.request_log.clear()

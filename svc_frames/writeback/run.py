@@ -22,7 +22,7 @@ from typing import Any, Literal
 from ..client import Client
 from ..errors import UsageError
 from ..frames import Frames
-from ..parquet import read_parquet, to_parquet
+from ..parquet import read_for_push, save_pushed
 from ..progress import want_progress
 from ..schema import Schema
 from .apply import apply
@@ -144,18 +144,18 @@ def _summarize(report: Report, name: str, progress: bool | None) -> None:
 
 
 def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
-         save: bool = True, **options: Any) -> Report:
-    """``write_back`` for frames saved by ``to_parquet`` (the ``svc-frames push`` command).
+         save: bool = True, overwrite: bool = False, **options: Any) -> Report:
+    """``write_back`` for saved frames (``to_parquet`` or ``export``) edited with any tool
+    (the ``svc-frames push`` command). ``parquet.read_for_push`` reads and checks the
+    directory before any request.
 
-    After a run that applied something, the refreshed frames (new ids, server values, the
-    new ``original``) are saved back to ``path``, so pushing again sends nothing.
+    After a run that applied something, the as-loaded copy follows (so pushing again sends
+    nothing); the data files are rewritten with new ids and server values only with
+    ``overwrite=True`` (which new rows need). ``save=False`` writes nothing.
 
     Usage: ``push(Client.from_env(), "out/orders", dry_run=True).table``"""
-    frames = read_parquet(path)
-    if frames.source is None or frames.original is None:
-        raise UsageError(f"{path}: no write-back metadata (source and original) in this "
-                         "parquet directory: save it with to_parquet(read_object(...))")
+    frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
     report = write_back(client, frames, dry_run=dry_run, **options)
     if save and not dry_run and (report.table["status"] == "applied").any():
-        to_parquet(frames, path)
+        save_pushed(frames, path, report.table, overwrite=overwrite)
     return report
