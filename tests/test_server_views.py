@@ -88,6 +88,9 @@ def test_view_tokens_and_profiles(fresh_service: LocalService) -> None:
     assert _view_get(svc, "scene_2", "view_3", token=tech).status_code == 403  # profile
     manager = login(svc, 0)
     assert _view_get(svc, "scene_2", "view_3", token=manager).status_code == 200
+    # the token goes as is: a "Bearer " prefix is refused as the hosted service does
+    r = _view_get(svc, "scene_2", "view_3", token=f"Bearer {manager}")
+    assert r.status_code == 403 and r.text == "Invalid or Expired Token"
     # a wrong API key on a view request is a 401
     h = {**svc.headers(view=True, token=manager), "X-Service-REST-API-KEY": "nope"}
     assert requests.get(view_url(svc, "scene_2", "view_3"), headers=h,
