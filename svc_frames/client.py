@@ -65,28 +65,17 @@ from .errors import (
     UsageError,
     ValidationError,
 )
-from .filters import FIELD_KEY, Filters, encode_filters
-
-try:  # orjson parses pages 1.7-2.3x faster than json (1000-record pages of demo and
-    # hosted-sample records, measured 2026-11-22): the client's main CPU cost
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover - optional speed-up
-    _loads = json.loads  # type: ignore[assignment]
+from .filters import Filters, encode_filters
+from .keys import FIELD_KEY, KEY_RE
+from .rawpages import parse_json
 
 log = logging.getLogger("svc_frames.client")
 
-
-def parse_json(body: bytes | str) -> Any:
-    """Parse a response body the way the client does (orjson when installed)."""
-    return _loads(body)
 
 Target = str | tuple[str, str]
 """``"object_N"`` or ``("scene_N", "view_N")``."""
 
 MAX_ROWS_PER_PAGE = 1000
-_OBJECT_RE = re.compile(r"object_\d+\Z")
-_SCENE_RE = re.compile(r"scene_\d+\Z")
-_VIEW_RE = re.compile(r"view_\d+\Z")
 # 500 too: for an idempotent request a repeat is harmless, and a hosted 500 is often
 # transient; a POST is never repeated after any 5xx (see request()).
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -122,10 +111,10 @@ def parse_target(target: Target | str) -> tuple[str, str | None, str | None]:
         target = tuple(target.split("/", 1))  # type: ignore[assignment]
     if isinstance(target, tuple):
         if (len(target) == 2 and isinstance(target[0], str) and isinstance(target[1], str)
-                and _SCENE_RE.match(target[0]) and _VIEW_RE.match(target[1])):
+                and KEY_RE["scene"].match(target[0]) and KEY_RE["view"].match(target[1])):
             return "view", target[0], target[1]
         raise UsageError(f"bad view target {target!r}: expected ('scene_N', 'view_N')")
-    if isinstance(target, str) and _OBJECT_RE.match(target):
+    if isinstance(target, str) and KEY_RE["object"].match(target):
         return "object", target, None
     raise UsageError(f"bad target {target!r}: expected 'object_N' or 'scene_N/view_N'")
 
@@ -507,7 +496,7 @@ class Client:
         if not body:
             return None
         try:
-            return (parse or _loads)(body)
+            return (parse or parse_json)(body)
         except ValueError:
             ctype = resp.headers.get("Content-Type", "?")
             raise ServerError(

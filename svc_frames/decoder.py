@@ -35,7 +35,7 @@ from zoneinfo import ZoneInfo
 from .errors import DisplayValuesNeeded
 from .frames import Source, build_frames
 from .kinds.base import FieldSpec
-from .rawpages import raw_page_parser
+from .rawpages import parse_json, raw_page_parser
 
 _LEN = struct.Struct("!Q")
 log = logging.getLogger("svc_frames.decoder")
@@ -60,8 +60,6 @@ class _Decode:
     """What a page decode needs, in or out of process."""
 
     def __init__(self, fields: list[FieldSpec], source: Source, tz: ZoneInfo | None) -> None:
-        from .client import parse_json
-
         self.fields, self.source, self.tz = fields, source, tz
         self.parse = raw_page_parser(fields, parse_json) or parse_json
 

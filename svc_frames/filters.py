@@ -40,12 +40,11 @@ import math
 import re
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import FilterWarning, UsageError
-
-if TYPE_CHECKING:  # filters sits below kinds (rawpages reads FIELD_KEY): no import at run time
-    from .kinds.base import FieldSpec
+from .keys import FIELD_KEY
+from .kinds.base import FieldSpec
 
 NO_VALUE = frozenset({"is blank", "is not blank", "is today", "is before today",
                       "is after today", "is today or before", "is today or after",
@@ -65,7 +64,6 @@ MAYBE_DATE_VALUE = frozenset({"is", "is not", "higher than", "lower than"})
 DATE_ONLY = DATE_VALUE | RANGED | CURRENT | (NO_VALUE - {"is blank", "is not blank"})
 """Operators that apply to date fields only."""
 PERIODS = frozenset({"days", "weeks", "months", "years"})
-FIELD_KEY = re.compile(r"field_\d+\Z")
 """A field key (``field_N``): the one rule for filter fields, sort fields and record keys."""
 DATE_KINDS = frozenset({"date_time", "timer"})
 NUMBER_KINDS = frozenset({"number", "currency", "rating", "auto_increment", "sum", "count",

@@ -21,7 +21,8 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .errors import DisplayValuesNeeded
-from .filters import FIELD_KEY
+from .keys import FIELD_KEY
+from .kinds import codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .rawpages import RawRecord, column_getter
 
@@ -106,8 +107,6 @@ def resolve_fields(records: Sequence[Mapping[str, Any]], known: Mapping[str, Fie
     made-up one). Returns (fields, any_inferred).
 
     ``order``: schema fields to use (in schema order) even when absent from the records."""
-    from .kinds import infer_field
-
     present = record_field_keys(records)
     fields: list[FieldSpec] = []
     done: set[str] = set()
@@ -151,8 +150,6 @@ def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[Fie
     """Whether the fields of these (raw and display) records decode from raw values alone,
     so the pages still to come may be fetched with ``format=raw``. A raw page is checked
     by build_frames itself (DisplayValuesNeeded). Usage: ``decodes_raw_alone(page1, fields)``"""
-    from .kinds import codec_for
-
     for spec in fields:
         codec = codec_for(spec)
         if type(codec).decodes_raw_alone is Codec.decodes_raw_alone:
@@ -171,8 +168,6 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     no display values); the codecs get the raws and no displays.
 
     Usage: ``build_frames(records, fields, Source("object", "object_1", fields))``"""
-    from .kinds import codec_for
-
     ctx = ReadContext(timezone=tz)
     if records and isinstance(records[0], RawRecord):
         ids = list(map(operator.attrgetter("id"), records))

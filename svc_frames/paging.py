@@ -44,7 +44,7 @@ import numpy as np
 
 from .errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
 from .filters import encode_filters, needs_schema, prepare_filters, validate_filters
-from .rawpages import RawRecord, raw_page_parser
+from .rawpages import RawRecord, parse_json, raw_page_parser
 from .schema import Schema
 
 if TYPE_CHECKING:
@@ -200,8 +200,6 @@ class Paginator:
         """Request the pages still to come with ``format=raw``, parsed into records with
         a slot per field (rawpages), or decoded as they arrive by ``decode`` (a
         PageDecoder's). Usage: ``pager.ask_raw(fields)``"""
-        from .client import parse_json
-
         self._raw_parser = decode or raw_page_parser(fields, parse_json)
         self.page_format = "raw"
 

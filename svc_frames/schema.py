@@ -20,19 +20,18 @@ Usage::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from .errors import ConfigurationError
+from .keys import FIELD_KEY
 from .kinds.base import FieldSpec
 from .kinds.tz import resolve_timezone
 
 __all__ = ["Connection", "Schema", "ViewColumn", "view_columns"]
 
-FIELD_KEY = re.compile(r"^field_\d+$")
 #: The members of a view under which the hosted schema nests the fields it shows: table and
 #: search ``columns``, form ``inputs``, details ``groups`` (which nest columns again).
 _LAYOUT_KEYS = ("columns", "inputs", "groups")

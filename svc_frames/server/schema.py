@@ -28,25 +28,18 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-import re
 from collections.abc import Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ..errors import ConfigurationError, SchemaError
+from ..keys import KEY_RE
 from ..kinds import READ_ONLY_KINDS
 from ..kinds.base import FieldSpec
 from ..kinds.tz import resolve_timezone
 from ..schema import ViewColumn as Column
 from ..schema import view_columns
-
-KEY_RE = {
-    "object": re.compile(r"^object_\d+$"),
-    "field": re.compile(r"^field_\d+$"),
-    "scene": re.compile(r"^scene_\d+$"),
-    "view": re.compile(r"^view_\d+$"),
-}
 
 #: Kinds the service computes; writes to them are refused (the codecs' read-only flag).
 COMPUTED_KINDS = READ_ONLY_KINDS
