@@ -22,8 +22,10 @@ from typing import Any
 
 import pandas as pd
 
+from .client import Client
 from .errors import UsageError
 from .frames import Frames
+from .writeback import Plan, write_back
 
 __all__ = ["PlanReview", "review", "changes_html", "report_html"]
 
@@ -125,19 +127,23 @@ class PlanReview:
         report = box.apply()      # same as pressing Apply
     """
 
-    def __init__(self, plan: Any, client: Any, edited: Frames | None = None, *,
+    def __init__(self, plan: Plan, client: Client, edited: Frames | None = None, *,
                  write: Callable[..., Any] | None = None, page_size: int = 50,
                  **write_options: Any) -> None:
         import ipywidgets as w
 
-        if plan is None or not hasattr(plan, "changes"):
+        if not isinstance(plan, Plan):
             raise UsageError("review() needs the Plan returned by diff(); got "
                              f"{type(plan).__name__}")
         if not isinstance(page_size, int) or page_size < 1:
             raise UsageError(f"page_size must be a positive integer, got {page_size!r}")
         self.plan = plan
         self.client = client
-        self.edited = edited if edited is not None else getattr(plan, "edited", None)
+        found = edited if edited is not None else plan.edited
+        if found is None:
+            raise UsageError("review() needs the edited frames: pass edited= (the plan was "
+                             "built without them)")
+        self.edited: Frames = found
         self.write_options = write_options
         self.page_size = page_size
         self._write = write
@@ -285,7 +291,7 @@ class PlanReview:
         if not ids:
             self.output.value = "<b>Nothing selected:</b> nothing was sent."
             return None
-        write = self._write or _default_write()
+        write = self._write or write_back
         self.apply_button.disabled = True
         self.apply_button.description = "Sending…"
         try:
@@ -315,13 +321,7 @@ class PlanReview:
                 + (", applied" if self.report is not None else "") + ")")
 
 
-def _default_write() -> Callable[..., Any]:
-    from .writeback import write_back  # imported late: the widget module loads without it
-
-    return write_back
-
-
-def review(plan: Any, client: Any, edited: Frames | None = None, **write_options: Any
+def review(plan: Plan, client: Client, edited: Frames | None = None, **write_options: Any
            ) -> PlanReview:
     """Show a plan for review in a notebook; Apply sends only the ticked records.
 
