@@ -722,11 +722,20 @@ class Client:
                               f"envelope: {_snippet(json.dumps(out).encode())!r}")
         return out
 
+    @staticmethod
+    def _answer(out: Any) -> dict[str, Any]:
+        """A record operation's answer, which the interface promises is a JSON object."""
+        if not isinstance(out, dict):
+            raise ServerError("the answer is not a JSON object: "
+                              f"{_snippet(json.dumps(out).encode())!r}")
+        return out
+
     def get_record(self, object_key: str, record_id: str) -> dict[str, Any]:
         """One record of an object. Usage: ``client.get_record("object_1", rid)``"""
         parse_target(object_key)
-        return self.request("GET", f"/v1/objects/{object_key}/records/{quote(record_id)}",
-                            what=f"{object_key} record {record_id}")
+        return self._answer(
+            self.request("GET", f"/v1/objects/{object_key}/records/{quote(record_id)}",
+                         what=f"{object_key} record {record_id}"))
 
     def create_record(self, object_key: str, data: Mapping[str, Any], *,
                       resend: Callable[[OutcomeUnknown], bool] | None = None
@@ -734,22 +743,25 @@ class Client:
         """Create a record (POST, never blindly repeated: see ``request``'s ``resend``).
         Usage: ``client.create_record("object_1", {"field_1": "x"})``"""
         parse_target(object_key)
-        return self.request("POST", f"/v1/objects/{object_key}/records", json_body=dict(data),
-                            what=object_key, resend=resend)
+        return self._answer(
+            self.request("POST", f"/v1/objects/{object_key}/records", json_body=dict(data),
+                         what=object_key, resend=resend))
 
     def update_record(self, object_key: str, record_id: str,
                       data: Mapping[str, Any]) -> dict[str, Any]:
         """Update fields of a record (PUT). Usage:
         ``client.update_record("object_1", rid, {"field_1": "y"})``"""
         parse_target(object_key)
-        return self.request("PUT", f"/v1/objects/{object_key}/records/{quote(record_id)}",
-                            json_body=dict(data), what=f"{object_key} record {record_id}")
+        return self._answer(
+            self.request("PUT", f"/v1/objects/{object_key}/records/{quote(record_id)}",
+                         json_body=dict(data), what=f"{object_key} record {record_id}"))
 
     def delete_record(self, object_key: str, record_id: str) -> dict[str, Any]:
         """Delete a record. Usage: ``client.delete_record("object_1", rid)``"""
         parse_target(object_key)
-        return self.request("DELETE", f"/v1/objects/{object_key}/records/{quote(record_id)}",
-                            what=f"{object_key} record {record_id}")
+        return self._answer(
+            self.request("DELETE", f"/v1/objects/{object_key}/records/{quote(record_id)}",
+                         what=f"{object_key} record {record_id}"))
 
     def create_view_record(self, scene: str, view: str, data: Mapping[str, Any],
                            *, token: str | None = None,
@@ -757,26 +769,27 @@ class Client:
                            ) -> dict[str, Any]:
         """Create a record through a form view: ``{"record", "submit_key"}``."""
         parse_target((scene, view))
-        return self.request("POST", f"/v1/pages/{scene}/views/{view}/records",
+        return self._answer(self.request("POST", f"/v1/pages/{scene}/views/{view}/records",
                             json_body=dict(data), view=True, token=token,
-                            what=f"{scene}/{view}", resend=resend)
+                            what=f"{scene}/{view}", resend=resend))
 
     def update_view_record(self, scene: str, view: str, record_id: str,
                            data: Mapping[str, Any], *, token: str | None = None,
                            ) -> dict[str, Any]:
         """Update a record through a view: ``{"record", "submit_key"}``."""
         parse_target((scene, view))
-        return self.request("PUT", f"/v1/pages/{scene}/views/{view}/records/{quote(record_id)}",
-                            json_body=dict(data), view=True, token=token,
-                            what=f"{scene}/{view} record {record_id}")
+        return self._answer(
+            self.request("PUT", f"/v1/pages/{scene}/views/{view}/records/{quote(record_id)}",
+                         json_body=dict(data), view=True, token=token,
+                         what=f"{scene}/{view} record {record_id}"))
 
     def delete_view_record(self, scene: str, view: str, record_id: str,
                            *, token: str | None = None) -> dict[str, Any]:
         """Delete a record through a view."""
         parse_target((scene, view))
-        return self.request("DELETE",
+        return self._answer(self.request("DELETE",
                             f"/v1/pages/{scene}/views/{view}/records/{quote(record_id)}",
-                            view=True, token=token, what=f"{scene}/{view} record {record_id}")
+                            view=True, token=token, what=f"{scene}/{view} record {record_id}"))
 
     def close(self) -> None:
         self.session.close()
