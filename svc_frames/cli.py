@@ -90,6 +90,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     def _stop(*_: Any) -> None:
         stop.set()
 
+    if args.env_file:
+        with contextlib.suppress(FileNotFoundError):  # a stale one from a killed run
+            os.remove(args.env_file)
     # handlers first: a SIGTERM during start-up still ends in a clean stop
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -288,3 +289,28 @@ def test_new_rows_need_overwrite_and_get_their_ids(fresh_service: LocalService,
     before = _writes(fresh_service)
     assert main(["push", str(out)]) == 0  # nothing new: no --overwrite needed, no write
     assert _writes(fresh_service) == before
+
+
+def test_serve_env_file_is_sourceable_private_and_removed_on_stop(tmp_path: Path) -> None:
+    env_file = tmp_path / "svc.env"
+    env_file.write_text("export SVC_APP_ID=stale\n")  # left by a killed run: replaced
+    with subprocess.Popen([sys.executable, "-m", "svc_frames.cli", "serve", "--demo",
+                           "--records", "5", "--port", "0", "--data", str(tmp_path / "d"),
+                           "--env-file", str(env_file)],
+                          stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            info = json.loads(proc.stdout.readline())  # printed before the file is written
+            proc.stdout.readline()
+            while not env_file.exists() or "stale" in env_file.read_text():
+                assert proc.poll() is None
+                time.sleep(0.05)
+            assert env_file.stat().st_mode & 0o777 == 0o600  # it holds the API key
+            shown = subprocess.run(["bash", "-c", f". {env_file}; echo $SVC_BASE_URL "
+                                    "$SVC_APP_ID $SVC_EMAIL"], capture_output=True,
+                                   text=True, check=True).stdout.split()
+            assert shown == [info["base_url"], info["app_id"], info["users"][0]["email"]]
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=30) == 0
+    assert not env_file.exists()  # stale credentials would mislead the next shell
