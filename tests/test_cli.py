@@ -199,6 +199,20 @@ def test_csv_export_reads_as_the_service_shows_and_pushes_back(
     assert _writes(fresh_service) - before == 2
     assert _server_record(fresh_service, rid)["field_12_raw"] == "edited in a spreadsheet"
     assert _server_record(fresh_service, text["id"].iloc[1])["field_16_raw"] == 12.5
+    # a row added in the spreadsheet (empty id): created, and the CSV rewritten with its id
+    text = pd.read_csv(part, dtype=str, keep_default_na=False)
+    row = {c: "" for c in text.columns} | {"field_12": "added in a spreadsheet"}
+    pd.concat([text, pd.DataFrame([row])], ignore_index=True).to_csv(part, index=False)
+    assert main(["push", str(out), "--overwrite"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["status"] == {"applied": 1}
+    (part,) = out.iterdir()
+    back = pd.read_csv(part, dtype=str, keep_default_na=False)
+    assert part.suffix == ".csv" and len(back) == 31 and (back["id"] != "").all()
+    new_id = back.loc[back["field_12"] == "added in a spreadsheet", "id"].item()
+    assert _server_record(fresh_service, new_id)["field_12_raw"] == "added in a spreadsheet"
+    before = _writes(fresh_service)
+    assert main(["push", str(out)]) == 0  # read back as written: nothing to send
+    assert _writes(fresh_service) == before
 
 
 def test_push_refuses_a_damaged_directory_before_any_request(
@@ -314,3 +328,30 @@ def test_serve_env_file_is_sourceable_private_and_removed_on_stop(tmp_path: Path
             proc.terminate()
             assert proc.wait(timeout=30) == 0
     assert not env_file.exists()  # stale credentials would mislead the next shell
+
+
+def test_push_reports_applied_writes_even_when_the_refresh_fails(
+        fresh_service: LocalService, tmp_path: Path) -> None:
+    from svc_frames.client import Client
+    from svc_frames.parquet import export
+    from svc_frames.writeback import push
+
+    client = Client(fresh_service.app_id, api_key=fresh_service.api_key,
+                    base_url=fresh_service.base_url, rate_limit=0)
+    out = tmp_path / "orders"
+    export(client, "object_3", out, progress=False)
+    df = pd.read_parquet(out)
+    df.loc[0, "field_12"] = "applied before the disk failed"
+    df.to_parquet(_only_file(out, "e.parquet"), index=False)
+    meta = tmp_path / "orders.svc_frames.json"
+
+    def break_metadata(r: Any, *args: Any, **kwargs: Any) -> None:
+        if r.request.method == "PUT":  # the write is in; the refresh will find no metadata
+            meta.write_text("{broken")
+
+    client.session.hooks["response"].append(break_metadata)
+    with pytest.warns(UserWarning, match="were applied, but .* could not be refreshed"):
+        report = push(client, out)
+    assert report.counts == {"applied": 1}
+    rid = df.loc[0, "id"]
+    assert _server_record(fresh_service, rid)["field_12_raw"] == "applied before the disk failed"

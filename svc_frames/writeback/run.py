@@ -1,5 +1,5 @@
 """write_back: validate and plan, then one run in numbered phases; push: the same for
-frames saved by ``to_parquet``.
+saved frames (``to_parquet`` or ``export``; read and checked by ``parquet.read_for_push``).
 
 Usage::
 
@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import Any, Literal
 
 from ..client import Client
-from ..errors import UsageError
+from ..errors import SvcError, UsageError
 from ..frames import Frames
 from ..parquet import read_for_push, save_pushed
 from ..progress import want_progress
@@ -157,5 +158,12 @@ def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
     frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
     report = write_back(client, frames, dry_run=dry_run, **options)
     if save and not dry_run and (report.table["status"] == "applied").any():
-        save_pushed(frames, path, report.table, overwrite=overwrite)
+        try:
+            save_pushed(frames, path, report.table, overwrite=overwrite)
+        except (OSError, SvcError) as exc:
+            # the writes happened: the report must reach the caller whatever the disk says
+            warnings.warn(f"the writes in this report were applied, but {path} could not be "
+                          f"refreshed ({exc}); pushing it again would diff against the old "
+                          "as-loaded copy: export again before editing further",
+                          stacklevel=2)
     return report
