@@ -355,3 +355,31 @@ def test_push_reports_applied_writes_even_when_the_refresh_fails(
     assert report.counts == {"applied": 1}
     rid = df.loc[0, "id"]
     assert _server_record(fresh_service, rid)["field_12_raw"] == "applied before the disk failed"
+
+
+def test_push_of_an_edited_connection_table(fresh_service: LocalService, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """orders.tables/<connection>/ is editable too: a row added links, pushed once."""
+    _env(monkeypatch, fresh_service)
+    out = tmp_path / "orders"
+    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    links_dir = tmp_path / "orders.tables" / "field_41"
+    links = pd.read_parquet(links_dir)
+    parts = requests.get(f"{fresh_service.base_url}/v1/objects/object_2/records",
+                         headers=fresh_service.headers(), timeout=30).json()["records"]
+    rid = pd.read_parquet(out)["id"].iloc[0]
+    have = set(links.loc[links["record_id"] == rid, "connected_id"])
+    extra = next(p["id"] for p in parts if p["id"] not in have)
+    links = pd.concat([links, pd.DataFrame({"record_id": [rid], "connected_id": [extra],
+                                            "identifier": [None]})], ignore_index=True)
+    links.to_parquet(_only_file(links_dir, "links.parquet"), index=False)
+    before = _writes(fresh_service)
+    assert main(["push", str(out)]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["status"] == {"applied": 1}
+    assert _writes(fresh_service) - before == 1
+    linked = {c["id"] for c in _server_record(fresh_service, rid)["field_41_raw"]}
+    assert linked == have | {extra}
+    assert main(["push", str(out)]) == 0  # the as-loaded table followed: nothing to send
+    assert _writes(fresh_service) - before == 1
