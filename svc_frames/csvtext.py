@@ -137,15 +137,17 @@ def _bad(where: str, column: str, row: int, text: str, what: str) -> UsageError:
 
 
 def parse_column(texts: Sequence[str], dtype: str, field: FieldSpec | None, *,
-                 column: str = "", where: str = "", timezone: str | None = None) -> list[Any]:
+                 column: str = "", where: str = "", timezone: str | None = None,
+                 skip: Sequence[bool] | None = None) -> list[Any]:
     """Values of the saved column type ``dtype`` (a pandas dtype name, or ``"list"``) from
-    CSV text; ``""`` is empty. ``timezone`` places times written without an offset.
+    CSV text; ``""`` is empty. ``timezone`` places times written without an offset;
+    cells whose ``skip`` is true are not read (None: the caller knows their value).
 
     Usage: ``parse_column(["1:30:00", ""], "timedelta64[ns]", None, column="t", where="a.csv")``"""
     out: list[Any] = []
     for row, raw in enumerate(texts):
         text = "" if _empty(raw) else str(raw).strip()
-        if text == "":
+        if text == "" or (skip is not None and skip[row]):
             out.append(None)
             continue
         try:

@@ -573,16 +573,18 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
         cols: dict[str, Any] = {}
         for name, dtype in columns.items():
             cells = text[name].tolist()
-            values = parse_column(cells, dtype, fields.get(name), column=name,
-                                  where=str(path), timezone=tz)
+            same: list[bool] | None = None
             if base is not None and name in base.columns:
                 # a cell unchanged since export stands for the exact value loaded (CSV
-                # rounds: computed numbers, seconds of a duration), so it is no edit
-                was = base[name]
-                for i, (cell, before) in enumerate(zip(
-                        cells, format_column(was, fields.get(name)), strict=True)):
-                    if cell == before and cell != "":
-                        values[i] = was.iloc[i]
+                # rounds: computed numbers, seconds of a duration), so it is no edit, and
+                # is not parsed at all
+                was = base[name].tolist()
+                same = [c == b and c != "" for c, b in zip(
+                    cells, format_column(base[name], fields.get(name)), strict=True)]
+            values = parse_column(cells, dtype, fields.get(name), column=name,
+                                  where=str(path), timezone=tz, skip=same)
+            if same is not None:
+                values = [w if k else v for v, w, k in zip(values, was, same, strict=True)]
             cols[name] = _typed_series(values, dtype)
         return pd.DataFrame(cols, columns=list(columns))
     try:
