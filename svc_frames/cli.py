@@ -23,6 +23,15 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import pandas as pd
+
+from .client import Client
+from .errors import SvcError, UsageError
+from .filters import validate_filters
+from .parquet import export
+from .schema import Schema
+from .writeback import push
+
 Handler = Callable[[argparse.Namespace], int]
 
 
@@ -77,6 +86,7 @@ def write_env_file(path: str, svc: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # the server (FastAPI, uvicorn) loads only for `serve`: client commands start faster
     from .server import LocalService
 
     if args.records < 0:
@@ -160,10 +170,8 @@ def add_credentials(p: argparse.ArgumentParser) -> None:
                    help="client pace, requests per second (default 10; 0 = off)")
 
 
-def client_from_args(args: argparse.Namespace) -> Any:
+def client_from_args(args: argparse.Namespace) -> Client:
     """A Client from flags, falling back to the environment; logs in when asked to."""
-    from .client import Client
-
     client = Client.from_env(app_id=args.app_id, api_key=args.api_key, base_url=args.base_url,
                              token=args.token, rate_limit=args.rate_limit)
     email = args.email or (os.environ.get("SVC_EMAIL") if args.password else None)
@@ -177,8 +185,6 @@ def client_from_args(args: argparse.Namespace) -> Any:
 
 def run_client_command(fn: Callable[[], int]) -> int:
     """Typed errors become one clear line on stderr (2: bad input, 1: the service)."""
-    from .errors import SvcError, UsageError
-
     try:
         return fn()
     except UsageError as exc:
@@ -218,9 +224,6 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
 
 def cmd_export(args: argparse.Namespace) -> int:
     def run() -> int:
-        from .filters import validate_filters
-        from .parquet import export
-
         filters = validate_filters(args.filters) if args.filters else None
         client = client_from_args(args)
         res = export(client, args.target, args.out, filters=filters, format=args.format,
@@ -258,29 +261,27 @@ def cmd_schema(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(app, indent=1))
             return 0
-        tz = (app.get("settings") or {}).get("timezone") or "?"
-        print(f"{app.get('name', '?')} (id {app.get('id', client.app_id)}, timezone {tz})")
-        for obj in app.get("objects") or ():
-            print(f"\n{obj.get('key')}  {obj.get('name', '')}")
-            for f in obj.get("fields") or ():
+        schema = Schema.of(app)
+        print(f"{schema.name or '?'} (id {app.get('id', client.app_id)}, "
+              f"timezone {schema.timezone_name or '?'})")
+        for okey in schema.object_keys():
+            print(f"\n{okey}  {schema.object_name(okey)}")
+            for f in schema.object_fields(okey) or ():
                 extra = ""
-                fmt = f.get("format") or {}
-                if f.get("type") == "multiple_choice" and fmt.get("type"):
-                    extra = f" ({fmt['type']})"
-                if f.get("relationship"):
-                    rel = f["relationship"]
+                if f.kind == "multiple_choice" and f.format.get("type"):
+                    extra = f" ({f.format['type']})"
+                if f.relationship:
+                    rel = f.relationship
                     extra = f" -> {rel.get('object')} ({rel.get('has', '?')})"
-                print(f"  {f.get('key'):<10} {f.get('type', '?'):<16} {f.get('name', '')}{extra}")
-        scenes = app.get("scenes") or ()
-        if scenes:
+                print(f"  {f.key:<10} {f.kind:<16} {f.name}{extra}")
+        if schema.scenes():
             print("\nscenes and views")
-        for sc in scenes:
+        for skey, sc in schema.scenes():
             login = " (login)" if sc.get("authenticated") else ""
-            print(f"  {sc.get('key')}{login} {sc.get('name', '')}")
-            for v in sc.get("views") or ():
-                src = (v.get("source") or {}).get("object", "")
-                print(f"    {v.get('key'):<9} {v.get('type', '?'):<9} {src:<10} "
-                      f"{v.get('name', '')}")
+            print(f"  {skey}{login} {sc.get('name', '')}")
+            for vkey, v in schema.scene_views(skey):
+                print(f"    {vkey:<9} {v.get('type', '?'):<9} "
+                      f"{schema.view_object(skey, vkey):<10} {v.get('name', '')}")
         return 0
 
     return run_client_command(run)
@@ -317,10 +318,6 @@ def add_push(sub: Any) -> argparse.ArgumentParser:
 
 def cmd_push(args: argparse.Namespace) -> int:
     def run() -> int:
-        import pandas as pd
-
-        from .writeback import push
-
         client = client_from_args(args)
         target = tuple(args.view.split("/", 1)) if args.view else None
         report = push(client, args.path, dry_run=args.dry_run, on_conflict=args.on_conflict,

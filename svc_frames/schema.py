@@ -104,9 +104,11 @@ class Schema:
             str(o["key"]): o for o in self.doc.get("objects") or ()
             if isinstance(o, Mapping) and isinstance(o.get("key"), str)}
         self._views: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._scenes: dict[str, Mapping[str, Any]] = {}
         for sc in self.doc.get("scenes") or ():
             if not isinstance(sc, Mapping):
                 continue
+            self._scenes.setdefault(str(sc.get("key")), sc)
             for v in sc.get("views") or ():
                 if isinstance(v, Mapping) and isinstance(v.get("key"), str):
                     self._views.setdefault((str(sc.get("key")), v["key"]), v)
@@ -183,7 +185,20 @@ class Schema:
                                           many=rel.get("has") == "many"))
         return out
 
+    @property
+    def name(self) -> str:
+        """The application's name, or ""."""
+        return str(self.doc.get("name") or "")
+
     # ---- scenes and views ------------------------------------------------------------
+    def scenes(self) -> list[tuple[str, Mapping[str, Any]]]:
+        """(scene key, scene dict) of every scene, in schema order."""
+        return list(self._scenes.items())
+
+    def scene_views(self, scene: str) -> list[tuple[str, Mapping[str, Any]]]:
+        """(view key, view dict) of one scene's views, in schema order."""
+        return [(v, doc) for (sc, v), doc in self._views.items() if sc == scene]
+
     def views(self) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
         """(scene key, view key, view dict) of every view, in schema order."""
         for (scene, view), doc in self._views.items():
