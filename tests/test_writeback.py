@@ -778,13 +778,16 @@ class LostAnswerClient(Client):
 
 def test_lost_create_answer_is_found_not_repeated(fresh: LocalService, tmp_path: Path) -> None:
     client = LostAnswerClient(fresh.app_id, api_key=fresh.api_key, base_url=fresh.base_url,
-                              rate_limit=0)
+                              rate_limit=0, backoff=0.01)
     frames = load(client, "object_3")
     add_rows(frames, [{"field_12": "lost answer A"}, {"field_12": "lost answer B"}])
-    LostAnswerClient.lose, LostAnswerClient.crash = 2, False
+    # both creates are applied, their answers cut: each is found, proven ours, not re-sent
+    fresh.emulation.inject("cut", method="POST", path_prefix="/v1/objects/object_3", times=2)
     report = write_back(client, frames)
     assert report.table["status"].tolist() == ["applied", "applied"]
-    assert report.requests["lookups"] == 2
+    assert fresh.request_log.count(method="POST", applied=True) == 2
+    # one batched count of matches before the creates, one lookup per lost answer
+    assert report.requests["lookups"] == 3
     again = load(client, "object_3")
     for title in ("lost answer A", "lost answer B"):
         assert int((again.main["field_12"] == title).sum()) == 1
