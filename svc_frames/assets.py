@@ -91,12 +91,17 @@ def pending(value: Any, kind: AssetKind, filename: str | None = None, *, field_k
         path = Path(os.fspath(value)).expanduser()
         if not path.is_file():
             where = f"record {record_id}: " if record_id else ""
-            raise InvalidValue(f"{where}file to upload not found: {path} (field {field_key})",
+            what = "is a directory, not a file" if path.is_dir() else "not found"
+            raise InvalidValue(f"{where}file to upload {what}: {path}{_of_field(field_key)}",
                                field=field_key or None, column=field_key or None,
                                record_id=record_id or None)
         return PendingUpload(kind, filename or path.name, path=path, digest=_file_digest(path))
-    raise InvalidValue(f"cannot upload a {type(value).__name__} (field {field_key}): give a "
-                       "path or bytes", field=field_key or None, record_id=record_id or None)
+    raise InvalidValue(f"cannot upload a {type(value).__name__}{_of_field(field_key)}: give "
+                       "a path or bytes", field=field_key or None, record_id=record_id or None)
+
+
+def _of_field(field_key: str) -> str:
+    return f" (field {field_key})" if field_key else ""
 
 
 # ----------------------------------------------------------------------------------------
