@@ -483,6 +483,20 @@ def test_lost_create_never_adopts_another_clients_identical_record(
     assert fresh.request_log.count(method="POST", applied=True) == 2
 
 
+def test_the_create_proof_costs_one_batched_read_per_run(fresh: LocalService) -> None:
+    """The matches counted before the creates: one request for all of them, not one per
+    record; without a lost answer nothing else is looked up."""
+    client = client_for(fresh)
+    frames = load(client, "object_3")
+    add_rows(frames, [{"field_12": f"proof {i}"} for i in range(10)])
+    fresh.request_log.clear()
+    report = write_back(client, frames, progress=False)
+    assert set(report.table["status"]) == {"applied"}
+    assert report.requests["lookups"] == 1
+    assert fresh.request_log.count(method="GET") == 1
+    assert fresh.request_log.count(method="POST") == 10
+
+
 def test_creates_and_updates_under_faults_finish_in_one_call() -> None:
     """20% of all requests fault (every kind, before and after the write): one call
     applies 200 updates and 40 creates, each exactly once."""

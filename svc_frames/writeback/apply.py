@@ -193,10 +193,10 @@ def create(run: RunState, tmp: str) -> Outcome:
         else:
             resp = client.create_record(tgt.object_key, body, resend=check)
     except (OutcomeUnknown, ServerError) as exc:
-        # the policy gave up (or the answer was lost on the way back): one last look
-        # unless the resend check just looked
-        m = check.match if check.match is not None and check.match.state != "absent" \
-            else check.look()
+        # the policy gave up (or the answer was lost on the way back): one last look,
+        # unless the resend check just proved it ours or ambiguous
+        m = check.match if check.match is not None and check.match.state in (
+            "ours", "ambiguous") else check.look()
         if m.state == "ours":
             if jr:
                 jr.write("ack", key, action="create", record_id=tmp, new_id=m.record_id)
@@ -257,12 +257,21 @@ def lookup_possible(run: RunState, body: Mapping[str, Any]) -> bool:
 
 
 def _lookup_rules(run: RunState, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """"is" rules on the create's values a list request can filter on (at most 5)."""
+    """"is" rules on the create's values a list request can filter on (at most 5), with
+    each value as the service stores it (its kind's rule: e.g. trimmed text), so a record
+    that is there is not missed (a miss would pass for absent and be sent again)."""
     rules = []
+    layout = run.layout
     for key, val in body.items():
-        if run.layout.fields[key].kind in LOOKUP_KINDS and isinstance(
+        f = layout.fields[key]
+        if f.kind in LOOKUP_KINDS and isinstance(
                 val, (str, int, float)) and not isinstance(val, bool):
-            rules.append({"field": key, "operator": "is", "value": val})
+            try:
+                stored = layout.codecs[key].normalize(val, f, None)
+            except (SvcError, TypeError, ValueError):
+                stored = val
+            if isinstance(stored, (str, int, float)) and stored != "":
+                rules.append({"field": key, "operator": "is", "value": stored})
     return rules[:5]
 
 
@@ -305,21 +314,27 @@ def take_baseline(run: RunState) -> None:
         if all(keyed[t] for t in provable):
             rules = list({json.dumps(keyed[t][0], sort_keys=True, default=str): keyed[t][0]
                           for t in provable}.values())
-            for start in range(0, len(rules), REREAD_CHUNK):
-                chunk = rules[start:start + REREAD_CHUNK]
-                params = {"filters": json.dumps({"match": "or", "rules": chunk}, default=str)}
-                recs.update((str(r["id"]), r) for r in _fetch_lookup(run, where_, params))
+            chunks = [rules[i:i + REREAD_CHUNK] for i in range(0, len(rules), REREAD_CHUNK)]
+            params: list[dict[str, Any] | None] = [
+                {"filters": json.dumps({"match": "or", "rules": c}, default=str)}
+                for c in chunks]
         else:
-            recs.update((str(r["id"]), r) for r in _fetch_lookup(run, where_, None))
+            params = [None]
+        for p in params:
+            got = _fetch_lookup(run, where_, p, limit=LOOKUP_SCAN_LIMIT + 1)
+            if len(got) > LOOKUP_SCAN_LIMIT:
+                return   # values shared by too many records to count: never adopt
+            recs.update((str(r["id"]), r) for r in got)
     except SvcError:
         return
     for t, ids in _matching(run, list(recs.values()), provable).items():
         run.before[t] = frozenset(ids)
 
 
-def _fetch_lookup(run: RunState, where_: Any, params: dict[str, Any] | None
-                  ) -> list[dict[str, Any]]:
-    return fetch_all(run.client, where_, run.counter, params, purpose="lookups")
+def _fetch_lookup(run: RunState, where_: Any, params: dict[str, Any] | None,
+                  limit: int | None = None) -> list[dict[str, Any]]:
+    return fetch_all(run.client, where_, run.counter, params, purpose="lookups",
+                     limit=limit)
 
 
 def lookup_created(run: RunState, tmp: str, body: Mapping[str, Any],

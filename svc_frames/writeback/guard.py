@@ -180,13 +180,14 @@ def _settle(run: RunState, rid: str, body: dict[str, Any], now: dict[str, dict[s
 
 # ---- re-reads ------------------------------------------------------------------------------
 def fetch_all(client: Client, where: Where, counter: Counter,
-              params: dict[str, Any] | None = None, *, purpose: str = "rereads"
-              ) -> list[dict[str, Any]]:
+              params: dict[str, Any] | None = None, *, purpose: str = "rereads",
+              limit: int | None = None) -> list[dict[str, Any]]:
     """Every record of a (filtered) list, each id once: the loaders' paginator, which
     re-reads when records move between pages instead of missing one (a missed record would
-    pass for deleted in the guard). Each page request counts under ``purpose``."""
+    pass for deleted in the guard). Each page request counts under ``purpose``; ``limit``
+    stops after that many records."""
     pages = Paginator(client, where, filters=(params or {}).get("filters"), verify="none",
-                      on_page=lambda _page: counter.add(purpose))
+                      limit=limit, on_page=lambda _page: counter.add(purpose))
     return pages.records()
 
 
