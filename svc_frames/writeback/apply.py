@@ -230,7 +230,8 @@ def _not_proven(m: Match) -> str:
     if m.state == "ambiguous":
         return (f"{len(m.candidates)} records match it and none is provably this one: "
                 f"{', '.join(m.candidates)} (check them; delete the extra one)")
-    return f"its outcome cannot be checked ({m.why}); re-run with the journal to check"
+    return (f"its outcome cannot be checked ({m.why}): look for the record on the server "
+            "before sending it again")
 
 
 def delete(run: RunState, rid: str) -> Outcome:
