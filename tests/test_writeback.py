@@ -447,6 +447,33 @@ def test_statuses_match_the_server_when_answers_are_cut(faults: tuple[str, ...])
         assert not applied & set(left)
 
 
+def test_a_lost_answer_is_applied_when_the_service_normalized_the_values(
+        fresh: LocalService) -> None:
+    """The re-read compares as the service stores: seconds dropped, cents, a formatted
+    phone number, trimmed text are the sent values, not someone else's."""
+    client = client_for(fresh, max_retries=0)
+    obj = widest_object(client)
+    frames = load(client, obj)
+    rid = frames.main.index[0]
+    edits = {"date_time": lambda v: v + pd.Timedelta(days=1, seconds=37),
+             "currency": lambda v: 12.3456, "phone": lambda v: "5125550123",
+             "short_text": lambda v: "  spaced  "}
+    done = set()
+    assert frames.source is not None
+    for f in frames.source.fields:
+        v = frames.main.at[rid, f.key] if f.key in frames.main.columns else pd.NA
+        if f.kind in edits and f.kind not in done and not pd.isna(v):
+            set_cell(frames, rid, f.key, edits[f.kind](v))
+            done.add(f.kind)
+    assert done == set(edits)
+    fresh.emulation.inject("cut", method="PUT")
+    report = write_back(client, frames, progress=False)
+    assert fresh.request_log.count(method="PUT", fault="cut") == 1
+    assert report.table["status"].tolist() == ["applied"], report.table["message"].tolist()
+    assert "re-read" in report.table["message"].iloc[0]
+    assert diff(frames).empty        # the frames and original follow the server
+
+
 class RivalClient(Client):
     """A real client whose create's answer is cut by the service (an injected fault) and
     during whose backoff another client creates an identical record."""
