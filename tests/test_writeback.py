@@ -474,6 +474,21 @@ def test_a_lost_answer_is_applied_when_the_service_normalized_the_values(
     assert diff(frames).empty        # the frames and original follow the server
 
 
+def test_a_lost_answer_stays_unknown_when_the_check_cannot_be_read(
+        fresh: LocalService) -> None:
+    """The re-read that would settle a lost answer fails too: ``unknown``, saying why,
+    never ``failed`` (the update was applied)."""
+    client, _, frames, text, ids = _loaded_with_text_edits(fresh, 1, "unchecked",
+                                                           max_retries=0)
+    fresh.emulation.inject("cut", method="PUT")
+    fresh.emulation.inject("500", method="GET")
+    report = write_back(client, frames, guard=False, progress=False)
+    row = report.table.iloc[0]
+    assert (row["record_id"], row["status"]) == (ids[0], "unknown")
+    assert "re-read" in row["message"] and "failed too" in row["message"]
+    assert fresh.request_log.count(method="PUT", applied=True) == 1
+
+
 class RivalClient(Client):
     """A real client whose create's answer is cut by the service (an injected fault) and
     during whose backoff another client creates an identical record."""
