@@ -6,6 +6,13 @@
 3. 2,000 updates with the service emulating 50 requests/s (client rate_limit=50): wall
    time / ceiling (requests / 50) -- goal <= 1.15.
 
+4. Faults (issues 9 and 10): (a) with 20% of all requests faulted (every kind, before and
+   after the write), one ``write_back`` of 200 updates and 40 creates: calls needed (goal
+   1) and each change applied exactly once (request log + a clean re-read); (b) with 30%
+   of write answers lost (``cut``/``500-after``; no retries, so every lost answer is
+   settled by the re-read or the create proof): records whose reported status a clean
+   re-read contradicts (goal 0).
+
 ``--quick`` runs smaller sizes (a smoke run, not the reported figures).
 """
 
@@ -182,6 +189,114 @@ def bench_apply(updates: int = 2000, rate: float = 50.0) -> dict[str, Any]:
             "429s": limited, "applied": int((report.table.status == "applied").sum())}
 
 
+# ---- 4. faults: outcomes under lost answers ------------------------------------------------
+def _fault_run(svc: Any, client: Any, updates: int, creates: int, deletes: int = 0
+               ) -> tuple[Any, str, str, list[str], list[str], dict[str, Any]]:
+    """Load, edit ``updates`` records' text, drop ``deletes``, add ``creates`` rows.
+    Returns (frames, object, text field, updated ids, deleted ids, loaded texts)."""
+    from svc_frames.loaders import read_object
+    from svc_frames.writeback import add_rows
+
+    obj = _biggest_object(client)
+    frames = read_object(client, obj, progress=False)
+    src = frames.source
+    key = next(f.key for f in src.fields if f.kind == "short_text" and f.key in frames.main)
+    ids = frames.main.index[:updates].tolist()
+    gone = frames.main.index[updates:updates + deletes].tolist()
+    loaded = {rid: frames.main.loc[rid, key] for rid in ids + gone}
+    s = frames.main[key].copy()
+    s.loc[ids] = [f"fault {i}" for i in range(updates)]
+    frames.main[key] = s
+    frames.main = frames.main.drop(index=gone)
+    add_rows(frames, [{key: f"fault new {i}"} for i in range(creates)])
+    return frames, obj, key, ids, gone, loaded
+
+
+def bench_faults_one_call(updates: int = 200, creates: int = 40, rate: float = 0.2,
+                          pace: float = 0.0) -> dict[str, Any]:
+    """20% faults of every kind on every request: calls until every change is applied,
+    and how often each was applied (request log) and is held (clean re-read)."""
+    from svc_frames.client import Client
+    from svc_frames.loaders import read_object
+    from svc_frames.server import LocalService
+    from svc_frames.server.emulate import FAULT_KINDS
+
+    with LocalService(demo=True, records=updates + 20, rate_limit=0, seed=9) as svc:
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=pace)
+        frames, obj, key, ids, _, _ = _fault_run(svc, client, updates, creates)
+        emu = svc.emulation
+        emu.faults, emu.fault_rate = FAULT_KINDS, rate
+        svc.request_log.clear()
+        t0 = time.perf_counter()
+        calls, statuses = 0, {}
+        while calls < 5:
+            calls += 1
+            report = write_back(client, frames, progress=False)
+            statuses = report.counts
+            if set(statuses) <= {"applied"}:
+                break
+        wall = time.perf_counter() - t0
+        emu.fault_rate = 0.0
+        log = svc.request_log
+        faults = sum(1 for e in log.entries if e.fault)
+        ok_puts = pd.Series([e.path.rsplit("/", 1)[-1] for e in log.entries
+                             if e.method == "PUT" and e.status == 200]).value_counts()
+        now = read_object(client, obj, progress=False).main[key]
+        held = sum(int(now.get(rid) == f"fault {i}") for i, rid in enumerate(ids))
+        once = sum(int((now == f"fault new {i}").sum() == 1) for i in range(creates))
+    return {"updates": updates, "creates": creates, "fault_rate": rate, "calls": calls,
+            "statuses_last_call": statuses, "faults_fired": faults,
+            "updates_answered_once": int((ok_puts == 1).sum()), "updates_held": held,
+            "creates_applied_in_log": log.count(method="POST", applied=True),
+            "creates_held_once": once, "wall_s": round(wall, 2)}
+
+
+def bench_cut_truth(updates: int = 200, creates: int = 40, deletes: int = 20,
+                    rate: float = 0.3) -> dict[str, Any]:
+    """30% of write answers lost after the write was applied (and, second run, mixed
+    with faults before it): reported statuses a clean re-read contradicts (goal 0)."""
+    from svc_frames.client import Client
+    from svc_frames.loaders import read_object
+    from svc_frames.server import LocalService
+
+    out: dict[str, Any] = {"updates": updates, "creates": creates, "deletes": deletes,
+                           "cut_rate": rate}
+    for label, faults in (("after", ("cut", "500-after")),
+                          ("mixed", ("cut", "500-after", "500", "drop"))):
+        with LocalService(demo=True, records=updates + deletes + 20, rate_limit=0,
+                          seed=13) as svc:
+            client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                            rate_limit=0, max_retries=0)
+            frames, obj, key, ids, gone, loaded = _fault_run(svc, client, updates, creates,
+                                                             deletes)
+            emu = svc.emulation
+            emu.faults, emu.fault_methods, emu.fault_rate = faults, ("POST", "PUT",
+                                                                     "DELETE"), rate
+            report = write_back(client, frames, delete_missing=True, progress=False)
+            emu.fault_rate = 0.0
+            lost = svc.request_log.count(fault="cut") + svc.request_log.count(
+                fault="500-after")
+            now = read_object(client, obj, progress=False).main[key]
+            wrong = 0
+            for row in report.table.itertuples():
+                rid, act, status = str(row.record_id), row.action, row.status
+                if status == "unknown":
+                    continue
+                if act == "update":
+                    held = now.get(rid) == f"fault {ids.index(rid)}"
+                    wrong += int((status == "applied") != held)
+                elif act == "delete":
+                    wrong += int((status == "applied") == (rid in now.index))
+                else:
+                    mark = frames.main.loc[rid, key] if rid in frames.main.index else None
+                    where = now.index[now == mark].tolist() if mark is not None else []
+                    wrong += int((status == "applied") != (where == [rid]))
+            out[label] = {"answers_lost": lost, "statuses": report.counts,
+                          "disagreements": wrong}
+    return out
+
+
 def _status(entry: Any) -> Any:
     return entry.get("status") if isinstance(entry, dict) else getattr(entry, "status", None)
 
@@ -201,6 +316,10 @@ def main() -> None:
     print("2. requests per changed record:", bench_requests(200 if args.quick else 1000,
                                                              50 if args.quick else 300))
     print("3. apply at 50 req/s:", bench_apply(200 if args.quick else 2000))
+    print("4a. 20% faults, one call:", bench_faults_one_call(
+        200, 40, pace=0.0 if args.quick else 10.0))
+    print("4b. 30% answers lost, statuses vs a clean re-read:",
+          bench_cut_truth(*((100, 20, 10) if args.quick else (200, 40, 20))))
 
 
 if __name__ == "__main__":

@@ -17,19 +17,21 @@ from __future__ import annotations
 import hashlib
 import mimetypes
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Literal, Union
 from urllib.parse import quote
 
 from .client import Client
-from .errors import InvalidValue, OutcomeUnknown, ServerError, UsageError
+from .errors import InvalidValue, OutcomeUnknown, ReadOnlyField, ServerError, UsageError
+from .kinds import codec_for
 from .kinds.assets import is_url_source
+from .kinds.base import FieldSpec
 from .schema import Schema
 
 __all__ = ["upload_file", "upload_image", "upload", "create_with_asset", "download",
-           "PendingUpload", "AssetSource"]
+           "check_record_data", "PendingUpload", "AssetSource"]
 
 AssetSource = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, IO[bytes]]
 AssetKind = Literal["file", "image"]
@@ -89,12 +91,17 @@ def pending(value: Any, kind: AssetKind, filename: str | None = None, *, field_k
         path = Path(os.fspath(value)).expanduser()
         if not path.is_file():
             where = f"record {record_id}: " if record_id else ""
-            raise InvalidValue(f"{where}file to upload not found: {path} (field {field_key})",
+            what = "is a directory, not a file" if path.is_dir() else "not found"
+            raise InvalidValue(f"{where}file to upload {what}: {path}{_of_field(field_key)}",
                                field=field_key or None, column=field_key or None,
                                record_id=record_id or None)
         return PendingUpload(kind, filename or path.name, path=path, digest=_file_digest(path))
-    raise InvalidValue(f"cannot upload a {type(value).__name__} (field {field_key}): give a "
-                       "path or bytes", field=field_key or None, record_id=record_id or None)
+    raise InvalidValue(f"cannot upload a {type(value).__name__}{_of_field(field_key)}: give "
+                       "a path or bytes", field=field_key or None, record_id=record_id or None)
+
+
+def _of_field(field_key: str) -> str:
+    return f" (field {field_key})" if field_key else ""
 
 
 # ----------------------------------------------------------------------------------------
@@ -157,6 +164,49 @@ def _field_kind(client: Client, object_key: str, field_key: str) -> AssetKind | 
     return "image" if f.kind == "image" else "file"
 
 
+class _ShapeOnly:
+    """Service hooks that take any connected id or asset id on trust: the kinds' own rules
+    (shapes, counts, formats) run without the service; only what needs its records is
+    left to it."""
+
+    app_id = ""
+    base_url = ""
+
+    def connected(self, object_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        return [{"id": str(i), "identifier": str(i)} for i in ids]
+
+    def asset(self, asset_id: str, field_key: str) -> dict[str, Any]:
+        return {"id": asset_id}
+
+
+def check_record_data(fields: Mapping[str, FieldSpec], data: Mapping[str, Any], *,
+                      what: str, skip: Collection[str] = ()) -> None:
+    """Refuse, before any request, record data the service would refuse: an unknown field,
+    a field the service computes, or a value its kind does not accept (the kind codec's
+    own rule, as the service applies it). ``skip``: fields checked elsewhere (uploads).
+
+    Usage: ``check_record_data(fields_by_key, {"field_5": "Pump"}, what="object_2")``"""
+    hooks = _ShapeOnly()
+    for key, value in data.items():
+        if key in skip:
+            continue
+        f = fields.get(key)
+        if f is None:
+            raise UsageError(f"{what}: unknown field {key!r}", field=key)
+        codec = codec_for(f)
+        if codec.read_only:
+            raise ReadOnlyField(f"{what}: {key} ({f.kind}) is computed by the service and "
+                                "cannot be written", field=key, column=key)
+        try:
+            codec.normalize(value, f, hooks)
+        except InvalidValue as exc:
+            raise InvalidValue(f"{what}: {exc.message}", field=key, column=key) from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise InvalidValue(f"{what}: {key} ({f.kind}) does not accept a "
+                               f"{type(value).__name__} ({exc})", field=key,
+                               column=key) from None
+
+
 def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],
                       assets: Mapping[str, AssetSource], *,
                       kinds: Mapping[str, AssetKind] | None = None) -> dict[str, Any]:
@@ -168,6 +218,15 @@ def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],
     overlap = set(data) & set(assets)
     if overlap:
         raise UsageError(f"fields given both as data and as assets: {sorted(overlap)}")
+    # the record data is checked before the first upload: a create the service would
+    # refuse must not leave an uploaded asset placed nowhere
+    schema = Schema.of(client.schema())
+    if schema.available:
+        fields = schema.object_fields(object_key)
+        if fields is None:
+            raise UsageError(f"unknown object {object_key!r}: not in the application "
+                             f"(objects: {', '.join(schema.object_keys()) or 'none'})")
+        check_record_data({f.key: f for f in fields}, data, what=object_key)
     plan: dict[str, PendingUpload] = {}
     for key, src in assets.items():   # validate every file before the first request
         kind = (kinds or {}).get(key) or _field_kind(client, object_key, key) or "file"

@@ -13,12 +13,12 @@ import pytest
 
 from svc_frames.assets import create_with_asset, download, upload_file, upload_image
 from svc_frames.client import Client
-from svc_frames.errors import InvalidValue, ValidationError
+from svc_frames.errors import InvalidValue, UsageError, ValidationError
 from svc_frames.frames import Frames
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
-from svc_frames.writeback import diff, write_back
+from svc_frames.writeback import add_rows, diff, write_back
 
 
 def _png(size: tuple[int, int] = (64, 48)) -> bytes:
@@ -106,6 +106,68 @@ def test_create_with_asset_missing_file_sends_nothing(svc: LocalService, client:
     with pytest.raises(InvalidValue) as err:
         create_with_asset(client, obj, {}, {f.key: tmp_path / "absent.pdf"})
     assert "absent.pdf" in str(err.value)
+    assert svc.request_log.count() == 0
+
+
+def _field(client: Client, obj: str, kind: str, **want: Any) -> FieldSpec:
+    for f in (client.schema() or {})["objects"]:
+        if f["key"] != obj:
+            continue
+        for fld in f["fields"]:
+            spec = FieldSpec.from_schema(fld, obj)
+            if spec.kind == kind and all((spec.relationship or {}).get(k) == v
+                                         for k, v in want.items()):
+                return spec
+    pytest.skip(f"no {kind} field {want} in {obj}")
+
+
+@pytest.mark.parametrize("case", ["unknown object", "unknown field", "bad number",
+                                  "two ids for a has-one connection"])
+def test_create_with_asset_checks_the_record_before_uploading(
+        svc: LocalService, client: Client, tmp_path: Path, case: str) -> None:
+    """A create the service would refuse must not upload first (no orphan asset)."""
+    obj, f = _object_with(client, "file")
+    path = tmp_path / "kept.pdf"
+    path.write_bytes(b"%PDF-1.4 never uploaded")
+    data: dict[str, Any] = {}
+    target, culprit = obj, ""
+    if case == "unknown object":
+        target, culprit = "object_999", "object_999"
+    elif case == "unknown field":
+        data, culprit = {"field_9999": "x"}, "field_9999"
+    elif case == "bad number":
+        num = _field(client, obj, "number")
+        data, culprit = {num.key: "twelve"}, num.key
+    else:
+        one = _field(client, obj, "connection", has="one")
+        ids = client.get_page(str((one.relationship or {})["object"]))["records"][:2]
+        if len(ids) < 2:
+            pytest.skip("the connected object has fewer than two records")
+        data, culprit = {one.key: [r["id"] for r in ids]}, one.key
+    client.schema()   # cached: the check below must send nothing at all
+    svc.request_log.clear()
+    with pytest.raises(UsageError) as err:
+        create_with_asset(client, target, data, {f.key: path})
+    assert culprit in str(err.value)
+    assert svc.request_log.count() == 0
+
+
+def test_write_back_checks_a_record_before_uploading_its_file(
+        svc: LocalService, client: Client, tmp_path: Path) -> None:
+    """A plan whose record the service would refuse (here a hand-edited payload): refused,
+    naming the field, before the upload, not after it (an asset placed nowhere)."""
+    obj, f = _object_with(client, "file")
+    num = _field(client, obj, "number")
+    frames = _load(client, obj)
+    path = tmp_path / "attached.txt"
+    path.write_bytes(b"attached to a record the service refuses")
+    (tmp,) = add_rows(frames, [{f.key: str(path)}])
+    plan = diff(frames)
+    plan.payloads[tmp][num.key] = "twelve"
+    svc.request_log.clear()
+    with pytest.raises(InvalidValue) as err:
+        write_back(client, frames, plan=plan)
+    assert num.key in str(err.value) and tmp in str(err.value)
     assert svc.request_log.count() == 0
 
 

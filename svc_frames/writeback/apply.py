@@ -12,20 +12,22 @@ Usage::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ..errors import OutcomeUnknown, ServerError, SvcError
 from ..progress import Progress, want_progress
-from .guard import fetch_all
+from .guard import REREAD_CHUNK, check_unanswered, fetch_all
+from .plan import Action
 from .report import Outcome
 from .state import RunState
 from .target import where
 from .uploads import resolve_uploads
 from .values import Values, decode_records, response_record, same
 
-__all__ = ["apply", "lookup_created"]
+__all__ = ["apply", "take_baseline", "lookup_created", "Match"]
 
 # Kinds a created record can be looked up by (an "is" filter) when its outcome is unknown.
 LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
@@ -41,6 +43,7 @@ def apply(run: RunState, max_workers: int, progress: bool | None) -> None:
     order = sorted(todo, key=lambda r: _ORDER[todo[r]])
     if not order:
         return
+    take_baseline(run)       # before any create: what already matches each
     workers = max(1, min(max_workers, len(order)))
     pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}", unit="rec",
@@ -57,6 +60,7 @@ def apply(run: RunState, max_workers: int, progress: bool | None) -> None:
         raise
     pool.shutdown(wait=True)
     bar.close()
+    check_unanswered(run)    # writes whose answer was lost: re-read before the report
 
 
 def write(run: RunState, rid: str) -> Outcome:
@@ -83,11 +87,14 @@ def update(run: RunState, rid: str) -> Outcome:
     client, tgt, jr = run.client, run.tgt, run.jr
     body = resolve_uploads(run, rid, run.payloads[rid])
     run.counter.add("writes")
-    if tgt.is_view:
-        assert tgt.scene and tgt.view
-        resp = client.update_view_record(tgt.scene, tgt.view, rid, body, token=tgt.token)
-    else:
-        resp = client.update_record(tgt.object_key, rid, body)
+    try:
+        if tgt.is_view:
+            assert tgt.scene and tgt.view
+            resp = client.update_view_record(tgt.scene, tgt.view, rid, body, token=tgt.token)
+        else:
+            resp = client.update_record(tgt.object_key, rid, body)
+    except ServerError as exc:
+        return _unanswered(run, rid, "update", body, exc)
     if jr:
         jr.write("ack", run.keys[rid], action="update", record_id=rid)
     rec = response_record(resp)
@@ -100,50 +107,83 @@ def update(run: RunState, rid: str) -> Outcome:
     return Outcome(rid, "update", list(body), "applied", "", rec)
 
 
+def _unanswered(run: RunState, rid: str, act: Action, body: dict[str, Any],
+                exc: ServerError) -> Outcome:
+    """Every attempt of an update or delete ended without an answer (cut, 5xx): it may
+    have been applied. ``unknown`` until ``check_unanswered`` re-reads it."""
+    with run.adopt_lock:
+        run.unanswered[rid] = body
+    return Outcome(rid, act, list(body), "unknown", exc.message)
+
+
+@dataclass(frozen=True)
+class Match:
+    """What a lookup proved about a create whose answer was lost: ``ours`` (exactly one
+    matching record appeared since the run began, and no other unsettled create of this
+    run could own it), ``absent`` (nothing new matches: sending again cannot duplicate),
+    ``ambiguous`` (several new matches, or one another create may own: ``candidates``),
+    ``unprovable`` (no lookup possible, or it failed: ``why``)."""
+
+    state: Literal["ours", "absent", "ambiguous", "unprovable"]
+    record_id: str | None = None
+    candidates: tuple[str, ...] = ()
+    why: str = ""
+
+
 class _CreateCheck:
     """The create path's ``resend`` rule: after an unknown outcome, look the record up;
-    send again only when it is verified absent (found: adopt it, no resend)."""
+    send again only when it is proven absent (proven ours: adopt it, no resend)."""
 
     def __init__(self, run: RunState, tmp: str, body: Mapping[str, Any]) -> None:
         self.run, self.tmp, self.body = run, tmp, body
-        self.found: str | None = None
-        self.unverifiable = False
+        self.match: Match | None = None
 
-    def look(self) -> str | None:
-        try:
-            self.found = lookup_created(self.run, self.tmp, self.body)
-        except SvcError:
-            self.found = None
-        return self.found
+    def look(self) -> Match:
+        self.match = lookup_created(self.run, self.tmp, self.body, self.run.before.get(self.tmp))
+        return self.match
 
     def __call__(self, _exc: OutcomeUnknown) -> bool:
-        if self.look():
-            return False
-        if not lookup_possible(self.run, self.body):
-            self.unverifiable = True
+        if self.look().state != "absent":
             return False
         run = self.run
-        if run.jr:   # verified absent: sending again cannot duplicate it
-            run.jr.write("intent", run.keys[self.tmp], action="create", record_id=self.tmp)
+        if run.jr:   # proven absent: sending again cannot duplicate it
+            _intent(run, self.tmp)
         run.counter.add("writes")
         return True
 
 
+def _intent(run: RunState, tmp: str) -> None:
+    """The journal line before a create is sent, with the ids that matched it before the
+    run's first create: a later run proves a found record is ours against them."""
+    assert run.jr is not None
+    before = run.before.get(tmp)
+    run.jr.write("intent", run.keys[tmp], action="create", record_id=tmp,
+                 before=sorted(before) if before is not None else None)
+
+
 def create(run: RunState, tmp: str) -> Outcome:
-    """A create is never repeated blindly: after an unknown outcome the record is
-    looked up first, and sent again only when verified absent."""
+    """A create is never repeated blindly: after an unknown outcome the record is looked
+    up first, adopted only when provably ours, and sent again only when proven absent."""
     client, tgt, jr = run.client, run.tgt, run.jr
     key = run.keys[tmp]
     body = resolve_uploads(run, tmp, run.payloads[tmp])
-    if jr and key in jr.intents:
-        found = lookup_created(run, tmp, body)   # an earlier run sent it, never heard back
-        if found:
-            jr.write("ack", key, action="create", record_id=tmp, new_id=found)
-            return Outcome(tmp, "create", list(body), "applied",
-                           "created by an earlier run (found)", None, found)
+    fields = list(body)
+    if jr and key in jr.intents:   # an earlier run sent it, never heard back
+        prior = jr.intents[key].get("before")
+        m = lookup_created(run, tmp, body, frozenset(prior) if prior is not None else None)
+        if m.state == "ours":
+            jr.write("ack", key, action="create", record_id=tmp, new_id=m.record_id)
+            return Outcome(tmp, "create", fields, "applied",
+                           "created by an earlier run (found)", None, m.record_id)
+        if m.state != "absent":
+            return Outcome(tmp, "create", fields, "unknown",
+                           "sent by an earlier run whose answer was lost; "
+                           + _not_proven(m))
     check = _CreateCheck(run, tmp, body)
+    with run.adopt_lock:
+        run.unsettled_creates[tmp] = run.plan.wanted.get(tmp, {})
     if jr:
-        jr.write("intent", key, action="create", record_id=tmp)
+        _intent(run, tmp)
     run.counter.add("writes")
     try:
         if tgt.is_view:
@@ -153,26 +193,45 @@ def create(run: RunState, tmp: str) -> Outcome:
         else:
             resp = client.create_record(tgt.object_key, body, resend=check)
     except (OutcomeUnknown, ServerError) as exc:
-        # the policy gave up (or the answer was lost on the way back): one last look
-        found = check.found if check.found or check.unverifiable else check.look()
-        if found:
+        # the policy gave up (or the answer was lost on the way back): one last look,
+        # unless the resend check just proved it ours or ambiguous
+        m = check.match if check.match is not None and check.match.state in (
+            "ours", "ambiguous") else check.look()
+        if m.state == "ours":
             if jr:
-                jr.write("ack", key, action="create", record_id=tmp, new_id=found)
-            return Outcome(tmp, "create", list(body), "applied",
-                           "outcome was unknown; found on the server", None, found)
-        if check.unverifiable or not lookup_possible(run, body):
-            return Outcome(tmp, "create", list(body), "unknown",
-                           f"{exc.message}; re-run with the journal to check")
-        return Outcome(tmp, "create", list(body), "unknown",
-                       "the service kept failing; nothing found on the server")
+                jr.write("ack", key, action="create", record_id=tmp, new_id=m.record_id)
+            _settled(run, tmp)
+            return Outcome(tmp, "create", fields, "applied",
+                           "the answer was lost; the one new matching record is ours",
+                           None, m.record_id)
+        if m.state == "absent":
+            _settled(run, tmp)
+            return Outcome(tmp, "create", fields, "failed",
+                           f"not created (no matching record on the server): {exc.message}")
+        return Outcome(tmp, "create", fields, "unknown", f"{exc.message}; {_not_proven(m)}")
     rec = response_record(resp)
     new_id = rec["id"] if rec else None
     with run.adopt_lock:
         if new_id:
             run.adopted.add(new_id)
+        run.unsettled_creates.pop(tmp, None)
     if jr:
         jr.write("ack", key, action="create", record_id=tmp, new_id=new_id)
-    return Outcome(tmp, "create", list(body), "applied", "", rec, new_id)
+    return Outcome(tmp, "create", fields, "applied", "", rec, new_id)
+
+
+def _settled(run: RunState, tmp: str) -> None:
+    with run.adopt_lock:
+        run.unsettled_creates.pop(tmp, None)
+
+
+def _not_proven(m: Match) -> str:
+    """Why a create's outcome stays unknown, naming the candidate records."""
+    if m.state == "ambiguous":
+        return (f"{len(m.candidates)} records match it and none is provably this one: "
+                f"{', '.join(m.candidates)} (check them; delete the extra one)")
+    return (f"its outcome cannot be checked ({m.why}): look for the record on the server "
+            "before sending it again")
 
 
 def delete(run: RunState, rid: str) -> Outcome:
@@ -184,6 +243,8 @@ def delete(run: RunState, rid: str) -> Outcome:
             client.delete_view_record(tgt.scene, tgt.view, rid, token=tgt.token)
         else:
             client.delete_record(tgt.object_key, rid)
+    except ServerError as exc:
+        return _unanswered(run, rid, "delete", {}, exc)
     except SvcError as exc:
         if getattr(exc, "status", None) != 404:   # already gone is what we wanted
             raise
@@ -193,36 +254,116 @@ def delete(run: RunState, rid: str) -> Outcome:
 
 
 def lookup_possible(run: RunState, body: Mapping[str, Any]) -> bool:
-    return any(run.layout.fields[k].kind in LOOKUP_KINDS for k in body) \
-        or len(run.known_ids) <= LOOKUP_SCAN_LIMIT
+    return bool(_lookup_rules(run, body)) or len(run.known_ids) <= LOOKUP_SCAN_LIMIT
 
 
-def lookup_created(run: RunState, tmp: str, body: Mapping[str, Any]) -> str | None:
-    """The id of a record matching a create whose outcome is unknown, or None."""
-    layout = run.layout
-    want = run.plan.wanted.get(tmp, {})
+def _lookup_rules(run: RunState, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """"is" rules on the create's values a list request can filter on (at most 5), with
+    each value as the service stores it (its kind's rule: e.g. trimmed text), so a record
+    that is there is not missed (a miss would pass for absent and be sent again)."""
     rules = []
+    layout = run.layout
     for key, val in body.items():
-        if layout.fields[key].kind in LOOKUP_KINDS and isinstance(
+        f = layout.fields[key]
+        if f.kind in LOOKUP_KINDS and isinstance(
                 val, (str, int, float)) and not isinstance(val, bool):
-            rules.append({"field": key, "operator": "is", "value": val})
-    params = {"filters": json.dumps({"match": "and", "rules": rules[:5]})} if rules \
-        else None
-    if params is None and len(run.known_ids) > LOOKUP_SCAN_LIMIT:
-        return None   # no way to find it cheaply: report the outcome as unknown
-    run.counter.add("lookups")
-    recs = fetch_all(run.client, where(run.source), run.counter, params)
-    cands = [r for r in recs if r.get("id") not in run.known_ids]
-    if not cands:
-        return None
-    values = Values(decode_records(cands, run.source), layout)
-    for r in cands:
-        rid = str(r["id"])
-        if all(same(values(rid, k), want.get(k, {}))
-               for k in want if not layout.is_upload(k)):
-            with run.adopt_lock:   # two lost creates must not adopt the same record
-                if rid in run.adopted:
-                    continue
-                run.adopted.add(rid)
-            return rid
-    return None
+            try:
+                stored = layout.codecs[key].normalize(val, f, None)
+            except (SvcError, TypeError, ValueError):
+                stored = val
+            if isinstance(stored, (str, int, float)) and stored != "":
+                rules.append({"field": key, "operator": "is", "value": stored})
+    return rules[:5]
+
+
+def _matching(run: RunState, recs: Sequence[Mapping[str, Any]], tmps: Sequence[str]
+              ) -> dict[str, list[str]]:
+    """create -> ids of ``recs`` holding all its wanted values (uploads aside), compared
+    as ``diff`` compares."""
+    if not recs:
+        return {t: [] for t in tmps}
+    layout = run.layout
+    values = Values(decode_records(recs, run.source), layout)
+    ids = [str(r["id"]) for r in recs]
+    out: dict[str, list[str]] = {}
+    for t in tmps:
+        want = run.plan.wanted.get(t, {})
+        out[t] = [rid for rid in ids if all(same(values(rid, k), want[k])
+                                            for k in want if not layout.is_upload(k))]
+    return out
+
+
+def take_baseline(run: RunState) -> None:
+    """Before the first create: the ids matching each create's values (batched: one
+    OR-filter on a key value per ``REREAD_CHUNK`` creates, or the whole list when a create
+    has no such value and the object is small). A lost create adopts a record only when
+    it is the one new match since then. A failed read leaves ``before`` unknown: such a
+    lost create is still sent again when proven absent, never adopted."""
+    tmps = [t for t, a in run.todo.items() if a == "create"]
+    if not tmps:
+        return
+    if run.jr:   # records acknowledged by an earlier run are not this run's to adopt
+        run.adopted.update(str(a["new_id"]) for a in run.jr.acks.values()
+                           if a.get("action") == "create" and a.get("new_id"))
+    keyed = {t: _lookup_rules(run, run.payloads[t]) for t in tmps}
+    provable = [t for t in tmps if keyed[t] or len(run.known_ids) <= LOOKUP_SCAN_LIMIT]
+    if not provable:
+        return
+    where_ = where(run.source)
+    recs: dict[str, dict[str, Any]] = {}
+    try:
+        if all(keyed[t] for t in provable):
+            rules = list({json.dumps(keyed[t][0], sort_keys=True, default=str): keyed[t][0]
+                          for t in provable}.values())
+            chunks = [rules[i:i + REREAD_CHUNK] for i in range(0, len(rules), REREAD_CHUNK)]
+            params: list[dict[str, Any] | None] = [
+                {"filters": json.dumps({"match": "or", "rules": c}, default=str)}
+                for c in chunks]
+        else:
+            params = [None]
+        for p in params:
+            got = _fetch_lookup(run, where_, p, limit=LOOKUP_SCAN_LIMIT + 1)
+            if len(got) > LOOKUP_SCAN_LIMIT:
+                return   # values shared by too many records to count: never adopt
+            recs.update((str(r["id"]), r) for r in got)
+    except SvcError:
+        return
+    for t, ids in _matching(run, list(recs.values()), provable).items():
+        run.before[t] = frozenset(ids)
+
+
+def _fetch_lookup(run: RunState, where_: Any, params: dict[str, Any] | None,
+                  limit: int | None = None) -> list[dict[str, Any]]:
+    return fetch_all(run.client, where_, run.counter, params, purpose="lookups",
+                     limit=limit)
+
+
+def lookup_created(run: RunState, tmp: str, body: Mapping[str, Any],
+                   before: frozenset[str] | None) -> Match:
+    """What the server holds for a create whose answer was lost (see ``Match``):
+    records matching its values, less those that matched ``before`` it was sent, those
+    other creates of this run own, and the loaded ones."""
+    rules = _lookup_rules(run, body)
+    if not rules and len(run.known_ids) > LOOKUP_SCAN_LIMIT:
+        return Match("unprovable", why="no field to look it up by in a large object")
+    params = {"filters": json.dumps({"match": "and", "rules": rules})} if rules else None
+    try:
+        recs = _fetch_lookup(run, where(run.source), params)
+    except SvcError as exc:
+        return Match("unprovable", why=f"the lookup failed: {exc.message}")
+    found = _matching(run, recs, [tmp])[tmp]
+    with run.adopt_lock:   # two lost creates must not adopt the same record
+        new = [r for r in found if r not in run.adopted and r not in run.known_ids
+               and (before is None or r not in before)]
+        if not new:
+            return Match("absent")
+        if before is None:
+            return Match("ambiguous", candidates=tuple(new))
+        # another create of this run, sent and not settled, may own a match
+        others = [t for t in run.unsettled_creates if t != tmp]
+        owned = _matching(run, [r for r in recs if str(r["id"]) in new], others) \
+            if others else {}
+        if len(new) == 1 and not any(new[0] in ids for ids in owned.values()):
+            run.adopted.add(new[0])
+            return Match("ours", new[0])
+        return Match("ambiguous", candidates=tuple(new))

@@ -39,6 +39,8 @@ __all__ = ["diff", "add_rows"]
 # Kinds whose acceptance needs the service (connected ids, uploaded assets): not
 # pre-checked with the codec's normalize.
 _HOOKED_KINDS = ("connection", "file", "image")
+# Removed records a row without an id is compared with (a cleared id), at most.
+_CLEARED_SCAN = 2000
 
 
 def _is_new_label(label: Any) -> bool:
@@ -165,7 +167,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     source, base = source_and_base(edited, base)
     layout = Layout.of(source)
     rows = Rows.of(edited.main, base.main, layout, source)
-    b = PlanBuilder(layout, rows, placed=placed_assets(base, layout))
+    b = PlanBuilder(layout, rows, placed=placed_assets(base, layout), base_main=base.main)
     b.updates(edited.main, base.main)
     b.creates(edited.main)
     b.connections(edited, base)
@@ -232,8 +234,10 @@ class Rows:
 class PlanBuilder:
     """Collects a Plan phase by phase: updates, creates, connections, deletes."""
 
-    def __init__(self, layout: Layout, rows: Rows, placed: Any) -> None:
+    def __init__(self, layout: Layout, rows: Rows, placed: Any,
+                 base_main: pd.DataFrame | None = None) -> None:
         self.layout, self.rows, self.placed = layout, rows, placed
+        self.base_main = base_main   # to tell a cleared id from a new row
         self.changes: dict[str, list[Any]] = {c: [] for c in CHANGE_COLUMNS}
         self.payloads: dict[str, dict[str, Any]] = {}
         self.actions: dict[str, Action] = {}
@@ -349,12 +353,15 @@ class PlanBuilder:
         by_col = {c: new_rows[c].tolist() for c in main.columns}
         present = {key: [c for c in cols if c in main.columns]
                    for key, cols in layout.field_cols.items()}
+        labels = main.index[new_positions].tolist()
         for j, new_pos in enumerate(new_positions.tolist()):
             rid = self.rows.ids[new_pos]
             self.create_rows[rid] = new_pos
             self.actions[rid] = "create"
             self.payloads[rid] = {}
             row = {c: by_col[c][j] for c in main.columns}
+            if not (isinstance(labels[j], str) and labels[j].startswith(NEW_ID_PREFIX)):
+                self._refuse_cleared_id(new_pos, row)
             for key, cols_present in present.items():
                 if not cols_present:
                     continue
@@ -379,6 +386,30 @@ class PlanBuilder:
                 for c in cols_present:
                     if not is_empty_cell(row[c]):
                         self.add_change(rid, "create", key, c, pd.NA, row[c])
+
+    def _refuse_cleared_id(self, pos: int, row: Mapping[str, Any]) -> None:
+        """A row without an id that holds values only the service computes, or exactly
+        the values of a loaded record missing from the frame, is a loaded record whose id
+        was cleared (e.g. set to NaN), not a new row: refuse it rather than create a
+        copy (and delete the original)."""
+        layout = self.layout
+        computed = [c for c, v in row.items() if layout.codecs[layout.col_field[c]].read_only
+                    and not is_empty_cell(v)]
+        base, removed = self.base_main, self.rows.removed
+        same_as = None
+        if not computed and base is not None and 0 < len(removed) <= _CLEARED_SCAN:
+            same_as = next((r for r in removed if r in base.index and all(
+                values_equal(base.at[r, c], v) for c, v in row.items()
+                if c in base.columns)), None)
+        if not computed and same_as is None:
+            return
+        why = (f"its values are those of record {same_as}, missing from the frame"
+               if same_as is not None else
+               f"its column {computed[0]!r} "
+               f"({layout.fields[layout.col_field[computed[0]]].kind}) holds a value only "
+               "the service computes")
+        raise UsageError(f"the id of row {pos} was cleared: {why}; restore its id (add new "
+                         "rows with add_rows)")
 
     # ---- connections: exploded tables -> id lists --------------------------------------------
     def connections(self, edited: Frames, base: Frames) -> None:
@@ -472,6 +503,13 @@ def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
         add_rows(frames, [{"field_2": "New order", "field_5": 12.5}])
     """
+    if not isinstance(rows, (list, tuple)):
+        raise UsageError("rows must be a list of dicts (column -> value), got a "
+                         f"{type(rows).__name__}")
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise UsageError("rows must be a list of dicts (column -> value): row "
+                             f"{i} is a {type(r).__name__} ({r!r:.40})")
     main = frames.main
     taken = {x for x in main.index if isinstance(x, str) and x.startswith(NEW_ID_PREFIX)}
     # count on from the pending new rows, skipping ids still in the frame (a new row may

@@ -1,10 +1,12 @@
 """The lost-update guard: re-read the records about to change (batched), and decide
 conflicts: a record changed on the server since it was loaded is a conflict; a field
-already holding the wanted value is not sent again.
+already holding the wanted value is not sent again. After the writes, the same re-read
+settles the updates and deletes whose answer was lost (``check_unanswered``).
 
 Usage::
 
     guard(run, on_conflict="skip")      # run: a RunState; fills run.conflicts/outcomes
+    check_unanswered(run)               # after apply: unknown outcomes -> applied/failed
     fetch_all(client, "object_3", counter, {"filters": ...})   # a list, each id once
 """
 
@@ -24,13 +26,13 @@ from ..frames import Frames, Source
 from ..kinds._util import is_empty_cell
 from ..paging import Paginator
 from .journal import journal_key
-from .plan import Layout
+from .plan import Layout, Status
 from .report import Counter, Outcome
 from .state import RunState
 from .target import where as where_of
-from .values import Values, decode_records, same, short
+from .values import Values, decode_records, holds, same, short
 
-__all__ = ["guard", "reread", "fetch_all"]
+__all__ = ["guard", "check_unanswered", "reread", "fetch_all"]
 
 REREAD_CHUNK = 50     # values per filtered re-read: keeps the URL near 4 KB
 
@@ -115,14 +117,77 @@ def _guard_update(run: RunState, rid: str, srv: Values | None, on_conflict: str)
                                     "already on the server", run.server_now[rid])
 
 
+# ---- after the writes: what became of the writes whose answer was lost -----------------
+def check_unanswered(run: RunState) -> None:
+    """Settle each update or delete whose every attempt ended without an answer (a cut
+    connection, a 5xx: it may have been applied) by one batched re-read: ``applied`` when
+    the server holds the sent values (the re-read record refreshes the frames), ``failed``
+    when it provably does not (it still holds the values from before; a delete: the
+    record is still there), else ``unknown`` saying why."""
+    if not run.unanswered:
+        return
+    ids = list(run.unanswered)
+    try:
+        now = reread(run.client, run.source, ids, run.counter, run.layout, run.plan.base)
+    except SvcError as exc:
+        for rid in ids:
+            o = run.outcomes[rid]
+            o.message = (f"{o.message}; the re-read to check it failed too "
+                         f"({exc.message}): load the record to see")
+        return
+    srv = Values(decode_records(list(now.values()), run.source), run.layout) if now else None
+    known = [run.server_now[r] for r in ids if r in run.server_now]
+    pre = Values(decode_records(known, run.source), run.layout) if known else None
+    for rid, body in run.unanswered.items():
+        o = run.outcomes[rid]
+        status, why = _settle(run, rid, body, now, srv, pre)
+        o.status, o.message = status, f"{why} (the answer was lost: {o.message})"
+        if status == "applied":
+            o.record = now.get(rid)
+            if run.jr:
+                run.jr.write("ack", run.keys[rid], action=o.action, record_id=rid)
+
+
+def _settle(run: RunState, rid: str, body: dict[str, Any], now: dict[str, dict[str, Any]],
+            srv: Values | None, pre: Values | None) -> tuple[Status, str]:
+    """One unanswered write against its re-read: (status, why)."""
+    act = run.outcomes[rid].action
+    if act == "delete":
+        return (("applied", "deleted: gone from the server on re-read") if rid not in now
+                else ("failed", "not deleted: still on the server on re-read"))
+    if rid not in now or srv is None:
+        return "failed", "not applied: the record is gone from the server"
+    layout = run.layout
+    held, before = [], []
+    for key, sent in body.items():
+        now_v = srv(rid, key)
+        was = (pre(rid, key) if pre is not None and rid in run.server_now
+               else run.plan.loaded.get(rid, {}).get(key, {}))
+        if layout.is_upload(key):   # an asset id was sent: compare ids
+            held.append(same({key: now_v.get(key)}, {key: sent}))
+            before.append(same({key: now_v.get(key)}, {key: was.get(key)}))
+            continue
+        want = run.plan.wanted.get(rid, {}).get(key, {})
+        held.append(holds(now_v, want, sent, layout.fields[key], layout))
+        before.append(bool(was) and same(now_v, was))
+    if all(held):
+        return "applied", "applied: the server holds the sent values on re-read"
+    if all(before):
+        return "failed", "not applied: the server still holds the values from before"
+    return "unknown", ("the server holds other values than those sent or loaded (edited "
+                       "meanwhile?): load the record to see")
+
+
 # ---- re-reads ------------------------------------------------------------------------------
 def fetch_all(client: Client, where: Where, counter: Counter,
-              params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+              params: dict[str, Any] | None = None, *, purpose: str = "rereads",
+              limit: int | None = None) -> list[dict[str, Any]]:
     """Every record of a (filtered) list, each id once: the loaders' paginator, which
     re-reads when records move between pages instead of missing one (a missed record would
-    pass for deleted in the guard). Each page request counts as a re-read."""
+    pass for deleted in the guard). Each page request counts under ``purpose``; ``limit``
+    stops after that many records."""
     pages = Paginator(client, where, filters=(params or {}).get("filters"), verify="none",
-                      on_page=lambda _page: counter.add("rereads"))
+                      limit=limit, on_page=lambda _page: counter.add(purpose))
     return pages.records()
 
 

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..assets import PendingUpload
+from ..errors import UsageError
 from .plan import Plan
 
-__all__ = ["Journal", "journal_key", "record_keys"]
+__all__ = ["Journal", "journal_key", "record_keys", "check_journal_path"]
 
 
 def _jsonable(v: Any) -> Any:
@@ -63,6 +64,20 @@ def record_keys(plan: Plan, target_name: str, *, journaled: bool) -> dict[str, s
         else:
             keys[rid] = journal_key(act, target_name, rid, payload, run_id)
     return keys
+
+
+def check_journal_path(path: str | os.PathLike[str]) -> None:
+    """UsageError naming ``path`` when it cannot be a journal file (a directory, or under
+    a file), checked before the first request. Usage: ``check_journal_path("push.jsonl")``"""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"journal {p} is a directory: give a file path, e.g. "
+                         f"{p / 'push.jsonl'}")
+    parent = next((a for a in p.parents if a.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"journal {p}: {parent} is a file, not a directory")
+    if p.exists() and not p.is_file():
+        raise UsageError(f"journal {p} is not a regular file")
 
 
 class Journal:

@@ -26,7 +26,10 @@ REPORT_COLUMNS = ["record_id", "action", "fields", "status", "message"]
 
 @dataclass
 class Report:
-    """The outcome of ``write_back``: one row per record and action.
+    """The outcome of ``write_back``: one row per record and action. A status is the
+    truth: ``applied`` was acknowledged or seen on a re-read, ``failed`` was refused or
+    provably not applied, ``unknown`` could be neither proven (the message says why and
+    names a lost create's candidate records).
 
     Usage::
 

@@ -29,7 +29,7 @@ from ..schema import Schema
 from .apply import apply
 from .diff import diff
 from .guard import guard as guard_phase
-from .journal import Journal
+from .journal import Journal, check_journal_path
 from .plan import Layout, Plan
 from .refresh import refresh
 from .report import Outcome, Report, dry_run_report, make_report, summary_line
@@ -71,6 +71,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     elif plan.edited is not None and plan.edited is not edited:
         raise UsageError("the plan was made from other frames: diff(edited) again")
     layout = Layout.of(plan.source)
+    if journal is not None:
+        check_journal_path(journal)
     # 2. resolve the target (object or view + token)
     tgt = resolve_target(client, plan.source, target, token)
     check_upload_files(plan)

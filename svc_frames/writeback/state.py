@@ -47,6 +47,12 @@ class RunState:
     # created records a lookup must not mistake for the one it looks for
     known_ids: set[str] = field(default_factory=set)
     adopted: set[str] = field(default_factory=set)
+    # create -> ids that matched its values before any create was sent (None: unknown),
+    # and creates sent but not settled: a lookup adopts only a record provably its own
+    before: dict[str, frozenset[str] | None] = field(default_factory=dict)
+    unsettled_creates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # updates/deletes whose answer was lost (rid -> body sent): re-read before the report
+    unanswered: dict[str, dict[str, Any]] = field(default_factory=dict)
     adopt_lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     base_values: Values | None = None    # the loaded values, for the guard (made once)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..assets import AssetKind, PendingUpload, pending, upload
+from ..assets import AssetKind, PendingUpload, check_record_data, pending, upload
 from ..errors import InvalidValue, OutcomeUnknown, ServerError
 from ..frames import Frames
 from ..kinds._util import is_empty_cell
@@ -100,11 +100,16 @@ def plan_asset_value(new: Mapping[str, Any], old: Mapping[str, Any], field: Fiel
 
 
 def check_upload_files(plan: Plan) -> None:
-    """Files may have vanished since diff(): check all before the first request."""
+    """Before the first request: files may have vanished since diff(), and a record that
+    uploads must be one the service will take (its fields and values, by the kind codecs'
+    rules), or its uploaded assets would be left placed nowhere."""
+    fields = {f.key: f for f in plan.source.fields}
     for rid, payload in plan.payloads.items():
-        for key, val in payload.items():
-            if isinstance(val, PendingUpload):
-                val.check(key, rid)
+        pending_keys = [k for k, v in payload.items() if isinstance(v, PendingUpload)]
+        for key in pending_keys:
+            payload[key].check(key, rid)
+        if pending_keys:
+            check_record_data(fields, payload, what=f"record {rid}", skip=pending_keys)
 
 
 def resolve_uploads(run: RunState, rid: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -17,12 +17,17 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
+from ..errors import SvcError
 from ..frames import Frames, Source, build_frames
 from ..kinds import values_equal
 from ..kinds._util import is_empty_cell
+from ..kinds.base import FieldSpec
 from .plan import Layout
 
-__all__ = ["Values", "decode_records", "same", "short", "response_record"]
+__all__ = ["Values", "decode_records", "same", "holds", "short", "response_record"]
+
+# Kinds whose stored value needs the service to normalize (connected ids, assets).
+_SERVICE_NORMALIZED = ("connection", "file", "image")
 
 
 def decode_records(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
@@ -78,6 +83,24 @@ def _py(v: Any) -> Any:
 def same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     """Equal field values by the kinds' rule (NA vs "", 1 vs 1.0 are the same)."""
     return all(values_equal(a.get(k, pd.NA), b.get(k, pd.NA)) for k in set(a) | set(b))
+
+
+def holds(now: Mapping[str, Any], want: Mapping[str, Any], sent: Any, field: FieldSpec,
+          layout: Layout) -> bool:
+    """Whether a field's server values ``now`` are what a write of ``sent`` (encoded from
+    the frame values ``want``) stores: equal by the kinds' rule, or, where the service
+    normalizes (seconds dropped, cents, phone format), equal once both are normalized
+    by the kind's own rule. Usage: ``holds(srv(rid, k), plan.wanted[rid][k], body[k], f, layout)``"""
+    if want and same(now, want):
+        return True
+    if field.kind in _SERVICE_NORMALIZED:
+        return False
+    codec = layout.codecs[field.key]
+    try:
+        return bool(codec.normalize(codec.encode(now, field, layout.ctx), field, None)
+                    == codec.normalize(sent, field, None))
+    except (SvcError, NotImplementedError, TypeError, ValueError, KeyError):
+        return False
 
 
 def short(v: Mapping[str, Any]) -> Any:

@@ -52,7 +52,10 @@ def thumbnail(content: bytes) -> bytes:
             im.save(out, format="PNG")
             return out.getvalue()
     except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-        raise ApiError.invalid(f"the uploaded file is not a readable image: {exc}",
+        # PIL's message holds the repr of our buffer: say what is wrong instead
+        why = ("not a known image format" if isinstance(exc, UnidentifiedImageError)
+               else "damaged, truncated or too large")
+        raise ApiError.invalid(f"the uploaded file is not a readable image ({why})",
                                "files") from exc
 
 

@@ -1,0 +1,122 @@
+"""The bad-input catalogue: each input a user may get wrong, and the typed error (from
+``svc_frames.errors``) it must raise, naming the culprit, before any request (unless the
+check needs the service, ``sends=True``). Over loopback HTTP against the local service.
+
+To add an input: append a ``Case`` to ``CASES`` (a name, a call taking the ``Env``, the
+error type, the words the message must hold and those it must not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from svc_frames.assets import upload_file, upload_image
+from svc_frames.client import Client
+from svc_frames.errors import InvalidValue, UsageError, ValidationError
+from svc_frames.frames import Frames
+from svc_frames.loaders import read_object
+from svc_frames.server import LocalService
+from svc_frames.writeback import add_rows, diff, write_back
+
+OBJECT = "object_3"   # the demo's widest object (svc_frames/server/demo.py)
+
+
+@dataclass
+class Env:
+    """What a case may use: the service, a client on it, a scratch directory, and frames
+    loaded before the case runs (``frames()``: a fresh copy each call)."""
+
+    svc: LocalService
+    client: Client
+    tmp: Path
+    loaded: Frames
+
+    def frames(self) -> Frames:
+        out = self.loaded.snapshot()
+        out.original = self.loaded.original.snapshot() if self.loaded.original else None
+        return out
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad input and the error it must give."""
+
+    name: str
+    call: Callable[[Env], object]
+    error: type[Exception]
+    says: tuple[str, ...]
+    never_says: tuple[str, ...] = field(default=())
+    sends: bool = False   # the check needs the service (its refusal is the error)
+
+
+def _cleared_id(env: Env) -> object:
+    frames = env.frames()
+    ids = frames.main.index.tolist()
+    ids[2] = np.nan
+    frames.main.index = pd.Index(ids, name="id", dtype=frames.main.index.dtype)
+    return diff(frames)
+
+
+def _journal_dir(env: Env) -> object:
+    frames = env.frames()
+    frames.main.iloc[0, frames.main.columns.get_loc("field_12")] = "journal check"
+    return write_back(env.client, frames, journal=env.tmp)
+
+
+CASES = [
+    Case("add_rows with a string", lambda env: add_rows(env.frames(), "text"),  # type: ignore[arg-type]
+         UsageError, ("rows must be a list of dicts", "str")),
+    Case("add_rows with a list of numbers", lambda env: add_rows(env.frames(), [1, 2]),  # type: ignore[list-item]
+         UsageError, ("rows must be a list of dicts", "row 0", "int")),
+    Case("write_back with a directory as journal", _journal_dir, UsageError,
+         ("journal {tmp} is a directory",)),
+    Case("an existing row whose id was set to NaN", _cleared_id, UsageError,
+         ("the id of row 2 was cleared",), never_says=("new row new:", "leave it empty")),
+    Case("upload_file of a missing path", lambda env: upload_file(env.client, "/nonexistent"),
+         InvalidValue, ("/nonexistent", "not found"), never_says=("(field )",)),
+    Case("upload_file of a directory", lambda env: upload_file(env.client, env.tmp),
+         InvalidValue, ("is a directory, not a file: {tmp}",), never_says=("(field )",)),
+    Case("upload_image of bytes that are not an image",
+         lambda env: upload_image(env.client, b"plain text, not pixels", "notes.png"),
+         ValidationError, ("notes.png", "not a readable image"),
+         never_says=("object at 0x", "<_io", "BytesIO"), sends=True),
+]
+
+
+@pytest.fixture(scope="module")
+def svc() -> Iterator[LocalService]:
+    with LocalService(demo=True, records=6, rate_limit=0) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def client(svc: LocalService) -> Client:
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
+                  backoff=0.01)
+
+
+@pytest.fixture(scope="module")
+def loaded(client: Client) -> Frames:
+    return read_object(client, OBJECT, progress=False)   # also caches the schema
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_bad_input_gives_a_typed_error_naming_the_culprit(
+        svc: LocalService, client: Client, loaded: Frames, case: Case, tmp_path: Path) -> None:
+    env = Env(svc, client, tmp_path, loaded)
+    svc.request_log.clear()
+    with pytest.raises(case.error) as err:
+        case.call(env)
+    text = str(err.value)
+    for words in case.says:
+        assert words.format(tmp=tmp_path) in text, (words, text)
+    for words in case.never_says:
+        assert words not in text, (words, text)
+    if not case.sends:
+        assert svc.request_log.count() == 0, svc.request_log.counts()
