@@ -21,7 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check svc_frames tests benchmarks
 
 typecheck: $(STAMP)
-	$(BIN)/mypy svc_frames
+	$(BIN)/mypy --strict svc_frames
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider

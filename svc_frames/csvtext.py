@@ -172,7 +172,7 @@ def _what(dtype: str) -> str:
 def _parse_one(text: str, dtype: str, field: FieldSpec | None, timezone: str | None) -> Any:
     if dtype.startswith("datetime64"):
         ts = pd.Timestamp(text)
-        if ts is pd.NaT:
+        if pd.isna(ts):
             raise ValueError("not a time")
         if ts.tzinfo is None and timezone:
             ts = ts.tz_localize(timezone)  # a spreadsheet dropped the offset: app time

@@ -496,9 +496,10 @@ def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
     import matplotlib.dates as mdates
     from matplotlib.ticker import MaxNLocator
 
-    locator = mdates.AutoDateLocator()
+    locator = mdates.AutoDateLocator()  # type: ignore[no-untyped-call]  # untyped in matplotlib
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.xaxis.set_major_formatter(
+        mdates.ConciseDateFormatter(locator))  # type: ignore[no-untyped-call]
     ax.set_xlabel(f"{spec.label}" + (f" ({tz})" if tz is not None else ""))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     return ax
