@@ -18,9 +18,11 @@ import pytest
 
 from svc_frames.assets import upload_file, upload_image
 from svc_frames.client import Client
-from svc_frames.errors import InvalidValue, UsageError, ValidationError
+from svc_frames.errors import ConfigurationError, InvalidValue, UsageError, ValidationError
+from svc_frames.filters import Field
 from svc_frames.frames import Frames
 from svc_frames.loaders import read_object
+from svc_frames.parquet import read_parquet, to_parquet
 from svc_frames.server import LocalService
 from svc_frames.writeback import add_rows, diff, write_back
 
@@ -69,7 +71,44 @@ def _journal_dir(env: Env) -> object:
     return write_back(env.client, frames, journal=env.tmp)
 
 
+def _client_with(env: Env, **settings: object) -> object:
+    return Client(env.svc.app_id, api_key=env.svc.api_key, base_url=env.svc.base_url,
+                  **settings)  # type: ignore[arg-type]
+
+
+def _corrupt_metadata(env: Env) -> object:
+    dest = env.tmp / "orders"
+    to_parquet(env.frames(), dest)
+    (env.tmp / "orders.svc_frames.json").write_text("{not json")
+    return read_parquet(dest)
+
+
+def _filtered_load(env: Env, rule: object) -> object:
+    return read_object(env.client, OBJECT, filters=[rule], progress=False)
+
+
 CASES = [
+    Case("Client with a negative timeout", lambda env: _client_with(env, timeout=-1),
+         ConfigurationError, ("timeout", "-1")),
+    Case("Client with negative max_retries", lambda env: _client_with(env, max_retries=-1),
+         ConfigurationError, ("max_retries", "-1")),
+    Case("Client with a negative rate_limit", lambda env: _client_with(env, rate_limit=-1),
+         ConfigurationError, ("rate_limit", "-1")),
+    Case("a date filter value that is not a date",
+         lambda env: Field("field_29").is_after("not a date"), UsageError,
+         ("field_29", "'not a date'", "as a date")),
+    Case("is any without a list", lambda env: Field("field_27").is_any("Open"),  # type: ignore[arg-type]
+         UsageError, ("field_27", "needs a list", "'Open'")),
+    Case("a relative date operator without its range",
+         lambda env: Field("field_29").is_before_previous(None, "days"),  # type: ignore[arg-type]
+         UsageError, ("field_29", "'range'", "None")),
+    Case("a hand-written rule with an unreadable date",
+         lambda env: _filtered_load(env, {"field": "field_29", "operator": "is after",
+                                          "value": "31st of Jan"}),
+         UsageError, ("field_29", "'31st of Jan'")),
+    Case("read_parquet of corrupt metadata", _corrupt_metadata, UsageError,
+         ("orders.svc_frames.json", "corrupt svc_frames metadata", "not JSON")),
+
     Case("add_rows with a string", lambda env: add_rows(env.frames(), "text"),  # type: ignore[arg-type]
          UsageError, ("rows must be a list of dicts", "str")),
     Case("add_rows with a list of numbers", lambda env: add_rows(env.frames(), [1, 2]),  # type: ignore[list-item]
