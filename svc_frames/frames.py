@@ -42,6 +42,9 @@ class Source:
     columns: Literal["keys", "labels"] = "keys"
     kinds_inferred: bool = False  # True when no schema was available
     name: str = ""  # the object's or view's name in the schema, for titles and summaries
+    # what the load asked for (filters, sort_field, sort_order, limit, rows_per_page) and
+    # when it started (loaded_at, ISO UTC): what ``refresh`` repeats. None: not from a load
+    load: dict[str, Any] | None = None
 
     def field(self, key: str) -> FieldSpec:
         for f in self.fields:

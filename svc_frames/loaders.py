@@ -14,6 +14,7 @@ with the first page), otherwise they are inferred from the raw shapes.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,7 +26,7 @@ from .client import Client, Target, parse_target
 from .decoder import PageDecoder
 from .describe import Columns, check_columns, describe, paused_gc, user_timezone
 from .errors import DisplayValuesNeeded, UsageError
-from .filters import Filters
+from .filters import Filters, validate_filters
 from .frames import Frames, Source, build_frames, decodes_raw_alone
 from .kinds.base import FieldSpec
 from .paging import Page, Paginator, Verify
@@ -107,6 +108,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     if processes is not None and (not isinstance(processes, int) or processes < 0):
         raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
     tz = user_timezone(timezone)
+    asked = load_params(filters, sort_field, sort_order, limit, rows_per_page)
     bar = PageProgress(want_progress(progress), client.records_path(target)[2])
     # the Paginator checks target, filters, sort and limit, before any request
     pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
@@ -152,8 +154,10 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
         records = [latest[rid] for rid in final_ids]
         tz = tz or Schema.of(app).timezone
         fields, source = describe(client, target, app, records, columns, tz)
+        source.load = asked
         return build_frames(records, fields, source, tz=tz)
     assert source is not None
+    source.load = asked
     frames = concat_frames([f for n, f in parts if n == final_pass], source)
     if len(frames.main) != len(final_ids):  # limit cut the last page
         keep = pd.Index(final_ids, dtype="string")
@@ -162,6 +166,18 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                          for k, t in frames.tables.items()}
     frames.original = frames.snapshot()
     return frames
+
+
+def load_params(filters: Filters | None, sort_field: str | None, sort_order: str | None,
+                limit: int | None, rows_per_page: int) -> dict[str, Any]:
+    """What a load asked for, and when it started (``Source.load``; ``refresh`` repeats it).
+
+    Usage: ``source.load = load_params(filters, None, None, None, 1000)``"""
+    checked = validate_filters(filters)
+    return {"filters": dict(checked) if checked and checked["rules"] else None,
+            "sort_field": sort_field, "sort_order": sort_order, "limit": limit,
+            "rows_per_page": rows_per_page,
+            "loaded_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}
 
 
 def page_frames(pager: Paginator, page: Page, fields: list[FieldSpec], source: Source,

@@ -28,7 +28,10 @@ Keys (stable; tests and notebooks may use them):
     field_39 image (url) "Reference Image" · field_40 signature "Sign-off" ·
     field_41 connection many -> object_2 "Parts" · field_42 connection one -> object_1
     "Assignee" · field_43 connection one -> object_1 "Created By" ·
-    field_44 date_time "Submitted At" · field_45 short_text "Customer Ref" (often empty)
+    field_44 date_time "Submitted At" · field_45 short_text "Customer Ref" (often empty) ·
+    field_46 date_time "Last Modified": stamped by the service on every create and update
+    (an object record rule: ``rules.records`` with no criteria and a ``current_date``
+    value; generated records carry past stamps)
 
 Scenes and views:
 
@@ -175,6 +178,7 @@ def demo_document() -> dict[str, Any]:
            relationship={"object": "object_1", "has": "one", "belongs_to": "many"}),
         _f("field_44", "date_time", "Submitted At", format=dict(_DATE)),
         _f("field_45", "short_text", "Customer Ref"),
+        _f("field_46", "date_time", "Last Modified", format=dict(_DATE)),
     ]
     objects: list[dict[str, Any]] = [
         {"key": "object_1", "name": "People", "type": "UserObject", "profile_key": "profile_1",
@@ -182,7 +186,10 @@ def demo_document() -> dict[str, Any]:
         {"key": "object_2", "name": "Parts", "type": "StandardObject", "identifier": "field_8",
          "fields": parts},
         {"key": "object_3", "name": "Work Orders", "type": "StandardObject",
-         "identifier": "field_12", "fields": wo},
+         "identifier": "field_12", "fields": wo,
+         # a record rule of the object itself: runs on every create and update
+         "rules": {"records": [{"criteria": [], "values": [
+             {"field": "field_46", "type": "current_date"}]}]}},
     ]
     for o in objects:
         for f in o["fields"]:
@@ -272,6 +279,11 @@ def demo_document() -> dict[str, Any]:
     })
 
 
+def stamped_fields(object_doc: dict[str, Any]) -> list[str]:
+    """Fields an object's own record rules stamp with the current date on every write."""
+    rules = (object_doc.get("rules") or {}).get("records") or []
+    return [str(v["field"]) for r in rules if not r.get("criteria")
+            for v in r.get("values") or [] if v.get("type") == "current_date" and v.get("field")]
 
 
 def generate_demo(state: ServiceState, records: int, seed: int = 0,
@@ -387,8 +399,11 @@ def generate_demo(state: ServiceState, records: int, seed: int = 0,
         return person_pieces[(key, who)]
 
     eq_cache: dict[tuple[int, int], Piece] = {}
+    stamped = stamped_fields(wo_obj.doc)
     stored = [f for f in wo_obj.fields if f.kind not in COMPUTED_KINDS
-              and f.kind != "connection"]
+              and f.kind != "connection" and f.key not in stamped]
+    # stamps come from a stream of their own: adding one moves no other generated value
+    stamp_rng = random.Random(f"{seed}:stamps")
     order = [f.key for f in wo_obj.fields]
     rows: list[RecordRow] = []
     links: list[tuple[str, str, str, str]] = []
@@ -398,6 +413,8 @@ def generate_demo(state: ServiceState, records: int, seed: int = 0,
         rid = seeded_id(rng, t0 + 200000, n)
         idx = [rng.randrange(POOL) for _ in stored]
         chosen = {f.key: pools[f.key][i] for f, i in zip(stored, idx, strict=True)}
+        for key in stamped:
+            chosen[key] = pools[key][stamp_rng.randrange(POOL)]
         p16, p17 = chosen["field_16"], chosen["field_17"]
         ek = (id(p16), id(p17))
         if ek not in eq_cache:

@@ -42,7 +42,7 @@ from .render import (
     record_row,
     text_of,
 )
-from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, AppDef, ObjectDef
+from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, AppDef, ObjectDef, RecordRule
 
 BASE_URL_PLACEHOLDER = "@@SVC_BASE_URL@@"
 
@@ -307,12 +307,17 @@ class Store:
 
     def _apply_rules(self, conn: sqlite3.Connection, obj: ObjectDef, raw: dict[str, Any],
                      rid: str, ctx: WriteContext, hooks: _Hooks) -> None:
-        if not ctx.rules:
+        # the object's own record rules (``rules.records`` on the object: e.g. a "Last
+        # Modified" stamp) run on every write, after the form's
+        rules = [*ctx.rules, *(RecordRule(list(r.get("criteria") or []),
+                                          list(r.get("values") or []))
+                               for r in (obj.doc.get("rules") or {}).get("records") or [])]
+        if not rules:
             return
         pieces = {f.key: self.renderer.piece(f, raw.get(f.key)) for f in obj.fields
                   if f.kind not in COMPUTED_KINDS}
         now = self.app.local_now()
-        for rule in ctx.rules:
+        for rule in rules:
             if not all(rule_matches(obj, pieces, c) for c in rule.criteria):
                 continue
             for v in rule.values:
