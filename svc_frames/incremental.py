@@ -1,0 +1,621 @@
+"""Incremental refresh: bring loaded frames up to date with a few requests, in place.
+
+The service has no "modified since" (real-world.md): applications that load incrementally
+keep a date field that a record rule stamps on every change, and use an auto-increment
+field as a cursor for new records. ``refresh`` asks for
+
+* the first page of the load's own listing, newest first (by the auto-increment field, or
+  by the modified field): the current ``total_records`` and the newest records;
+* the records whose modified stamp ``is after`` a date a full day before the last load
+  started (filter dates are ``MM/DD/YYYY`` and only the date is honoured, so the window
+  overlaps; each returned record is compared with its loaded values to decide whether it
+  really changed, so a change in the same minute as the load is not missed);
+* only when the total disagrees with the merged frame (a record was deleted or left the
+  load's filter): one full listing, which finds which.
+
+The as-loaded copy (``frames.original``) moves with the server values, so ``diff`` after a
+refresh still sends only the user's own edits. A cell the user edited that also changed on
+the server is a conflict: the user's value stays in ``main``, ``original`` keeps the value
+as loaded (so ``write_back``'s own guard sees the clash again) and the report lists it.
+
+Usage::
+
+    orders = read_object(client, "object_3")
+    report = refresh(client, orders)          # orders.main / .tables / .original updated
+    print(report)                             # added, changed, deleted, conflicts, requests
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+
+from .client import Client, Target
+from .errors import UsageError
+from .frames import Frames, Source, build_frames, label_map, relabel
+from .kinds import codec_for, values_equal
+from .kinds.base import FieldSpec
+from .paging import Paginator
+
+__all__ = ["refresh", "RefreshReport", "RefreshNotice", "modified_field_of", "filter_date",
+           "check_modified_field"]
+
+OVERLAP_DAYS = 2
+"""The stamp window starts this many dates before the load's date: ``is after`` a date
+matches from the next day on, so 2 means "from the start of the day before the load"
+(a day of slack for clock skew and timezones)."""
+
+
+class RefreshNotice(UserWarning):
+    """A refresh or a cache load that fell back to a full listing, and why."""
+
+
+@dataclass
+class RefreshReport:
+    """What a refresh did. ``conflicts``: record_id, field, column, loaded, server, local.
+
+    Usage: ``report = refresh(client, frames); report.changed, report.requests``"""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    conflicts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["record_id", "field", "column", "loaded", "server", "local"]))
+    requests: int = 0               # requests sent by this refresh (schema included)
+    deletion_requests: int = 0      # of which the listing that found deleted records
+    full: bool = False              # everything was listed (no modified field, or asked)
+    reason: str = ""                # why the refresh listed everything, if it did
+    modified_field: str | None = None
+    cursor_field: str | None = None  # the auto-increment field used for new records
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {"added": len(self.added), "changed": len(self.changed),
+                "deleted": len(self.deleted), "conflicts": len(self.conflicts),
+                "requests": self.requests}
+
+    def __str__(self) -> str:
+        c = self.counts
+        head = (f"refresh: {c['added']} added, {c['changed']} changed, {c['deleted']} "
+                f"deleted, {c['conflicts']} conflicting cells; {c['requests']} requests")
+        if self.deletion_requests:
+            head += f" ({self.deletion_requests} to find deleted records)"
+        if self.full:
+            head += f"; full listing: {self.reason}"
+        return head
+
+
+# ---- fields ------------------------------------------------------------------------------
+def filter_date(day: dt.date) -> str:
+    """A date as the service's filters read it (``MM/DD/YYYY``; an ISO date would match
+    nothing). Usage: ``filter_date(dt.date(2024, 1, 31)) == "01/31/2024"``"""
+    return day.strftime("%m/%d/%Y")
+
+
+def modified_field_of(app: Mapping[str, Any] | None, object_key: str) -> str | None:
+    """The date_time field an object's own record rule stamps on every write, from the
+    schema: ``objects[].rules.records[]`` with no criteria and a value of type
+    ``current_date`` (ARCHITECTURE.md "Incremental refresh"). None when there is none.
+
+    Usage: ``modified_field_of(client.schema(), "object_3")  # "field_46"``"""
+    for obj in (app or {}).get("objects") or ():
+        if obj.get("key") != object_key:
+            continue
+        kinds = {f.get("key"): f.get("type") for f in obj.get("fields") or ()
+                 if isinstance(f, Mapping)}
+        rules = obj.get("rules") if isinstance(obj.get("rules"), Mapping) else {}
+        for rule in (rules or {}).get("records") or ():
+            if not isinstance(rule, Mapping) or rule.get("criteria"):
+                continue  # a rule with conditions does not stamp every change
+            for value in rule.get("values") or ():
+                key = value.get("field") if isinstance(value, Mapping) else None
+                if value.get("type") == "current_date" and kinds.get(key) == "date_time":
+                    return str(key)
+    return None
+
+
+def check_modified_field(source: Source, key: str) -> FieldSpec:
+    """The FieldSpec of ``modified_field=``; UsageError naming it unless it is a date_time
+    field the frames hold (for a view: one the view shows). Usage: ``check_modified_field(
+    frames.source, "field_46")``"""
+    what = (f"view {source.scene_key}/{source.view_key}" if source.kind == "view"
+            else f"object {source.object_key}")
+    try:
+        spec = source.field(key)
+    except KeyError:
+        raise UsageError(f"modified_field {key!r} is not a field of {what}"
+                         + (" (the view must show it)" if source.kind == "view" else ""),
+                         field=key) from None
+    if spec.kind != "date_time":
+        raise UsageError(f"modified_field {key!r} of {what} is a {spec.kind} field, not a "
+                         "date_time field", field=key)
+    if (spec.format or {}).get("calendar"):
+        raise UsageError(f"modified_field {key!r} of {what} is a date range", field=key)
+    return spec
+
+
+def target_of(source: Source) -> Target:
+    if source.kind == "view":
+        assert source.scene_key is not None and source.view_key is not None
+        return (source.scene_key, source.view_key)
+    return source.object_key
+
+
+def column_names(source: Source) -> tuple[dict[str, str], dict[str, str]]:
+    """(main column -> field key, field key -> its bare column or table name) of a source,
+    in keys or labels mode."""
+    names = label_map(source.fields)
+    labels = source.columns == "labels"
+    col_field: dict[str, str] = {}
+    bare: dict[str, str] = {}
+    for f in source.fields:
+        for col in codec_for(f).columns(f):
+            col_field[relabel(col, names) if labels else col] = f.key
+        bare[f.key] = relabel(f.key, names) if labels else f.key
+    return col_field, bare
+
+
+# ---- the refresh ---------------------------------------------------------------------------
+def refresh(client: Client, frames: Frames, *, modified_field: str | None = None,
+            full: bool = False, rows_per_page: int | None = None) -> RefreshReport:
+    """Bring ``frames`` (from ``read_object``/``read_view``) up to date in place.
+
+    ``modified_field``: the date_time field stamped on every change (default: the one the
+    schema's record rule stamps, see :func:`modified_field_of`). Without one, changes to
+    loaded records cannot be asked for: the whole listing is fetched (``full``), with a
+    :class:`RefreshNotice` saying what the object needs. ``full=True`` lists everything
+    anyway (also catching values computed from other records, which change without a
+    stamp). ``rows_per_page``: default the load's.
+
+    Usage: ``report = refresh(client, orders); print(report)``"""
+    source = check_frames(client, frames)
+    load = dict(source.load or {})
+    if load.get("limit") is not None:
+        raise UsageError(f"frames loaded with limit={load['limit']} cannot be refreshed: "
+                         "they hold the first records only; load without limit")
+    if modified_field is not None:
+        check_modified_field(source, modified_field)
+    rpp = int(rows_per_page or load.get("rows_per_page") or 1000)
+    Paginator(client, target_of(source), rows_per_page=rpp,
+              filters=load.get("filters"))  # validates everything before any request
+    sent = client.request_count
+    started = dt.datetime.now(dt.timezone.utc)
+    report = RefreshReport()
+    mod = modified_field
+    if mod is None and not full:
+        mod = modified_field_of(client.schema(), source.object_key)
+        if mod is not None and not any(f.key == mod for f in source.fields):
+            report.reason = (f"the view does not show {mod}, the field stamped on every "
+                             "change: add it to the view's columns, or refresh the object")
+            mod = None
+        elif mod is None:
+            report.reason = (f"{source.object_key} has no date_time field stamped on every "
+                             "change (a record rule setting it to the current date on "
+                             "every create and update): add one, or pass modified_field=")
+    elif full:
+        report.reason = "full=True"
+    report.modified_field = mod
+    merger = Merger(frames)
+    if mod is None:
+        report.full = True
+        if not full:
+            warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "
+                          "record instead", RefreshNotice, stacklevel=2)
+        records = list_all(client, source, load, rpp)
+        merger.merge(decode(records, source), complete=True)
+    else:
+        incremental(client, frames, source, load, mod, rpp, merger, report)
+    merger.finish()
+    report.added, report.changed, report.deleted = merger.added, merger.changed, merger.deleted
+    report.conflicts = merger.conflict_frame()
+    new_load = {**load, "loaded_at": started.isoformat(timespec="seconds")}
+    for src in (frames.source, frames.original.source if frames.original else None):
+        if src is not None:
+            src.load = dict(new_load)
+    report.requests = client.request_count - sent
+    return report
+
+
+def check_frames(client: Client, frames: Any) -> Source:
+    """The source of refreshable frames; UsageError naming what is missing."""
+    if not isinstance(frames, Frames):
+        raise UsageError(f"refresh needs Frames from read_object/read_view, got "
+                         f"{type(frames).__name__}")
+    source = frames.source
+    if source is None or source.load is None:
+        raise UsageError("these frames have no load source (source.load): refresh needs "
+                         "frames from read_object/read_view (or a to_parquet copy of them)")
+    if frames.original is None:
+        raise UsageError("these frames have no as-loaded copy (frames.original): refresh "
+                         "needs frames from read_object/read_view")
+    if source.app_id and client.app_id and source.app_id != client.app_id:
+        raise UsageError(f"these frames come from application {source.app_id}, the client "
+                         f"is for {client.app_id}")
+    if source.kinds_inferred:
+        raise UsageError("these frames were loaded without the application schema (kinds "
+                         "inferred): refresh needs the schema's kinds to decode alike")
+    return source
+
+
+def describe(source: Source) -> str:
+    return (f"{source.scene_key}/{source.view_key}" if source.kind == "view"
+            else source.object_key)
+
+
+def decode(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    return build_frames(list(records), source.fields, source, tz=tz, keep_original=False)
+
+
+def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int
+             ) -> list[dict[str, Any]]:
+    """Every record of the load's listing (its filters and sort), consistent."""
+    return Paginator(client, target_of(source), rows_per_page=rpp, filters=load.get("filters"),
+                     sort_field=load.get("sort_field"), sort_order=load.get("sort_order"),
+                     verify="first").records()
+
+
+def with_rules(filters: Mapping[str, Any] | None, extra: list[dict[str, Any]]
+               ) -> list[dict[str, Any]]:
+    """Filters = the load's filters AND ``extra``: one filter for an "and" (or no) filter;
+    for an "or" filter, one per rule (A or B) and X == (A and X) or (B and X), since the
+    service's filters are flat."""
+    if not filters or not filters.get("rules"):
+        return [{"match": "and", "rules": list(extra)}]
+    if filters.get("match", "and") == "and" or len(filters["rules"]) == 1:
+        return [{"match": "and", "rules": [*filters["rules"], *extra]}]
+    return [{"match": "and", "rules": [rule, *extra]} for rule in filters["rules"]]
+
+
+def incremental(client: Client, frames: Frames, source: Source, load: Mapping[str, Any],
+                mod: str, rpp: int, merger: Merger, report: RefreshReport) -> None:
+    """The few-requests path: newest page, stamped window, and a listing if counts differ."""
+    assert frames.original is not None
+    target = target_of(source)
+    col_field, bare = column_names(source)
+    cursor = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
+    top: int | None = None
+    if cursor is not None:
+        loaded = frames.original.main[bare[cursor]].dropna()
+        top = int(loaded.max()) if len(loaded) else None
+        if top is None:
+            cursor = None
+    report.cursor_field = cursor
+    since = loaded_date(load.get("loaded_at"), source) - dt.timedelta(days=OVERLAP_DAYS)
+    filters = load.get("filters")
+    # 1. the newest records and the current total, in one request
+    head = client.get_page(target, 1, rpp, filters=filters, sort_field=cursor or mod,
+                           sort_order="desc")
+    total = int(head.get("total_records") or 0)
+    fetched: dict[str, dict[str, Any]] = {r["id"]: r for r in head["records"]}
+    window: list[dict[str, Any]] = []
+    if cursor is not None:
+        assert top is not None
+        head_new = [r for r in head["records"] if (r.get(cursor + "_raw") or 0) > top]
+        if len(head["records"]) >= rpp and len(head_new) == len(head["records"]):
+            # more new records than one page: all of them, by the cursor
+            window.append({"field": cursor, "operator": "higher than", "value": top})
+            for flt in with_rules(filters, [window[-1]]):
+                fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
+        # 2. loaded records stamped since the day before the load
+        rules: list[dict[str, Any]] = [
+            {"field": mod, "operator": "is after", "value": filter_date(since)},
+            {"field": cursor, "operator": "lower than", "value": top + 1}]
+        for flt in with_rules(filters, rules):
+            fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
+    else:
+        # the head is sorted by the stamp: when it reaches below the window, it holds it all
+        start = pd.Timestamp(since + dt.timedelta(days=1)).tz_localize(
+            ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc)
+        if len(head["records"]) >= rpp and not reaches_below(head["records"], source, mod,
+                                                              start):
+            rules = [{"field": mod, "operator": "is after", "value": filter_date(since)}]
+            for flt in with_rules(filters, rules):
+                fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
+    merger.merge(decode(list(fetched.values()), source), complete=False,
+                 order_by=bare[cursor] if cursor else None)
+    # 3. deleted records (or records that left the filter): the total disagrees
+    if total != merger.server_count():
+        before = client.request_count
+        records = list_all(client, source, load, rpp)
+        report.deletion_requests = client.request_count - before
+        merger.merge(decode(records, source), complete=True)
+
+
+def paged(client: Client, target: Target, rpp: int, filters: Mapping[str, Any]
+          ) -> list[dict[str, Any]]:
+    return Paginator(client, target, rows_per_page=rpp, filters=dict(filters),
+                     verify="none").records()
+
+
+def loaded_date(loaded_at: Any, source: Source) -> dt.date:
+    """The date (application time) the last load started; today when unknown."""
+    tz: dt.tzinfo = ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc
+    try:
+        when = dt.datetime.fromisoformat(str(loaded_at))
+    except (TypeError, ValueError):
+        when = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=36500)  # since ever
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.timezone.utc)
+    return when.astimezone(tz).date()
+
+
+def reaches_below(records: Sequence[Mapping[str, Any]], source: Source, mod: str,
+                  start: pd.Timestamp) -> bool:
+    """Whether a page sorted by the stamp (newest first) ends before ``start`` (or with
+    blank stamps): then it holds every record stamped since."""
+    last = decode([records[-1]], source)
+    col = column_names(source)[1][mod]
+    value = last.main[col].iloc[0]
+    return bool(pd.isna(value) or value < start)
+
+
+# ---- merging server values into the frames -----------------------------------------------
+def same(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Cell by cell: do two aligned columns hold the same values (NA == NA)."""
+    if a.dtype == object or b.dtype == object:
+        return np.fromiter((values_equal(x, y) for x, y in zip(a, b, strict=True)),
+                           dtype=bool, count=len(a))
+    try:
+        eq = (a == b).fillna(False).to_numpy(dtype=bool)
+    except (TypeError, ValueError):
+        return np.fromiter((values_equal(x, y) for x, y in zip(a, b, strict=True)),
+                           dtype=bool, count=len(a))
+    return eq | (a.isna().to_numpy() & b.isna().to_numpy())
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, float) and np.isnan(value):
+        return ""
+    try:
+        if pd.isna(value):
+            return ""
+    except (TypeError, ValueError):
+        pass
+    text = str(list(value) if isinstance(value, (list, tuple, np.ndarray)) else value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+class Merger:
+    """Merges decoded server records into frames and their ``original`` (see module)."""
+
+    def __init__(self, frames: Frames) -> None:
+        assert frames.original is not None and frames.source is not None
+        self.frames = frames
+        self.col_field, self.bare = column_names(frames.source)
+        self.table_field = {self.bare[f.key]: f.key for f in frames.source.fields}
+        self.added: list[str] = []
+        self.changed: list[str] = []
+        self.deleted: list[str] = []
+        self.conflicts: list[dict[str, Any]] = []
+        self._seen: set[str] = set()
+
+    def server_count(self) -> int:
+        """Records the server holds, as far as the merged ``original`` knows."""
+        assert self.frames.original is not None
+        return len(self.frames.original.main)
+
+    def merge(self, server: Frames, *, complete: bool, order_by: str | None = None) -> None:
+        """Take ``server``'s records; ``complete``: it is the whole listing, so loaded
+        records absent from it are gone. ``order_by``: new rows are appended in the order
+        of this column (the cursor), else as listed."""
+        frames, orig = self.frames, self.frames.original
+        assert orig is not None
+        main, om, sm = frames.main, orig.main, server.main
+        common = sm.index[sm.index.isin(om.index)]
+        new = sm.index[~sm.index.isin(om.index)]
+        gone = om.index[~om.index.isin(sm.index)] if complete else om.index[:0]
+        present = common.isin(main.index)
+        here = common[present]
+        changed_rows = np.zeros(len(common), dtype=bool)
+        main_cols: dict[str, pd.Series] = {}
+        orig_cols: dict[str, pd.Series] = {}
+        for col in om.columns:
+            if col not in sm.columns:
+                continue
+            s_val = sm[col].reindex(common)
+            o_val = om[col].reindex(common)
+            srv = ~same(s_val, o_val)
+            if not srv.any():
+                continue
+            changed_rows |= srv
+            m_col = main[col] if col in main.columns else None
+            usr = np.zeros(len(common), dtype=bool)
+            agree = np.zeros(len(common), dtype=bool)
+            if m_col is not None and len(here):
+                m_val = m_col.reindex(common)
+                usr = present & ~same(m_val, o_val)
+                agree = usr & same(m_val, s_val)
+            # a row the user deleted: its cells are the user's (a delete) too
+            usr |= ~present
+            clash = srv & usr & ~agree
+            take_main = srv & ~usr & present
+            take_orig = srv & ~clash
+            for i in map(int, np.flatnonzero(clash)):
+                rid = common[i]
+                self.conflicts.append({
+                    "record_id": rid, "field": self.col_field.get(col, col), "column": col,
+                    "loaded": _short(o_val.iloc[i]), "server": _short(s_val.iloc[i]),
+                    "local": "<deleted>" if not present[i] else _short(main.at[rid, col])})
+            if take_main.any() and m_col is not None:
+                s = m_col.copy()
+                s.loc[common[take_main]] = s_val[take_main].to_numpy() \
+                    if s.dtype == object else s_val[take_main]
+                main_cols[col] = s
+            if take_orig.any():
+                s = om[col].copy()
+                s.loc[common[take_orig]] = s_val[take_orig].to_numpy() \
+                    if s.dtype == object else s_val[take_orig]
+                orig_cols[col] = s
+        for col, s in main_cols.items():
+            main[col] = s
+        for col, s in orig_cols.items():
+            om[col] = s
+        table_changed = self._merge_tables(server, common, present, complete)
+        changed_ids = set(common[changed_rows]) | table_changed
+        for rid in common:
+            if rid in changed_ids and rid not in self._seen:
+                self._seen.add(rid)
+                self.changed.append(rid)
+        # records gone from the server: the user's edits of them are conflicts
+        for rid in gone:
+            if rid in main.index and not self._row_same(main, om, rid):
+                self.conflicts.append({"record_id": rid, "field": "", "column": "",
+                                       "loaded": "", "server": "<deleted>",
+                                       "local": "<edited>"})
+        self.deleted.extend(str(r) for r in gone)
+        if len(gone):
+            main = main.drop(index=[r for r in gone if r in main.index])
+            om = om.drop(index=gone)
+        if len(new):
+            fresh = sm.loc[new]
+            if order_by is not None and order_by in fresh.columns:
+                fresh = fresh.sort_values(order_by, kind="stable")
+            self.added.extend(str(r) for r in fresh.index)
+            main = concat_rows(main, fresh)
+            om = concat_rows(om, fresh)
+        frames.main, orig.main = main, om
+        if len(gone) or len(new):
+            self._tables_add_drop(server, list(new), list(gone))
+
+    def _row_same(self, main: pd.DataFrame, om: pd.DataFrame, rid: str) -> bool:
+        cols = [c for c in om.columns if c in main.columns]
+        return all(values_equal(main.at[rid, c], om.at[rid, c]) for c in cols)
+
+    def _merge_tables(self, server: Frames, common: pd.Index, present: np.ndarray,
+                      complete: bool) -> set[str]:
+        """Exploded tables of records in both: per record, the server's rows unless the
+        user changed that record's rows too (a conflict). Returns ids whose rows changed."""
+        frames, orig = self.frames, self.frames.original
+        assert orig is not None
+        changed: set[str] = set()
+        ids = set(common)
+        here = set(common[present])
+        for name, ot in orig.tables.items():
+            st = server.tables.get(name)
+            if st is None or "record_id" not in ot.columns:
+                continue
+            mt = frames.tables.get(name, ot.iloc[:0])
+            o_rows, s_rows, m_rows = (rows_by_record(t, ids) for t in (ot, st, mt))
+            take_main: set[str] = set()
+            take_orig: set[str] = set()
+            for rid in ids:
+                o, s = o_rows.get(rid, ()), s_rows.get(rid, ())
+                if o == s:
+                    continue
+                changed.add(rid)
+                m = m_rows.get(rid, ()) if rid in here else None
+                user = m is None or m != o
+                if user and m != s:
+                    self.conflicts.append({
+                        "record_id": rid, "field": self.table_field.get(name, name),
+                        "column": f"tables[{name!r}]", "loaded": _short(len(o)) + " rows",
+                        "server": _short(len(s)) + " rows",
+                        "local": "<deleted>" if m is None else f"{len(m)} rows"})
+                    continue
+                take_orig.add(rid)
+                if not user:
+                    take_main.add(rid)
+            if take_orig:
+                orig.tables[name] = replace_rows(ot, st, take_orig, orig.main.index)
+            if take_main:
+                frames.tables[name] = replace_rows(mt, st, take_main, frames.main.index)
+        return changed
+
+    def _tables_add_drop(self, server: Frames, new: list[str], gone: list[str]) -> None:
+        orig = self.frames.original
+        assert orig is not None
+        for holder in (self.frames, orig):
+            for name, t in list(holder.tables.items()):
+                if "record_id" not in t.columns:
+                    continue
+                st = server.tables.get(name)
+                add = st[st["record_id"].isin(new)] if st is not None and new else None
+                keep = t[~t["record_id"].isin(gone)] if gone else t
+                out = concat_rows(keep, add, ignore_index=True) if add is not None else keep
+                holder.tables[name] = out.reset_index(drop=True)
+        # a table the load had none of (no record had a row) but new records bring
+        for name, st in server.tables.items():
+            for holder in (self.frames, orig):
+                if name not in holder.tables and "record_id" in st.columns:
+                    holder.tables[name] = st[st["record_id"].isin(new)].reset_index(drop=True)
+
+    def finish(self) -> None:
+        """Tables in the order of the main frame (as a load builds them)."""
+        orig = self.frames.original
+        assert orig is not None
+        for holder in (self.frames, orig):
+            for name, t in list(holder.tables.items()):
+                holder.tables[name] = order_rows(t, holder.main.index)
+
+    def conflict_frame(self) -> pd.DataFrame:
+        cols = ["record_id", "field", "column", "loaded", "server", "local"]
+        return pd.DataFrame(self.conflicts, columns=cols).astype("string")
+
+
+def rows_by_record(table: pd.DataFrame, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
+    """record id -> its rows (as tuples, in table order) for the given ids."""
+    if not len(table) or "record_id" not in table.columns:
+        return {}
+    sub = table[table["record_id"].isin(list(ids))]
+    out: dict[str, list[tuple[Any, ...]]] = {}
+    cols = [c for c in sub.columns if c != "record_id"]
+    for rid, *vals in zip(sub["record_id"], *(sub[c] for c in cols), strict=True):
+        out.setdefault(str(rid), []).append(tuple(None if _isna(v) else v for v in vals))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _isna(value: Any) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def replace_rows(table: pd.DataFrame, server: pd.DataFrame, ids: set[str],
+                 order: pd.Index) -> pd.DataFrame:
+    """``table`` with the rows of ``ids`` replaced by the server's."""
+    keep = table[~table["record_id"].isin(list(ids))]
+    add = server[server["record_id"].isin(list(ids))]
+    return concat_rows(keep, add, ignore_index=True).reset_index(drop=True)
+
+
+def order_rows(table: pd.DataFrame, index: pd.Index) -> pd.DataFrame:
+    """Rows grouped in the order of ``index`` (stable within a record); rows of records
+    not in it (new rows the user added) keep their place at the end."""
+    if not len(table) or "record_id" not in table.columns:
+        return table
+    pos = pd.Series(np.arange(len(index)), index=pd.Index(index.astype(object)))
+    pos = pos[~pos.index.duplicated()]
+    key = table["record_id"].astype(object).map(pos).fillna(len(index)).to_numpy()
+    if (np.diff(key) >= 0).all():
+        return table
+    return table.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
+
+
+def concat_rows(a: pd.DataFrame, b: pd.DataFrame | None, *, ignore_index: bool = False
+                ) -> pd.DataFrame:
+    """Rows of ``a`` then ``b`` with ``a``'s dtypes (an empty side adds nothing)."""
+    if b is None or not len(b):
+        return a
+    if not len(a):
+        out = b.reindex(columns=a.columns) if len(a.columns) else b.copy()
+    else:
+        out = pd.concat([a, b.reindex(columns=a.columns)], ignore_index=ignore_index)
+    for col in a.columns:
+        if out[col].dtype != a[col].dtype:
+            try:
+                out[col] = out[col].astype(a[col].dtype)
+            except (TypeError, ValueError):
+                pass
+    if not ignore_index:
+        out.index.name = a.index.name
+    return out
+
