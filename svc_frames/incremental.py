@@ -43,6 +43,7 @@ from .frames import Frames, Source, build_frames, label_map, relabel
 from .kinds import codec_for, values_equal
 from .kinds.base import FieldSpec
 from .paging import Paginator
+from .schema import Schema
 
 __all__ = ["refresh", "RefreshReport", "RefreshNotice", "modified_field_of", "filter_date",
            "check_modified_field"]
@@ -105,19 +106,21 @@ def modified_field_of(app: Mapping[str, Any] | None, object_key: str) -> str | N
     ``current_date`` (ARCHITECTURE.md "Incremental refresh"). None when there is none.
 
     Usage: ``modified_field_of(client.schema(), "object_3")  # "field_46"``"""
-    for obj in (app or {}).get("objects") or ():
-        if obj.get("key") != object_key:
-            continue
-        kinds = {f.get("key"): f.get("type") for f in obj.get("fields") or ()
-                 if isinstance(f, Mapping)}
-        rules = obj.get("rules") if isinstance(obj.get("rules"), Mapping) else {}
-        for rule in (rules or {}).get("records") or ():
-            if not isinstance(rule, Mapping) or rule.get("criteria"):
-                continue  # a rule with conditions does not stamp every change
-            for value in rule.get("values") or ():
-                key = value.get("field") if isinstance(value, Mapping) else None
-                if value.get("type") == "current_date" and kinds.get(key) == "date_time":
-                    return str(key)
+    schema = Schema.of(app)
+    obj = schema.object(object_key)
+    rules = (obj or {}).get("rules")
+    if not isinstance(rules, Mapping):
+        return None
+    kinds = {f.key: f.kind for f in schema.object_fields(object_key) or ()}
+    for rule in rules.get("records") or ():
+        if not isinstance(rule, Mapping) or rule.get("criteria"):
+            continue  # a rule with conditions does not stamp every change
+        for value in rule.get("values") or ():
+            if not isinstance(value, Mapping):
+                continue
+            key = str(value.get("field") or "")
+            if value.get("type") == "current_date" and kinds.get(key) == "date_time":
+                return key
     return None
 
 
