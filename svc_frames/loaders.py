@@ -44,14 +44,24 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
                 limit: int | None = None, columns: Columns = "keys",
                 timezone: str | ZoneInfo | None = None, progress: bool | None = None,
                 rows_per_page: int = 1000, verify: Verify = "first",
-                processes: int | None = None) -> Frames:
+                processes: int | None = None, cache: str | os.PathLike[str] | None = None,
+                modified_field: str | None = None) -> Frames:
     """All records of an object (object requests: app id + API key) as typed frames.
 
     ``processes``: helper processes that decode pages of a large load on other cores
     (default: one on a machine with 2+ cores for loads of 8+ pages paced at 20+ requests/s
     or unpaced; 0 for none).
 
+    ``cache``: a directory; the frames come from it, refreshed with a few requests (see
+    ``svc_frames.cache`` and ``refresh``; ``modified_field`` names the field stamped on
+    every change when the schema does not show one), and are written back to it.
+
     Usage: ``read_object(client, "object_1", limit=100).main``"""
+    if cache is not None:
+        return cached(client, object_key, cache, modified_field, filters=filters,
+                      sort_field=sort_field, sort_order=sort_order, limit=limit,
+                      columns=columns, timezone=timezone, progress=progress,
+                      rows_per_page=rows_per_page, verify=verify, processes=processes)
     return load(client, object_key, filters=filters, sort_field=sort_field,
                 sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
                 progress=progress, rows_per_page=rows_per_page, verify=verify,
@@ -64,10 +74,13 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
               limit: int | None = None, columns: Columns = "keys",
               timezone: str | ZoneInfo | None = None, progress: bool | None = None,
               rows_per_page: int = 1000, verify: Verify = "first",
-              processes: int | None = None) -> Frames:
+              processes: int | None = None, cache: str | os.PathLike[str] | None = None,
+              modified_field: str | None = None) -> Frames:
     """The records a view shows (only its fields; as the logged-in user when the view sits
     behind a login: call ``client.login`` first) as typed frames. The view is named as
     two keys, or as one ``"scene_N/view_N"`` like the CLI and ``export`` take it.
+    ``cache``: as for ``read_object`` (the view must show the stamped field to refresh
+    incrementally).
 
     Usage: ``read_view(client, "scene_1", "view_2").main`` or
     ``read_view(client, "scene_1/view_2")``"""
@@ -80,10 +93,25 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
     else:
         scene, view = scene_key, view_key  # type: ignore[assignment]
     assert scene is not None and view is not None
+    if cache is not None:
+        return cached(client, (scene, view), cache, modified_field, filters=filters,
+                      sort_field=sort_field, sort_order=sort_order, limit=limit,
+                      columns=columns, timezone=timezone, progress=progress,
+                      rows_per_page=rows_per_page, verify=verify, processes=processes)
     return load(client, (scene, view), filters=filters, sort_field=sort_field,
                 sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
                 progress=progress, rows_per_page=rows_per_page, verify=verify,
                 processes=processes)
+
+
+def cached(client: Client, target: Target, cache: str | os.PathLike[str],
+           modified_field: str | None, **options: Any) -> Frames:
+    """``read_object``/``read_view`` through an on-disk cache (svc_frames/cache.py)."""
+    # the cache sits above this module (it writes parquet, which reads through loaders):
+    # imported when a cache is asked for, as writeback.push imports parquet
+    from .cache import load_cached
+
+    return load_cached(client, target, cache, modified_field=modified_field, **options)[0]
 
 
 def load(client: Client, target: Target, *, filters: Filters | None = None,

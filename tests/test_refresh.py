@@ -221,3 +221,120 @@ def test_schema_marker_and_filter_dates() -> None:
     assert modified_field_of(demo_document(), "object_2") is None
     import datetime as dt
     assert filter_date(dt.date(2024, 1, 31)) == "01/31/2024"
+
+
+# ---- the on-disk cache -----------------------------------------------------------------
+def test_a_second_run_with_a_cache_takes_three_requests(svc: LocalService, tmp_path) -> None:
+    cache = tmp_path / "orders"
+    first = client_of(svc)
+    frames = read_object(first, WO, cache=cache, rows_per_page=10)
+    assert (cache / "CURRENT.json").exists()
+    change_server(first, list(frames.main.index), inserts=True, updates=True, deletes=False)
+    second = client_of(svc)  # a new notebook run: nothing cached in memory
+    again = read_object(second, WO, cache=cache, rows_per_page=10)
+    assert second.request_count <= 3  # schema, the newest page, the stamped window
+    same_frames(again, read_object(client_of(svc), WO))
+    # the cache now holds the refreshed frames: a third run finds nothing new
+    third = client_of(svc)
+    same_frames(read_object(third, WO, cache=cache, rows_per_page=10), again)
+    assert third.request_count <= 3
+    assert len(list(cache.glob("snap-*"))) == 1
+
+
+def test_a_cache_made_for_something_else_is_not_used(svc: LocalService, tmp_path) -> None:
+    import json
+
+    cache = tmp_path / "c"
+    c = client_of(svc)
+    read_object(c, WO, cache=cache)
+    flt = [{"field": "field_27", "operator": "is", "value": "Open"}]
+    with pytest.warns(RefreshNotice, match="another filters"):
+        frames = read_object(c, WO, cache=cache, filters=flt)
+    assert set(frames.main["field_27"]) == {"Open"}
+    with pytest.warns(RefreshNotice, match="another object or view"):
+        read_object(c, "object_2", cache=cache)
+    pointer = cache / "CURRENT.json"
+    meta = json.loads(pointer.read_text())
+    pointer.write_text(json.dumps(dict(meta, schema="0" * 20)))
+    with pytest.warns(RefreshNotice, match="schema changed"):
+        read_object(c, "object_2", cache=cache)
+    pointer.write_text(json.dumps(dict(meta, format=0)))
+    with pytest.warns(RefreshNotice, match="cache format 0"):
+        parts = read_object(c, "object_2", cache=cache)
+    same_frames(parts, read_object(c, "object_2"))
+
+
+def test_bad_cache_paths_are_refused_before_any_request(svc: LocalService, tmp_path) -> None:
+    import os
+
+    c = client_of(svc)
+    sent = c.request_count
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    with pytest.raises(UsageError, match="is not a directory"):
+        read_object(c, WO, cache=a_file)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(UsageError, match="holds other files"):
+        read_object(c, WO, cache=other)
+    with pytest.raises(UsageError, match="limit"):
+        read_object(c, WO, cache=tmp_path / "new", limit=3)
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        with pytest.raises(UsageError, match="not writable"):
+            read_object(c, WO, cache=locked)
+    assert c.request_count == sent
+
+
+class Crash(BaseException):
+    """A process killed mid-write: no handler of the code under test runs."""
+
+
+def test_a_cache_survives_a_crash_mid_write(svc: LocalService, tmp_path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import types
+
+    import svc_frames.cache as cache_mod
+
+    cache = tmp_path / "c"
+    c = client_of(svc)
+    read_object(c, WO, cache=cache, rows_per_page=10)
+    ids = list(read_object(c, WO).main.index)
+    c.update_record(WO, ids[0], {"field_12": "after the first run"})
+
+    def half_written(frames: Frames, path: os.PathLike[str]) -> None:
+        os.makedirs(path)
+        with open(os.path.join(path, "main.parquet"), "wb") as fh:
+            fh.write(b"PAR1 half a file")
+        raise Crash
+
+    with monkeypatch.context() as m:  # killed while writing the new snapshot
+        m.setattr(cache_mod, "to_parquet", half_written)
+        with pytest.raises(Crash):
+            read_object(client_of(svc), WO, cache=cache, rows_per_page=10)
+    assert list(cache.glob(".tmp-*"))  # the half-written snapshot
+    c.update_record(WO, ids[1], {"field_12": "after the crash"})
+    fake_os = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os)
+                                       if not k.startswith("__")})
+
+    def no_replace(src: str, dst: str) -> None:
+        raise Crash
+
+    fake_os.replace = no_replace
+    with monkeypatch.context() as m:  # killed after the snapshot, before the pointer
+        m.setattr(cache_mod, "os", fake_os)
+        with pytest.raises(Crash):
+            read_object(client_of(svc), WO, cache=cache, rows_per_page=10)
+    assert len(list(cache.glob("snap-*"))) == 2  # the new snapshot, never pointed at
+    # the previous cache is read and refreshed, not reloaded in full (no warning)
+    run = client_of(svc)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RefreshNotice)
+        frames = read_object(run, WO, cache=cache, rows_per_page=10)
+    assert run.request_count <= 3
+    same_frames(frames, read_object(client_of(svc), WO))
+    assert not list(cache.glob(".tmp-*")) and len(list(cache.glob("snap-*"))) == 1
