@@ -26,25 +26,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
+import tempfile
 import warnings
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+import pyarrow.parquet as pq
+
 from .client import Client, Target, parse_target
+from .describe import Columns, check_columns, user_timezone
 from .errors import UsageError
 from .filters import Filters, validate_filters
 from .frames import Frames
 from .incremental import RefreshNotice, RefreshReport, refresh
-from .describe import Columns, check_columns, user_timezone
 from .loaders import load
-from .parquet import read_parquet, to_parquet
+from .parquet import frame_to_arrow, read_parquet, tables_dir, to_parquet
 from .schema import Schema
 
 __all__ = ["load_cached", "check_cache_dir", "CacheNotice", "CACHE_FORMAT", "save_cache",
-           "read_cache"]
+           "read_cache", "export_incremental", "IncrementalExport"]
 
 CACHE_FORMAT = 1
 """Bumped when the layout changes: a cache of another format is loaded in full (warned)."""
@@ -244,3 +250,98 @@ def mismatch(meta: Mapping[str, Any], want: Mapping[str, Any], fingerprint: str 
     if meta.get("schema") != fingerprint:
         return "the schema changed since (another schema version: fields added or changed)"
     return ""
+
+
+# ---- a Parquet dataset kept current -------------------------------------------------------
+@dataclass
+class IncrementalExport:
+    """What :func:`export_incremental` did. ``report`` None: the load was made in full."""
+
+    path: Path
+    records: int
+    parts: int
+    tables: list[str]
+    report: RefreshReport | None
+    written: bool                      # False: nothing changed, the dataset was kept
+    cache: Path
+    tables_path: Path | None = None
+
+
+def export_incremental(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
+                       cache: str | os.PathLike[str] | None = None,
+                       filters: Filters | None = None, columns: Columns = "keys",
+                       timezone: Any = None, modified_field: str | None = None,
+                       rows_per_part: int = 100_000, progress: bool | None = None,
+                       ) -> IncrementalExport:
+    """Keep the Parquet dataset ``out_dir`` (export's layout: part files, tables in
+    ``<out_dir>.tables/``) current: the frames come from a cache (default
+    ``<out_dir>.cache``) refreshed with a few requests, and the dataset is rewritten (into
+    a directory beside, then swapped in) only when something changed. Unlike ``export``,
+    the records are held in memory.
+
+    Usage: ``export_incremental(client, "object_3", "out/orders")``"""
+    kind, a, b = parse_target(target)
+    tgt: Target = (str(a), str(b)) if kind == "view" else str(a)
+    dest = Path(out_dir)
+    if dest.exists() and (not dest.is_dir() or any(
+            not p.name.startswith("part-") for p in dest.iterdir())):
+        raise UsageError(f"{dest} is not a dataset written by export (it holds other files)")
+    if not isinstance(rows_per_part, int) or rows_per_part < 1:
+        raise UsageError(f"rows_per_part must be a positive integer, got {rows_per_part!r}")
+    cache_dir = Path(cache) if cache is not None else dest.with_name(dest.name + ".cache")
+    frames, report = load_cached(client, tgt, cache_dir, filters=filters, columns=columns,
+                                 timezone=timezone, modified_field=modified_field,
+                                 progress=progress)
+    changed = report is None or bool(report.added or report.changed or report.deleted)
+    dest_tables = tables_dir(dest)
+    parts = max(1, -(-len(frames.main) // rows_per_part))
+    if changed or not dest.exists():
+        write_dataset(frames, dest, dest_tables, rows_per_part)
+    return IncrementalExport(dest, len(frames.main), parts, list(frames.tables), report,
+                             changed or not dest.exists(), cache_dir,
+                             dest_tables if frames.tables else None)
+
+
+def write_dataset(frames: Frames, dest: Path, dest_tables: Path, rows_per_part: int) -> None:
+    """Frames in export's layout, written beside and swapped in (tables first: the main
+    directory appearing says the dataset is complete)."""
+    assert frames.source is not None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    tmp_tables = Path(tempfile.mkdtemp(prefix=f".{dest_tables.name}.", dir=dest.parent))
+    try:
+        _write_parts(frames.main, tmp, {"source": frames.source.to_dict()}, rows_per_part)
+        for name, table in frames.tables.items():
+            _write_parts(table.reset_index(drop=True), tmp_tables / safe_name(name),
+                         {"table": name}, rows_per_part)
+        _fsync_tree(tmp)
+        _fsync_tree(tmp_tables)
+        _swap(tmp_tables if frames.tables else None, dest_tables)
+        _swap(tmp, dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(tmp_tables, ignore_errors=True)
+
+
+def safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "_"
+
+
+def _write_parts(df: pd.DataFrame, root: Path, meta: Mapping[str, Any], rows: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    schema = None
+    for number, start in enumerate(range(0, max(len(df), 1), rows), start=1):
+        table = frame_to_arrow(df.iloc[start:start + rows], meta, schema)
+        schema = schema or table.schema
+        pq.write_table(table, root / f"part-{number:05d}.parquet")
+
+
+def _swap(new: Path | None, dest: Path) -> None:
+    """``dest`` := ``new`` (None: no ``dest``); the old one is renamed away first."""
+    old = dest.with_name(f".{dest.name}.old-{secrets.token_hex(4)}")
+    if dest.exists():
+        os.rename(dest, old)
+    if new is not None:
+        os.rename(new, dest)
+    _fsync(dest.parent)
+    shutil.rmtree(old, ignore_errors=True)

@@ -196,6 +196,25 @@ def run_client_command(fn: Callable[[], int]) -> int:
 
 
 # ---- export -------------------------------------------------------------------------------
+def export_incremental_cmd(args: argparse.Namespace, client: Any, filters: Any) -> int:
+    """``export --incremental``: svc_frames.cache.export_incremental, one JSON line."""
+    from .cache import export_incremental
+    from .errors import UsageError
+
+    if args.format != "parquet" or args.limit is not None or args.sort_field:
+        raise UsageError("--incremental keeps a whole parquet dataset current: no --format "
+                         "csv, --limit or --sort-field")
+    res = export_incremental(client, args.target, args.out, filters=filters,
+                             columns=args.columns, timezone=args.timezone,
+                             modified_field=args.modified_field,
+                             progress=False if args.no_progress else None)
+    print(json.dumps({"path": str(res.path), "records": res.records, "written": res.written,
+                      "refresh": res.report.counts if res.report else None,
+                      "full": res.report is None or res.report.full,
+                      "cache": str(res.cache), "requests": client.request_count}))
+    return 0
+
+
 def add_export(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
         "export", help="stream an object or a view to a Parquet (or CSV) dataset",
@@ -218,6 +237,11 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true",
                    help="replace saved frames already at --out")
+    p.add_argument("--incremental", action="store_true",
+                   help="keep DIR current: refresh a cache (DIR.cache) with a few requests "
+                        "and rewrite DIR only when records changed (parquet only)")
+    p.add_argument("--modified-field", default=None,
+                   help="with --incremental: the date field stamped on every change")
     add_credentials(p)
     return p
 
@@ -226,6 +250,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     def run() -> int:
         filters = validate_filters(args.filters) if args.filters else None
         client = client_from_args(args)
+        if args.incremental:
+            return export_incremental_cmd(args, client, filters)
         res = export(client, args.target, args.out, filters=filters, format=args.format,
                      sort_field=args.sort_field, sort_order=args.sort_order, limit=args.limit,
                      columns=args.columns, timezone=args.timezone,

@@ -17,6 +17,7 @@ from svc_frames.incremental import (
     modified_field_of,
     refresh,
 )
+from svc_frames.parquet import tables_dir
 from svc_frames.server import LocalService
 from svc_frames.testing import login
 
@@ -338,3 +339,41 @@ def test_a_cache_survives_a_crash_mid_write(svc: LocalService, tmp_path,
     assert run.request_count <= 3
     same_frames(frames, read_object(client_of(svc), WO))
     assert not list(cache.glob(".tmp-*")) and len(list(cache.glob("snap-*"))) == 1
+
+
+def test_export_incremental_keeps_a_dataset_current(svc: LocalService, tmp_path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    import json
+
+    import pyarrow.dataset as ds
+
+    from svc_frames.cli import main
+
+    monkeypatch.setenv("SVC_APP_ID", svc.app_id)
+    monkeypatch.setenv("SVC_API_KEY", svc.api_key)
+    monkeypatch.setenv("SVC_BASE_URL", svc.base_url)
+    out = tmp_path / "orders"
+    args = ["export", WO, "--out", str(out), "--incremental", "--no-progress",
+            "--rate-limit", "0"]
+    assert main(args) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert first["full"] and first["written"] and first["records"] == 40
+    c = client_of(svc)
+    change_server(c, list(read_object(c, WO).main.index), inserts=True, updates=True,
+                  deletes=True)
+    assert main(args) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert not second["full"] and second["refresh"]["added"] == 2
+    assert second["refresh"]["deleted"] == 2 and second["written"]
+    fresh = read_object(c, WO)
+    got = ds.dataset(out).to_table().to_pandas().set_index("id")
+    assert sorted(got.index) == sorted(fresh.main.index)
+    assert got.loc[fresh.main.index[0], "field_12"] == "Changed title"
+    parts = ds.dataset(tables_dir(out) / "field_41").to_table().to_pandas()
+    assert len(parts) == len(fresh.tables["field_41"])
+    assert main(args) == 0  # nothing changed: the dataset is kept
+    assert json.loads(capsys.readouterr().out)["written"] is False
+    assert main([*args, "--format", "csv"]) == 2
+    assert "--incremental" in capsys.readouterr().err
