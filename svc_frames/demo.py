@@ -33,6 +33,7 @@ import pandas as pd
 
 from .errors import ConfigurationError, UsageError
 from .frames import Frames
+from .incremental import RefreshReport, modified_field_of, refresh
 
 __all__ = ["connect", "run", "main", "frame_summary", "ENV_HELP"]
 
@@ -245,12 +246,54 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
         check = read_object(client, key)
         say(f"   re-read {key}: {_verify(edited, check)}")
 
+        made["refresh"] = _refresh_step(say, client, svc, objects)
+
     say.step(f"Done. Outputs are in {out.resolve()}/")
     say(f"   parquet/   {len(made['parquet'])} frames (svc_frames.read_parquet(path) gives "
         "them back with their dtypes)")
     say(f"   plots/     {', '.join(p.name for p in made['plots'])}")
     say("   bulk_edit_report.csv")
     return made
+
+
+def _refresh_step(say: _Printer, client: Any, svc: Any, objects: dict[str, Any]
+                  ) -> list[RefreshReport]:
+    """Load, let another user change records on the server, refresh: the report and the
+    requests it took against a full reload's."""
+    from .client import Client
+    from .loaders import read_object
+
+    key = next((k for k in objects if modified_field_of(client.schema(), k)), None)
+    if key is None:
+        return []
+    stamp = modified_field_of(client.schema(), key)
+    say.step(f"Refreshing {key} incrementally (its field {stamp} is stamped on every "
+             "change)")
+    frames = read_object(client, key)
+    other = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url)
+    ids = list(frames.main.index)
+    title = objects[key].get("identifier")
+    for rid in ids[:3]:  # another user edits three records and adds two
+        other.update_record(key, rid, {title: f"Edited elsewhere {rid[-4:]}"} if title else {})
+    for n in range(2):
+        other.create_record(key, {title: f"Added elsewhere {n + 1}"} if title else {})
+    reports: list[RefreshReport] = []
+    for label in ("3 edited and 2 added on the server", "1 more deleted on the server"):
+        if reports:
+            other.delete_record(key, ids[-1])
+        t0 = time.perf_counter()
+        report = refresh(client, frames)
+        took = time.perf_counter() - t0
+        t0, before = time.perf_counter(), client.request_count
+        read_object(client, key)
+        full, full_took = client.request_count - before, time.perf_counter() - t0
+        say(f"   {label}: {report}")
+        say(f"      {report.requests} requests in {took:.2f}s, against {full} requests in "
+            f"{full_took:.2f}s for a full reload")
+        reports.append(report)
+    say("   a deletion shows as a lower total; finding which record went costs one "
+        "listing of every page (as many requests as a reload)")
+    return reports
 
 
 def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -293,34 +294,39 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     report.cursor_field = cursor
     since = loaded_date(load.get("loaded_at"), source) - dt.timedelta(days=OVERLAP_DAYS)
     filters = load.get("filters")
-    # 1. the newest records and the current total, in one request
-    head = client.get_page(target, 1, rpp, filters=filters, sort_field=cursor or mod,
-                           sort_order="desc")
+    # 1. the newest records and the current total, in one request; 2. (with a cursor, at
+    # the same time) the loaded records stamped since the day before the load
+    window: list[dict[str, Any]] = []
+    if cursor is not None:
+        assert top is not None
+        window = [{"field": mod, "operator": "is after", "value": filter_date(since)},
+                  {"field": cursor, "operator": "lower than", "value": top + 1}]
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="svc-refresh") as pool:
+        head_future = pool.submit(client.get_page, target, 1, rpp, filters=filters,
+                                  sort_field=cursor or mod, sort_order="desc")
+        window_futures = [pool.submit(paged, client, target, rpp, flt)
+                          for flt in (with_rules(filters, window) if window else ())]
+        head = head_future.result()
+        stamped = [r for f in window_futures for r in f.result()]
     total = int(head.get("total_records") or 0)
     fetched: dict[str, dict[str, Any]] = {r["id"]: r for r in head["records"]}
-    window: list[dict[str, Any]] = []
     if cursor is not None:
         assert top is not None
         head_new = [r for r in head["records"] if (r.get(cursor + "_raw") or 0) > top]
         if len(head["records"]) >= rpp and len(head_new) == len(head["records"]):
             # more new records than one page: all of them, by the cursor
-            window.append({"field": cursor, "operator": "higher than", "value": top})
-            for flt in with_rules(filters, [window[-1]]):
+            newer = [{"field": cursor, "operator": "higher than", "value": top}]
+            for flt in with_rules(filters, newer):
                 fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
-        # 2. loaded records stamped since the day before the load
-        rules: list[dict[str, Any]] = [
-            {"field": mod, "operator": "is after", "value": filter_date(since)},
-            {"field": cursor, "operator": "lower than", "value": top + 1}]
-        for flt in with_rules(filters, rules):
-            fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
+        fetched.update((r["id"], r) for r in stamped)
     else:
         # the head is sorted by the stamp: when it reaches below the window, it holds it all
         start = pd.Timestamp(since + dt.timedelta(days=1)).tz_localize(
             ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc)
         if len(head["records"]) >= rpp and not reaches_below(head["records"], source, mod,
                                                               start):
-            rules = [{"field": mod, "operator": "is after", "value": filter_date(since)}]
-            for flt in with_rules(filters, rules):
+            window = [{"field": mod, "operator": "is after", "value": filter_date(since)}]
+            for flt in with_rules(filters, window):
                 fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
     merger.merge(decode(list(fetched.values()), source), complete=False,
                  order_by=bare[cursor] if cursor else None)
@@ -399,6 +405,7 @@ class Merger:
         self.deleted: list[str] = []
         self.conflicts: list[dict[str, Any]] = []
         self._seen: set[str] = set()
+        self.touched: set[str] = set()  # tables whose rows moved: re-ordered at the end
 
     def server_count(self) -> int:
         """Records the server holds, as far as the merged ``original`` knows."""
@@ -412,10 +419,10 @@ class Merger:
         frames, orig = self.frames, self.frames.original
         assert orig is not None
         main, om, sm = frames.main, orig.main, server.main
-        common = sm.index[sm.index.isin(om.index)]
-        new = sm.index[~sm.index.isin(om.index)]
-        gone = om.index[~om.index.isin(sm.index)] if complete else om.index[:0]
-        present = common.isin(main.index)
+        in_orig = member(sm.index, om.index)
+        common, new = sm.index[in_orig], sm.index[~in_orig]
+        gone = om.index[~member(om.index, sm.index)] if complete else om.index[:0]
+        present = member(common, main.index)
         here = common[present]
         changed_rows = np.zeros(len(common), dtype=bool)
         main_cols: dict[str, pd.Series] = {}
@@ -527,6 +534,7 @@ class Merger:
                 if not user:
                     take_main.add(rid)
             if take_orig:
+                self.touched.add(name)
                 orig.tables[name] = replace_rows(ot, st, take_orig, orig.main.index)
             if take_main:
                 frames.tables[name] = replace_rows(mt, st, take_main, frames.main.index)
@@ -535,20 +543,22 @@ class Merger:
     def _tables_add_drop(self, server: Frames, new: list[str], gone: list[str]) -> None:
         orig = self.frames.original
         assert orig is not None
+        self.touched.update(self.frames.tables, orig.tables, server.tables)
         for holder in (self.frames, orig):
             for name, t in list(holder.tables.items()):
                 if "record_id" not in t.columns:
                     continue
                 st = server.tables.get(name)
-                add = st[st["record_id"].isin(new)] if st is not None and new else None
-                keep = t[~t["record_id"].isin(gone)] if gone else t
+                add = st[member(st["record_id"], new)] if st is not None and new else None
+                keep = t[~member(t["record_id"], gone)] if gone else t
                 out = concat_rows(keep, add, ignore_index=True) if add is not None else keep
                 holder.tables[name] = out.reset_index(drop=True)
         # a table the load had none of (no record had a row) but new records bring
         for name, st in server.tables.items():
             for holder in (self.frames, orig):
                 if name not in holder.tables and "record_id" in st.columns:
-                    holder.tables[name] = st[st["record_id"].isin(new)].reset_index(drop=True)
+                    holder.tables[name] = st[member(st["record_id"], new)].reset_index(
+                        drop=True)
 
     def finish(self) -> None:
         """Tables in the order of the main frame (as a load builds them)."""
@@ -556,18 +566,31 @@ class Merger:
         assert orig is not None
         for holder in (self.frames, orig):
             for name, t in list(holder.tables.items()):
-                holder.tables[name] = order_rows(t, holder.main.index)
+                if name in self.touched:
+                    holder.tables[name] = order_rows(t, holder.main.index)
 
     def conflict_frame(self) -> pd.DataFrame:
         cols = ["record_id", "field", "column", "loaded", "server", "local"]
         return pd.DataFrame(self.conflicts, columns=cols).astype("string")
 
 
+def member(values: pd.Index | pd.Series, ids: Iterable[Any]) -> np.ndarray:
+    """``values.isin(ids)`` as a bool array, through one hash table (the string dtype's
+    own ``isin`` walks its values in Python: seconds on 100,000-record frames)."""
+    keys = pd.Index(np.asarray(list(ids) if not isinstance(ids, pd.Index) else ids,
+                               dtype=object))
+    if not keys.is_unique:
+        keys = keys.drop_duplicates()
+    if not len(keys) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    return np.asarray(keys.get_indexer(np.asarray(values, dtype=object)) >= 0)
+
+
 def rows_by_record(table: pd.DataFrame, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
     """record id -> its rows (as tuples, in table order) for the given ids."""
     if not len(table) or "record_id" not in table.columns:
         return {}
-    sub = table[table["record_id"].isin(list(ids))]
+    sub = table[member(table["record_id"], ids)]
     out: dict[str, list[tuple[Any, ...]]] = {}
     cols = [c for c in sub.columns if c != "record_id"]
     for rid, *vals in zip(sub["record_id"], *(sub[c] for c in cols), strict=True):
@@ -585,8 +608,8 @@ def _isna(value: Any) -> bool:
 def replace_rows(table: pd.DataFrame, server: pd.DataFrame, ids: set[str],
                  order: pd.Index) -> pd.DataFrame:
     """``table`` with the rows of ``ids`` replaced by the server's."""
-    keep = table[~table["record_id"].isin(list(ids))]
-    add = server[server["record_id"].isin(list(ids))]
+    keep = table[~member(table["record_id"], ids)]
+    add = server[member(server["record_id"], ids)]
     return concat_rows(keep, add, ignore_index=True).reset_index(drop=True)
 
 
@@ -595,9 +618,11 @@ def order_rows(table: pd.DataFrame, index: pd.Index) -> pd.DataFrame:
     not in it (new rows the user added) keep their place at the end."""
     if not len(table) or "record_id" not in table.columns:
         return table
-    pos = pd.Series(np.arange(len(index)), index=pd.Index(index.astype(object)))
-    pos = pos[~pos.index.duplicated()]
-    key = table["record_id"].astype(object).map(pos).fillna(len(index)).to_numpy()
+    where = pd.Index(np.asarray(index, dtype=object))
+    if not where.is_unique:
+        where = where.drop_duplicates()
+    key = where.get_indexer(np.asarray(table["record_id"], dtype=object))
+    key[key < 0] = len(where)
     if (np.diff(key) >= 0).all():
         return table
     return table.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
