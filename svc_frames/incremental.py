@@ -55,6 +55,12 @@ matches from the next day on, so 2 means "from the start of the day before the l
 (a day of slack for clock skew and timezones)."""
 
 
+HEAD_ROWS = 250
+"""Records of the first (newest) page a refresh asks for: enough for the records added
+between two runs of a notebook, small enough to cost little more than its envelope's
+``total_records``; more new records than this cost one more listing by the cursor."""
+
+
 class RefreshNotice(UserWarning):
     """A refresh or a cache load that fell back to a full listing, and why."""
 
@@ -266,6 +272,20 @@ def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int
                      verify="first").records()
 
 
+def list_ids(client: Client, source: Source, load: Mapping[str, Any], rpp: int
+             ) -> pd.Index:
+    """The ids of every record of the load's listing: pages asked for with ``format=raw``
+    and parsed for their ids alone (the cheapest listing the service offers: it has no
+    field selection, so each page still carries whole records)."""
+    pager = Paginator(client, target_of(source), rows_per_page=rpp,
+                      filters=load.get("filters"), sort_field=load.get("sort_field"),
+                      sort_order=load.get("sort_order"), verify="first")
+    pager.ask_raw([])
+    for _page in pager.iter_pages():
+        pass
+    return pd.Index(np.asarray(pager.final_ids or [], dtype=object))
+
+
 def with_rules(filters: Mapping[str, Any] | None, extra: list[dict[str, Any]]
                ) -> list[dict[str, Any]]:
     """Filters = the load's filters AND ``extra``: one filter for an "and" (or no) filter;
@@ -302,8 +322,8 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         window = [{"field": mod, "operator": "is after", "value": filter_date(since)},
                   {"field": cursor, "operator": "lower than", "value": top + 1}]
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="svc-refresh") as pool:
-        head_future = pool.submit(client.get_page, target, 1, rpp, filters=filters,
-                                  sort_field=cursor or mod, sort_order="desc")
+        head_future = pool.submit(client.get_page, target, 1, min(rpp, HEAD_ROWS),
+                                  filters=filters, sort_field=cursor or mod, sort_order="desc")
         window_futures = [pool.submit(paged, client, target, rpp, flt)
                           for flt in (with_rules(filters, window) if window else ())]
         head = head_future.result()
@@ -313,7 +333,10 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     if cursor is not None:
         assert top is not None
         head_new = [r for r in head["records"] if (r.get(cursor + "_raw") or 0) > top]
-        if len(head["records"]) >= rpp and len(head_new) == len(head["records"]):
+        # the head's older records: the stamped window holds those that changed
+        fetched = {r["id"]: r for r in head_new}
+        if len(head["records"]) >= min(rpp, HEAD_ROWS) and len(head_new) == len(
+                head["records"]):
             # more new records than one page: all of them, by the cursor
             newer = [{"field": cursor, "operator": "higher than", "value": top}]
             for flt in with_rules(filters, newer):
@@ -323,7 +346,7 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         # the head is sorted by the stamp: when it reaches below the window, it holds it all
         start = pd.Timestamp(since + dt.timedelta(days=1)).tz_localize(
             ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc)
-        if len(head["records"]) >= rpp and not reaches_below(head["records"], source, mod,
+        if len(head["records"]) >= min(rpp, HEAD_ROWS) and not reaches_below(head["records"], source, mod,
                                                               start):
             window = [{"field": mod, "operator": "is after", "value": filter_date(since)}]
             for flt in with_rules(filters, window):
@@ -333,9 +356,17 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     # 3. deleted records (or records that left the filter): the total disagrees
     if total != merger.server_count():
         before = client.request_count
-        records = list_all(client, source, load, rpp)
+        listed = list_ids(client, source, load, rpp)
+        assert frames.original is not None
+        held = frames.original.main.index
+        missing = len(listed) - int(member(listed, held).sum())
+        if missing:
+            # records in the listing that were neither loaded nor stamped since (an
+            # unstamped change put them in the filter): take the whole listing
+            merger.merge(decode(list_all(client, source, load, rpp), source), complete=True)
+        else:
+            merger.drop(held[~member(held, listed)])
         report.deletion_requests = client.request_count - before
-        merger.merge(decode(records, source), complete=True)
 
 
 def paged(client: Client, target: Target, rpp: int, filters: Mapping[str, Any]
@@ -427,11 +458,12 @@ class Merger:
         changed_rows = np.zeros(len(common), dtype=bool)
         main_cols: dict[str, pd.Series] = {}
         orig_cols: dict[str, pd.Series] = {}
-        for col in om.columns:
-            if col not in sm.columns:
-                continue
-            s_val = sm[col].reindex(common)
-            o_val = om[col].reindex(common)
+        # the rows in question, taken once per frame (not once per column)
+        cols = [c for c in om.columns if c in sm.columns]
+        s_rows, o_rows = sm.reindex(common)[cols], om.reindex(common)[cols]
+        m_rows = main.reindex(common) if len(here) else None
+        for col in cols:
+            s_val, o_val = s_rows[col], o_rows[col]
             srv = ~same(s_val, o_val)
             if not srv.any():
                 continue
@@ -439,8 +471,8 @@ class Merger:
             m_col = main[col] if col in main.columns else None
             usr = np.zeros(len(common), dtype=bool)
             agree = np.zeros(len(common), dtype=bool)
-            if m_col is not None and len(here):
-                m_val = m_col.reindex(common)
+            if m_col is not None and m_rows is not None:
+                m_val = m_rows[col]
                 usr = present & ~same(m_val, o_val)
                 agree = usr & same(m_val, s_val)
             # a row the user deleted: its cells are the user's (a delete) too
@@ -474,16 +506,9 @@ class Merger:
             if rid in changed_ids and rid not in self._seen:
                 self._seen.add(rid)
                 self.changed.append(rid)
-        # records gone from the server: the user's edits of them are conflicts
-        for rid in gone:
-            if rid in main.index and not self._row_same(main, om, rid):
-                self.conflicts.append({"record_id": rid, "field": "", "column": "",
-                                       "loaded": "", "server": "<deleted>",
-                                       "local": "<edited>"})
-        self.deleted.extend(str(r) for r in gone)
-        if len(gone):
-            main = main.drop(index=[r for r in gone if r in main.index])
-            om = om.drop(index=gone)
+        frames.main, orig.main = main, om
+        self.drop(gone)
+        main, om = frames.main, orig.main
         if len(new):
             fresh = sm.loc[new]
             if order_by is not None and order_by in fresh.columns:
@@ -492,8 +517,26 @@ class Merger:
             main = concat_rows(main, fresh)
             om = concat_rows(om, fresh)
         frames.main, orig.main = main, om
-        if len(gone) or len(new):
-            self._tables_add_drop(server, list(new), list(gone))
+        if len(new):
+            self._tables_add_drop(server, list(new), [])
+
+    def drop(self, gone: pd.Index) -> None:
+        """Remove records gone from the server (main, original, tables); a record the user
+        edited is reported as a conflict."""
+        if not len(gone):
+            return
+        frames, orig = self.frames, self.frames.original
+        assert orig is not None
+        main, om = frames.main, orig.main
+        for rid in gone:
+            if rid in main.index and not self._row_same(main, om, rid):
+                self.conflicts.append({"record_id": rid, "field": "", "column": "",
+                                       "loaded": "", "server": "<deleted>",
+                                       "local": "<edited>"})
+        self.deleted.extend(str(r) for r in gone)
+        frames.main = main[~member(main.index, gone)]
+        orig.main = om[~member(om.index, gone)]
+        self._tables_add_drop(Frames(om.iloc[:0]), [], list(gone))
 
     def _row_same(self, main: pd.DataFrame, om: pd.DataFrame, rid: str) -> bool:
         cols = [c for c in om.columns if c in main.columns]
@@ -592,8 +635,8 @@ def rows_by_record(table: pd.DataFrame, ids: Iterable[str]) -> dict[str, tuple[A
         return {}
     sub = table[member(table["record_id"], ids)]
     out: dict[str, list[tuple[Any, ...]]] = {}
-    cols = [c for c in sub.columns if c != "record_id"]
-    for rid, *vals in zip(sub["record_id"], *(sub[c] for c in cols), strict=True):
+    cols = [sub[c].to_numpy(dtype=object) for c in sub.columns if c != "record_id"]
+    for rid, *vals in zip(sub["record_id"].to_numpy(dtype=object), *cols, strict=True):
         out.setdefault(str(rid), []).append(tuple(None if _isna(v) else v for v in vals))
     return {k: tuple(v) for k, v in out.items()}
 

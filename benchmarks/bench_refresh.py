@@ -1,0 +1,119 @@
+"""Incremental refresh benchmarks (issue 12).
+Run: ``.venv/bin/python -m benchmarks.bench_refresh [--quick]``
+
+The local service (in its own process) holds 100,000 demo work orders and emulates the
+hosted service (10 requests/s, 100 ms latency); the client keeps the hosted pace.
+Between loads another client changes records with the emulation off (so the changes take
+seconds, not minutes); every measured figure is taken with it on.
+
+1. 1% of the records changed and 0.1% inserted: ``refresh`` requests and wall time against
+   a full ``read_object``'s; goal <= 3 requests and <= 5% of the time.
+2. The same with 0.1% deleted too: the deletion shows as a lower ``total_records``, and
+   finding which records went costs one listing of every page (requests and time given).
+3. A notebook's second run with ``read_object(..., cache=dir)`` (a new client: the schema
+   is asked again) after 1% changed and 0.1% inserted: requests sent; goal <= 3.
+
+``--quick`` runs 5,000 records (a smoke run, not the reported figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from benchmarks.bench_load import RemoteService, client_for
+from svc_frames.client import Client
+from svc_frames.frames import Frames
+from svc_frames.incremental import RefreshReport, refresh
+from svc_frames.loaders import read_object
+
+WO = "object_3"  # the demo's work orders (svc_frames/server/demo.py)
+HOSTED = {"rate_limit": 10, "latency_ms": 100}
+OFF = {"rate_limit": 0, "latency_ms": 0}
+
+
+def mutate(svc: RemoteService, ids: list[str], *, changed: float, inserted: float,
+           deleted: float, rng: random.Random) -> dict[str, int]:
+    """Another user's changes, made quickly with the emulation off; returns the counts."""
+    svc.set(**OFF)
+    try:
+        other = client_for(svc, 0)
+        n = len(ids)
+        pick = rng.sample(ids, int(n * changed) + int(n * deleted))
+        upd, gone = pick[: int(n * changed)], pick[int(n * changed):]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda rid: other.update_record(
+                WO, rid, {"field_12": f"changed {rng.random():.6f}", "field_16": 3}), upd))
+            list(pool.map(lambda i: other.create_record(
+                WO, {"field_12": f"inserted {i}"}), range(int(n * inserted))))
+            list(pool.map(lambda rid: other.delete_record(WO, rid), gone))
+        for rid in gone:
+            ids.remove(rid)
+        return {"changed": len(upd), "inserted": int(n * inserted), "deleted": len(gone)}
+    finally:
+        svc.set(**HOSTED)
+        time.sleep(1.1)  # the service's rate window forgets the changes' requests
+
+
+def timed_load(client: Client, **kw: Any) -> tuple[Frames, float, int]:
+    t0, sent = time.perf_counter(), client.request_count
+    frames = read_object(client, WO, progress=False, **kw)
+    return frames, time.perf_counter() - t0, client.request_count - sent
+
+
+def timed_refresh(client: Client, frames: Frames) -> tuple[RefreshReport, float]:
+    t0 = time.perf_counter()
+    report = refresh(client, frames)
+    return report, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="5,000 records (smoke run)")
+    args = ap.parse_args()
+    n = 5_000 if args.quick else 100_000
+    rng = random.Random(12)
+    print(f"building a demo service with {n} work orders ... (load average "
+          f"{os.getloadavg()[0]:.1f})", flush=True)
+    with RemoteService(n) as svc:
+        svc.set(**HOSTED)
+        client = client_for(svc, 10)
+        frames, full_s, full_req = timed_load(client)
+        print(f"full reload: {full_req} requests, {full_s:.2f}s for {len(frames)} records",
+              flush=True)
+        ids = list(frames.main.index)
+
+        made = mutate(svc, ids, changed=0.01, inserted=0.001, deleted=0, rng=rng)
+        report, took = timed_refresh(client, frames)
+        ok = (len(report.changed), len(report.added)) == (made["changed"], made["inserted"])
+        print(f"1. {made}: {report}; {took:.2f}s = {100 * took / full_s:.1f}% of a full "
+              f"reload  goal <= 3 requests, <= 5%  {'(counts match)' if ok else '(MISMATCH)'}",
+              flush=True)
+
+        made = mutate(svc, ids, changed=0.01, inserted=0.001, deleted=0.001, rng=rng)
+        report, took = timed_refresh(client, frames)
+        ok = (len(report.changed), len(report.added), len(report.deleted)) == (
+            made["changed"], made["inserted"], made["deleted"])
+        print(f"2. {made}: {report}; {took:.2f}s = {100 * took / full_s:.1f}% of a full "
+              f"reload; the deletion listing: {report.deletion_requests} requests  "
+              f"{'(counts match)' if ok else '(MISMATCH)'}", flush=True)
+
+        with tempfile.TemporaryDirectory() as tmp:
+            cache = os.path.join(tmp, "orders")
+            first = client_for(svc, 10)
+            _, first_s, first_req = timed_load(first, cache=cache)
+            mutate(svc, ids, changed=0.01, inserted=0.001, deleted=0, rng=rng)
+            second = client_for(svc, 10)
+            again, second_s, second_req = timed_load(second, cache=cache)
+            print(f"3. notebook runs with cache=: first {first_req} requests ({first_s:.2f}s, "
+                  f"cache written), second {second_req} requests ({second_s:.2f}s, "
+                  f"{len(again)} records)  goal <= 3", flush=True)
+
+
+if __name__ == "__main__":
+    main()
