@@ -75,8 +75,9 @@ def timed_refresh(client: Client, frames: Frames) -> tuple[RefreshReport, float]
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="5,000 records (smoke run)")
+    ap.add_argument("--records", type=int, default=None, help="work orders (default 100,000)")
     args = ap.parse_args()
-    n = 5_000 if args.quick else 100_000
+    n = args.records or (5_000 if args.quick else 100_000)
     rng = random.Random(12)
     print(f"building a demo service with {n} work orders ... (load average "
           f"{os.getloadavg()[0]:.1f})", flush=True)

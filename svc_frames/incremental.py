@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from .client import Client, Target
-from .errors import UsageError
+from .errors import DisplayValuesNeeded, UsageError
 from .frames import Frames, Source, build_frames, label_map, relabel
 from .kinds import codec_for, values_equal
 from .kinds.base import FieldSpec
@@ -259,9 +259,11 @@ def describe(source: Source) -> str:
             else source.object_key)
 
 
-def decode(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
+def decode(records: Sequence[Any], source: Source, *, raw: bool = False) -> Frames:
+    """Records (dicts, or ``format=raw`` structs with ``raw``) -> frames of the source."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
-    return build_frames(list(records), source.fields, source, tz=tz, keep_original=False)
+    return build_frames(list(records), source.fields, source, tz=tz, keep_original=False,
+                        raw_format=raw)
 
 
 def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int
@@ -324,35 +326,34 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="svc-refresh") as pool:
         head_future = pool.submit(client.get_page, target, 1, min(rpp, HEAD_ROWS),
                                   filters=filters, sort_field=cursor or mod, sort_order="desc")
-        window_futures = [pool.submit(paged, client, target, rpp, flt)
+        window_futures = [pool.submit(paged, client, source, rpp, flt)
                           for flt in (with_rules(filters, window) if window else ())]
         head = head_future.result()
-        stamped = [r for f in window_futures for r in f.result()]
+        stamped = [f.result() for f in window_futures]
     total = int(head.get("total_records") or 0)
-    fetched: dict[str, dict[str, Any]] = {r["id"]: r for r in head["records"]}
+    records = head["records"]
+    parts: list[Frames] = []  # merged in order: a later part holds fresher values
+    full_head = len(records) >= min(rpp, HEAD_ROWS)
     if cursor is not None:
         assert top is not None
-        head_new = [r for r in head["records"] if (r.get(cursor + "_raw") or 0) > top]
         # the head's older records: the stamped window holds those that changed
-        fetched = {r["id"]: r for r in head_new}
-        if len(head["records"]) >= min(rpp, HEAD_ROWS) and len(head_new) == len(
-                head["records"]):
-            # more new records than one page: all of them, by the cursor
+        head_new = [r for r in records if (r.get(cursor + "_raw") or 0) > top]
+        parts.append(decode(head_new, source))
+        if full_head and len(head_new) == len(records):
+            # more new records than the head holds: all of them, by the cursor
             newer = [{"field": cursor, "operator": "higher than", "value": top}]
-            for flt in with_rules(filters, newer):
-                fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
-        fetched.update((r["id"], r) for r in stamped)
+            parts.extend(paged(client, source, rpp, flt) for flt in with_rules(filters, newer))
+        parts.extend(stamped)
     else:
         # the head is sorted by the stamp: when it reaches below the window, it holds it all
+        parts.append(decode(records, source))
         start = pd.Timestamp(since + dt.timedelta(days=1)).tz_localize(
             ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc)
-        if len(head["records"]) >= min(rpp, HEAD_ROWS) and not reaches_below(head["records"], source, mod,
-                                                              start):
+        if full_head and not reaches_below(records, source, mod, start):
             window = [{"field": mod, "operator": "is after", "value": filter_date(since)}]
-            for flt in with_rules(filters, window):
-                fetched.update((r["id"], r) for r in paged(client, target, rpp, flt))
-    merger.merge(decode(list(fetched.values()), source), complete=False,
-                 order_by=bare[cursor] if cursor else None)
+            parts.extend(paged(client, source, rpp, flt) for flt in with_rules(filters, window))
+    for part in parts:
+        merger.merge(part, complete=False, order_by=bare[cursor] if cursor else None)
     # 3. deleted records (or records that left the filter): the total disagrees
     if total != merger.server_count():
         before = client.request_count
@@ -369,10 +370,18 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         report.deletion_requests = client.request_count - before
 
 
-def paged(client: Client, target: Target, rpp: int, filters: Mapping[str, Any]
-          ) -> list[dict[str, Any]]:
-    return Paginator(client, target, rows_per_page=rpp, filters=dict(filters),
-                     verify="none").records()
+def paged(client: Client, source: Source, rpp: int, filters: Mapping[str, Any]) -> Frames:
+    """The decoded records of a filtered listing, asked for with ``format=raw`` (~40% fewer
+    bytes); again with display values when a raw value needs its display (a name-like
+    connection: its ids are only in the display HTML)."""
+    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=dict(filters),
+                      verify="none")
+    pager.ask_raw(source.fields)
+    try:
+        return decode(pager.records(), source, raw=True)
+    except DisplayValuesNeeded:
+        return decode(Paginator(client, target_of(source), rows_per_page=rpp,
+                                filters=dict(filters), verify="none").records(), source)
 
 
 def loaded_date(loaded_at: Any, source: Source) -> dt.date:
