@@ -6,6 +6,7 @@ from .client import Client
 from .errors import *  # noqa: F403
 from .filters import Field, all_of, any_of
 from .frames import Frames, Source
+from .incremental import RefreshReport, refresh
 from .kinds.base import FieldSpec
 from .loaders import read_object, read_view
 from .parquet import export, read_parquet, to_parquet
@@ -16,6 +17,7 @@ from .writeback import Plan, Report, add_rows, diff, push, write_back
 __version__ = "0.1.0"
 __all__ = ["Frames", "Source", "FieldSpec", "errors",
            "Client", "Field", "all_of", "any_of", "read_object", "read_view",
+           "refresh", "RefreshReport",
            "to_parquet", "read_parquet", "export",
            "diff", "write_back", "push", "add_rows", "Plan", "Report",
            "upload_file", "upload_image", "create_with_asset", "download",
