@@ -2,16 +2,18 @@
 
 The service has no "modified since" (real-world.md): applications that load incrementally
 keep a date field that a record rule stamps on every change, and use an auto-increment
-field as a cursor for new records. ``refresh`` asks for
+field as a cursor for new records. ``refresh`` asks, side by side within the pace, for
 
-* the first page of the load's own listing, newest first (by the auto-increment field, or
-  by the modified field): the current ``total_records`` and the newest records;
-* the records whose modified stamp ``is after`` a date a full day before the last load
-  started (filter dates are ``MM/DD/YYYY`` and only the date is honoured, so the window
-  overlaps; each returned record is compared with its loaded values to decide whether it
-  really changed, so a change in the same minute as the load is not missed);
+* one row of the load's own listing: its ``total_records``;
+* the records whose stamp ``is after`` a date two days before the last load's (filter
+  dates are ``MM/DD/YYYY`` and only the date is honoured, so the window overlaps by a
+  day; each returned record is compared with its loaded values to decide whether it
+  really changed, so a change in the same minute as the load is not missed). New records
+  are in it when the schema's rule stamps creations too; for a field named by the caller
+  (which may be stamped on updates only) the records ``higher than`` the largest loaded
+  auto-increment value are asked for as well;
 * only when the total disagrees with the merged frame (a record was deleted or left the
-  load's filter): one full listing, which finds which.
+  load's filter): one listing of ids, which finds which.
 
 The as-loaded copy (``frames.original``) moves with the server values, so ``diff`` after a
 refresh still sends only the user's own edits. A cell the user edited that also changed on
@@ -55,12 +57,6 @@ OVERLAP_DAYS = 2
 """The stamp window starts this many dates before the load's date: ``is after`` a date
 matches from the next day on, so 2 means "from the start of the day before the load"
 (a day of slack for clock skew and timezones)."""
-
-
-HEAD_ROWS = 250
-"""Records of the first (newest) page a refresh asks for: enough for the records added
-between two runs of a notebook, small enough to cost little more than its envelope's
-``total_records``; more new records than this cost one more listing by the cursor."""
 
 
 class RefreshNotice(UserWarning):
@@ -201,8 +197,10 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     started = dt.datetime.now(dt.timezone.utc)
     report = RefreshReport()
     mod = modified_field
+    stamps_creates = False  # a field named by the caller may be stamped on updates only
     if mod is None and not full:
         mod = modified_field_of(client.schema(), source.object_key)
+        stamps_creates = mod is not None
         if mod is not None and not any(f.key == mod for f in source.fields):
             report.reason = (f"the view does not show {mod}, the field stamped on every "
                              "change: add it to the view's columns, or refresh the object")
@@ -213,6 +211,8 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
                              "every create and update): add one, or pass modified_field=")
     elif full:
         report.reason = "full=True"
+    else:  # named: the schema's rule (if it is that one) says it stamps creations too
+        stamps_creates = modified_field_of(client.schema(), source.object_key) == mod
     report.modified_field = mod
     merger = Merger(frames)
     if mod is None:
@@ -223,7 +223,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
         records = list_all(client, source, load, rpp)
         merger.merge(decode(records, source), complete=True)
     else:
-        incremental(client, frames, source, load, mod, rpp, merger, report)
+        incremental(client, frames, source, load, mod, stamps_creates, rpp, merger, report)
     merger.finish()
     report.added, report.changed, report.deleted = merger.added, merger.changed, merger.deleted
     report.conflicts = merger.conflict_frame()
@@ -303,59 +303,43 @@ def with_rules(filters: Mapping[str, Any] | None, extra: list[dict[str, Any]]
 
 
 def incremental(client: Client, frames: Frames, source: Source, load: Mapping[str, Any],
-                mod: str, rpp: int, merger: Merger, report: RefreshReport) -> None:
-    """The few-requests path: newest page, stamped window, and a listing if counts differ."""
+                mod: str, stamps_creates: bool, rpp: int, merger: Merger,
+                report: RefreshReport) -> None:
+    """The few-requests path: the total, the stamped window (and, when the stamp may miss
+    creations, the records past the cursor), all at once; a listing if the counts differ.
+
+    ``stamps_creates``: the schema's rule stamps every create too, so new records are in
+    the window; a field named by the caller may be stamped on updates only."""
     assert frames.original is not None
     target = target_of(source)
-    col_field, bare = column_names(source)
-    cursor = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
+    _, bare = column_names(source)
+    cursor = None
     top: int | None = None
-    if cursor is not None:
-        loaded = frames.original.main[bare[cursor]].dropna()
-        top = int(loaded.max()) if len(loaded) else None
-        if top is None:
-            cursor = None
+    if not stamps_creates:
+        cursor = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
+        if cursor is not None:
+            loaded = frames.original.main[bare[cursor]].dropna()
+            top = int(loaded.max()) if len(loaded) else None
+            cursor = cursor if top is not None else None
     report.cursor_field = cursor
     since = loaded_date(load.get("loaded_at"), source) - dt.timedelta(days=OVERLAP_DAYS)
     filters = load.get("filters")
-    # 1. the newest records and the current total, in one request; 2. (with a cursor, at
-    # the same time) the loaded records stamped since the day before the load
-    window: list[dict[str, Any]] = []
+    queries: list[list[dict[str, Any]]] = [
+        [{"field": mod, "operator": "is after", "value": filter_date(since)}]]
     if cursor is not None:
-        assert top is not None
-        window = [{"field": mod, "operator": "is after", "value": filter_date(since)},
-                  {"field": cursor, "operator": "lower than", "value": top + 1}]
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="svc-refresh") as pool:
-        head_future = pool.submit(client.get_page, target, 1, min(rpp, HEAD_ROWS),
-                                  filters=filters, sort_field=cursor or mod, sort_order="desc")
-        window_futures = [pool.submit(paged, client, source, rpp, flt)
-                          for flt in (with_rules(filters, window) if window else ())]
+        queries.append([{"field": cursor, "operator": "higher than", "value": top}])
+    # one row of the load's own listing for its total (a sort would make the service order
+    # every record first), and the listings, side by side within the pace
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
+        head_future = pool.submit(client.get_page, target, 1, 1, filters=filters)
+        futures = [pool.submit(paged, client, source, rpp, flt)
+                   for rules in queries for flt in with_rules(filters, rules)]
         head = head_future.result()
-        stamped = [f.result() for f in window_futures]
+        parts = [f.result() for f in futures]
     total = int(head.get("total_records") or 0)
-    records = head["records"]
-    parts: list[Frames] = []  # merged in order: a later part holds fresher values
-    full_head = len(records) >= min(rpp, HEAD_ROWS)
-    if cursor is not None:
-        assert top is not None
-        # the head's older records: the stamped window holds those that changed
-        head_new = [r for r in records if (r.get(cursor + "_raw") or 0) > top]
-        parts.append(decode(head_new, source))
-        if full_head and len(head_new) == len(records):
-            # more new records than the head holds: all of them, by the cursor
-            newer = [{"field": cursor, "operator": "higher than", "value": top}]
-            parts.extend(paged(client, source, rpp, flt) for flt in with_rules(filters, newer))
-        parts.extend(stamped)
-    else:
-        # the head is sorted by the stamp: when it reaches below the window, it holds it all
-        parts.append(decode(records, source))
-        start = pd.Timestamp(since + dt.timedelta(days=1)).tz_localize(
-            ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc)
-        if full_head and not reaches_below(records, source, mod, start):
-            window = [{"field": mod, "operator": "is after", "value": filter_date(since)}]
-            parts.extend(paged(client, source, rpp, flt) for flt in with_rules(filters, window))
     parts = [p for p in parts if len(p.main)] or parts[:1]
-    merger.merge(concat_parts(parts), complete=False, order_by=bare[cursor] if cursor else None)
+    merger.merge(concat_parts(parts), complete=False,
+                 order_by=bare[cursor] if cursor else None)
     # 3. deleted records (or records that left the filter): the total disagrees
     if total != merger.server_count():
         before = client.request_count
@@ -421,16 +405,6 @@ def loaded_date(loaded_at: Any, source: Source) -> dt.date:
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.timezone.utc)
     return when.astimezone(tz).date()
-
-
-def reaches_below(records: Sequence[Mapping[str, Any]], source: Source, mod: str,
-                  start: pd.Timestamp) -> bool:
-    """Whether a page sorted by the stamp (newest first) ends before ``start`` (or with
-    blank stamps): then it holds every record stamped since."""
-    last = decode([records[-1]], source)
-    col = column_names(source)[1][mod]
-    value = last.main[col].iloc[0]
-    return bool(pd.isna(value) or value < start)
 
 
 # ---- merging server values into the frames -----------------------------------------------

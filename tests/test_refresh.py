@@ -83,11 +83,34 @@ def test_refreshed_equals_a_fresh_load(svc: LocalService, inserts: bool, updates
     assert len(report.deleted) == (2 if deletes else 0)
     assert len(report.changed) >= (3 if updates else 0)
     assert report.conflicts.empty and not report.full
-    assert report.modified_field == "field_46" and report.cursor_field == "field_24"
-    # the newest page and the stamped window; a listing only when something was deleted
+    # the schema's rule stamps creations too: no cursor needed
+    assert report.modified_field == "field_46" and report.cursor_field is None
+    # the total and the stamped window; a listing only when something was deleted
     assert report.requests == 2 + report.deletion_requests
     assert (report.deletion_requests > 0) == deletes
     assert diff(frames).empty
+
+
+def test_a_named_field_uses_the_cursor_for_new_records(svc: LocalService,
+                                                       monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    import copy
+
+    c = client_of(svc)
+    frames = read_object(c, WO, rows_per_page=10)
+    # a deployment whose schema does not show the rule: the named field may be stamped on
+    # updates only, so new records are asked for by the auto-increment cursor too
+    hidden = copy.deepcopy(c.schema())
+    for obj in hidden["objects"]:
+        obj.pop("rules", None)
+    monkeypatch.setattr(c, "schema", lambda **_: hidden)
+    change_server(c, list(frames.main.index), inserts=True, updates=True, deletes=False)
+    report = refresh(c, frames, modified_field="field_46")
+    assert report.cursor_field == "field_24" and report.requests == 3
+    assert len(report.added) == 2
+    same_frames(frames, read_object(client_of(svc), WO))
+    with pytest.warns(RefreshNotice, match="pass modified_field="):
+        assert refresh(c, frames).full
 
 
 def test_a_change_in_the_same_minute_is_not_missed(svc: LocalService) -> None:
@@ -171,7 +194,7 @@ def test_or_filters_are_split_into_and_queries(svc: LocalService) -> None:
     c.update_record(WO, rid, {"field_12": "or-changed"})
     report = refresh(c, frames)
     assert report.changed == [rid] and frames.main.at[rid, "field_12"] == "or-changed"
-    assert report.requests == 3  # the head, and one window query per rule
+    assert report.requests == 3  # the total, and one window query per rule
 
 
 def test_without_a_stamped_field_a_full_listing_says_why(svc: LocalService) -> None:
