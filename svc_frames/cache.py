@@ -113,6 +113,8 @@ def read_cache(root: Path) -> tuple[dict[str, Any], Frames | None] | None:
     if meta.get("format") != CACHE_FORMAT:
         return meta, None
     frames = read_parquet(root / str(meta["snapshot"]))
+    if meta.get("original") == "main" or frames.original is None:
+        frames.original = frames.snapshot()
     if frames.source is not None:
         frames.source.load = dict(meta.get("load") or {}, loaded_at=meta.get("loaded_at"))
         if frames.original is not None and frames.original.source is not None:
@@ -133,16 +135,20 @@ def save_cache(root: Path, frames: Frames, meta: Mapping[str, Any], *,
                            and (root / str(current)).is_dir()) else None
     for stale in root.glob(".tmp-*"):  # a crashed write's leftovers
         shutil.rmtree(stale, ignore_errors=True)
+    same = as_loaded(frames)
     if snapshot is None:
         token = secrets.token_hex(6)
         tmp = root / f".tmp-{token}"
-        to_parquet(frames, tmp / "data")
+        # frames equal to their as-loaded copy (no edits: a cache's usual state) are
+        # written once, and the copy is made again when read
+        to_parquet(Frames(frames.main, frames.tables, frames.source) if same else frames,
+                   tmp / "data")
         _fsync_tree(tmp)
         snapshot = f"snap-{token}"
         os.rename(tmp / "data", root / snapshot)
         shutil.rmtree(tmp, ignore_errors=True)
         _fsync(root)
-    pointer = dict(meta, snapshot=snapshot)
+    pointer = dict(meta, snapshot=snapshot, original="main" if same else "stored")
     tmp_pointer = root / ("." + POINTER + ".tmp")
     with open(tmp_pointer, "w", encoding="utf-8") as fh:
         json.dump(pointer, fh, indent=1, sort_keys=True, default=str)
@@ -153,6 +159,17 @@ def save_cache(root: Path, frames: Frames, meta: Mapping[str, Any], *,
     for old in root.glob("snap-*"):  # older snapshots (and orphans of crashed writes)
         if old.name != snapshot:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def as_loaded(frames: Frames) -> bool:
+    """Whether frames hold exactly their as-loaded copy (nothing edited)."""
+    orig = frames.original
+    if orig is None:
+        return False
+    if not frames.main.equals(orig.main) or set(frames.tables) != set(orig.tables):
+        return False
+    return all(frames.tables[n].reset_index(drop=True).equals(
+        orig.tables[n].reset_index(drop=True)) for n in frames.tables)
 
 
 def schema_fingerprint(app: Mapping[str, Any] | None, target: Target) -> str | None:

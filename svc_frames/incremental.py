@@ -215,7 +215,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
         stamps_creates = modified_field_of(client.schema(), source.object_key) == mod
     report.modified_field = mod
     merger = Merger(frames)
-    if mod is None:
+    if mod is None or full:
         report.full = True
         if not full:
             warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "

@@ -111,6 +111,8 @@ def test_a_named_field_uses_the_cursor_for_new_records(svc: LocalService,
     same_frames(frames, read_object(client_of(svc), WO))
     with pytest.warns(RefreshNotice, match="pass modified_field="):
         assert refresh(c, frames).full
+    forced = refresh(c, frames, modified_field="field_46", full=True)
+    assert forced.full and forced.reason == "full=True" and not forced.changed
 
 
 def test_a_change_in_the_same_minute_is_not_missed(svc: LocalService) -> None:
