@@ -1,12 +1,12 @@
 """Incremental refresh: bring loaded frames up to date with a few requests, in place.
 
-The service has no "modified since" (real-world.md): applications that load incrementally
+The service has no "modified since" (docs/hosted-behaviour.md §1.5): applications that load incrementally
 keep a date field that a record rule stamps on every change, and use an auto-increment
 field as a cursor for new records. ``refresh`` asks, side by side within the pace, for
 
 * one row of the load's own listing: its ``total_records``;
 * the records whose stamp ``is after`` a date two days before the last load's (filter
-  dates are ``MM/DD/YYYY`` and only the date is honoured, so the window overlaps by a
+  dates are ``MM/DD/YYYY`` and only the date is honoured, §1.4, so the window overlaps by a
   day; each returned record is compared with its loaded values to decide whether it
   really changed, so a change in the same minute as the load is not missed). New records
   are in it when the schema's rule stamps creations too; for a field named by the caller
@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 from .client import Client, Target
 from .errors import DisplayValuesNeeded, UsageError
+from .filters import format_filter_date
 from .frames import Frames, Source, build_frames, label_map, relabel
 from .kinds import codec_for, values_equal
 from .kinds.base import FieldSpec
@@ -100,9 +101,9 @@ class RefreshReport:
 
 # ---- fields ------------------------------------------------------------------------------
 def filter_date(day: dt.date) -> str:
-    """A date as the service's filters read it (``MM/DD/YYYY``; an ISO date would match
-    nothing). Usage: ``filter_date(dt.date(2024, 1, 31)) == "01/31/2024"``"""
-    return day.strftime("%m/%d/%Y")
+    """A date as the service's filters read it (``MM/DD/YYYY``, the date alone; an ISO date
+    would match nothing). Usage: ``filter_date(dt.date(2024, 1, 31)) == "01/31/2024"``"""
+    return format_filter_date(day, with_time=False)
 
 
 def modified_field_of(app: Mapping[str, Any] | None, object_key: str) -> str | None:

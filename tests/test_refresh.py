@@ -241,7 +241,7 @@ def test_bad_input_is_refused_before_any_request(svc: LocalService) -> None:
 
 
 def test_schema_marker_and_filter_dates() -> None:
-    from svc_frames.server.demo import demo_document
+    from svc_frames.server.demo_app import demo_document
 
     assert modified_field_of(demo_document(), "object_3") == "field_46"
     assert modified_field_of(demo_document(), "object_2") is None
