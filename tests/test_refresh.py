@@ -35,12 +35,20 @@ def client_of(svc: LocalService) -> Client:
                   backoff=0.01)
 
 
-def same_frames(got: Frames, want: Frames) -> None:
-    """Main frames equal (order included), tables equal row for row."""
-    pd.testing.assert_frame_equal(got.main, want.main)
+def same_frames(got: Frames, want: Frames, *, ordered: bool = True) -> None:
+    """Main frames equal (order included), tables equal row for row. ``ordered=False``: a
+    sorted listing (new records are appended, not sorted in): rows compared by id."""
+    if ordered:
+        pd.testing.assert_frame_equal(got.main, want.main)
+    else:
+        pd.testing.assert_frame_equal(got.main.sort_index(), want.main.sort_index())
     assert sorted(got.tables) == sorted(want.tables)
     for name, table in want.tables.items():
-        pd.testing.assert_frame_equal(got.tables[name].reset_index(drop=True),
+        mine = got.tables[name]
+        if not ordered:
+            mine = mine.sort_values(list(mine.columns), kind="stable")
+            table = table.sort_values(list(table.columns), kind="stable")
+        pd.testing.assert_frame_equal(mine.reset_index(drop=True),
                                       table.reset_index(drop=True), obj=name)
 
 
@@ -219,6 +227,26 @@ def test_view_frames_refresh_when_the_view_shows_the_stamp(svc: LocalService) ->
     assert report.full
     with pytest.raises(UsageError, match="field_46"):
         refresh(c, board, modified_field="field_46")
+
+
+def test_view_frames_refresh_incrementally_when_the_view_shows_the_stamp() -> None:
+    from svc_frames.server.demo_app import demo_document
+
+    doc = demo_document()  # the public board, showing the stamp too
+    view = next(v for sc in doc["scenes"] for v in sc["views"] if v["key"] == "view_1")
+    view["columns"].append({"field": {"key": "field_46"}, "type": "field"})
+    with LocalService(demo=False, app=doc, records=30) as s:
+        c = client_of(s)
+        board = read_view(c, "scene_1", "view_1", rows_per_page=5)
+        changed, leaving = board.main.index[0], board.main.index[1]
+        c.update_record(WO, changed, {"field_12": "changed behind the view"})
+        c.update_record(WO, leaving, {"field_27": "Cancelled"})  # the view hides these
+        c.create_record(WO, {"field_12": "new on the board", "field_27": "Open"})
+        report = refresh(c, board)
+        assert not report.full and report.changed == [changed]
+        assert report.deleted == [leaving] and len(report.added) == 1
+        # the view is sorted by Due: the new record was appended, not sorted in
+        same_frames(board, read_view(c, "scene_1", "view_1"), ordered=False)
 
 
 def test_bad_input_is_refused_before_any_request(svc: LocalService) -> None:
