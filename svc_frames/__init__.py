@@ -1,6 +1,7 @@
 """svc_frames: typed pandas DataFrames from a record-data service, and a local service."""
 
-from . import errors
+# cache: also registers read_object(cache=) / read_view(cache=) with the loaders
+from . import cache, errors
 from .assets import create_with_asset, download, upload_file, upload_image
 from .client import Client
 from .errors import *  # noqa: F403
@@ -15,7 +16,7 @@ from .widgets import PlanReview, review  # ipywidgets loads on first review
 from .writeback import Plan, Report, add_rows, diff, push, write_back
 
 __version__ = "0.1.0"
-__all__ = ["Frames", "Source", "FieldSpec", "errors",
+__all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "Client", "Field", "all_of", "any_of", "read_object", "read_view",
            "refresh", "RefreshReport",
            "to_parquet", "read_parquet", "export",

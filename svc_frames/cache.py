@@ -45,7 +45,7 @@ from .errors import UsageError
 from .filters import Filters, validate_filters
 from .frames import Frames
 from .incremental import RefreshNotice, RefreshReport, refresh
-from .loaders import load
+from .loaders import CACHED_LOADS, load
 from .parquet import frame_to_arrow, read_parquet, tables_dir, to_parquet
 from .schema import Schema
 
@@ -362,3 +362,8 @@ def _swap(new: Path | None, dest: Path) -> None:
         os.rename(new, dest)
     _fsync(dest.parent)
     shutil.rmtree(old, ignore_errors=True)
+
+
+if load_cached not in CACHED_LOADS:  # read_object(cache=) / read_view(cache=) come here
+    CACHED_LOADS.append(load_cached)
+

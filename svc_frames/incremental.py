@@ -43,7 +43,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .client import Client, Target
-from .errors import DisplayValuesNeeded, UsageError
+from .errors import DisplayValuesNeeded, SvcWarning, UsageError
 from .filters import format_filter_date
 from .frames import Frames, Source, build_frames, label_map, relabel
 from .kinds import codec_for, values_equal
@@ -60,7 +60,7 @@ matches from the next day on, so 2 means "from the start of the day before the l
 (a day of slack for clock skew and timezones)."""
 
 
-class RefreshNotice(UserWarning):
+class RefreshNotice(SvcWarning):
     """A refresh or a cache load that fell back to a full listing, and why."""
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -104,14 +105,21 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
                 processes=processes)
 
 
+CachedLoad = Callable[..., tuple[Frames, Any]]
+CACHED_LOADS: list[CachedLoad] = []
+"""Where ``svc_frames.cache`` registers its loader when imported (the package imports it):
+the cache sits above this module (it writes parquet, which reads through the loaders), so
+``cache=`` is handed over through this seam rather than an import."""
+
+
 def cached(client: Client, target: Target, cache: str | os.PathLike[str],
            modified_field: str | None, **options: Any) -> Frames:
     """``read_object``/``read_view`` through an on-disk cache (svc_frames/cache.py)."""
-    # the cache sits above this module (it writes parquet, which reads through loaders):
-    # imported when a cache is asked for, as writeback.push imports parquet
-    from .cache import load_cached
-
-    return load_cached(client, target, cache, modified_field=modified_field, **options)[0]
+    if not CACHED_LOADS:
+        raise UsageError("cache= needs svc_frames.cache: import svc_frames (the package) "
+                         "rather than svc_frames.loaders alone")
+    return CACHED_LOADS[-1](client, target, cache, modified_field=modified_field,
+                            **options)[0]
 
 
 def load(client: Client, target: Target, *, filters: Filters | None = None,
