@@ -8,7 +8,7 @@ Layout of a cache directory::
 
     dir/CURRENT.json     what the cache holds (format, application, target, load
                          parameters, schema fingerprint, loaded_at) and its snapshot
-    dir/snap-<id>/       to_parquet of the frames (main, tables, source, original)
+    dir/snap-<id>/data   to_parquet of the frames (and the siblings it writes beside)
 
 A write never touches the current snapshot: the new one is written under ``.tmp-<id>``,
 fsynced, renamed to ``snap-<id>``, and then ``CURRENT.json`` is replaced atomically
@@ -26,18 +26,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import secrets
 import shutil
-import tempfile
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pandas as pd
-import pyarrow.parquet as pq
 
 from .client import Client, Target, parse_target
 from .describe import Columns, check_columns, user_timezone
@@ -46,7 +41,7 @@ from .filters import Filters, validate_filters
 from .frames import Frames
 from .incremental import RefreshNotice, RefreshReport, refresh
 from .loaders import CACHED_LOADS, load
-from .parquet import frame_to_arrow, read_parquet, tables_dir, to_parquet
+from .parquet import SavedLayout, read_parquet, to_parquet
 from .schema import Schema
 
 __all__ = ["load_cached", "check_cache_dir", "CacheNotice", "CACHE_FORMAT", "save_cache",
@@ -55,6 +50,8 @@ __all__ = ["load_cached", "check_cache_dir", "CacheNotice", "CACHE_FORMAT", "sav
 CACHE_FORMAT = 1
 """Bumped when the layout changes: a cache of another format is loaded in full (warned)."""
 POINTER = "CURRENT.json"
+DATA = "data"
+"""A snapshot holds ``to_parquet(frames, snap/DATA)``: DATA and the siblings it writes."""
 
 
 class CacheNotice(RefreshNotice):
@@ -112,7 +109,7 @@ def read_cache(root: Path) -> tuple[dict[str, Any], Frames | None] | None:
         raise ValueError(f"{pointer} is not a JSON object")
     if meta.get("format") != CACHE_FORMAT:
         return meta, None
-    frames = read_parquet(root / str(meta["snapshot"]))
+    frames = read_parquet(root / str(meta["snapshot"]) / DATA)
     if meta.get("original") == "main" or frames.original is None:
         frames.original = frames.snapshot()
     if frames.source is not None:
@@ -142,11 +139,10 @@ def save_cache(root: Path, frames: Frames, meta: Mapping[str, Any], *,
         # frames equal to their as-loaded copy (no edits: a cache's usual state) are
         # written once, and the copy is made again when read
         to_parquet(Frames(frames.main, frames.tables, frames.source) if same else frames,
-                   tmp / "data")
+                   tmp / DATA)  # DATA and its siblings (tables, metadata, as-loaded copy)
         _fsync_tree(tmp)
         snapshot = f"snap-{token}"
-        os.rename(tmp / "data", root / snapshot)
-        shutil.rmtree(tmp, ignore_errors=True)
+        os.rename(tmp, root / snapshot)
         _fsync(root)
     pointer = dict(meta, snapshot=snapshot, original="main" if same else "stored")
     tmp_pointer = root / ("." + POINTER + ".tmp")
@@ -276,7 +272,6 @@ class IncrementalExport:
 
     path: Path
     records: int
-    parts: int
     tables: list[str]
     report: RefreshReport | None
     written: bool                      # False: nothing changed, the dataset was kept
@@ -288,80 +283,32 @@ def export_incremental(client: Client, target: Target, out_dir: str | os.PathLik
                        cache: str | os.PathLike[str] | None = None,
                        filters: Filters | None = None, columns: Columns = "keys",
                        timezone: Any = None, modified_field: str | None = None,
-                       rows_per_part: int = 100_000, progress: bool | None = None,
-                       ) -> IncrementalExport:
-    """Keep the Parquet dataset ``out_dir`` (export's layout: part files, tables in
-    ``<out_dir>.tables/``) current: the frames come from a cache (default
-    ``<out_dir>.cache``) refreshed with a few requests, and the dataset is rewritten (into
-    a directory beside, then swapped in) only when something changed. Unlike ``export``,
-    the records are held in memory.
+                       progress: bool | None = None) -> IncrementalExport:
+    """Keep the saved frames at ``out_dir`` (export's layout: the records, ``.tables``,
+    the metadata and the as-loaded copy beside) current: the frames come from a cache
+    (default ``<out_dir>.cache``) refreshed with a few requests, and are saved again
+    (``to_parquet(..., overwrite=True)``) only when something changed. Unlike ``export``,
+    the records are held in memory. A directory that is not saved frames is refused.
 
     Usage: ``export_incremental(client, "object_3", "out/orders")``"""
     kind, a, b = parse_target(target)
     tgt: Target = (str(a), str(b)) if kind == "view" else str(a)
-    dest = Path(out_dir)
-    if dest.exists() and (not dest.is_dir() or any(
-            not p.name.startswith("part-") for p in dest.iterdir())):
-        raise UsageError(f"{dest} is not a dataset written by export (it holds other files)")
-    if not isinstance(rows_per_part, int) or rows_per_part < 1:
-        raise UsageError(f"rows_per_part must be a positive integer, got {rows_per_part!r}")
+    layout = SavedLayout.of(out_dir)
+    dest = layout.data
+    if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
+                                                 and not layout.meta.exists())):
+        raise UsageError(f"{dest} is not saved frames (it holds other files): choose "
+                         "another directory")
     cache_dir = Path(cache) if cache is not None else dest.with_name(dest.name + ".cache")
     frames, report = load_cached(client, tgt, cache_dir, filters=filters, columns=columns,
                                  timezone=timezone, modified_field=modified_field,
                                  progress=progress)
     changed = report is None or bool(report.added or report.changed or report.deleted)
-    dest_tables = tables_dir(dest)
-    parts = max(1, -(-len(frames.main) // rows_per_part))
-    if changed or not dest.exists():
-        write_dataset(frames, dest, dest_tables, rows_per_part)
-    return IncrementalExport(dest, len(frames.main), parts, list(frames.tables), report,
-                             changed or not dest.exists(), cache_dir,
-                             dest_tables if frames.tables else None)
-
-
-def write_dataset(frames: Frames, dest: Path, dest_tables: Path, rows_per_part: int) -> None:
-    """Frames in export's layout, written beside and swapped in (tables first: the main
-    directory appearing says the dataset is complete)."""
-    assert frames.source is not None
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    tmp_tables = Path(tempfile.mkdtemp(prefix=f".{dest_tables.name}.", dir=dest.parent))
-    try:
-        _write_parts(frames.main, tmp, {"source": frames.source.to_dict()}, rows_per_part)
-        for name, table in frames.tables.items():
-            _write_parts(table.reset_index(drop=True), tmp_tables / safe_name(name),
-                         {"table": name}, rows_per_part)
-        _fsync_tree(tmp)
-        _fsync_tree(tmp_tables)
-        _swap(tmp_tables if frames.tables else None, dest_tables)
-        _swap(tmp, dest)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.rmtree(tmp_tables, ignore_errors=True)
-
-
-def safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "_"
-
-
-def _write_parts(df: pd.DataFrame, root: Path, meta: Mapping[str, Any], rows: int) -> None:
-    root.mkdir(parents=True, exist_ok=True)
-    schema = None
-    for number, start in enumerate(range(0, max(len(df), 1), rows), start=1):
-        table = frame_to_arrow(df.iloc[start:start + rows], meta, schema)
-        schema = schema or table.schema
-        pq.write_table(table, root / f"part-{number:05d}.parquet")
-
-
-def _swap(new: Path | None, dest: Path) -> None:
-    """``dest`` := ``new`` (None: no ``dest``); the old one is renamed away first."""
-    old = dest.with_name(f".{dest.name}.old-{secrets.token_hex(4)}")
-    if dest.exists():
-        os.rename(dest, old)
-    if new is not None:
-        os.rename(new, dest)
-    _fsync(dest.parent)
-    shutil.rmtree(old, ignore_errors=True)
+    written = changed or not layout.meta.exists()
+    if written:
+        to_parquet(frames, dest, overwrite=True)
+    return IncrementalExport(dest, len(frames.main), list(frames.tables), report, written,
+                             cache_dir, layout.tables if frames.tables else None)
 
 
 if load_cached not in CACHED_LOADS:  # read_object(cache=) / read_view(cache=) come here

@@ -17,7 +17,7 @@ from svc_frames.incremental import (
     modified_field_of,
     refresh,
 )
-from svc_frames.parquet import tables_dir
+from svc_frames.parquet import SavedLayout, read_parquet
 from svc_frames.server import LocalService
 from svc_frames.testing import login
 
@@ -424,8 +424,11 @@ def test_export_incremental_keeps_a_dataset_current(svc: LocalService, tmp_path,
     got = ds.dataset(out).to_table().to_pandas().set_index("id")
     assert sorted(got.index) == sorted(fresh.main.index)
     assert got.loc[fresh.main.index[0], "field_12"] == "Changed title"
-    parts = ds.dataset(tables_dir(out) / "field_41").to_table().to_pandas()
+    parts = ds.dataset(SavedLayout.of(out).tables / "field_41").to_table().to_pandas()
     assert len(parts) == len(fresh.tables["field_41"])
+    saved = read_parquet(out)  # saved frames, as export writes them: pushable
+    same_frames(saved, fresh)
+    assert diff(saved).empty
     assert main(args) == 0  # nothing changed: the dataset is kept
     assert json.loads(capsys.readouterr().out)["written"] is False
     assert main([*args, "--format", "csv"]) == 2
