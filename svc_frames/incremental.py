@@ -288,7 +288,8 @@ def list_ids(client: Client, source: Source, load: Mapping[str, Any], rpp: int
     pager.ask_raw([])
     for _page in pager.iter_pages():
         pass
-    return pd.Index(np.asarray(pager.final_ids or [], dtype=object))
+    ids: pd.Index = pd.Index(np.asarray(pager.final_ids or [], dtype=object))
+    return ids
 
 
 def with_rules(filters: Mapping[str, Any] | None, extra: list[dict[str, Any]]
