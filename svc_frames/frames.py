@@ -85,6 +85,16 @@ class Frames:
     def __len__(self) -> int:
         return len(self.main)
 
+    def join(self, field: str, right: Frames | None = None, *,
+             columns: Sequence[str] | Literal["keys", "labels"] | None = None,
+             how: Literal["left", "inner"] = "left") -> pd.DataFrame:
+        """These records with the records their connection ``field`` links (joins.join).
+
+        Usage: ``orders.join("field_41", parts, columns=["field_8", "field_9"])``"""
+        from .joins import join  # joins builds on this module
+
+        return join(self, field, right, columns=columns, how=how)
+
 
 # ---- records -> frames ------------------------------------------------------------------
 def record_field_keys(records: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -127,7 +127,9 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
          limit: int | None = None, columns: Columns = "keys",
          timezone: str | ZoneInfo | None = None, progress: bool | None = None,
          rows_per_page: int = 1000, verify: Verify = "first",
-         raw_pages: bool = True, processes: int | None = None) -> Frames:
+         raw_pages: bool = True, processes: int | None = None,
+         on_page: Callable[[Page], None] | None = None,
+         max_workers: int | None = None) -> Frames:
     """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``).
 
     With a schema, each page is decoded as soon as it arrives, while later pages are still
@@ -139,17 +141,23 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     keeps both): about 40% fewer bytes to send, read and parse. Raw pages of a large load
     are decoded in ``processes`` helper processes (decoder.py) while this one fetches;
     by default one on a machine with two or more cores, for loads of 8 pages or more
-    paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up."""
+    paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up.
+
+    ``on_page`` replaces the progress bar (read_app: one bar over the pages of every
+    object); ``max_workers`` bounds this load's requests in flight (default: the
+    client's)."""
     check_columns(columns)
     if processes is not None and (not isinstance(processes, int) or processes < 0):
         raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
     tz = user_timezone(timezone)
     asked = load_params(filters, sort_field, sort_order, limit, rows_per_page)
-    bar = PageProgress(want_progress(progress), client.records_path(target)[2])
+    bar = PageProgress(want_progress(progress) and on_page is None,
+                       client.records_path(target)[2])
     # the Paginator checks target, filters, sort and limit, before any request
     pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
-                      sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
-                      verify=verify, schema_checks=True, timezone=tz)
+                      sort_field=sort_field, sort_order=sort_order, limit=limit,
+                      on_page=on_page or bar, verify=verify, schema_checks=True, timezone=tz,
+                      max_workers=max_workers)
     parts: list[tuple[int, Frames]] = []
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ..errors import InvalidValue, ReadOnlyField, SvcError, UsageError
 from ..frames import Frames, Source
+from ..joins import refuse_join_result
 from ..kinds import values_equal
 from ..kinds._util import is_empty_cell
 from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
@@ -177,6 +178,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
 
 def source_and_base(edited: Frames, base: Frames | None) -> tuple[Source, Frames]:
     """The frames' metadata and the values to diff against (``edited.original``)."""
+    refuse_join_result(edited)  # a join result: edit the object frame it came from
     if not isinstance(edited, Frames):
         raise UsageError(f"diff needs Frames (as read_object returns), not {type(edited).__name__}")
     source = edited.source or (base.source if base is not None else None)

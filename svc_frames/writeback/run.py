@@ -23,6 +23,7 @@ from typing import Any, Literal
 from ..client import Client
 from ..errors import SvcError, UsageError
 from ..frames import Frames
+from ..joins import refuse_join_result
 from ..parquet import read_for_push, save_pushed
 from ..progress import want_progress
 from ..schema import Schema
@@ -66,6 +67,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     if on_conflict not in ("skip", "overwrite", "raise"):
         raise UsageError(f"on_conflict must be 'skip', 'overwrite' or 'raise', got "
                          f"{on_conflict!r}")
+    refuse_join_result(edited, "write_back")
     if plan is None:
         plan = diff(edited, base)
     elif plan.edited is not None and plan.edited is not edited:

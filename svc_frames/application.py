@@ -1,0 +1,367 @@
+"""The whole application as one dataset: every object loaded at one pace, and the
+connections between them.
+
+:func:`read_app` loads every object (or those named, by key or name) concurrently, under the
+client's one pace and with one progress bar over all their pages: the wall time is near
+all pages ÷ the pace, not the sum of one load after another. The :class:`App` it returns
+maps object keys and names to :class:`Frames`, knows the connections the schema declares
+(field, from-object, to-object, one or many), joins along them (joins.py) and writes the
+whole dataset to DuckDB or Parquet (database.py).
+
+Usage::
+
+    app = read_app(client)                       # or objects=["Work Orders", "object_2"]
+    app["Work Orders"].main                      # == app["object_3"].main
+    app.connections                              # [Connection(field_41 ... many), ...]
+    df = app.join("Work Orders", "Parts")        # one row per work order x part
+    app.to_duckdb("app.duckdb")                  # tables, keys, and a SQL-ready snapshot
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+
+from .client import Client
+from .errors import UsageError
+from .frames import Frames
+from .joins import Connection, How, connection_table, join, join_pairs
+from .loaders import Columns, check_columns, load, user_timezone
+from .paging import Page, Verify
+from .progress import want_progress
+from .schema import Schema
+
+__all__ = ["App", "read_app", "connections_of"]
+
+
+def read_app(client: Client, objects: Sequence[str] | None = None, *,
+             columns: Columns = "keys", timezone: str | ZoneInfo | None = None,
+             progress: bool | None = None, rows_per_page: int = 1000,
+             verify: Verify = "first", processes: int | None = None) -> App:
+    """Every object of the application (or those named by key or name) as one :class:`App`.
+
+    The objects load side by side under the client's pace (its rate limiter is shared by
+    every request), each with its share of the client's workers, and one progress bar
+    counts the pages of them all. Objects are resolved through the schema before any
+    record is requested: an unknown key or name is a UsageError listing the objects.
+    Other options are read_object's, for every object.
+
+    Usage: ``app = read_app(client, ["Work Orders", "Parts"])``"""
+    check_columns(columns)
+    tz = user_timezone(timezone)
+    if processes is not None and (not isinstance(processes, int) or processes < 0):
+        raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
+    if isinstance(objects, str):
+        objects = [objects]
+    schema = client.schema()
+    keys = resolve_objects(schema, objects)
+    if not keys:
+        raise UsageError("no objects to load: the schema lists none and none were named")
+    bar = AppProgress(want_progress(progress), len(keys))
+    # every load has its share of the client's workers: together they keep within the
+    # client's connection pool, and the pace (one limiter) is shared anyway
+    share = max(2, client.max_workers // len(keys))
+    frames: dict[str, Frames] = {}
+    try:
+        with ThreadPoolExecutor(max_workers=len(keys), thread_name_prefix="svc-app") as pool:
+            futures = {k: pool.submit(load, client, k, columns=columns, timezone=tz,
+                                      rows_per_page=rows_per_page, verify=verify,
+                                      processes=processes, on_page=bar.for_object(k),
+                                      max_workers=share)
+                       for k in keys}
+            for k, fut in futures.items():
+                frames[k] = fut.result()
+    finally:
+        bar.close()
+    return App(frames, schema, app_id=client.app_id)
+
+
+def resolve_objects(schema: dict[str, Any] | None, objects: Sequence[str] | None) -> list[str]:
+    """Object keys for ``objects`` (keys or names; None: every object of the schema)."""
+    listed = [(str(o.get("key")), str(o.get("name") or "")) for o in
+              (schema or {}).get("objects") or () if o.get("key")]
+    if objects is None:
+        if schema is None:
+            raise UsageError("the service does not expose its schema, so the objects are "
+                             "unknown: name them by key, read_app(client, ['object_1', ...])")
+        return [k for k, _ in listed]
+    out: list[str] = []
+    for want in objects:
+        key = object_key_of(listed, want, schema is not None)
+        if key not in out:
+            out.append(key)
+    return out
+
+
+def object_key_of(listed: Sequence[tuple[str, str]], want: Any, have_schema: bool = True
+                  ) -> str:
+    """The key of the object named ``want`` (a key or a name, names case-insensitively
+    when unambiguous); UsageError listing the objects otherwise."""
+    if not isinstance(want, str) or not want:
+        raise UsageError(f"an object is named by its key or name, got {want!r}")
+    for key, name in listed:
+        if want in (key, name):
+            return key
+    folded = [key for key, name in listed if name.casefold() == want.casefold()]
+    if len(folded) == 1:
+        return folded[0]
+    if not have_schema and want.startswith("object_") and want[7:].isdigit():
+        return want  # no schema to check against: the service will say if it is unknown
+    have = ", ".join(f"{k} ({n})" if n else k for k, n in listed) or "none"
+    raise UsageError(f"unknown object {want!r}; the application's objects: {have}")
+
+
+def connections_of(schema: dict[str, Any] | None) -> list[Connection]:
+    """Every connection field of the schema, as :class:`Connection` (schema order).
+
+    Usage: ``[str(c) for c in connections_of(client.schema())]``"""
+    names = {str(o.get("key")): str(o.get("name") or "")
+             for o in (schema or {}).get("objects") or ()}
+    out: list[Connection] = []
+    for key in names:
+        for spec in Schema.of(schema).object_fields(key) or ():
+            if spec.kind == "connection" and (spec.relationship or {}).get("object"):
+                out.append(Connection.of(spec, names))
+    return out
+
+
+class AppProgress:
+    """One ``tqdm.auto`` bar over the pages of every object of a read_app (records in the
+    postfix); each load reports through ``for_object(key)``. Thread-safe."""
+
+    def __init__(self, enabled: bool, objects: int) -> None:
+        self.enabled = enabled
+        self.objects = objects
+        self.bar: Any = None
+        self.records = 0
+        self.planned: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def for_object(self, key: str) -> Callable[[Page], None]:
+        def on_page(page: Page) -> None:
+            self.page(key, page)
+        return on_page
+
+    def page(self, key: str, page: Page) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            if key not in self.planned:
+                self.planned[key] = max(page.total_pages, 1)
+            if self.bar is None:
+                from tqdm.auto import tqdm  # a progress bar only when asked for one
+                self.bar = tqdm(total=sum(self.planned.values()), desc="application",
+                                unit="page", leave=False)
+            else:
+                self.bar.total = max(sum(self.planned.values()), self.bar.n + 1)
+            self.records += len(page.records)
+            if self.bar.n >= self.bar.total:
+                self.bar.total += 1  # a re-fetch pass or a grown object
+            self.bar.update(1)
+            self.bar.set_postfix(objects=f"{len(self.planned)}/{self.objects}",
+                                 records=self.records, refresh=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class App:
+    """Loaded objects by key and name, and the connections between them.
+
+    ``app["object_3"]`` / ``app["Work Orders"]`` -> Frames; ``app.connections``;
+    ``app.join(a, b)``; ``app.summary()``; ``app.to_duckdb(path)``; ``app.to_parquet(dir)``.
+
+    Usage: ``app = App({"object_2": parts}, client.schema())``"""
+
+    def __init__(self, frames: dict[str, Frames], schema: dict[str, Any] | None = None, *,
+                 app_id: str = "") -> None:
+        self.frames = dict(frames)
+        self.schema = schema
+        self.app_id = app_id
+        self.names: dict[str, str] = {}
+        for o in (schema or {}).get("objects") or ():
+            if o.get("key"):
+                self.names[str(o["key"])] = str(o.get("name") or "")
+        for key, f in self.frames.items():
+            if f.source is not None and f.source.name:
+                self.names.setdefault(key, f.source.name)
+            self.names.setdefault(key, "")
+        self.connections: list[Connection] = connections_of(schema)
+        if schema is None:  # no schema: the connections the loaded frames declare
+            for f in self.frames.values():
+                for spec in f.source.fields if f.source is not None else ():
+                    if spec.kind == "connection" and (spec.relationship or {}).get("object"):
+                        self.connections.append(Connection.of(spec, self.names))
+
+    # ---- mapping -------------------------------------------------------------------------
+    def key(self, name: str) -> str:
+        """The object key for a key or a name; UsageError listing the objects."""
+        return object_key_of(list(self.names.items()), name)
+
+    def __getitem__(self, name: str) -> Frames:
+        key = self.key(name)
+        if key not in self.frames:
+            raise UsageError(f"{key} ({self.names.get(key) or key}) was not loaded; loaded: "
+                             f"{self._listing()} (read_app(client, objects=[...]))")
+        return self.frames[key]
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            return isinstance(name, str) and self.key(name) in self.frames
+        except UsageError:
+            return False
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.frames)
+
+    def __len__(self) -> int:
+        return len(self.frames)
+
+    def keys(self) -> list[str]:
+        return list(self.frames)
+
+    def items(self) -> list[tuple[str, Frames]]:
+        return list(self.frames.items())
+
+    def name(self, key: str) -> str:
+        """The object's name (its key when the schema gives none)."""
+        return self.names.get(key) or key
+
+    def _listing(self) -> str:
+        return ", ".join(f"{k} ({self.name(k)})" for k in self.frames) or "none"
+
+    # ---- connections and joins -----------------------------------------------------------
+    def connection(self, left: str, right: str, field: str | None = None
+                   ) -> tuple[Connection, bool]:
+        """The connection tying two objects (keys or names) and whether it runs from
+        ``right`` to ``left`` (reversed). ``field`` (key or label) picks one of several.
+        UsageError when none ties them (listing those that exist) or several do.
+
+        Usage: ``conn, reverse = app.connection("Work Orders", "People", "Assignee")``"""
+        lk, rk = self.key(left), self.key(right)
+        found = [(c, False) for c in self.connections
+                 if c.from_object == lk and c.to_object == rk]
+        found += [(c, True) for c in self.connections
+                  if c.from_object == rk and c.to_object == lk and lk != rk]
+        if field is not None:
+            found = [(c, r) for c, r in found if field in (c.field, c.label)]
+        if not found:
+            asked = f" through {field!r}" if field is not None else ""
+            have = "; ".join(str(c) for c in self.connections) or "none"
+            raise UsageError(f"no connection ties {self.name(lk)} ({lk}) and {self.name(rk)} "
+                             f"({rk}){asked}; the application's connections: {have}")
+        if len(found) > 1:
+            which = ", ".join(f"{c.field} ({c.label})" for c, _ in found)
+            raise UsageError(f"{self.name(lk)} and {self.name(rk)} are tied by several "
+                             f"connections: {which}; pass field= to pick one")
+        return found[0]
+
+    def join(self, left: str | Frames, right: str, field: str | None = None, *,
+             columns: Sequence[str] | Literal["keys", "labels"] | None = None,
+             how: How = "left") -> pd.DataFrame:
+        """``left``'s records with the ``right`` records their connection links (either
+        way round: a connection of ``right`` to ``left`` is walked backwards).
+
+        ``left``: an object key or name, or Frames (a view of an object: joined on what it
+        shows); ``right``: an object key or name; when it was not loaded, the join holds
+        the connected id and identifier. ``field``: the connection (key or label) when
+        several tie the two; ``columns``, ``how``: as :func:`joins.join`.
+
+        Usage: ``app.join("Work Orders", "People", field="Assignee", how="inner")``"""
+        if isinstance(left, Frames):
+            if left.source is None:
+                raise UsageError("join needs Frames with a source (as read_view returns)")
+            lframes = left
+            lk = left.source.object_key
+        else:
+            lk = self.key(left)
+            lframes = self[lk]
+        rk = self.key(right)
+        conn, reverse = self.connection(lk, rk, field)
+        rframes = self.frames.get(rk)
+        if not reverse:
+            return join(lframes, conn.field, rframes, columns=columns, how=how)
+        # the connection lives on the right object: its table, read backwards
+        if rframes is None:
+            raise UsageError(f"{conn} is stored with {self.name(rk)} ({rk}), which was not "
+                             f"loaded: load it to join {self.name(lk)} with it")
+        assert rframes.source is not None
+        spec = next(f for f in rframes.source.fields if f.key == conn.field)
+        table = connection_table(rframes, spec)
+        pairs = pd.DataFrame({"record_id": table["connected_id"],
+                              "connected_id": table["record_id"],
+                              "identifier": pd.array([pd.NA] * len(table), dtype="string")})
+        naming = columns if isinstance(columns, str) else "labels"
+        if naming not in ("keys", "labels"):
+            raise UsageError(f"columns must be a list of column names, 'keys' or 'labels', "
+                             f"got {columns!r}")
+        wanted = None if columns is None or isinstance(columns, str) else list(columns)
+        prefix = rk if naming == "keys" else self.name(rk)
+        return join_pairs(lframes, pairs, rframes, prefix=prefix, wanted=wanted, how=how,
+                          what={"object": lk, "name": self.name(lk), "kind": "object",
+                                "field": conn.field, "to": rk})
+
+    # ---- summary ---------------------------------------------------------------------------
+    def summary(self) -> pd.DataFrame:
+        """One row per loaded object: key, name, rows, columns, tables, connections out.
+
+        Usage: ``app.summary()``"""
+        rows = []
+        for key, f in self.frames.items():
+            rows.append({"object": key, "name": self.name(key), "rows": len(f.main),
+                         "columns": f.main.shape[1], "tables": len(f.tables),
+                         "connections": sum(c.from_object == key for c in self.connections)})
+        return pd.DataFrame(rows, columns=["object", "name", "rows", "columns", "tables",
+                                           "connections"])
+
+    def connections_table(self) -> pd.DataFrame:
+        """The connections as a table: field, label, from, to, has, both ends loaded."""
+        return pd.DataFrame(
+            [{"field": c.field, "label": c.label, "from": f"{self.name(c.from_object)} "
+              f"({c.from_object})", "to": f"{self.name(c.to_object)} ({c.to_object})",
+              "has": c.has, "loaded": c.from_object in self.frames
+              and c.to_object in self.frames} for c in self.connections],
+            columns=["field", "label", "from", "to", "has", "loaded"])
+
+    def __repr__(self) -> str:
+        s = self.summary()
+        head = (f"App {self.app_id or ''}: {len(self.frames)} objects, "
+                f"{int(s['rows'].sum()):,} rows, {len(self.connections)} connections")
+        lines = [head.replace("App :", "App:")]
+        for r in s.itertuples(index=False):
+            lines.append(f"  {r.object:<10} {r.name:<24} {r.rows:>9,} rows {r.columns:>4} "
+                         f"columns")
+        if self.connections:
+            lines.append("connections:")
+            lines.extend(f"  {c}" for c in self.connections)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        s = self.summary()
+        title = html.escape(f"App {self.app_id}: {len(self.frames)} objects, "
+                            f"{int(s['rows'].sum()):,} rows, {len(self.connections)} "
+                            "connections")
+        return (f"<p><b>{title}</b></p>" + s.to_html(index=False)
+                + "<p>connections</p>" + self.connections_table().to_html(index=False))
+
+    # ---- snapshots -------------------------------------------------------------------------
+    def to_duckdb(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """The whole app in one DuckDB file (needs ``svc_frames[duckdb]``); see
+        database.to_duckdb. Usage: ``app.to_duckdb("app.duckdb")``"""
+        from .database import to_duckdb  # database sits above this module (and needs duckdb)
+        return to_duckdb(self, path, overwrite=overwrite)
+
+    def to_parquet(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+        """The whole app as a directory of Parquet datasets; see database.app_to_parquet.
+        Usage: ``app.to_parquet("out/app")``"""
+        from .database import app_to_parquet  # database sits above this module
+        return app_to_parquet(self, path, overwrite=overwrite)

@@ -1,0 +1,227 @@
+"""Joins along connections: an object's frames with the records its connection field links.
+
+A connection field has no column in the main frame; its exploded table
+(``frames.tables["field_N"]``: ``record_id``, ``connected_id``, ``identifier``) is the
+truth. A join walks it: one row per connected pair for a ``many`` connection, one row per
+record for a ``one`` connection, the connected object's columns prefixed by the
+connection's label (``"Parts.Unit Price"``) or key (``"field_41.field_9"``). Without the
+connected object's frames (a view, or an object not loaded), the join shows what the
+exploded table holds: the connected id and identifier.
+
+A join result is a new table, not a place to edit: it is marked (``df.attrs``) and
+``diff``/``write_back`` refuse it, naming the object frame to edit instead.
+
+Usage::
+
+    df = join(orders, "field_41", parts)                     # or orders.join(...)
+    df = join(orders, "Assignee", people, columns=["Name.first", "Phone"])
+    df = join(view_frames, "field_42")                       # connected id + identifier
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pandas as pd
+
+from .errors import UsageError
+from .frames import Frames, label_map
+from .kinds.base import FieldSpec
+
+How = Literal["left", "inner"]
+JOIN_ATTR = "svc_frames_join"
+"""The ``DataFrame.attrs`` key that marks a join result (what it joined)."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A connection field of the application: ``field`` of ``from_object`` links records
+    of ``to_object``, one or many of them (the schema's ``relationship.has``).
+
+    Usage: ``Connection("field_41", "Parts", "object_3", "object_2", "many")``"""
+
+    field: str
+    label: str
+    from_object: str
+    to_object: str
+    has: Literal["one", "many"]
+    from_name: str = ""
+    to_name: str = ""
+
+    @property
+    def many(self) -> bool:
+        return self.has == "many"
+
+    def __str__(self) -> str:
+        src = self.from_name or self.from_object
+        dst = self.to_name or self.to_object
+        return f"{src}.{self.label} ({self.field}) -> {dst} ({self.has})"
+
+    @classmethod
+    def of(cls, spec: FieldSpec, names: dict[str, str] | None = None) -> Connection:
+        """The connection a schema field describes (``spec.kind == "connection"``)."""
+        rel = spec.relationship or {}
+        has = "many" if str(rel.get("has") or "one") == "many" else "one"
+        to = str(rel.get("object") or "")
+        names = names or {}
+        return cls(spec.key, spec.label, spec.object_key, to, has,  # type: ignore[arg-type]
+                   names.get(spec.object_key, ""), names.get(to, ""))
+
+
+def join(left: Frames, field: str, right: Frames | None = None, *,
+         columns: Sequence[str] | Literal["keys", "labels"] | None = None,
+         how: How = "left", prefix: str | None = None) -> pd.DataFrame:
+    """``left``'s records with the records its connection ``field`` (key or label) links.
+
+    * ``right``: frames of the connected object (an object load, or a view of it); without
+      them the connected side is the exploded table's id and identifier;
+    * ``columns``: the right-hand columns to bring (names as in ``right``), or ``"keys"`` /
+      ``"labels"`` (default) for how the brought columns are prefixed: by the
+      connection's key or its label; ``prefix`` sets it outright;
+    * ``how``: ``"left"`` keeps records without a connection (empty right columns),
+      ``"inner"`` drops them.
+
+    One row per connected pair for a ``many`` connection, one per record for a ``one``
+    connection; the left columns come first, ``id`` among them.
+
+    Usage: ``join(orders, "field_41", parts, columns=["field_8", "field_9"])``"""
+    if how not in ("left", "inner"):
+        raise UsageError(f"how must be 'left' or 'inner', got {how!r}")
+    if not isinstance(left, Frames) or left.source is None:
+        raise UsageError("join needs Frames as read_object/read_view return (with a source)")
+    spec = connection_spec(left, field)
+    table = connection_table(left, spec)
+    wanted: list[str] | None = None
+    naming = "labels"
+    if isinstance(columns, str):
+        if columns not in ("keys", "labels"):
+            raise UsageError(f"columns must be a list of column names, 'keys' or 'labels', "
+                             f"got {columns!r}")
+        naming = columns
+    elif columns is not None:
+        wanted = [str(c) for c in columns]
+    rel = spec.relationship or {}
+    target = str(rel.get("object") or "")
+    if right is not None:
+        check_right(right, spec, target)
+    if prefix is None:
+        prefix = spec.key if naming == "keys" else spec.label
+    many = str(rel.get("has") or "one") == "many"
+    pairs = table[["record_id", "connected_id", "identifier"]]
+    if not many:
+        # one record at most per record; a stray second link would multiply rows
+        pairs = pairs.drop_duplicates("record_id")
+    return join_pairs(left, pairs, right, prefix=prefix, wanted=wanted, how=how,
+                      what={"object": left.source.object_key, "name": left.source.name,
+                            "kind": left.source.kind, "field": spec.key,
+                            "to": target})
+
+
+def join_pairs(left: Frames, pairs: pd.DataFrame, right: Frames | None, *, prefix: str,
+               wanted: list[str] | None, how: How, what: dict[str, Any]) -> pd.DataFrame:
+    """left.main (``id`` as a column) x ``pairs`` (``record_id``, ``connected_id``,
+    ``identifier``) x right.main, prefixed; the result marked as a join (``JOIN_ATTR``).
+
+    Usage: ``join_pairs(parts, reversed_pairs, orders, prefix="Work Orders", ...)``"""
+    main = left.main
+    lhs = main.reset_index()
+    if "id" not in lhs.columns:  # an index without a name
+        lhs = lhs.rename(columns={lhs.columns[0]: "id"})
+    link = pairs.rename(columns={"record_id": "id", "connected_id": f"{prefix}.id",
+                                 "identifier": f"{prefix}.identifier"})
+    if right is not None:
+        link = link.drop(columns=[f"{prefix}.identifier"])
+        rcols = right_columns(right, wanted)
+        rhs = right.main[rcols]
+        rhs = rhs.set_axis([f"{prefix}.{c}" for c in rcols], axis=1)
+        # rows of the right frame by each link's connected id (a link to a record the
+        # right frame does not hold gets empty columns)
+        brought = rhs.reindex(pd.Index(link[f"{prefix}.id"])).reset_index(drop=True)
+        link = pd.concat([link.reset_index(drop=True), brought], axis=1)
+    clash = [c for c in link.columns if c != "id" and c in lhs.columns]
+    if clash:
+        raise UsageError(f"the joined columns {clash} already exist in the left frame: "
+                         "pass prefix= to name them")
+    out = lhs.merge(link, on="id", how=how, sort=False)
+    out.attrs = {JOIN_ATTR: dict(what)}
+    return out
+
+
+def connection_spec(frames: Frames, field: str) -> FieldSpec:
+    """The connection field of ``frames`` named by key or label; UsageError listing the
+    connections the frames have otherwise."""
+    assert frames.source is not None
+    conns = [f for f in frames.source.fields if f.kind == "connection"]
+    for f in conns:
+        if field in (f.key, f.label):
+            return f
+    what = frames.source.name or frames.source.object_key or "these frames"
+    have = ", ".join(f"{f.key} ({f.label})" for f in conns) or "none"
+    raise UsageError(f"{field!r} is not a connection field of {what}; its connections: "
+                     f"{have}")
+
+
+def connection_table(frames: Frames, spec: FieldSpec) -> pd.DataFrame:
+    """The exploded table of a connection field (named by key, or by label in frames
+    loaded with ``columns="labels"``)."""
+    assert frames.source is not None
+    name = spec.key
+    if frames.source.columns == "labels":
+        name = label_map(frames.source.fields).get(spec.key, spec.key)
+    table = frames.tables.get(name)
+    if table is None:
+        table = frames.tables.get(spec.key)
+    if table is None:
+        raise UsageError(f"these frames have no table for the connection {spec.key} "
+                         f"({spec.label}): was it loaded?")
+    return table
+
+
+def check_right(right: Frames, spec: FieldSpec, target: str) -> None:
+    if not isinstance(right, Frames) or right.source is None:
+        raise UsageError("the connected side of a join must be Frames as read_object returns")
+    if target and right.source.object_key and right.source.object_key != target:
+        raise UsageError(f"{spec.key} ({spec.label}) links records of {target}, not of "
+                         f"{right.source.name or right.source.object_key} "
+                         f"({right.source.object_key})")
+
+
+def right_columns(right: Frames, wanted: list[str] | None) -> list[str]:
+    """The right frame's columns to bring: all, or those named (by column name, or by
+    field key/label: every column of that field)."""
+    cols = [str(c) for c in right.main.columns]
+    if wanted is None:
+        return cols
+    labels = label_map(right.source.fields) if right.source is not None else {}
+    keys_by_label = {v: k for k, v in labels.items()}
+    out: list[str] = []
+    for w in wanted:
+        if w in cols:
+            found = [w]
+        else:
+            # a field named by key or label: its column(s) (``field_1`` -> field_1.first ...)
+            names = {w, labels.get(w, w), keys_by_label.get(w, w)}
+            found = [c for c in cols if c.partition(".")[0] in names]
+        if not found:
+            raise UsageError(f"{w!r} is not a column of the connected frame; its columns: "
+                             f"{', '.join(cols[:12])}{' ...' if len(cols) > 12 else ''}")
+        out.extend(c for c in found if c not in out)
+    return out
+
+
+def refuse_join_result(obj: Any, what: str = "diff") -> None:
+    """UsageError when ``obj`` (a DataFrame, or Frames around one) is a join result:
+    edits go to the object frame they came from. Usage: ``refuse_join_result(df)``"""
+    frame = obj.main if isinstance(obj, Frames) else obj
+    info = getattr(frame, "attrs", {}).get(JOIN_ATTR) if isinstance(frame, pd.DataFrame) \
+        else None
+    if not info:
+        return
+    name = info.get("name") or info.get("object") or "the object"
+    raise UsageError(
+        f"{what}: this is the result of a join ({info.get('object')} along "
+        f"{info.get('field')}), not an object frame; edit the frames of {name} "
+        f"({info.get('object')}, e.g. app[{name!r}].main and its tables[{info.get('field')!r}]"
+        ") and pass those")
