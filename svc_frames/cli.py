@@ -221,10 +221,12 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
         description="Write every record of OBJECT (object_N) or SCENE/VIEW (scene_N/view_N) "
                     "to part files in DIR as pages arrive; memory stays flat. DIR is a "
                     "dataset pyarrow.dataset, DuckDB, Polars or Spark read as is.")
-    p.add_argument("target", help="object_N or scene_N/view_N")
-    p.add_argument("--out", required=True,
+    p.add_argument("target", nargs="?", help="object_N or scene_N/view_N (not with --app)")
+    p.add_argument("--out", default=None,
                    help="output directory (must not exist or be empty); OUT.tables, "
-                        "OUT.svc_frames.json and OUT.svc_frames are written beside it")
+                        "OUT.svc_frames.json and OUT.svc_frames are written beside it "
+                        "(with --app: a directory of Parquet datasets, one per table)")
+    add_app_export(p)
     p.add_argument("--filters", default=None, help='filters as JSON, e.g. \'[{"field": '
                    '"field_3", "operator": "is", "value": "Open"}]\'')
     p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
@@ -246,7 +248,58 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
     return p
 
 
+def add_app_export(p: argparse.ArgumentParser) -> None:
+    """``export --app``: every object (read_app) to a DuckDB file and/or a Parquet dir."""
+    g = p.add_argument_group("the whole application (read_app)")
+    g.add_argument("--app", action="store_true",
+                   help="every object (or --objects) with its connections, instead of TARGET")
+    g.add_argument("--objects", default=None,
+                   help="with --app: comma-separated object keys or names (default: all)")
+    g.add_argument("--duckdb", default=None, metavar="FILE",
+                   help="with --app: write one DuckDB file (needs svc-frames[duckdb])")
+    g.add_argument("--overwrite", action="store_true",
+                   help="with --app: replace an existing --duckdb file or --out directory")
+
+
+def cmd_export_app(args: argparse.Namespace) -> int:
+    def run() -> int:
+        from .application import read_app
+        from .database import check_destination, import_duckdb
+
+        if args.target:
+            raise SystemExit("error: --app exports every object: drop TARGET")
+        if not args.duckdb and not args.out:
+            raise SystemExit("error: --app needs --duckdb FILE and/or --out DIR")
+        # destinations checked before any request
+        if args.duckdb:
+            check_destination(args.duckdb, args.overwrite, "--duckdb", directory=False)
+            import_duckdb()
+        if args.out:
+            check_destination(args.out, args.overwrite, "--out", directory=True)
+        client = client_from_args(args)
+        objects = [o.strip() for o in args.objects.split(",")] if args.objects else None
+        app = read_app(client, objects, columns=args.columns, timezone=args.timezone,
+                       progress=False if args.no_progress else True,
+                       rows_per_page=args.rows_per_page)
+        out: dict[str, Any] = {"objects": {k: len(f.main) for k, f in app.items()},
+                               "connections": len(app.connections)}
+        if args.duckdb:
+            out["duckdb"] = str(app.to_duckdb(args.duckdb, overwrite=args.overwrite))
+        if args.out:
+            out["parquet"] = str(app.to_parquet(args.out, overwrite=args.overwrite))
+        out["requests"] = client.request_count
+        print(json.dumps(out))
+        return 0
+
+    return run_client_command(run)
+
+
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.app:
+        return cmd_export_app(args)
+    if not args.target or not args.out:
+        raise SystemExit("error: export needs TARGET and --out DIR (or --app)")
+
     def run() -> int:
         filters = validate_filters(args.filters) if args.filters else None
         client = client_from_args(args)
