@@ -189,8 +189,8 @@ def check_right(right: Frames, spec: FieldSpec, target: str) -> None:
 
 
 def right_columns(right: Frames, wanted: list[str] | None) -> list[str]:
-    """The right frame's columns to bring: all, or those named (by column name, or by
-    field key/label: every column of that field)."""
+    """The right frame's columns to bring: all, or those named (a field by key or label:
+    every column of that field; or one column by its name)."""
     cols = [str(c) for c in right.main.columns]
     if wanted is None:
         return cols
@@ -198,12 +198,13 @@ def right_columns(right: Frames, wanted: list[str] | None) -> list[str]:
     keys_by_label = {v: k for k, v in labels.items()}
     out: list[str] = []
     for w in wanted:
-        if w in cols:
+        # a field named by key or label: all its columns (``field_1`` -> field_1.first ...,
+        # ``field_2`` -> field_2, field_2.label); else one column by its name
+        names = {w, labels.get(w, w), keys_by_label.get(w, w)}
+        found = [c for c in cols if c.partition(".")[0] in names and (
+            c.partition(".")[0] in labels or c.partition(".")[0] in keys_by_label)]
+        if not found and w in cols:
             found = [w]
-        else:
-            # a field named by key or label: its column(s) (``field_1`` -> field_1.first ...)
-            names = {w, labels.get(w, w), keys_by_label.get(w, w)}
-            found = [c for c in cols if c.partition(".")[0] in names]
         if not found:
             raise UsageError(f"{w!r} is not a column of the connected frame; its columns: "
                              f"{', '.join(cols[:12])}{' ...' if len(cols) > 12 else ''}")
