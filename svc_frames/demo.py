@@ -247,12 +247,15 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
         say(f"   re-read {key}: {_verify(edited, check)}")
 
         made["refresh"] = _refresh_step(say, client, svc, objects)
+        made.update(whole_app_step(client, out, say))
 
     say.step(f"Done. Outputs are in {out.resolve()}/")
     say(f"   parquet/   {len(made['parquet'])} frames (svc_frames.read_parquet(path) gives "
         "them back with their dtypes)")
     say(f"   plots/     {', '.join(p.name for p in made['plots'])}")
     say("   bulk_edit_report.csv")
+    say("   app.duckdb (every object, connection and choice table: duckdb demo-output/"
+        "app.duckdb)")
     return made
 
 
@@ -294,6 +297,63 @@ def _refresh_step(say: _Printer, client: Any, svc: Any, objects: dict[str, Any]
     say("   a deletion shows as a lower total; finding which record went costs one "
         "listing of every page (as many requests as a reload)")
     return reports
+
+
+PARTS_COST_SQL = """
+SELECT coalesce(w."{status}", '(none)') AS status, count(DISTINCT w.id) AS work_orders, count(*) AS parts_used,
+       round(sum(p."{price}"), 2) AS parts_cost
+FROM "{orders}" w
+JOIN "{links}" c ON c.record_id = w.id
+JOIN "{parts}" p ON p.id = c.connected_id
+GROUP BY ALL ORDER BY parts_cost DESC
+"""
+"""Parts cost by work order status, over the tables ``App.to_duckdb`` writes."""
+
+
+def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
+    """The demo's last step: the whole application with read_app, the join of work orders
+    with their parts, ``app.duckdb`` and one SQL query over it. Returns ``{"app",
+    "duckdb", "parts_cost"}``. Usage: ``whole_app_step(client, Path("out"), print)``"""
+    from .application import read_app
+
+    say.step("The whole application: read_app, a join, a DuckDB file")
+    app = read_app(client, progress=False)
+    say(_indent(repr(app)))
+    orders, parts = app["Work Orders"], app["Parts"]
+    title, status = field_key(orders, "Title"), field_key(orders, "Status")
+    name, price = field_key(parts, "Part Name"), field_key(parts, "Unit Price")
+    joined = app.join("Work Orders", "Parts", columns=[name, price])
+    say(f"   app.join('Work Orders', 'Parts'): {len(joined)} rows (one per order x part) "
+        f"for {len(orders.main)} work orders")
+    shown = joined[["id", title, f"Parts.{name}", f"Parts.{price}"]].rename(
+        columns={title: "Title", f"Parts.{name}": "Part", f"Parts.{price}": "Unit Price"})
+    say(_indent(_table_text(shown.head(6))))
+    try:
+        import duckdb  # the svc_frames[duckdb] extra (make demo installs it)
+    except ImportError:
+        say("   DuckDB is not installed (pip install 'svc-frames[duckdb]'): no app.duckdb")
+        return {"app": app}
+    path = app.to_duckdb(out / "app.duckdb", overwrite=True)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        tables = dict(con.execute("SELECT object_key, table_name FROM svc_sources").fetchall())
+        links = con.execute("SELECT table_name FROM svc_connections WHERE field = ?",
+                            [field_key(orders, "Parts")]).fetchone()[0]
+        sql = PARTS_COST_SQL.format(status=status, price=price, orders=tables["object_3"],
+                                    parts=tables["object_2"], links=links)
+        cost = con.execute(sql).df()
+    finally:
+        con.close()
+    size = path.stat().st_size
+    say(f"   {path} ({size / 1024:.0f} KiB); parts cost by status, in SQL:")
+    say(_indent(_table_text(cost)))
+    return {"app": app, "duckdb": path, "parts_cost": cost}
+
+
+def field_key(frames: Frames, label: str) -> str:
+    """The key of the field labelled ``label`` in loaded frames (demo fields by name)."""
+    assert frames.source is not None
+    return next(f.key for f in frames.source.fields if f.label == label)
 
 
 def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:

@@ -305,3 +305,27 @@ def test_cli_export_app_to_duckdb(service: LocalService, tmp_path: Path,
     con.close()
     assert cli_main(["export", "--app", "--duckdb", str(dest), *creds]) == 2  # exists
     assert "overwrite" in capsys.readouterr().err
+
+
+def test_demo_step_sql_over_the_file_matches_the_join(service: LocalService,
+                                                      tmp_path: Path) -> None:
+    from svc_frames.demo import whole_app_step
+
+    c = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+               rate_limit=0)
+    lines: list[str] = []
+
+    class Say:
+        def __call__(self, text: str = "") -> None:
+            lines.append(text)
+
+        step = __call__
+
+    made = whole_app_step(c, tmp_path, Say())
+    assert made["duckdb"] == tmp_path / "app.duckdb" and made["duckdb"].exists()
+    joined = made["app"].join("Work Orders", "Parts", how="inner")
+    status = joined["field_27"].fillna("(none)")
+    want = joined.groupby(status)["Parts.field_9"].sum().round(2)
+    got = made["parts_cost"].set_index("status")["parts_cost"]
+    assert dict(got) == pytest.approx(dict(want))
+    assert any("parts cost by status" in line for line in lines)

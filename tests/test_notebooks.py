@@ -67,9 +67,10 @@ def outputs_text(nb: nbformat.NotebookNode) -> str:
     return "\n".join(parts)
 
 
-def test_there_are_four_notebooks() -> None:
+def test_there_are_five_notebooks() -> None:
     assert NAMES == ["01_quickstart.ipynb", "02_bulk_edit.ipynb",
-                     "03_views_and_login.ipynb", "04_files_and_images.ipynb"]
+                     "03_views_and_login.ipynb", "04_files_and_images.ipynb",
+                     "05_whole_app.ipynb"]
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -109,6 +110,11 @@ def test_notebook_runs_top_to_bottom(name: str, kernel_env: Path) -> None:
         assert "CSV back:" in text
         assert sum(1 for c in nb.cells for o in c.get("outputs", [])
                    if "image/png" in o.get("data", {})) == 2  # the image and its thumbnail
+    elif name.startswith("05"):
+        assert "same rows and columns" in text and "DuckDB and pandas agree" in text
+        assert (kernel_env / "app.duckdb").exists()
+        assert any("image/png" in o.get("data", {}) for c in nb.cells
+                   for o in c.get("outputs", []))  # the plot of the SQL result
 
 
 def test_without_local_service_or_credentials_the_notebook_says_what_to_set(
