@@ -338,9 +338,9 @@ def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
     try:
         tables = dict(con.execute("SELECT object_key, table_name FROM svc_sources").fetchall())
         links = con.execute("SELECT table_name FROM svc_connections WHERE field = ?",
-                            [field_key(orders, "Parts")]).fetchone()[0]
+                            [field_key(orders, "Parts")]).fetchone()
         sql = PARTS_COST_SQL.format(status=status, price=price, orders=tables["object_3"],
-                                    parts=tables["object_2"], links=links)
+                                    parts=tables["object_2"], links=links and links[0])
         cost = con.execute(sql).df()
     finally:
         con.close()
