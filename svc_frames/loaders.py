@@ -258,7 +258,22 @@ def decode_helpers(processes: int | None, pager: Paginator, first: Page) -> int:
     rate = pager.client.limiter.rate
     fast = not rate or rate >= DECODER_MIN_RATE
     pages = pager.pages_wanted(first)
-    return 1 if fast and pages >= DECODER_MIN_PAGES and (os.cpu_count() or 1) >= 2 else 0
+    return 1 if fast and pages >= DECODER_MIN_PAGES and core_idle() else 0
+
+
+def core_idle() -> bool:
+    """Whether a core is idle for a helper: 2+ cores, and a load average (last minute)
+    leaving one free. On a busy machine a helper only competes for the cores this process
+    and the service need: measured on 2 busy cores (load average 7), a cold 50,000-record
+    load took 13.6 s with a helper against 5.4 s without (warm: 15 s against 9-11 s)."""
+    cores = os.cpu_count() or 1
+    if cores < 2:
+        return False
+    try:
+        busy = os.getloadavg()[0]
+    except (OSError, AttributeError):  # no load average (Windows): trust the core count
+        return True
+    return busy <= cores - 1
 
 
 def concat_frames(parts: list[Frames], source: Source) -> Frames:
