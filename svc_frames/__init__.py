@@ -2,6 +2,7 @@
 
 # cache: also registers read_object(cache=) / read_view(cache=) with the loaders
 from . import cache, errors
+from .application import App, read_app
 from .assets import create_with_asset, download, upload_file, upload_image
 from .client import Client
 from .errors import *  # noqa: F403
@@ -19,6 +20,7 @@ __version__ = "0.1.0"
 __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "Client", "Field", "all_of", "any_of", "read_object", "read_view",
            "refresh", "RefreshReport",
+           "read_app", "App",
            "to_parquet", "read_parquet", "export",
            "diff", "write_back", "push", "add_rows", "Plan", "Report",
            "upload_file", "upload_image", "create_with_asset", "download",
