@@ -329,3 +329,26 @@ def test_demo_step_sql_over_the_file_matches_the_join(service: LocalService,
     got = made["parts_cost"].set_index("status")["parts_cost"]
     assert dict(got) == pytest.approx(dict(want))
     assert any("parts cost by status" in line for line in lines)
+
+
+def test_decimal_columns_become_duckdb_decimals(tmp_path: Path) -> None:
+    """A frame holding decimals (an Arrow decimal column) keeps them exact in the file."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+
+    from svc_frames.frames import Source
+    from svc_frames.kinds.base import FieldSpec
+
+    main = pd.DataFrame(
+        {"field_9": pd.array([Decimal("1.05"), None, Decimal("12345.67")],
+                             dtype=pd.ArrowDtype(pa.decimal128(12, 2)))},
+        index=pd.Index(["a", "b", "c"], dtype="string", name="id"))
+    spec = FieldSpec("field_9", "currency", "Unit Price", object_key="object_2")
+    app = App({"object_2": Frames(main, {}, Source("object", "object_2", [spec],
+                                                   name="Parts"))})
+    con = duckdb.connect(str(app.to_duckdb(tmp_path / "d.duckdb")), read_only=True)
+    assert dict((r[0], r[1]) for r in con.execute("DESCRIBE parts").fetchall())[
+        "field_9"] == "DECIMAL(12,2)"
+    assert con.execute("SELECT sum(field_9) FROM parts").fetchone()[0] == Decimal("12346.72")
+    con.close()
