@@ -437,14 +437,14 @@ app.connections_table()
        "drops them). The demo joins work orders with their parts; elsewhere the first "
        "*many* connection between loaded objects is used."),
     code("""
-conn = next((c for c in app.connections if c.from_name == "Work Orders"
-             and c.to_name == "Parts"), None) or next(
+conn = next((c for c in app.connections if app.name(c.from_object) == "Work Orders"
+             and app.name(c.to_object) == "Parts"), None) or next(
     (c for c in app.connections if c.many and c.to_object in app), app.connections[0])
 left, right = app[conn.from_object], app[conn.to_object]
 label = {f.key: f.label for f in left.source.fields}
 rlabel = {f.key: f.label for f in right.source.fields}
 joined = app.join(conn.from_object, conn.to_object, field=conn.field)
-print(f"{conn}: {len(joined)} rows for {len(left.main)} records")
+print(f"{app.describe(conn)}: {len(joined)} rows for {len(left.main)} records")
 joined.head()
 """),
     md("## The same join by hand\nWhat an analyst would otherwise write: two merges over the "
@@ -493,7 +493,7 @@ cost
 import matplotlib.pyplot as plt
 
 ax = cost.plot.barh(x=cost.columns[0], y=cost.columns[2], legend=False)
-ax.set_xlabel(f"sum of {rlabel.get(number, number)} ({conn.to_name})")
+ax.set_xlabel(f"sum of {rlabel.get(number, number)} ({app.name(conn.to_object)})")
 ax.invert_yaxis()
 plt.show()
 """),

@@ -12,7 +12,7 @@ Usage::
 
     app = read_app(client)                       # or objects=["Work Orders", "object_2"]
     app["Work Orders"].main                      # == app["object_3"].main
-    app.connections                              # [Connection(field_41 ... many), ...]
+    app.connections                              # [schema.Connection(field_41 ...), ...]
     df = app.join("Work Orders", "Parts")        # one row per work order x part
     app.to_duckdb("app.duckdb")                  # tables, keys, and a SQL-ready snapshot
 """
@@ -33,11 +33,11 @@ import pandas as pd
 from .client import Client
 from .errors import UsageError
 from .frames import Frames
-from .joins import Connection, How, connection_table, join, join_pairs
+from .joins import How, connection_table, join, join_pairs
 from .loaders import Columns, check_columns, load, user_timezone
 from .paging import Page, Verify
-from .progress import want_progress
-from .schema import Schema
+from .progress import Progress, want_progress
+from .schema import Connection, Schema
 
 __all__ = ["App", "read_app", "connections_of"]
 
@@ -120,30 +120,23 @@ def object_key_of(listed: Sequence[tuple[str, str]], want: Any, have_schema: boo
 
 
 def connections_of(schema: dict[str, Any] | None) -> list[Connection]:
-    """Every connection field of the schema, as :class:`Connection` (schema order).
+    """Every connection field of the schema (schema order; ``schema.Connection``).
 
-    Usage: ``[str(c) for c in connections_of(client.schema())]``"""
-    names = {str(o.get("key")): str(o.get("name") or "")
-             for o in (schema or {}).get("objects") or ()}
-    out: list[Connection] = []
-    for key in names:
-        for spec in Schema.of(schema).object_fields(key) or ():
-            if spec.kind == "connection" and (spec.relationship or {}).get("object"):
-                out.append(Connection.of(spec, names))
-    return out
+    Usage: ``[c.field for c in connections_of(client.schema())]``"""
+    return Schema.of(schema).connections()
 
 
-class AppProgress:
-    """One ``tqdm.auto`` bar over the pages of every object of a read_app (records in the
-    postfix); each load reports through ``for_object(key)``. Thread-safe."""
+class AppProgress(Progress):
+    """One bar over the pages of every object of a read_app (objects and records in the
+    postfix), its total growing as each object's first page announces its pages; each
+    load reports through ``for_object(key)``. Thread-safe."""
 
     def __init__(self, enabled: bool, objects: int) -> None:
-        self.enabled = enabled
+        super().__init__(enabled, "application", unit="page")
         self.objects = objects
-        self.bar: Any = None
         self.records = 0
         self.planned: dict[str, int] = {}
-        self._lock = threading.Lock()
+        self._plan = threading.Lock()
 
     def for_object(self, key: str) -> Callable[[Page], None]:
         def on_page(page: Page) -> None:
@@ -153,25 +146,17 @@ class AppProgress:
     def page(self, key: str, page: Page) -> None:
         if not self.enabled:
             return
-        with self._lock:
+        with self._plan:
             if key not in self.planned:
                 self.planned[key] = max(page.total_pages, 1)
-            if self.bar is None:
-                from tqdm.auto import tqdm  # a progress bar only when asked for one
-                self.bar = tqdm(total=sum(self.planned.values()), desc="application",
-                                unit="page", leave=False)
-            else:
-                self.bar.total = max(sum(self.planned.values()), self.bar.n + 1)
+                total = sum(self.planned.values())
+                if self.bar is None:
+                    self.open(total)
+                elif total > self.bar.total:
+                    self.bar.total = total
             self.records += len(page.records)
-            if self.bar.n >= self.bar.total:
-                self.bar.total += 1  # a re-fetch pass or a grown object
-            self.bar.update(1)
-            self.bar.set_postfix(objects=f"{len(self.planned)}/{self.objects}",
-                                 records=self.records, refresh=False)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+            done = f"{len(self.planned)}/{self.objects}"
+        self.update(1, objects=done, records=self.records)
 
 
 class App:
@@ -199,8 +184,11 @@ class App:
         if schema is None:  # no schema: the connections the loaded frames declare
             for f in self.frames.values():
                 for spec in f.source.fields if f.source is not None else ():
-                    if spec.kind == "connection" and (spec.relationship or {}).get("object"):
-                        self.connections.append(Connection.of(spec, self.names))
+                    rel = spec.relationship or {}
+                    if spec.kind == "connection" and rel.get("object"):
+                        self.connections.append(Connection(
+                            spec.key, spec.label, spec.object_key, str(rel["object"]),
+                            rel.get("has") == "many"))
 
     # ---- mapping -------------------------------------------------------------------------
     def key(self, name: str) -> str:
@@ -236,6 +224,11 @@ class App:
         """The object's name (its key when the schema gives none)."""
         return self.names.get(key) or key
 
+    def describe(self, conn: Connection) -> str:
+        """``"Work Orders.Parts (field_41) -> Parts (many)"``."""
+        return (f"{self.name(conn.from_object)}.{conn.label} ({conn.field}) -> "
+                f"{self.name(conn.to_object)} ({'many' if conn.many else 'one'})")
+
     def _listing(self) -> str:
         return ", ".join(f"{k} ({self.name(k)})" for k in self.frames) or "none"
 
@@ -256,7 +249,7 @@ class App:
             found = [(c, r) for c, r in found if field in (c.field, c.label)]
         if not found:
             asked = f" through {field!r}" if field is not None else ""
-            have = "; ".join(str(c) for c in self.connections) or "none"
+            have = "; ".join(self.describe(c) for c in self.connections) or "none"
             raise UsageError(f"no connection ties {self.name(lk)} ({lk}) and {self.name(rk)} "
                              f"({rk}){asked}; the application's connections: {have}")
         if len(found) > 1:
@@ -292,7 +285,7 @@ class App:
             return join(lframes, conn.field, rframes, columns=columns, how=how)
         # the connection lives on the right object: its table, read backwards
         if rframes is None:
-            raise UsageError(f"{conn} is stored with {self.name(rk)} ({rk}), which was not "
+            raise UsageError(f"{self.describe(conn)} is stored with {self.name(rk)} ({rk}), which was not "
                              f"loaded: load it to join {self.name(lk)} with it")
         assert rframes.source is not None
         spec = next(f for f in rframes.source.fields if f.key == conn.field)
@@ -328,7 +321,7 @@ class App:
         return pd.DataFrame(
             [{"field": c.field, "label": c.label, "from": f"{self.name(c.from_object)} "
               f"({c.from_object})", "to": f"{self.name(c.to_object)} ({c.to_object})",
-              "has": c.has, "loaded": c.from_object in self.frames
+              "has": "many" if c.many else "one", "loaded": c.from_object in self.frames
               and c.to_object in self.frames} for c in self.connections],
             columns=["field", "label", "from", "to", "has", "loaded"])
 
@@ -342,7 +335,7 @@ class App:
                          f"columns")
         if self.connections:
             lines.append("connections:")
-            lines.extend(f"  {c}" for c in self.connections)
+            lines.extend(f"  {self.describe(c)}" for c in self.connections)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -154,7 +154,7 @@ def meta_tables(app: App, names: dict[str, str], conn_tables: dict[str, str],
     svc_connections = pd.DataFrame({
         "field": [c.field for c in conns], "label": [c.label for c in conns],
         "from_object": [c.from_object for c in conns],
-        "to_object": [c.to_object for c in conns], "has": [c.has for c in conns],
+        "to_object": [c.to_object for c in conns], "has": ["many" if c.many else "one" for c in conns],
         "from_table": [names.get(c.from_object) for c in conns],
         "to_table": [names.get(c.to_object) for c in conns],
         "table_name": [conn_tables.get(c.field) for c in conns],

@@ -21,7 +21,6 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import pandas as pd
@@ -33,41 +32,6 @@ from .kinds.base import FieldSpec
 How = Literal["left", "inner"]
 JOIN_ATTR = "svc_frames_join"
 """The ``DataFrame.attrs`` key that marks a join result (what it joined)."""
-
-
-@dataclass(frozen=True)
-class Connection:
-    """A connection field of the application: ``field`` of ``from_object`` links records
-    of ``to_object``, one or many of them (the schema's ``relationship.has``).
-
-    Usage: ``Connection("field_41", "Parts", "object_3", "object_2", "many")``"""
-
-    field: str
-    label: str
-    from_object: str
-    to_object: str
-    has: Literal["one", "many"]
-    from_name: str = ""
-    to_name: str = ""
-
-    @property
-    def many(self) -> bool:
-        return self.has == "many"
-
-    def __str__(self) -> str:
-        src = self.from_name or self.from_object
-        dst = self.to_name or self.to_object
-        return f"{src}.{self.label} ({self.field}) -> {dst} ({self.has})"
-
-    @classmethod
-    def of(cls, spec: FieldSpec, names: dict[str, str] | None = None) -> Connection:
-        """The connection a schema field describes (``spec.kind == "connection"``)."""
-        rel = spec.relationship or {}
-        has = "many" if str(rel.get("has") or "one") == "many" else "one"
-        to = str(rel.get("object") or "")
-        names = names or {}
-        return cls(spec.key, spec.label, spec.object_key, to, has,  # type: ignore[arg-type]
-                   names.get(spec.object_key, ""), names.get(to, ""))
 
 
 def join(left: Frames, field: str, right: Frames | None = None, *,
