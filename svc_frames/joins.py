@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from .errors import UsageError
@@ -90,11 +91,16 @@ def join_pairs(left: Frames, pairs: pd.DataFrame, right: Frames | None, *, prefi
 
     Usage: ``join_pairs(parts, reversed_pairs, orders, prefix="Work Orders", ...)``"""
     main = left.main
-    lhs = main.reset_index()
-    if "id" not in lhs.columns:  # an index without a name
-        lhs = lhs.rename(columns={lhs.columns[0]: "id"})
-    link = pairs.rename(columns={"record_id": "id", "connected_id": f"{prefix}.id",
+    link = pairs.rename(columns={"connected_id": f"{prefix}.id",
                                  "identifier": f"{prefix}.identifier"})
+    # each link's row in the left frame (a link whose record the frame does not hold,
+    # e.g. a filtered load, joins nothing)
+    lpos = main.index.get_indexer(link["record_id"])
+    link = link.drop(columns=["record_id"])
+    keep = lpos >= 0
+    if not keep.all():
+        link, lpos = link[keep], lpos[keep]
+    link = link.reset_index(drop=True)
     if right is not None:
         link = link.drop(columns=[f"{prefix}.identifier"])
         rcols = right_columns(right, wanted)
@@ -103,12 +109,30 @@ def join_pairs(left: Frames, pairs: pd.DataFrame, right: Frames | None, *, prefi
         # rows of the right frame by each link's connected id (a link to a record the
         # right frame does not hold gets empty columns)
         brought = rhs.reindex(pd.Index(link[f"{prefix}.id"])).reset_index(drop=True)
-        link = pd.concat([link.reset_index(drop=True), brought], axis=1)
-    clash = [c for c in link.columns if c != "id" and c in lhs.columns]
+        link = pd.concat([link, brought], axis=1)
+    clash = [c for c in link.columns if c == "id" or c in main.columns]
     if clash:
         raise UsageError(f"the joined columns {clash} already exist in the left frame: "
                          "pass prefix= to name them")
-    out = lhs.merge(link, on="id", how=how, sort=False)
+    # the rows of the result, as merge(how=...) orders them: left order, a record's links
+    # in table order, a record without links once (left join) with empty link columns.
+    # One take of the wide left frame instead of a hash join and its reindexing.
+    n = len(link)
+    rows, which = lpos, np.arange(n)
+    if how == "left":
+        linked = np.zeros(len(main), dtype=bool)
+        linked[lpos] = True
+        alone = np.flatnonzero(~linked)
+        rows = np.concatenate([lpos, alone])
+        which = np.concatenate([which, np.full(len(alone), n)])  # n: the empty link row
+    order = np.argsort(rows, kind="stable")
+    rows, which = rows[order], which[order]
+    lhs = main.iloc[rows]
+    lhs = lhs.reset_index(names="id") if main.index.name in (None, "id") else \
+        lhs.reset_index().rename(columns={main.index.name: "id"})
+    if how == "left" and len(which) and which.max() == n:
+        link = link.reindex(pd.RangeIndex(n + 1))  # one empty row, typed like the rest
+    out = pd.concat([lhs, link.iloc[which].reset_index(drop=True)], axis=1)
     out.attrs = {JOIN_ATTR: dict(what)}
     return out
 
