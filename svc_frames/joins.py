@@ -95,7 +95,7 @@ def join_pairs(left: Frames, pairs: pd.DataFrame, right: Frames | None, *, prefi
                                  "identifier": f"{prefix}.identifier"})
     # each link's row in the left frame (a link whose record the frame does not hold,
     # e.g. a filtered load, joins nothing)
-    lpos = main.index.get_indexer(link["record_id"])
+    lpos = main.index.get_indexer(pd.Index(link["record_id"]))
     link = link.drop(columns=["record_id"])
     keep = lpos >= 0
     if not keep.all():
