@@ -353,3 +353,18 @@ def test_decimal_columns_become_duckdb_decimals(tmp_path: Path) -> None:
         "field_9"] == "DECIMAL(12,2)"
     assert con.execute("SELECT sum(field_9) FROM parts").fetchone()[0] == Decimal("12346.72")
     con.close()
+
+
+def test_join_with_partial_frames_on_either_side(app: App, client: Client) -> None:
+    """A right frame missing some connected records leaves their columns empty; a left
+    frame loaded with a limit joins its own records only; both as merge would."""
+    some_parts = read_object(client, "object_2", limit=5)
+    orders = app["Work Orders"]
+    got = orders.join("field_41", some_parts)
+    assert_same_rows(got, hand_merge(orders, "field_41", some_parts, "Parts"))
+    linked = got["Parts.id"].notna()
+    assert got.loc[linked, "Parts.field_8"].isna().any()  # links to parts not loaded
+    few = read_object(client, "object_3", limit=7)
+    got = few.join("field_41", app["Parts"], how="inner")
+    assert_same_rows(got, hand_merge(few, "field_41", app["Parts"], "Parts", how="inner"))
+    assert set(got["id"]) <= set(few.main.index)
