@@ -31,10 +31,11 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .client import Client
+from .describe import Columns, check_columns, user_timezone
 from .errors import UsageError
 from .frames import Frames
 from .joins import How, connection_table, join, join_pairs
-from .loaders import Columns, check_columns, load, user_timezone
+from .loaders import load
 from .paging import Page, Verify
 from .progress import Progress, want_progress
 from .schema import Connection, Schema

@@ -256,9 +256,8 @@ def add_app_export(p: argparse.ArgumentParser) -> None:
     g.add_argument("--objects", default=None,
                    help="with --app: comma-separated object keys or names (default: all)")
     g.add_argument("--duckdb", default=None, metavar="FILE",
-                   help="with --app: write one DuckDB file (needs svc-frames[duckdb])")
-    g.add_argument("--overwrite", action="store_true",
-                   help="with --app: replace an existing --duckdb file or --out directory")
+                   help="with --app: write one DuckDB file (needs svc-frames[duckdb]); "
+                        "--overwrite replaces an existing one (and an --out directory)")
 
 
 def cmd_export_app(args: argparse.Namespace) -> int:
