@@ -31,6 +31,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .client import Client
+from .database import app_to_parquet, to_duckdb
 from .describe import Columns, check_columns, user_timezone
 from .errors import UsageError
 from .frames import Frames
@@ -351,11 +352,9 @@ class App:
     def to_duckdb(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """The whole app in one DuckDB file (needs ``svc_frames[duckdb]``); see
         database.to_duckdb. Usage: ``app.to_duckdb("app.duckdb")``"""
-        from .database import to_duckdb  # database sits above this module (and needs duckdb)
         return to_duckdb(self, path, overwrite=overwrite)
 
     def to_parquet(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
         """The whole app as a directory of Parquet datasets; see database.app_to_parquet.
         Usage: ``app.to_parquet("out/app")``"""
-        from .database import app_to_parquet  # database sits above this module
         return app_to_parquet(self, path, overwrite=overwrite)

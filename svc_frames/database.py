@@ -38,19 +38,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .application import App
 from .errors import UsageError
 from .frames import Frames, label_map
 from .kinds.base import FieldSpec
 from .parquet import frame_to_arrow
+from .schema import Connection
 
 TableKind = Literal["object", "connection", "choices", "meta"]
+
+
+class AppLike(Protocol):
+    """What a snapshot reads of ``application.App`` (whose ``to_duckdb``/``to_parquet``
+    call this module, so it names the shape rather than importing the class)."""
+
+    frames: dict[str, Frames]
+    names: dict[str, str]
+    connections: list[Connection]
+
+    def keys(self) -> list[str]: ...
+
+    def items(self) -> list[tuple[str, Frames]]: ...
+
+    def name(self, key: str) -> str: ...
+
+
+def is_app(obj: Any) -> bool:
+    return all(hasattr(obj, a) for a in ("frames", "names", "connections", "items", "name"))
 
 __all__ = ["to_duckdb", "app_to_parquet", "app_tables", "TableSpec"]
 
@@ -75,7 +94,7 @@ def slug(name: str) -> str:
     return f"t_{out}" if out[0].isdigit() else out
 
 
-def object_table_names(app: App) -> dict[str, str]:
+def object_table_names(app: AppLike) -> dict[str, str]:
     """object key -> table name (its name as a slug, unique; its key when it has none)."""
     names: dict[str, str] = {}
     taken = {"svc_tables", "svc_connections", "svc_sources"}
@@ -98,7 +117,7 @@ def table_field(frames: Frames, table: str) -> FieldSpec | None:
     return None
 
 
-def app_tables(app: App) -> list[TableSpec]:
+def app_tables(app: AppLike) -> list[TableSpec]:
     """Every table of the snapshot, parents before children (foreign keys in order).
 
     Usage: ``[t.name for t in app_tables(app)]``"""
@@ -135,7 +154,7 @@ def app_tables(app: App) -> list[TableSpec]:
     return out
 
 
-def meta_tables(app: App, names: dict[str, str], conn_tables: dict[str, str],
+def meta_tables(app: AppLike, names: dict[str, str], conn_tables: dict[str, str],
                 tables: Sequence[TableSpec]) -> list[TableSpec]:
     """svc_tables, svc_connections and svc_sources (see the module docstring)."""
     described = list(tables) + [TableSpec(n, pa.table({}), "meta") for n in
@@ -189,10 +208,10 @@ def check_destination(path: str | os.PathLike[str], overwrite: bool, what: str,
     return dest
 
 
-def to_duckdb(app: App, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+def to_duckdb(app: AppLike, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
     """Write the app to one DuckDB file (see the module docstring); written aside and moved
     into place, so a failure leaves no half-written file. Usage: ``to_duckdb(app, "a.duckdb")``"""
-    if not isinstance(app, App):
+    if not is_app(app):
         raise UsageError(f"to_duckdb needs an App (read_app), got {type(app).__name__}")
     dest = check_destination(path, overwrite, "to_duckdb", directory=False)
     duckdb = import_duckdb()
@@ -255,12 +274,12 @@ def write_duckdb_table(con: Any, t: TableSpec) -> None:
         con.unregister("svc_src")
 
 
-def app_to_parquet(app: App, path: str | os.PathLike[str], *, overwrite: bool = False
+def app_to_parquet(app: AppLike, path: str | os.PathLike[str], *, overwrite: bool = False
                    ) -> Path:
     """Write the app as a directory of Parquet datasets, ``dir/<table>/part-00000.parquet``
     (the tables of to_duckdb; keys listed in ``svc_tables``); written aside and moved into
     place. Usage: ``app_to_parquet(app, "out/app")``"""
-    if not isinstance(app, App):
+    if not is_app(app):
         raise UsageError(f"to_parquet needs an App (read_app), got {type(app).__name__}")
     dest = check_destination(path, overwrite, "to_parquet", directory=True)
     tables = app_tables(app)

@@ -21,6 +21,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .errors import DisplayValuesNeeded
+from .joins import join
 from .keys import FIELD_KEY
 from .kinds import codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
@@ -91,8 +92,6 @@ class Frames:
         """These records with the records their connection ``field`` links (joins.join).
 
         Usage: ``orders.join("field_41", parts, columns=["field_8", "field_9"])``"""
-        from .joins import join  # joins builds on this module
-
         return join(self, field, right, columns=columns, how=how)
 
 

@@ -21,21 +21,42 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import pandas as pd
 
 from .errors import UsageError
-from .frames import Frames, label_map
 from .kinds.base import FieldSpec
 
 How = Literal["left", "inner"]
+
+
+class FramesLike(Protocol):
+    """What a join reads of ``frames.Frames`` (this module sits below frames.py, whose
+    ``Frames.join`` delegates here, so it names the shape rather than the class)."""
+
+    main: pd.DataFrame
+    tables: dict[str, pd.DataFrame]
+    source: Any
+
+
+def is_frames(obj: Any) -> bool:
+    """Frames with a source, as the loaders return them."""
+    return (isinstance(getattr(obj, "main", None), pd.DataFrame)
+            and isinstance(getattr(obj, "tables", None), dict)
+            and getattr(obj, "source", None) is not None)
+
+
+def field_names(spec: FieldSpec) -> tuple[str, str, str]:
+    """The names a field's columns and tables may carry: its key, its label, and its label
+    with the key (``frames.label_map``'s name when two fields share a label)."""
+    return spec.key, spec.label, f"{spec.label} ({spec.key})"
 JOIN_ATTR = "svc_frames_join"
 """The ``DataFrame.attrs`` key that marks a join result (what it joined)."""
 
 
-def join(left: Frames, field: str, right: Frames | None = None, *,
+def join(left: FramesLike, field: str, right: FramesLike | None = None, *,
          columns: Sequence[str] | Literal["keys", "labels"] | None = None,
          how: How = "left", prefix: str | None = None) -> pd.DataFrame:
     """``left``'s records with the records its connection ``field`` (key or label) links.
@@ -54,7 +75,7 @@ def join(left: Frames, field: str, right: Frames | None = None, *,
     Usage: ``join(orders, "field_41", parts, columns=["field_8", "field_9"])``"""
     if how not in ("left", "inner"):
         raise UsageError(f"how must be 'left' or 'inner', got {how!r}")
-    if not isinstance(left, Frames) or left.source is None:
+    if not is_frames(left):
         raise UsageError("join needs Frames as read_object/read_view return (with a source)")
     spec = connection_spec(left, field)
     table = connection_table(left, spec)
@@ -84,8 +105,8 @@ def join(left: Frames, field: str, right: Frames | None = None, *,
                             "to": target})
 
 
-def join_pairs(left: Frames, pairs: pd.DataFrame, right: Frames | None, *, prefix: str,
-               wanted: list[str] | None, how: How, what: dict[str, Any]) -> pd.DataFrame:
+def join_pairs(left: FramesLike, pairs: pd.DataFrame, right: FramesLike | None, *,
+               prefix: str, wanted: list[str] | None, how: How, what: dict[str, Any]) -> pd.DataFrame:
     """left.main (``id`` as a column) x ``pairs`` (``record_id``, ``connected_id``,
     ``identifier``) x right.main, prefixed; the result marked as a join (``JOIN_ATTR``).
 
@@ -137,7 +158,7 @@ def join_pairs(left: Frames, pairs: pd.DataFrame, right: Frames | None, *, prefi
     return out
 
 
-def connection_spec(frames: Frames, field: str) -> FieldSpec:
+def connection_spec(frames: FramesLike, field: str) -> FieldSpec:
     """The connection field of ``frames`` named by key or label; UsageError listing the
     connections the frames have otherwise."""
     assert frames.source is not None
@@ -151,24 +172,18 @@ def connection_spec(frames: Frames, field: str) -> FieldSpec:
                      f"{have}")
 
 
-def connection_table(frames: Frames, spec: FieldSpec) -> pd.DataFrame:
+def connection_table(frames: FramesLike, spec: FieldSpec) -> pd.DataFrame:
     """The exploded table of a connection field (named by key, or by label in frames
     loaded with ``columns="labels"``)."""
-    assert frames.source is not None
-    name = spec.key
-    if frames.source.columns == "labels":
-        name = label_map(frames.source.fields).get(spec.key, spec.key)
-    table = frames.tables.get(name)
-    if table is None:
-        table = frames.tables.get(spec.key)
+    table = next((frames.tables[n] for n in field_names(spec) if n in frames.tables), None)
     if table is None:
         raise UsageError(f"these frames have no table for the connection {spec.key} "
                          f"({spec.label}): was it loaded?")
     return table
 
 
-def check_right(right: Frames, spec: FieldSpec, target: str) -> None:
-    if not isinstance(right, Frames) or right.source is None:
+def check_right(right: FramesLike, spec: FieldSpec, target: str) -> None:
+    if not is_frames(right):
         raise UsageError("the connected side of a join must be Frames as read_object returns")
     if target and right.source.object_key and right.source.object_key != target:
         raise UsageError(f"{spec.key} ({spec.label}) links records of {target}, not of "
@@ -176,21 +191,19 @@ def check_right(right: Frames, spec: FieldSpec, target: str) -> None:
                          f"({right.source.object_key})")
 
 
-def right_columns(right: Frames, wanted: list[str] | None) -> list[str]:
+def right_columns(right: FramesLike, wanted: list[str] | None) -> list[str]:
     """The right frame's columns to bring: all, or those named (a field by key or label:
     every column of that field; or one column by its name)."""
     cols = [str(c) for c in right.main.columns]
     if wanted is None:
         return cols
-    labels = label_map(right.source.fields) if right.source is not None else {}
-    keys_by_label = {v: k for k, v in labels.items()}
+    fields = list(right.source.fields) if right.source is not None else []
     out: list[str] = []
     for w in wanted:
         # a field named by key or label: all its columns (``field_1`` -> field_1.first ...,
         # ``field_2`` -> field_2, field_2.label); else one column by its name
-        names = {w, labels.get(w, w), keys_by_label.get(w, w)}
-        found = [c for c in cols if c.partition(".")[0] in names and (
-            c.partition(".")[0] in labels or c.partition(".")[0] in keys_by_label)]
+        prefixes = {n for f in fields if w in field_names(f) for n in field_names(f)}
+        found = [c for c in cols if c.partition(".")[0] in prefixes]
         if not found and w in cols:
             found = [w]
         if not found:
@@ -203,7 +216,7 @@ def right_columns(right: Frames, wanted: list[str] | None) -> list[str]:
 def refuse_join_result(obj: Any, what: str = "diff") -> None:
     """UsageError when ``obj`` (a DataFrame, or Frames around one) is a join result:
     edits go to the object frame they came from. Usage: ``refuse_join_result(df)``"""
-    frame = obj.main if isinstance(obj, Frames) else obj
+    frame = obj.main if isinstance(getattr(obj, "main", None), pd.DataFrame) else obj
     info = getattr(frame, "attrs", {}).get(JOIN_ATTR) if isinstance(frame, pd.DataFrame) \
         else None
     if not info:
