@@ -162,7 +162,7 @@ def connection_spec(frames: FramesLike, field: str) -> FieldSpec:
     """The connection field of ``frames`` named by key or label; UsageError listing the
     connections the frames have otherwise."""
     assert frames.source is not None
-    conns = [f for f in frames.source.fields if f.kind == "connection"]
+    conns: list[FieldSpec] = [f for f in frames.source.fields if f.kind == "connection"]
     for f in conns:
         if field in (f.key, f.label):
             return f
