@@ -25,7 +25,10 @@ from typing import Any
 
 import pandas as pd
 
+from .application import read_app
+from .cache import export_incremental
 from .client import Client
+from .database import check_destination, import_duckdb
 from .errors import SvcError, UsageError
 from .filters import validate_filters
 from .parquet import export
@@ -198,7 +201,6 @@ def run_client_command(fn: Callable[[], int]) -> int:
 # ---- export -------------------------------------------------------------------------------
 def export_incremental_cmd(args: argparse.Namespace, client: Any, filters: Any) -> int:
     """``export --incremental``: svc_frames.cache.export_incremental, one JSON line."""
-    from .cache import export_incremental
     from .errors import UsageError
 
     if args.format != "parquet" or args.limit is not None or args.sort_field:
@@ -262,8 +264,6 @@ def add_app_export(p: argparse.ArgumentParser) -> None:
 
 def cmd_export_app(args: argparse.Namespace) -> int:
     def run() -> int:
-        from .application import read_app
-        from .database import check_destination, import_duckdb
 
         if args.target:
             raise SystemExit("error: --app exports every object: drop TARGET")

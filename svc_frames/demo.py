@@ -31,9 +31,16 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from . import plot
+from .application import read_app
+from .client import Client
 from .errors import ConfigurationError, UsageError
 from .frames import Frames
 from .incremental import RefreshReport, modified_field_of, refresh
+from .loaders import read_object, read_view
+from .parquet import to_parquet
+from .widgets import format_change_value
+from .writeback import diff, write_back
 
 __all__ = ["connect", "run", "main", "frame_summary", "ENV_HELP"]
 
@@ -61,8 +68,6 @@ def connect(records: int | None = None, *, seed: int = 0, login: bool = True,
     ConfigurationError saying what to set.
 
     Usage: ``client, service = connect()``"""
-    from .client import Client
-
     env = os.environ
     remote = any(env.get(k) for k in ("SVC_APP_ID", "SVC_BASE_URL", "SVC_API_KEY"))
     if local is None:
@@ -95,6 +100,8 @@ def start_local_service(records: int = DEFAULT_RECORDS, seed: int = 0) -> Any:
     """Start the local service with the demo application; it stops when Python exits.
 
     Usage: ``svc = start_local_service(100); print(svc.base_url)``"""
+    # the server (FastAPI, uvicorn) loads only when a local service is started: a notebook
+    # connected to a real deployment never imports it
     from .server import LocalService
 
     service = LocalService(demo=True, records=records, seed=seed).start()
@@ -155,12 +162,7 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
     matplotlib.use("Agg")  # files only: the job may run without a display
     import matplotlib.pyplot as plt
 
-    from . import plot
-    from .client import Client
-    from .loaders import read_object, read_view
-    from .parquet import to_parquet
-    from .server import LocalService
-    from .writeback import diff, write_back
+    from .server import LocalService  # see start_local_service
 
     if not isinstance(records, int) or records < 1:
         raise UsageError(f"records must be a positive integer, got {records!r}")
@@ -263,9 +265,6 @@ def _refresh_step(say: _Printer, client: Any, svc: Any, objects: dict[str, Any]
                   ) -> list[RefreshReport]:
     """Load, let another user change records on the server, refresh: the report and the
     requests it took against a full reload's."""
-    from .client import Client
-    from .loaders import read_object
-
     key = next((k for k in objects if modified_field_of(client.schema(), k)), None)
     if key is None:
         return []
@@ -314,8 +313,6 @@ def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
     """The demo's last step: the whole application with read_app, the join of work orders
     with their parts, ``app.duckdb`` and one SQL query over it. Returns ``{"app",
     "duckdb", "parts_cost"}``. Usage: ``whole_app_step(client, Path("out"), print)``"""
-    from .application import read_app
-
     say.step("The whole application: read_app, a join, a DuckDB file")
     app = read_app(client, progress=False)
     say(_indent(repr(app)))
@@ -358,8 +355,6 @@ def field_key(frames: Frames, label: str) -> str:
 
 def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:
     """Plan changes or a report table with field labels instead of keys, for printing."""
-    from .widgets import format_change_value
-
     labels = {f.key: f.label for f in frames.source.fields} if frames.source else {}
     out = table.drop(columns=[c for c in ("column",) if c in table.columns])
     if "field" in out.columns:
@@ -498,8 +493,6 @@ def _bulk_edit(frames_by_name: dict[str, Frames], objects: dict[str, Any]
 
 
 def _verify(edited: Frames, reread: Frames) -> str:
-    from .writeback import diff
-
     left = diff(edited, base=reread)
     if left.empty:
         return "the server now holds every edited value"
