@@ -70,6 +70,16 @@ def _env(monkeypatch: pytest.MonkeyPatch, svc: LocalService) -> None:
     monkeypatch.setenv("SVC_BASE_URL", svc.base_url)
 
 
+def _exported(monkeypatch: pytest.MonkeyPatch, svc: LocalService, tmp_path: Path,
+              capsys: pytest.CaptureFixture[str], *flags: str) -> Path:
+    """`svc-frames export object_3 --out <tmp>/orders` against ``svc``; its output read."""
+    _env(monkeypatch, svc)
+    out = tmp_path / "orders"
+    assert main(["export", "object_3", "--out", str(out), *flags, "--no-progress"]) == 0
+    capsys.readouterr()
+    return out
+
+
 def _server_record(svc: LocalService, rid: str) -> dict[str, Any]:
     r = requests.get(f"{svc.base_url}/v1/objects/object_3/records/{rid}",
                      headers=svc.headers(), timeout=30)
@@ -169,11 +179,7 @@ def test_export_edit_with_any_tool_push_sends_exactly_the_edits(
 def test_csv_export_reads_as_the_service_shows_and_pushes_back(
         fresh_service: LocalService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    _env(monkeypatch, fresh_service)
-    out = tmp_path / "orders"
-    assert main(["export", "object_3", "--out", str(out), "--format", "csv",
-                 "--no-progress"]) == 0
-    capsys.readouterr()
+    out = _exported(monkeypatch, fresh_service, tmp_path, capsys, "--format", "csv")
     (part,) = out.iterdir()
     text = pd.read_csv(part, dtype=str, keep_default_na=False)
     assert len(text) == 30
@@ -218,10 +224,7 @@ def test_csv_export_reads_as_the_service_shows_and_pushes_back(
 def test_push_refuses_a_damaged_directory_before_any_request(
         fresh_service: LocalService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    _env(monkeypatch, fresh_service)
-    out = tmp_path / "orders"
-    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
-    capsys.readouterr()
+    out = _exported(monkeypatch, fresh_service, tmp_path, capsys)
     good = pd.read_parquet(out)
     cases = {
         "dropped": (good.drop(columns=["field_16"]), "'field_16' is missing"),
@@ -278,10 +281,7 @@ def test_new_rows_need_overwrite_and_get_their_ids(fresh_service: LocalService,
                                                    tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    _env(monkeypatch, fresh_service)
-    out = tmp_path / "orders"
-    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
-    capsys.readouterr()
+    out = _exported(monkeypatch, fresh_service, tmp_path, capsys)
     df = pd.read_parquet(out)
     new = df.iloc[:1].copy()
     new["id"] = None
@@ -361,10 +361,7 @@ def test_push_of_an_edited_connection_table(fresh_service: LocalService, tmp_pat
                                             monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     """orders.tables/<connection>/ is editable too: a row added links, pushed once."""
-    _env(monkeypatch, fresh_service)
-    out = tmp_path / "orders"
-    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
-    capsys.readouterr()
+    out = _exported(monkeypatch, fresh_service, tmp_path, capsys)
     links_dir = tmp_path / "orders.tables" / "field_41"
     links = pd.read_parquet(links_dir)
     parts = requests.get(f"{fresh_service.base_url}/v1/objects/object_2/records",
