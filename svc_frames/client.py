@@ -400,6 +400,7 @@ class Client:
               token: str | None = None) -> Any:
         """The one retry and pacing policy (see ``request``)."""
         attempt = 0
+        uncertain = False  # an earlier try went unanswered or got a 5xx: it may have landed
         while True:
             self.limiter.acquire()
             with self._count_lock:
@@ -419,6 +420,7 @@ class Client:
                 never_sent = isinstance(exc, requests.exceptions.ConnectTimeout) or (
                     not sent and _is_connect_refused(exc))
                 reason = _short_reason(exc)
+                uncertain = uncertain or not never_sent
                 if not (idempotent or never_sent):
                     unknown = OutcomeUnknown(
                         f"{method} {what}: the connection failed after the request was sent "
@@ -437,11 +439,16 @@ class Client:
             self.limiter.observe(resp.headers)
             self._note_quota(resp.headers, seq)
             status = resp.status_code
+            uncertain = uncertain or status >= 500
             with self._count_lock:
                 self.status_counts[status] += 1
             if status < 400:
                 return self._decode_ok(resp, body, method, what, parse)
-            status = self._screen_refusal(resp, body, method, what)
+            try:
+                status = self._screen_refusal(resp, body, method, what)
+            except QuotaExceeded as exc:
+                exc.maybe_applied = uncertain   # an earlier try may have landed
+                raise
             retryable = status in _RETRY_STATUS and (idempotent or status == 429)
             if status == 429:
                 # refused before doing anything, so even a POST may be sent again;

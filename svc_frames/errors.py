@@ -70,15 +70,18 @@ class RateLimited(ServiceError):
 class QuotaExceeded(RateLimited):
     """429 ``Daily limit exceeded``: the application's daily request quota is spent until
     ``reset_at`` (an aware datetime, None when the service did not say). Never retried
-    in-run: nothing can succeed before the reset."""
+    in-run: nothing can succeed before the reset. The refusal itself applied nothing;
+    ``maybe_applied``: an earlier try of the same request (retried) went unanswered or got a
+    5xx, so that one may have been applied."""
 
     def __init__(self, message: str, *, status: int | None = 429, body: Any = None,
                  reset_at: dt.datetime | None = None, limit: int | None = None,
-                 remaining: int | None = None) -> None:
+                 remaining: int | None = None, maybe_applied: bool = False) -> None:
         super().__init__(message, status=status, body=body)
         self.reset_at = reset_at
         self.limit = limit
         self.remaining = remaining
+        self.maybe_applied = maybe_applied
 
 
 class QuotaInsufficient(QuotaExceeded):

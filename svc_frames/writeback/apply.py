@@ -17,10 +17,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import OutcomeUnknown, ServerError, SvcError
+from ..errors import OutcomeUnknown, QuotaExceeded, ServerError, SvcError
 from ..progress import Progress, want_progress
-from .guard import REREAD_CHUNK, check_unanswered, fetch_all
-from .plan import Action
+from .budget import budgeted
+from .guard import check_unanswered, fetch_all
+from .plan import REREAD_CHUNK, Action
 from .report import Outcome
 from .state import RunState
 from .target import where
@@ -49,7 +50,7 @@ def apply(run: RunState, max_workers: int, progress: bool | None) -> None:
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}", unit="rec",
                    total=len(order))
     try:
-        for out in pool.map(lambda rid: write(run, rid), order):
+        for out in pool.map(lambda rid: budgeted(run, rid, write), order):
             run.outcomes[out.record_id] = out
             bar.update(1)
     except BaseException:
@@ -76,6 +77,8 @@ def write(run: RunState, rid: str) -> Outcome:
         return delete(run, rid)
     except OutcomeUnknown as exc:
         return Outcome(rid, act, list(run.payloads.get(rid, {})), "unknown", exc.message)
+    except QuotaExceeded:
+        raise   # refused, not failed: budget.budgeted says not_applied (or unknown)
     except SvcError as exc:
         return Outcome(rid, act, list(run.payloads.get(rid, {})), "failed", exc.message)
     except BaseException:

@@ -26,16 +26,13 @@ from ..frames import Frames, Source
 from ..kinds._util import is_empty_cell
 from ..paging import Paginator
 from .journal import journal_key
-from .plan import Layout, Status
+from .plan import REREAD_CHUNK, Layout, Status, list_pages
 from .report import Counter, Outcome
 from .state import RunState
 from .target import where as where_of
 from .values import Values, decode_records, holds, same, short
 
 __all__ = ["guard", "check_unanswered", "reread", "fetch_all"]
-
-REREAD_CHUNK = 50     # values per filtered re-read: keeps the URL near 4 KB
-
 
 def guard(run: RunState, on_conflict: str) -> None:
     """Re-read the records about to change and compare with what was loaded (see the
@@ -191,48 +188,28 @@ def fetch_all(client: Client, where: Where, counter: Counter,
     return pages.records()
 
 
-def _key_field(layout: Layout, base: Frames | None) -> tuple[str, pd.Series] | None:
-    """A field whose loaded value identifies a record (auto increment, or unique), with
-    the values by record id: list requests cannot filter on the record id itself."""
-    if base is None:
-        return None
-    ranked = sorted(layout.fields.values(),
-                    key=lambda f: (f.kind != "auto_increment", not f.unique))
-    for f in ranked:
-        if f.kind not in ("auto_increment", "short_text", "number", "email") or not (
-                f.kind == "auto_increment" or f.unique):
-            continue
-        cols = layout.field_cols.get(f.key) or []
-        if len(cols) == 1 and cols[0] in base.main.columns:
-            return f.key, base.main[cols[0]]
-    return None
-
-
-def _pages(n_records: int) -> int:
-    return -(-n_records // 1000)
-
-
 def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
            layout: Layout, base: Frames | None) -> dict[str, dict[str, Any]]:
     """Current server records for ``ids``, batched: OR-filters on an identifying field
     (auto increment / unique) in chunks of 50 values, else the whole list paged, or one
-    GET per record when that is fewer requests than the pages. Matched by id."""
+    GET per record when that is fewer requests than the pages. Matched by id.
+    (``plan.reread_requests`` counts these requests by the same rules: keep them in step.)"""
     where = where_of(source)
     want = set(ids)
     found: dict[str, dict[str, Any]] = {}
     n_chunks = -(-len(ids) // REREAD_CHUNK)
-    if n_chunks > 2 and base is not None and _pages(len(base.main)) < n_chunks:
+    if n_chunks > 2 and base is not None and list_pages(len(base.main)) < n_chunks:
         # many records to check: the whole list paged may take fewer requests
         found = _reread_list_if_fewer(client, where, want, n_chunks, counter)
     rest = [i for i in ids if i not in found]
-    keyed = _key_field(layout, base)
+    keyed = layout.key_field(base)
     if keyed is not None and rest:
         found.update(_reread_by_key(client, where, want, rest, keyed, counter))
         rest = [i for i in rest if i not in found]
     if not rest:
         return found
     # no identifying value (or not found by it): one GET each, or the whole list
-    n_pages = max(1, _pages(len(base.main))) if base is not None else len(rest)
+    n_pages = max(1, list_pages(len(base.main))) if base is not None else len(rest)
     if source.kind == "object" and len(rest) <= n_pages:
         for rid in rest:
             counter.add("rereads")

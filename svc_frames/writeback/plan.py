@@ -4,12 +4,13 @@ Usage::
 
     plan = diff(frames)            # writeback.diff builds it
     plan.changes                   # record_id, action, field, column, old, new
+    plan.requests                  # RequestEstimate(writes=12, uploads=0, rereads=1, ...)
     Layout.of(plan.source).field_cols["field_21"]   # the frame columns of a field
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -17,12 +18,15 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from ..assets import PendingUpload
 from ..frames import Frames, Source, label_map, relabel
 from ..kinds import codec_for
+from ..kinds._util import is_empty_cell
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
 
-__all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS"]
+__all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
+           "RequestEstimate", "REREAD_CHUNK", "list_pages", "reread_requests"]
 
 #: Index labels starting with this prefix (or NA) mark rows to create; connection-table
 #: rows may use the same temporary id to connect a new record.
@@ -35,6 +39,8 @@ Status = Literal["applied", "conflict", "failed", "skipped", "unknown", "not_app
 # Kinds whose uploaded asset is placed by id; an image whose source is a URL is plain text.
 ASSET_KINDS = ("file", "image")
 CHANGE_COLUMNS = ["record_id", "action", "field", "column", "old", "new"]
+REREAD_CHUNK = 50     # values per filtered re-read (the guard): keeps the URL near 4 KB
+PAGE_ROWS = 1000      # rows per page of a whole-list re-read
 
 
 @dataclass
@@ -83,6 +89,94 @@ class Layout:
         f = self.fields[key]
         return f.kind in ASSET_KINDS and not is_url_source(f)  # the codec's rule
 
+    def key_field(self, base: Frames | None) -> tuple[str, pd.Series] | None:
+        """A field whose loaded value identifies a record (auto increment, or unique), with
+        the values by record id: list requests cannot filter on the record id itself.
+
+        Usage: ``key, values = layout.key_field(plan.base) or (None, None)``"""
+        if base is None:
+            return None
+        ranked = sorted(self.fields.values(),
+                        key=lambda f: (f.kind != "auto_increment", not f.unique))
+        for f in ranked:
+            if f.kind not in ("auto_increment", "short_text", "number", "email") or not (
+                    f.kind == "auto_increment" or f.unique):
+                continue
+            cols = self.field_cols.get(f.key) or []
+            if len(cols) == 1 and cols[0] in base.main.columns:
+                return f.key, base.main[cols[0]]
+        return None
+
+
+def list_pages(n_records: int) -> int:
+    """Pages of a whole-list read of ``n_records`` (``PAGE_ROWS`` a page)."""
+    return -(-n_records // PAGE_ROWS)
+
+
+def reread_requests(source: Source, layout: Layout, base: Frames | None,
+                    ids: Sequence[str]) -> int:
+    """The requests the guard's ``reread(ids)`` sends when the server still holds the
+    loaded records (the same rules, in the same order): the whole list when it has fewer
+    pages than the filtered chunks would take, else OR-filters of ``REREAD_CHUNK``
+    identifying values (one page each), then one GET per record without such a value (or
+    the whole list, when that is fewer). A record deleted on the server since, or whose
+    identifying value changed, costs more (at most the whole list's pages again).
+
+    Usage: ``reread_requests(plan.source, layout, plan.base, ["5d79..."])``"""
+    if not ids:
+        return 0
+    n_chunks = -(-len(ids) // REREAD_CHUNK)
+    pages = max(1, list_pages(len(base.main))) if base is not None else None
+    if n_chunks > 2 and pages is not None and pages < n_chunks:
+        return pages
+    rest = len(ids)
+    sent = 0
+    keyed = layout.key_field(base)
+    if keyed is not None:
+        _key, values = keyed
+        vals = values.reindex(pd.Index(list(ids), dtype=values.index.dtype))
+        usable = sum(1 for v in vals.tolist() if not is_empty_cell(v))
+        sent += -(-usable // REREAD_CHUNK)
+        rest -= usable
+    if rest:
+        n_pages = pages if pages is not None else rest
+        sent += rest if source.kind == "object" and rest <= n_pages else n_pages
+    return sent
+
+
+@dataclass(frozen=True)
+class RequestEstimate:
+    """The requests a ``write_back`` of a plan sends (``plan.requests``), by purpose.
+
+    In a run without faults, against a server that still holds the loaded records, the
+    run sends at most ``total``: ``writes`` (one per record) and ``uploads`` (one per file
+    to place) are upper bounds, since the guard drops conflicts and values already on the
+    server and a journal remembers uploads; ``rereads`` are the guard's, by its own rules
+    (exact then). ``lookups`` are 0: only a create whose answer was lost is looked up (a
+    page or more each). Retries after faults come on top of everything.
+
+    Usage: ``plan.requests.total``; ``plan.estimate_requests(delete_missing=True)``"""
+
+    writes: int = 0
+    uploads: int = 0
+    rereads: int = 0
+    lookups: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.writes + self.uploads + self.rereads + self.lookups
+
+    def as_dict(self) -> dict[str, int]:
+        """The same keys as ``Report.requests``."""
+        return {"writes": self.writes, "rereads": self.rereads, "uploads": self.uploads,
+                "lookups": self.lookups}
+
+    def __str__(self) -> str:
+        parts = [f"{n} {what}" for what, n in (("writes", self.writes),
+                                               ("uploads", self.uploads),
+                                               ("re-reads", self.rereads)) if n]
+        return f"{self.total} requests" + (f" ({', '.join(parts)})" if parts else "")
+
 
 @dataclass
 class Plan:
@@ -124,6 +218,26 @@ class Plan:
     def record_ids(self) -> list[str]:
         return list(self.actions)
 
+    @property
+    def requests(self) -> RequestEstimate:
+        """The requests ``write_back(client, frames)`` (guard on, deletes not asked for)
+        would send; see :class:`RequestEstimate` for what is an upper bound."""
+        return self.estimate_requests()
+
+    def estimate_requests(self, *, guard: bool = True,
+                          delete_missing: bool = False) -> RequestEstimate:
+        """``plan.requests`` for other ``write_back`` options.
+
+        Usage: ``plan.estimate_requests(guard=False, delete_missing=True).total``"""
+        sent = [rid for rid, act in self.actions.items()
+                if act != "delete" or delete_missing]
+        uploads = sum(isinstance(v, PendingUpload)
+                      for rid in sent for v in self.payloads.get(rid, {}).values())
+        checked = [rid for rid in sent if self.actions[rid] != "create"]
+        rereads = reread_requests(self.source, Layout.of(self.source), self.base,
+                                  checked) if guard else 0
+        return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads)
+
     def select(self, ids: Iterable[str]) -> Plan:
         """The same plan restricted to ``ids`` (for a review widget's selection)."""
         keep = [i for i in ids if i in self.actions]
@@ -144,7 +258,7 @@ class Plan:
     def __repr__(self) -> str:
         c = self.counts
         return (f"Plan({c['update']} update, {c['create']} create, {c['delete']} delete; "
-                f"{len(self.changes)} changed cells)")
+                f"{len(self.changes)} changed cells; {self.requests})")
 
     def _repr_html_(self) -> str:
         return f"<p>{self!r}</p>" + self.changes.head(50).to_html()

@@ -6,10 +6,12 @@ Usage::
     report = write_back(client, frames)
     report.table[report.table.status != "applied"]
     summary_line(report)        # "write_back object_3: 12 applied, 1 conflict; 14 requests"
+    print(report.resume)        # how to finish a run the daily quota stopped ("" if none)
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,9 +21,57 @@ import pandas as pd
 
 from .plan import Action, Plan, Status
 
-__all__ = ["Report", "Outcome", "Counter", "make_report", "dry_run_report", "summary_line"]
+__all__ = ["Report", "Outcome", "Counter", "QuotaNote", "make_report", "dry_run_report",
+           "summary_line"]
 
 REPORT_COLUMNS = ["record_id", "action", "fields", "status", "message"]
+
+
+@dataclass(frozen=True)
+class QuotaNote:
+    """A run's requests beside the daily quota (``Report.quota``): ``needed`` (the plan's
+    estimate, ``plan.requests``), ``remaining`` when the run started (None: unknown, no
+    answer had told it; ``learned``: unknown before the first request, told by the
+    guard's first re-read), the ``reserve`` kept, and ``stopped``: why the run stopped
+    sending (None: it did not).
+
+    Usage: ``report.quota.fits``; ``str(report.quota)``"""
+
+    needed: int
+    reserve: int
+    remaining: int | None = None
+    learned: bool = False
+    limit: int | None = None
+    reset_at: dt.datetime | None = None
+    stopped: str | None = None
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the plan fits above the reserve (None: the quota is not known)."""
+        if self.remaining is None:
+            return None
+        return self.remaining - self.needed >= self.reserve
+
+    def __str__(self) -> str:
+        need = f"needs {self.needed:,} request{'s' if self.needed != 1 else ''}"
+        if self.remaining is None:
+            return f"{need}; the daily quota left is not known yet (the first answer tells it)"
+        limit = f"limit {self.limit:,}; " if self.limit is not None else ""
+        told = " (unknown before the first request; the guard's re-read told it)" \
+            if self.learned else ""
+        left = (f"{self.remaining:,} left of the daily quota{told} ({limit}reserve "
+                f"{self.reserve:,})")
+        if self.fits:
+            return f"{need}; {left}: fits"
+        can = max(self.remaining - self.reserve, 0)
+        return (f"{need}; {left}: does not fit, about {can:,} can be sent before the "
+                f"reserve, the rest waits for {when_reset(self.reset_at)}")
+
+
+def when_reset(reset_at: dt.datetime | None) -> str:
+    """``"the reset at 2026-11-24 00:00:00 UTC"`` (or ``"the daily reset"``)."""
+    return (f"the reset at {reset_at.astimezone(dt.timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+            if reset_at else "the daily reset")
 
 
 @dataclass
@@ -43,6 +93,7 @@ class Report:
     conflicts: pd.DataFrame
     requests: dict[str, int]
     dry_run: bool = False
+    quota: QuotaNote | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -53,8 +104,24 @@ class Report:
         """True when every planned change was applied (or only planned, in a dry run)."""
         return bool(self.table["status"].isin(["applied", "planned"]).all())
 
+    @property
+    def resume(self) -> str:
+        """How to finish a run the daily quota stopped ("" when it was not stopped)."""
+        q = self.quota
+        if q is None or not q.stopped:
+            return ""
+        status = self.table["status"]
+        left = int((status == "not_applied").sum() + (status == "unknown").sum())
+        return (f"{left} record{'s' if left != 1 else ''} not written: {q.stopped}. To "
+                f"resume after {when_reset(q.reset_at)}, call write_back again with the "
+                "same frames (they now hold what was applied, so only the rest is sent; "
+                "the guard checks what is already there), or push(client, dir) of frames "
+                "saved with to_parquet (push saves them after each run). Nothing was "
+                "half-written: each record was sent whole or not at all.")
+
     def __repr__(self) -> str:
-        return f"Report({self.counts}, requests={self.requests})"
+        quota = f", quota: {self.quota}" if self.quota is not None else ""
+        return f"Report({self.counts}, requests={self.requests}{quota})"
 
     def _repr_html_(self) -> str:
         return f"<p>{self!r}</p>" + self.table.head(50).to_html()
@@ -86,23 +153,26 @@ class Counter:
 
 
 def make_report(rows: Sequence[Outcome], plan: Plan, conflicts: list[dict[str, Any]],
-                counter: Counter, dry_run: bool = False) -> Report:
+                counter: Counter, dry_run: bool = False,
+                quota: QuotaNote | None = None) -> Report:
     """The Report of ``rows`` (in plan order) with the run's conflicts and counts."""
     table = pd.DataFrame(
         [(o.new_id or o.record_id if o.action == "create" else o.record_id, o.action,
           ", ".join(o.fields), o.status, o.message) for o in rows],
         columns=REPORT_COLUMNS).astype("string")
     conf = pd.DataFrame(conflicts, columns=["record_id", "field", "loaded", "server", "new"])
-    return Report(table, plan, conf, dict(counter.n), dry_run)
+    return Report(table, plan, conf, dict(counter.n), dry_run, quota)
 
 
-def dry_run_report(plan: Plan, delete_missing: bool) -> Report:
-    """Every planned record as ``planned`` (deletes not asked for say so); nothing sent."""
+def dry_run_report(plan: Plan, delete_missing: bool,
+                   quota: QuotaNote | None = None) -> Report:
+    """Every planned record as ``planned`` (deletes not asked for say so); nothing sent.
+    ``quota``: the plan's requests beside the quota left, when known."""
     rows = [Outcome(rid, act, list(plan.payloads.get(rid, {})), "planned",
                     "" if act != "delete" or delete_missing
                     else "delete_missing=False: would be skipped")
             for rid, act in plan.actions.items()]
-    return make_report(rows, plan, [], Counter(), dry_run=True)
+    return make_report(rows, plan, [], Counter(), dry_run=True, quota=quota)
 
 
 def summary_line(report: Report, name: str) -> str:
@@ -110,6 +180,11 @@ def summary_line(report: Report, name: str) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in sorted(report.counts.items())) \
         or "nothing to write"
     if report.dry_run:
-        return f"write_back {name} (dry run): {counts}; nothing sent"
+        quota = f"; {report.quota}" if report.quota is not None else ""
+        return f"write_back {name} (dry run): {counts}; nothing sent{quota}"
     sent = sum(report.requests.values())
-    return f"write_back {name}: {counts}; {sent} request{'s' if sent != 1 else ''}"
+    line = f"write_back {name}: {counts}; {sent} request{'s' if sent != 1 else ''}"
+    if report.quota is not None and report.quota.stopped:
+        line += (f"; stopped at the daily quota: resume after "
+                 f"{when_reset(report.quota.reset_at)} (report.resume)")
+    return line

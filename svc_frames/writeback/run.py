@@ -10,30 +10,35 @@ Reading order of ``write_back``: 1. validate & plan (``diff``), 2. resolve the t
 (``target.py``), every check before the first request; then a ``RunState``: journal keys
 and ``triage`` -> ``drop_fields_the_view_does_not_take`` -> 3. ``guard`` (``guard.py``)
 -> 4. ``apply`` (``apply.py``: uploads + writes) -> 5. ``refresh`` (``refresh.py``) ->
-6. the Report (``report.py``). The journal is closed whatever happens.
+6. the Report (``report.py``). The journal is closed whatever happens. The daily quota
+(``budget.py``): the plan's requests are checked against what is left before the first
+request, and every write passes the run's ``QuotaGate``, which stops sending at the
+``quota_reserve``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import warnings
 from typing import Any, Literal
 
 from ..client import Client
-from ..errors import SvcError, UsageError
+from ..errors import QuotaExceeded, QuotaInsufficient, SvcError, UsageError
 from ..frames import Frames
 from ..joins import refuse_join_result
 from ..parquet import read_for_push, save_pushed
 from ..progress import want_progress
 from ..schema import Schema
 from .apply import apply
+from .budget import DEFAULT_QUOTA_RESERVE, QuotaGate, check_reserve, quota_note
 from .diff import diff
 from .guard import guard as guard_phase
 from .journal import Journal, check_journal_path
-from .plan import Layout, Plan
+from .plan import Layout, Plan, reread_requests
 from .refresh import refresh
-from .report import Outcome, Report, dry_run_report, make_report, summary_line
+from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
 from .state import RunState
 from .target import resolve_target
 from .uploads import check_upload_files
@@ -46,7 +51,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
                on_conflict: Literal["skip", "overwrite", "raise"] = "skip",
                delete_missing: bool = False, journal: str | os.PathLike[str] | None = None,
                token: str | None = None, target: Any = None, guard: bool = True,
-               max_workers: int = 8, progress: bool | None = None) -> Report:
+               max_workers: int = 8, progress: bool | None = None,
+               quota_reserve: int = DEFAULT_QUOTA_RESERVE) -> Report:
     """Send the changes of ``edited`` (only changed fields of changed records).
 
     Usage::
@@ -62,12 +68,21 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     resumes an interrupted run without re-sending. ``target``: write through a form or an
     inline-editing view (needs a user token: ``client.login`` or ``token=``).
     ``progress``: a bar of writes done / planned and a one-line summary at the end
-    (default: on in notebooks and terminals; False silences both)."""
+    (default: on in notebooks and terminals; False silences both).
+
+    ``quota_reserve``: requests to leave of the application's daily quota (default
+    ``budget.DEFAULT_QUOTA_RESERVE``, 100: the app's users share it). The run stops
+    sending before what is left would fall below it (or when the service says the quota
+    is spent): writes in flight finish, the rest is ``not_applied`` with the reason, and
+    ``report.resume`` says how to go on after the reset (the same call again, or ``push``
+    of the saved frames). ``report.quota`` puts the plan's requests (``plan.requests``)
+    beside the quota left when the run started."""
     # 1. validate & plan: everything that can fail without the service fails here
     if on_conflict not in ("skip", "overwrite", "raise"):
         raise UsageError(f"on_conflict must be 'skip', 'overwrite' or 'raise', got "
                          f"{on_conflict!r}")
     refuse_join_result(edited, "write_back")
+    reserve = check_reserve(quota_reserve)
     if plan is None:
         plan = diff(edited, base)
     elif plan.edited is not None and plan.edited is not edited:
@@ -78,18 +93,24 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     # 2. resolve the target (object or view + token)
     tgt = resolve_target(client, plan.source, target, token)
     check_upload_files(plan)
+    needed = plan.estimate_requests(guard=guard, delete_missing=delete_missing).total
+    note = quota_note(client, needed, reserve)    # what is left, before the first request
     if dry_run:
-        report = dry_run_report(plan, delete_missing)
+        report = dry_run_report(plan, delete_missing, note)
         _summarize(report, tgt.name, progress)
         return report
 
     run = RunState.start(client, plan, layout, tgt,
                          Journal(journal) if journal is not None else None)
+    run.gate = gate = QuotaGate(client, reserve)
     try:
         triage(run, delete_missing)           # journal acks, deletes not asked for
         drop_fields_the_view_does_not_take(run)
         if guard:                             # 3. lost-update guard
-            guard_phase(run, on_conflict)
+            guard_within_quota(run, on_conflict, gate)
+        if note.remaining is None:            # unknown before: the first answer told it
+            note = quota_note(client, needed, reserve, learned=True,
+                              sent=sum(run.counter.n.values()))
         apply(run, max_workers, progress)     # 4. uploads + writes, concurrently
         if run.jr and not any(o.status == "unknown" for o in run.outcomes.values()):
             run.jr.settle()
@@ -97,8 +118,11 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         if run.jr:
             run.jr.close()
     refresh(run, edited)                      # 5. frames follow the server
+    note = dataclasses.replace(note, stopped=gate.stopped,
+                               reset_at=gate.reset_at or note.reset_at)
     report = make_report([run.outcomes[rid] for rid in plan.actions if rid in run.outcomes]
-                         + run.extra, plan, run.conflicts, run.counter)   # 6. one row each
+                         + run.extra, plan, run.conflicts, run.counter,
+                         quota=note)                                      # 6. one row each
     _summarize(report, tgt.name, progress)
     return report
 
@@ -118,6 +142,32 @@ def triage(run: RunState, delete_missing: bool) -> None:
             continue
         run.todo[rid] = act
     run.payloads = {rid: dict(run.plan.payloads.get(rid, {})) for rid in run.todo}
+
+
+def guard_within_quota(run: RunState, on_conflict: str, gate: QuotaGate) -> None:
+    """The guard, when its re-reads fit above the reserve; else (or when the quota runs
+    out during them) the gate shuts and nothing is written: every record is then
+    ``not_applied`` (a write without its guard could lose someone else's edit)."""
+    client = run.client
+    checked = [rid for rid, act in run.todo.items() if act != "create"]
+    cost = reread_requests(run.source, run.layout, run.plan.base, checked)
+    left = client.quota_left()
+    if left is not None and cost and left - cost < gate.reserve:
+        quota = client.quota
+        gate.shut(f"not sent: the guard's {cost} re-read{'s' if cost != 1 else ''} would "
+                  f"take the daily request quota below the reserve ({left} left, "
+                  f"quota_reserve={gate.reserve}); resume after "
+                  f"{when_reset(quota.reset_at if quota else None)}",
+                  quota.reset_at if quota else None)
+        return
+    try:
+        guard_phase(run, on_conflict)
+    except QuotaInsufficient as exc:   # the paged re-read found it cannot finish
+        gate.shut(f"not sent: the guard's re-read needs {exc.needed} requests, only "
+                  f"{exc.remaining} are left of the daily quota; resume after "
+                  f"{when_reset(exc.reset_at)}", exc.reset_at)
+    except QuotaExceeded as exc:
+        gate.spent(exc)
 
 
 def drop_fields_the_view_does_not_take(run: RunState) -> None:
