@@ -11,10 +11,11 @@ The loaded frames remember their ``original``; ``diff`` compares column by colum
 codec that decoded them, so an unchanged frame plans nothing. Everything that cannot be
 written is refused here, naming the column and record: unknown columns, duplicate or
 unknown ids, a reset or re-typed index, values a kind does not accept, read-only kinds,
-missing upload files, frames without metadata.
+missing upload files, frames without metadata, a new row without a field the schema marks
+required (the hosted service would create it blank: the refusal is about intent).
 
 Reading order: ``source_and_base`` / ``Rows.of`` (validate), then ``PlanBuilder``
-(updates, creates, connections, deletes).
+(updates, creates, connections, required fields of creates, deletes).
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     b.updates(edited.main, base.main)
     b.creates(edited.main)
     b.connections(edited, base)
+    b.required_of_creates()
     b.deletes()
     return b.plan(source, edited, base)
 
@@ -456,6 +458,32 @@ class PlanBuilder:
         self.wanted.setdefault(r, {})[conn_key] = {conn_key: sorted(new_ids)}
         self.add_change(r, action, conn_key, name, old_ids if action == "update" else pd.NA,
                         new_ids)
+
+    # ---- required fields of creates ----------------------------------------------------------
+    def required_of_creates(self) -> None:
+        """A new row must fill every field the schema marks required (after connections:
+        a connection is filled from its table). The hosted service creates a record
+        without them (``POST {}`` makes a blank one), so only this check can say the row
+        is incomplete. Fields a frame cannot hold (no column, not a connection, e.g. a
+        password) and computed ones are not asked for."""
+        layout = self.layout
+        required = [k for k, f in layout.fields.items()
+                    if f.required and not layout.codecs[k].read_only
+                    and (layout.field_cols.get(k) or f.kind == "connection")]
+        if not required:
+            return
+        for rid in self.create_rows:
+            payload = self.payloads.get(rid, {})
+            for key in required:
+                if key in payload:
+                    continue
+                f = layout.fields[key]
+                cols = layout.field_cols.get(key) or [t for t, k in layout.tables.items() if k == key][:1]
+                where = ", ".join(repr(c) for c in cols)
+                raise InvalidValue(
+                    f"new row {rid}: {key} ({f.label}, {f.kind}) is required by the schema "
+                    f"but empty: fill {where} or drop the row (nothing was sent)",
+                    field=key, column=cols[0] if cols else None, record_id=rid)
 
     # ---- deletes -----------------------------------------------------------------------------
     def deletes(self) -> None:
