@@ -575,11 +575,12 @@ class Client:
     def quota_left(self) -> int | None:
         """Requests surely left of the daily quota: the last reported ``remaining`` less
         the requests this client sent after that answer's request (they may have been
-        counted since). None when no answer gave the quota.
+        counted since). None when no answer gave the quota, or its reset time has passed
+        (a new quota day: the next answer tells).
 
         Usage: ``left = client.quota_left()``"""
         with self._count_lock:
-            if self._quota is None:
+            if self._quota is None or self._quota.reset_at <= dt.datetime.now(dt.timezone.utc):
                 return None
             return max(0, self._quota.remaining - (self.request_count - self._quota_seq))
 

@@ -25,7 +25,9 @@ All knobs live on ``Emulation`` and may be changed while the service runs
   403) and "drop" (a response started, then the connection closed without a body).
   Faults **after** the request was applied (the write is in the store, the answer is
   lost): "cut" (the routes' answer is cut mid-body and the connection closed) and
-  "500-after" (a 500 instead of the routes' answer).
+  "500-after" (a 500 instead of the routes' answer). Only for ``inject()``: "quota" (the
+  day's quota, when one is set, is spent by someone else just before the request: it and
+  every later counted request get the daily 429 until the next quota day).
 
 The request log records each request before the client can see its answer: ``status``
 (what the client got, 0 = no complete answer), ``fault`` and ``app_status`` (what the
@@ -65,6 +67,8 @@ BEFORE_FAULTS = ("500", "502", "503", "429", "403", "drop")
 AFTER_FAULTS = ("cut", "500-after")
 """Faults after the routes ran: the request is applied, its answer lost."""
 FAULT_KINDS = BEFORE_FAULTS + AFTER_FAULTS
+INJECT_ONLY = ("quota",)
+"""Faults only ``inject()`` makes: "quota" spends the day's quota before the request."""
 
 RATE_LIMITED = "Rate limit exceeded"
 DAILY_LIMITED = "Daily limit exceeded"
@@ -225,8 +229,9 @@ class Emulation:
                path_prefix: str | None = None, times: int = 1) -> None:
         """Make the next ``times`` requests matching ``method``/``path_prefix`` fault with
         ``fault`` (before any random fault). Usage: ``emu.inject("cut", method="PUT")``"""
-        if fault not in FAULT_KINDS:
-            raise ValueError(f"unknown fault kind {fault!r}; choose from {FAULT_KINDS}")
+        if fault not in FAULT_KINDS + INJECT_ONLY:
+            raise ValueError(f"unknown fault kind {fault!r}; choose from "
+                             f"{FAULT_KINDS + INJECT_ONLY}")
         if times < 1:
             raise ValueError(f"times must be >= 1, got {times!r}")
         with self._lock:
@@ -285,6 +290,13 @@ class Emulation:
             if (limit and self._in_second > limit) or now < self._retry_at:
                 return (*self._throttle(now, headers, self.throttle_status), None)
             fault = self._pick_fault(method, path)
+            if fault == "quota":
+                if not (quota and counted):
+                    return None, "", headers, None
+                # someone else spent the day's quota just before this request; the
+                # refusal itself costs nothing (hosted), so this request is not counted
+                self._in_day = quota
+                return 429, DAILY_LIMITED, {**headers, "X-PlanLimit-Remaining": "0"}, None
             if fault in ("429", "403"):
                 status, body, headers = self._throttle(now, headers, int(fault))
                 return None, body, headers, fault

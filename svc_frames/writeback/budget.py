@@ -58,11 +58,11 @@ def check_reserve(value: Any) -> int:
 class QuotaGate:
     """Claims of the daily quota by concurrent writers (thread-safe).
 
-    ``claim(n)`` lets a record's ``n`` requests go when the quota surely left
-    (``client.quota_left()``, which counts requests sent and not yet answered) less the
-    claims not yet finished stays at or above the reserve; otherwise it shuts the gate
+    ``claim(n)`` lets a record's ``n`` requests go when what is left of the quota once
+    the claims in hand are sent stays at or above the reserve; otherwise it shuts the gate
     and says why. While no answer has told the quota, one record goes at a time (its
-    answer tells it); a service that never reports one opens the gate.
+    answer tells it); a service that never reports one opens the gate. The count errs on
+    the safe side (see ``_left``): a claim counts until its record's write is answered.
 
     Usage: ``gate = QuotaGate(client, 100); why = gate.claim(1); ...; gate.release(1)``"""
 
@@ -71,7 +71,10 @@ class QuotaGate:
         self.reserve = reserve
         self.stopped: str | None = None
         self.reset_at: dt.datetime | None = None
-        self._claimed = 0
+        self._claimed = 0           # requests of the claims in hand
+        self._total = 0             # requests claimed since the baseline
+        self._base: int | None = None   # the quota left at a quiet moment, and
+        self._count0 = 0                # the client's request count then
         self._unreported = False   # answers came without X-PlanLimit-*: nothing to budget
         self._cond = threading.Condition()
 
@@ -81,23 +84,45 @@ class QuotaGate:
             while True:
                 if self.stopped:
                     return self.stopped
-                left = self.client.quota_left()
+                left = self._left()
                 if left is None:
                     if self._unreported or self._claimed == 0:
                         break
                     self._cond.wait(0.05)   # the record in flight will tell the quota
                     continue
-                if left - self._claimed - n < self.reserve:
+                if left - n < self.reserve:
                     quota = self.client.quota
                     self.reset_at = quota.reset_at if quota else None
                     self.stopped = (
                         f"not sent: the daily request quota is down to the reserve "
-                        f"({max(left - self._claimed, 0)} left, quota_reserve={self.reserve}); "
+                        f"({max(left, 0)} left, quota_reserve={self.reserve}); "
                         f"resume after {when_reset(self.reset_at)}")
                     return self.stopped
                 break
             self._claimed += n
+            self._total += n
             return None
+
+    def _left(self) -> int | None:
+        """What is surely left once the claims in hand are sent (called under the lock).
+
+        Two counts, the lower wins. Our own: the quota left at a quiet moment (no claim in
+        hand) less the larger of the requests sent since (retries included) and the
+        requests claimed since. The service's: the latest answer's remaining less the
+        larger of the requests sent after it and the claims in hand (it sees other
+        spenders, but answers of parallel requests may be counted out of order)."""
+        reported = self.client.quota_left()
+        quota = self.client.quota
+        if self._base is None and reported is not None and self._claimed == 0:
+            self._base, self._count0, self._total = reported, self.client.request_count, 0
+        own = None
+        if self._base is not None:
+            sent = self.client.request_count - self._count0
+            own = self._base - max(sent, self._total)
+        if reported is None or quota is None:
+            return own
+        seen = quota.remaining - max(quota.remaining - reported, self._claimed)
+        return seen if own is None else min(own, seen)
 
     def release(self, n: int) -> None:
         """A claimed record's requests are done (sent and answered, or given up)."""
