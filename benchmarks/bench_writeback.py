@@ -5,13 +5,18 @@
    plus the lost-update guard's re-reads, counted separately (batched).
 3. 2,000 updates with the service emulating 50 requests/s (client rate_limit=50): wall
    time / ceiling (requests / 50) -- goal <= 1.15.
-
 4. Faults (issues 9 and 10): (a) with 20% of all requests faulted (every kind, before and
    after the write), one ``write_back`` of 200 updates and 40 creates: calls needed (goal
    1) and each change applied exactly once (request log + a clean re-read); (b) with 30%
    of write answers lost (``cut``/``500-after``; no retries, so every lost answer is
    settled by the re-read or the create proof): records whose reported status a clean
    re-read contradicts (goal 0).
+5. Budgeted writes (issue 9): 8,000 updates against a daily quota of 5,000 requests at
+   10 requests/s (``quota_reserve`` default, 100): requests sent never exceed quota minus
+   reserve, every change is applied or ``not_applied`` (none lost or doubled), and the
+   second call after the emulated reset applies exactly the rest, counted from the
+   request log. ~14 minutes of paced time at full size (``--quick``: 800 updates, quota
+   500, reserve 50, so that the rest fits the second day).
 
 ``--quick`` runs smaller sizes (a smoke run, not the reported figures).
 """
@@ -297,6 +302,83 @@ def bench_cut_truth(updates: int = 200, creates: int = 40, deletes: int = 20,
     return out
 
 
+def bench_quota(updates: int = 8000, quota: int = 5000, rate: float = 10.0,
+                reserve: int | None = None) -> dict[str, Any]:
+    """Section 5: a write_back that the daily quota stops, resumed after the reset
+    (``reserve``: ``quota_reserve``, default the library's)."""
+    from svc_frames.client import Client
+    from svc_frames.loaders import read_object
+    from svc_frames.server import LocalService
+    from svc_frames.writeback.budget import DEFAULT_QUOTA_RESERVE
+
+    reserve = DEFAULT_QUOTA_RESERVE if reserve is None else reserve
+    with LocalService(demo=True, records=updates + 200, rate_limit=0) as svc:
+        fast = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
+        obj = _biggest_object(fast)
+        frames = read_object(fast, obj, progress=False)
+        ids = [str(i) for i in _service_edit(frames, updates)]
+        key = next(f.key for f in frames.source.fields   # type: ignore[union-attr]
+                   if f.kind == "short_text" and f.key in frames.main)
+        want = frames.main.loc[ids, key].tolist()
+        plan_total = diff(frames).requests.total
+        svc.emulation.rate_limit = rate
+        svc.emulation.daily_quota = quota
+        svc.emulation.new_quota_day()
+        prefix = f"/v1/objects/{obj}/records/"
+
+        def puts() -> list[str]:
+            return [e.path[len(prefix):] for e in svc.request_log.entries
+                    if e.method == "PUT" and e.path.startswith(prefix) and e.applied]
+
+        # day 1: a new session (the quota unknown until the guard's first answer)
+        svc.request_log.clear()
+        day1 = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                      rate_limit=rate)
+        t0 = time.perf_counter()
+        first = write_back(day1, frames, max_workers=8, progress=False,
+                           quota_reserve=reserve)
+        wall1 = time.perf_counter() - t0
+        sent1, used1, puts1 = svc.request_log.count(), svc.emulation.quota_used, puts()
+        st1 = first.table["status"].value_counts().to_dict()
+        refused1 = svc.request_log.count(status=429)
+        # the emulated reset, then the same call again in a new session
+        svc.emulation.new_quota_day()
+        svc.request_log.clear()
+        day2 = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                      rate_limit=rate)
+        t0 = time.perf_counter()
+        second = write_back(day2, frames, max_workers=8, progress=False,
+                            quota_reserve=reserve)
+        wall2 = time.perf_counter() - t0
+        sent2, puts2 = svc.request_log.count(), puts()
+        st2 = second.table["status"].value_counts().to_dict()
+        svc.emulation.daily_quota = 0
+        svc.emulation.rate_limit = 0
+        server = read_object(fast, obj, progress=False).main[key]
+    not_applied1 = int(st1.get("not_applied", 0))
+    return {
+        "updates": updates, "daily_quota": quota, "reserve": reserve, "rate_limit": rate,
+        "plan_requests": plan_total,
+        "day1_requests_sent": sent1, "day1_quota_used": used1,
+        "day1_within_quota_minus_reserve": used1 <= quota - reserve,
+        "day1_applied": int(st1.get("applied", 0)), "day1_not_applied": not_applied1,
+        "day1_other_statuses": {k: v for k, v in st1.items()
+                                if k not in ("applied", "not_applied")},
+        "day1_429s": refused1, "day1_fits": first.quota.fits if first.quota else None,
+        "day1_wall_s": round(wall1, 1),
+        "day2_requests_sent": sent2, "day2_applied": int(st2.get("applied", 0)),
+        "day2_puts_equal_the_rest": sorted(puts2) == sorted(
+            r for r in ids if r not in set(puts1)) and len(puts2) == not_applied1,
+        "puts_total": len(puts1) + len(puts2),
+        "doubled": len(set(puts1) & set(puts2)) + (len(puts1) - len(set(puts1)))
+        + (len(puts2) - len(set(puts2))),
+        "lost": sum(1 for r in ids if r not in set(puts1) | set(puts2)),
+        "server_holds_every_edit": server.loc[ids].tolist() == want,
+        "day2_wall_s": round(wall2, 1),
+        "resume_text": first.resume[:160] + ("..." if len(first.resume) > 160 else ""),
+    }
+
+
 def _status(entry: Any) -> Any:
     return entry.get("status") if isinstance(entry, dict) else getattr(entry, "status", None)
 
@@ -320,6 +402,10 @@ def main() -> None:
         200, 40, pace=0.0 if args.quick else 10.0))
     print("4b. 30% answers lost, statuses vs a clean re-read:",
           bench_cut_truth(*((100, 20, 10) if args.quick else (200, 40, 20))))
+    q = bench_quota(800, 500, reserve=50) if args.quick else bench_quota()
+    print("5. budgeted writes (daily quota, 10 req/s):")
+    for k, v in q.items():
+        print(f"   {k:34} {v}")
 
 
 if __name__ == "__main__":

@@ -87,6 +87,21 @@ def _filtered_load(env: Env, rule: object) -> object:
     return read_object(env.client, OBJECT, filters=[rule], progress=False)
 
 
+def _edited(env: Env) -> Frames:
+    frames = env.frames()
+    frames.main.iloc[0, frames.main.columns.get_loc("field_12")] = "reserve check"
+    return frames
+
+
+def _new_row_without(env: Env, value: object) -> object:
+    frames = env.frames()
+    row: dict[str, object] = {"field_13": "no title"}
+    if value is not None:
+        row["field_12"] = value
+    add_rows(frames, [row])
+    return write_back(env.client, frames)
+
+
 CASES = [
     Case("Client with a negative timeout", lambda env: _client_with(env, timeout=-1),
          ConfigurationError, ("timeout", "-1")),
@@ -125,6 +140,24 @@ CASES = [
          lambda env: upload_image(env.client, b"plain text, not pixels", "notes.png"),
          ValidationError, ("notes.png", "not a readable image"),
          never_says=("object at 0x", "<_io", "BytesIO"), sends=True),
+    Case("write_back with a negative quota_reserve",
+         lambda env: write_back(env.client, _edited(env), quota_reserve=-1),
+         UsageError, ("quota_reserve", "-1")),
+    Case("write_back with a fractional quota_reserve",
+         lambda env: write_back(env.client, _edited(env), quota_reserve=2.5),  # type: ignore[arg-type]
+         UsageError, ("quota_reserve", "2.5", "float")),
+    Case("write_back with a quota_reserve as text",
+         lambda env: write_back(env.client, _edited(env), quota_reserve="100"),  # type: ignore[arg-type]
+         UsageError, ("quota_reserve", "'100'", "str")),
+    Case("write_back with quota_reserve=True",
+         lambda env: write_back(env.client, _edited(env), quota_reserve=True),
+         UsageError, ("quota_reserve", "True")),
+    Case("a new row without a field the schema marks required",
+         lambda env: _new_row_without(env, None), InvalidValue,
+         ("new row new:0", "field_12", "Title", "required", "'field_12'")),
+    Case("a new row whose required field is empty text",
+         lambda env: _new_row_without(env, ""), InvalidValue,
+         ("new row new:0", "field_12", "required")),
 ]
 
 

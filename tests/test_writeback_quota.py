@@ -302,3 +302,20 @@ def test_unknown_quota_is_told_by_the_first_answer(svc: LocalService) -> None:
     assert 2 <= used <= 6 - 2
     assert report.counts == {"applied": used, "not_applied": 12 - used}
     assert svc.request_log.count(status=429) == 0
+
+
+# ---- issue 14: required fields of creates (the refusals are in tests/test_bad_input.py) --------
+def test_a_new_row_with_its_required_fields_is_created(svc: LocalService) -> None:
+    client = client_for(svc)
+    obj = work_orders(client)
+    frames = read_object(client, obj, progress=False)
+    assert frames.source is not None
+    required = [f.key for f in frames.source.fields if f.required]
+    assert required == [text_key(frames)]             # the demo's work orders: the title
+    tmp = add_rows(frames, [{text_key(frames): "complete new row"}])
+    report = write_back(client, frames)
+    assert report.ok and statuses(report)[report.table["record_id"].iloc[0]] == "applied"
+    assert tmp[0] not in frames.main.index
+    # the service itself stays as hosted: a create without them makes a blank record
+    blank = client.create_record(obj, {})
+    assert blank["id"] and not blank.get(text_key(frames))
