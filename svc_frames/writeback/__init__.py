@@ -11,7 +11,8 @@ changed. One module per phase:
 * ``guard.py``    re-reads and conflicts (where a conflict is decided)
 * ``apply.py``    updates, creates, deletes, lookups (where a create is retried)
 * ``refresh.py``  frames and their ``original`` follow the server after a run
-* ``report.py``   Report, per-record Outcome, request counts, the summary line
+* ``report.py``   Report, per-record Outcome, request counts, QuotaNote, the summary line
+* ``budget.py``   the daily quota in a run: quota_reserve, the gate every write passes
 * ``run.py``      write_back (its numbered phases) and push
 
 Usage::
