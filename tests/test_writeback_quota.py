@@ -319,3 +319,47 @@ def test_a_new_row_with_its_required_fields_is_created(svc: LocalService) -> Non
     # the service itself stays as hosted: a create without them makes a blank record
     blank = client.create_record(obj, {})
     assert blank["id"] and not blank.get(text_key(frames))
+
+
+def test_plan_requests_count_uploads(svc: LocalService, tmp_path: Path) -> None:
+    client = client_for(svc)
+    obj = work_orders(client)
+    frames = read_object(client, obj, progress=False)
+    assert frames.source is not None
+    file_key = next(f.key for f in frames.source.fields if f.kind == "file")
+    doc = tmp_path / "manual.txt"
+    doc.write_text("how to fix the pump\n")
+    rid = str(frames.main.index[0])
+    s = frames.main[file_key].astype(object)
+    s.at[rid] = doc
+    frames.main[file_key] = s
+    add_rows(frames, [{text_key(frames): "with a file", file_key: doc}])
+    plan = diff(frames)
+    assert (plan.requests.writes, plan.requests.uploads) == (2, 2)
+    svc.request_log.clear()
+    report = write_back(client, frames, quota_reserve=0)
+    assert report.ok
+    assert svc.request_log.count() == plan.requests.total
+    assert report.requests == plan.requests.as_dict()
+
+
+def test_a_record_and_its_upload_go_whole_or_not_at_all(svc: LocalService,
+                                                         tmp_path: Path) -> None:
+    client = client_for(svc)
+    obj = work_orders(client)
+    frames = read_object(client, obj, progress=False)
+    assert frames.source is not None
+    file_key = next(f.key for f in frames.source.fields if f.kind == "file")
+    doc = tmp_path / "sheet.txt"
+    doc.write_text("spec sheet\n")
+    rid = str(frames.main.index[0])
+    s = frames.main[file_key].astype(object)
+    s.at[rid] = doc
+    frames.main[file_key] = s
+    learn_quota(svc, client, obj, 5)                # 4 left: the guard's re-read, then 3
+    svc.request_log.clear()
+    report = write_back(client, frames, quota_reserve=2)
+    # the upload alone would fit above the reserve, the upload and its write do not
+    assert statuses(report) == {rid: "not_applied"}
+    assert svc.request_log.count() == report.requests["rereads"] == 1
+    assert svc.emulation.quota_used == 2
