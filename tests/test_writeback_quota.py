@@ -193,7 +193,9 @@ def test_concurrent_writers_never_pass_the_reserve(svc: LocalService) -> None:
     svc.request_log.clear()
     report = write_back(client, frames, quota_reserve=4, max_workers=8)
     st = statuses(report)
-    assert svc.emulation.quota_used <= 20 - 4
+    # never past the reserve; a claim counts until its answer is handled, so the gate may
+    # stop a little early (at most one record per worker)
+    assert 20 - 4 - 8 <= svc.emulation.quota_used <= 20 - 4
     assert sorted(put_ids(svc, obj)) == sorted(r for r in ids if st[r] == "applied")
     assert set(st.values()) == {"applied", "not_applied"}
     assert svc.request_log.count(status=429) == 0

@@ -60,9 +60,10 @@ class QuotaGate:
 
     ``claim(n)`` lets a record's ``n`` requests go when what is left of the quota once
     the claims in hand are sent stays at or above the reserve; otherwise it shuts the gate
-    and says why. While no answer has told the quota, one record goes at a time (its
-    answer tells it); a service that never reports one opens the gate. The count errs on
-    the safe side (see ``_left``): a claim counts until its record's write is answered.
+    and says why. The first record goes alone: its answer, the only one in flight, tells
+    the quota exactly (the run's own count starts there), or tells that the service does
+    not report one (then the gate stays open). The count errs on the safe side (see
+    ``_left``): a claim counts until its record's write is answered.
 
     Usage: ``gate = QuotaGate(client, 100); why = gate.claim(1); ...; gate.release(1)``"""
 
@@ -75,6 +76,7 @@ class QuotaGate:
         self._total = 0             # requests claimed since the baseline
         self._base: int | None = None   # the quota left at a quiet moment, and
         self._count0 = 0                # the client's request count then
+        self._solo = False         # a record went alone: the next quiet moment is exact
         self._unreported = False   # answers came without X-PlanLimit-*: nothing to budget
         self._cond = threading.Condition()
 
@@ -85,11 +87,13 @@ class QuotaGate:
                 if self.stopped:
                     return self.stopped
                 left = self._left()
-                if left is None:
-                    if self._unreported or self._claimed == 0:
-                        break
-                    self._cond.wait(0.05)   # the record in flight will tell the quota
+                if self._base is None and self._claimed and not self._unreported:
+                    # one record alone until its answer, the only one in flight, tells
+                    # the quota exactly (parallel answers may be counted out of order)
+                    self._cond.wait(0.05)
                     continue
+                if left is None:
+                    break
                 if left - n < self.reserve:
                     quota = self.client.quota
                     self.reset_at = quota.reset_at if quota else None
@@ -113,7 +117,7 @@ class QuotaGate:
         spenders, but answers of parallel requests may be counted out of order)."""
         reported = self.client.quota_left()
         quota = self.client.quota
-        if self._base is None and reported is not None and self._claimed == 0:
+        if self._base is None and reported is not None and self._claimed == 0 and self._solo:
             self._base, self._count0, self._total = reported, self.client.request_count, 0
         own = None
         if self._base is not None:
@@ -128,6 +132,7 @@ class QuotaGate:
         """A claimed record's requests are done (sent and answered, or given up)."""
         with self._cond:
             self._claimed -= n
+            self._solo = True
             if self.client.quota is None:
                 self._unreported = True
             self._cond.notify_all()
