@@ -21,7 +21,7 @@ from ..errors import OutcomeUnknown, QuotaExceeded, ServerError, SvcError
 from ..progress import Progress, want_progress
 from .budget import budgeted
 from .guard import check_unanswered, fetch_all
-from .plan import REREAD_CHUNK, Action
+from .plan import LOOKUP_SCAN_LIMIT, REREAD_CHUNK, Action
 from .report import Outcome
 from .state import RunState
 from .target import where
@@ -30,10 +30,6 @@ from .values import Values, decode_records, response_record, same
 
 __all__ = ["apply", "take_baseline", "lookup_created", "Match"]
 
-# Kinds a created record can be looked up by (an "is" filter) when its outcome is unknown.
-LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
-# Without such a field, a lookup pages the whole list: only worth it for small objects.
-LOOKUP_SCAN_LIMIT = 5000
 _ORDER = {"update": 0, "create": 1, "delete": 2}
 
 
@@ -44,7 +40,8 @@ def apply(run: RunState, max_workers: int, progress: bool | None) -> None:
     order = sorted(todo, key=lambda r: _ORDER[todo[r]])
     if not order:
         return
-    take_baseline(run)       # before any create: what already matches each
+    if not (run.gate and run.gate.stopped):   # the quota's gate shut: nothing will go
+        take_baseline(run)   # before any create: what already matches each
     workers = max(1, min(max_workers, len(order)))
     pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}", unit="rec",
@@ -261,22 +258,8 @@ def lookup_possible(run: RunState, body: Mapping[str, Any]) -> bool:
 
 
 def _lookup_rules(run: RunState, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """"is" rules on the create's values a list request can filter on (at most 5), with
-    each value as the service stores it (its kind's rule: e.g. trimmed text), so a record
-    that is there is not missed (a miss would pass for absent and be sent again)."""
-    rules = []
-    layout = run.layout
-    for key, val in body.items():
-        f = layout.fields[key]
-        if f.kind in LOOKUP_KINDS and isinstance(
-                val, (str, int, float)) and not isinstance(val, bool):
-            try:
-                stored = layout.codecs[key].normalize(val, f, None)
-            except (SvcError, TypeError, ValueError):
-                stored = val
-            if isinstance(stored, (str, int, float)) and stored != "":
-                rules.append({"field": key, "operator": "is", "value": stored})
-    return rules[:5]
+    """"is" rules on the create's values (``Layout.lookup_rules``)."""
+    return run.layout.lookup_rules(body)
 
 
 def _matching(run: RunState, recs: Sequence[Mapping[str, Any]], tmps: Sequence[str]

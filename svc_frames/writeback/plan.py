@@ -10,7 +10,8 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -19,6 +20,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from ..assets import PendingUpload
+from ..errors import SvcError
 from ..frames import Frames, Source, label_map, relabel
 from ..kinds import codec_for
 from ..kinds._util import is_empty_cell
@@ -26,7 +28,8 @@ from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
 
 __all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
-           "RequestEstimate", "REREAD_CHUNK", "list_pages", "reread_requests"]
+           "RequestEstimate", "REREAD_CHUNK", "LOOKUP_KINDS", "LOOKUP_SCAN_LIMIT",
+           "list_pages", "reread_requests", "baseline_requests"]
 
 #: Index labels starting with this prefix (or NA) mark rows to create; connection-table
 #: rows may use the same temporary id to connect a new record.
@@ -40,6 +43,10 @@ Status = Literal["applied", "conflict", "failed", "skipped", "unknown", "not_app
 ASSET_KINDS = ("file", "image")
 CHANGE_COLUMNS = ["record_id", "action", "field", "column", "old", "new"]
 REREAD_CHUNK = 50     # values per filtered re-read (the guard): keeps the URL near 4 KB
+# Kinds a created record can be looked up by (an "is" filter) when its outcome is unknown.
+LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
+# Without such a field, a lookup pages the whole list: only worth it for small objects.
+LOOKUP_SCAN_LIMIT = 5000
 PAGE_ROWS = 1000      # rows per page of a whole-list re-read
 
 
@@ -88,6 +95,24 @@ class Layout:
     def is_upload(self, key: str) -> bool:
         f = self.fields[key]
         return f.kind in ASSET_KINDS and not is_url_source(f)  # the codec's rule
+
+    def lookup_rules(self, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """"is" rules on a create's values a list request can filter on (at most 5), with
+        each value as the service stores it (its kind's rule: e.g. trimmed text), so a
+        record that is there is not missed (a miss would pass for absent and be sent
+        again). Usage: ``layout.lookup_rules(plan.payloads["new:0"])``"""
+        rules = []
+        for key, val in body.items():
+            f = self.fields[key]
+            if f.kind in LOOKUP_KINDS and isinstance(
+                    val, (str, int, float)) and not isinstance(val, bool):
+                try:
+                    stored = self.codecs[key].normalize(val, f, None)
+                except (SvcError, TypeError, ValueError):
+                    stored = val
+                if isinstance(stored, (str, int, float)) and stored != "":
+                    rules.append({"field": key, "operator": "is", "value": stored})
+        return rules[:5]
 
     def key_field(self, base: Frames | None) -> tuple[str, pd.Series] | None:
         """A field whose loaded value identifies a record (auto increment, or unique), with
@@ -144,6 +169,25 @@ def reread_requests(source: Source, layout: Layout, base: Frames | None,
     return sent
 
 
+def baseline_requests(layout: Layout, base: Frames | None,
+                      bodies: Sequence[Mapping[str, Any]]) -> int:
+    """The requests of ``apply.take_baseline`` before the creates ``bodies`` (the same
+    rules): one OR-filter per ``REREAD_CHUNK`` distinct lookup values (a page each, when
+    fewer than a page of records match), or the whole list's pages when a create has no
+    such value and the object is small; none when no create can be looked up.
+
+    Usage: ``baseline_requests(layout, plan.base, [plan.payloads["new:0"]])``"""
+    known = len(base.main) if base is not None else 0
+    rules = [layout.lookup_rules(b) for b in bodies]
+    provable = [r for r in rules if r or known <= LOOKUP_SCAN_LIMIT]
+    if not provable:
+        return 0
+    if all(provable):
+        distinct = {json.dumps(r[0], sort_keys=True, default=str) for r in provable}
+        return -(-len(distinct) // REREAD_CHUNK)
+    return max(1, list_pages(known))
+
+
 @dataclass(frozen=True)
 class RequestEstimate:
     """The requests a ``write_back`` of a plan sends (``plan.requests``), by purpose.
@@ -152,8 +196,9 @@ class RequestEstimate:
     run sends at most ``total``: ``writes`` (one per record) and ``uploads`` (one per file
     to place) are upper bounds, since the guard drops conflicts and values already on the
     server and a journal remembers uploads; ``rereads`` are the guard's, by its own rules
-    (exact then). ``lookups`` are 0: only a create whose answer was lost is looked up (a
-    page or more each). Retries after faults come on top of everything.
+    (exact then); ``lookups`` are the list reads taken before the creates (so that a
+    create whose answer is lost can be proven ours), by the same rules; each lost answer
+    adds a lookup or a re-read, and retries after faults come on top of everything.
 
     Usage: ``plan.requests.total``; ``plan.estimate_requests(delete_missing=True)``"""
 
@@ -174,7 +219,8 @@ class RequestEstimate:
     def __str__(self) -> str:
         parts = [f"{n} {what}" for what, n in (("writes", self.writes),
                                                ("uploads", self.uploads),
-                                               ("re-reads", self.rereads)) if n]
+                                               ("re-reads", self.rereads),
+                                               ("lookups", self.lookups)) if n]
         return f"{self.total} requests" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -234,9 +280,11 @@ class Plan:
         uploads = sum(isinstance(v, PendingUpload)
                       for rid in sent for v in self.payloads.get(rid, {}).values())
         checked = [rid for rid in sent if self.actions[rid] != "create"]
-        rereads = reread_requests(self.source, Layout.of(self.source), self.base,
-                                  checked) if guard else 0
-        return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads)
+        layout = Layout.of(self.source)
+        rereads = reread_requests(self.source, layout, self.base, checked) if guard else 0
+        creates = [self.payloads.get(rid, {}) for rid in sent if self.actions[rid] == "create"]
+        return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads,
+                               lookups=baseline_requests(layout, self.base, creates))
 
     def select(self, ids: Iterable[str]) -> Plan:
         """The same plan restricted to ``ids`` (for a review widget's selection)."""
