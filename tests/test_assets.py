@@ -161,7 +161,10 @@ def test_write_back_checks_a_record_before_uploading_its_file(
     frames = _load(client, obj)
     path = tmp_path / "attached.txt"
     path.write_bytes(b"attached to a record the service refuses")
-    (tmp,) = add_rows(frames, [{f.key: str(path)}])
+    assert frames.source is not None
+    required = {r.key: "required" for r in frames.source.fields   # diff asks for them
+                if r.required and r.kind == "short_text"}
+    (tmp,) = add_rows(frames, [{f.key: str(path), **required}])
     plan = diff(frames)
     plan.payloads[tmp][num.key] = "twelve"
     svc.request_log.clear()

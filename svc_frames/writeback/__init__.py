@@ -12,7 +12,8 @@ changed. One module per phase:
 * ``apply.py``    updates, creates, deletes, lookups (where a create is retried)
 * ``refresh.py``  frames and their ``original`` follow the server after a run
 * ``report.py``   Report, per-record Outcome, request counts, QuotaNote, the summary line
-* ``budget.py``   the daily quota in a run: quota_reserve, the gate every write passes
+* ``budget.py``   the daily quota in a run: quota_reserve, budgeted writes
+* ``gate.py``     QuotaGate: the gate every write passes (claims of the quota)
 * ``run.py``      write_back (its numbered phases) and push
 
 Usage::

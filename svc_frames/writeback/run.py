@@ -32,8 +32,9 @@ from ..parquet import read_for_push, save_pushed
 from ..progress import want_progress
 from ..schema import Schema
 from .apply import apply
-from .budget import DEFAULT_QUOTA_RESERVE, QuotaGate, check_reserve, quota_note
+from .budget import DEFAULT_QUOTA_RESERVE, check_reserve, quota_note
 from .diff import diff
+from .gate import QuotaGate
 from .guard import guard as guard_phase
 from .journal import Journal, check_journal_path
 from .plan import Layout, Plan, reread_requests

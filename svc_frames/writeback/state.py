@@ -18,7 +18,7 @@ from typing import Any
 
 from ..client import Client
 from ..frames import Source
-from .budget import QuotaGate
+from .gate import QuotaGate
 from .journal import Journal, record_keys
 from .plan import Action, Layout, Plan
 from .report import Counter, Outcome
@@ -57,7 +57,7 @@ class RunState:
     adopt_lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     base_values: Values | None = None    # the loaded values, for the guard (made once)
-    gate: QuotaGate | None = None        # the daily quota's gate (budget.py); None: no budget
+    gate: QuotaGate | None = None        # the daily quota's gate (gate.py); None: no budget
 
     @classmethod
     def start(cls, client: Client, plan: Plan, layout: Layout, tgt: Target,
