@@ -392,20 +392,27 @@ def _biggest_object(client: Any) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
+    ap.add_argument("--only", default="1,2,3,4,5", help="which benchmarks, e.g. 4,5")
     args = ap.parse_args()
+    only = {int(x) for x in args.only.split(",") if x.strip()}
     n = 10_000 if args.quick else 100_000
-    print("1. diff:", bench_diff(n))
-    print("2. requests per changed record:", bench_requests(200 if args.quick else 1000,
-                                                             50 if args.quick else 300))
-    print("3. apply at 50 req/s:", bench_apply(200 if args.quick else 2000))
-    print("4a. 20% faults, one call:", bench_faults_one_call(
-        200, 40, pace=0.0 if args.quick else 10.0))
-    print("4b. 30% answers lost, statuses vs a clean re-read:",
-          bench_cut_truth(*((100, 20, 10) if args.quick else (200, 40, 20))))
-    q = bench_quota(800, 500, reserve=50) if args.quick else bench_quota()
-    print("5. budgeted writes (daily quota, 10 req/s):")
-    for k, v in q.items():
-        print(f"   {k:34} {v}")
+    if 1 in only:
+        print("1. diff:", bench_diff(n))
+    if 2 in only:
+        print("2. requests per changed record:", bench_requests(200 if args.quick else 1000,
+                                                                 50 if args.quick else 300))
+    if 3 in only:
+        print("3. apply at 50 req/s:", bench_apply(200 if args.quick else 2000))
+    if 4 in only:
+        print("4a. 20% faults, one call:", bench_faults_one_call(
+            200, 40, pace=0.0 if args.quick else 10.0))
+        print("4b. 30% answers lost, statuses vs a clean re-read:",
+              bench_cut_truth(*((100, 20, 10) if args.quick else (200, 40, 20))))
+    if 5 in only:
+        q = bench_quota(800, 500, reserve=50) if args.quick else bench_quota()
+        print("5. budgeted writes (daily quota, 10 req/s):")
+        for k, v in q.items():
+            print(f"   {k:34} {v}")
 
 
 if __name__ == "__main__":
