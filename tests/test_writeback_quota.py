@@ -323,18 +323,26 @@ def test_a_new_row_with_its_required_fields_is_created(svc: LocalService) -> Non
     assert blank["id"] and not blank.get(text_key(frames))
 
 
-def test_plan_requests_count_uploads(svc: LocalService, tmp_path: Path) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
+def frames_with_a_file_placed(client: Client, obj: str, doc: Path
+                              ) -> tuple[Frames, str, str]:
+    """Work orders loaded, with ``doc`` placed in the file field of the first record:
+    (frames, the file field's key, that record's id)."""
     frames = read_object(client, obj, progress=False)
     assert frames.source is not None
     file_key = next(f.key for f in frames.source.fields if f.kind == "file")
-    doc = tmp_path / "manual.txt"
-    doc.write_text("how to fix the pump\n")
     rid = str(frames.main.index[0])
     s = frames.main[file_key].astype(object)
     s.at[rid] = doc
     frames.main[file_key] = s
+    return frames, file_key, rid
+
+
+def test_plan_requests_count_uploads(svc: LocalService, tmp_path: Path) -> None:
+    client = client_for(svc)
+    obj = work_orders(client)
+    doc = tmp_path / "manual.txt"
+    doc.write_text("how to fix the pump\n")
+    frames, file_key, _ = frames_with_a_file_placed(client, obj, doc)
     add_rows(frames, [{text_key(frames): "with a file", file_key: doc}])
     plan = diff(frames)
     assert (plan.requests.writes, plan.requests.uploads) == (2, 2)
@@ -349,15 +357,9 @@ def test_a_record_and_its_upload_go_whole_or_not_at_all(svc: LocalService,
                                                          tmp_path: Path) -> None:
     client = client_for(svc)
     obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
-    assert frames.source is not None
-    file_key = next(f.key for f in frames.source.fields if f.kind == "file")
     doc = tmp_path / "sheet.txt"
     doc.write_text("spec sheet\n")
-    rid = str(frames.main.index[0])
-    s = frames.main[file_key].astype(object)
-    s.at[rid] = doc
-    frames.main[file_key] = s
+    frames, _, rid = frames_with_a_file_placed(client, obj, doc)
     learn_quota(svc, client, obj, 5)                # 4 left: the guard's re-read, then 3
     svc.request_log.clear()
     report = write_back(client, frames, quota_reserve=2)
