@@ -51,7 +51,7 @@ from .kinds.base import FieldSpec
 from .paging import Paginator
 from .schema import Schema
 
-__all__ = ["refresh", "RefreshReport", "RefreshNotice", "modified_field_of", "filter_date",
+__all__ = ["refresh", "RefreshReport", "RefreshNotice", "modified_field_of",
            "check_modified_field"]
 
 OVERLAP_DAYS = 2
@@ -100,12 +100,6 @@ class RefreshReport:
 
 
 # ---- fields ------------------------------------------------------------------------------
-def filter_date(day: dt.date) -> str:
-    """A date as the service's filters read it (``MM/DD/YYYY``, the date alone; an ISO date
-    would match nothing). Usage: ``filter_date(dt.date(2024, 1, 31)) == "01/31/2024"``"""
-    return format_filter_date(day, with_time=False)
-
-
 def modified_field_of(app: Mapping[str, Any] | None, object_key: str) -> str | None:
     """The date_time field an object's own record rule stamps on every write, from the
     schema: ``objects[].rules.records[]`` with no criteria and a value of type
@@ -326,8 +320,9 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     report.cursor_field = cursor
     since = loaded_date(load.get("loaded_at"), source) - dt.timedelta(days=OVERLAP_DAYS)
     filters = load.get("filters")
+    after = format_filter_date(since, with_time=False)  # a time would not be honoured
     queries: list[list[dict[str, Any]]] = [
-        [{"field": mod, "operator": "is after", "value": filter_date(since)}]]
+        [{"field": mod, "operator": "is after", "value": after}]]
     if cursor is not None:
         queries.append([{"field": cursor, "operator": "higher than", "value": top}])
     # one row of the load's own listing for its total (a sort would make the service order

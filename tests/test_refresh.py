@@ -10,10 +10,10 @@ import pytest
 
 from svc_frames import Client, diff, read_object, read_view, write_back
 from svc_frames.errors import UsageError
+from svc_frames.filters import format_filter_date
 from svc_frames.frames import Frames
 from svc_frames.incremental import (
     RefreshNotice,
-    filter_date,
     modified_field_of,
     refresh,
 )
@@ -274,7 +274,7 @@ def test_schema_marker_and_filter_dates() -> None:
     assert modified_field_of(demo_document(), "object_3") == "field_46"
     assert modified_field_of(demo_document(), "object_2") is None
     import datetime as dt
-    assert filter_date(dt.date(2024, 1, 31)) == "01/31/2024"
+    assert format_filter_date(dt.date(2024, 1, 31), with_time=False) == "01/31/2024"
 
 
 # ---- the on-disk cache -----------------------------------------------------------------

@@ -31,6 +31,13 @@ def work_orders(client: Client) -> str:
     return str(best["key"])
 
 
+def load_orders(svc: LocalService) -> tuple[Client, str, Frames]:
+    """A client on ``svc``, the work orders' key and their frames, freshly loaded."""
+    client = client_for(svc)
+    obj = work_orders(client)
+    return client, obj, read_object(client, obj, progress=False)
+
+
 def text_key(frames: Frames) -> str:
     assert frames.source is not None
     return next(f.key for f in frames.source.fields if f.kind == "short_text")
@@ -74,9 +81,7 @@ def svc() -> Iterator[LocalService]:
 
 # ---- plan.requests ----------------------------------------------------------------------------
 def test_plan_requests_equal_the_requests_of_a_clean_run(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     ids = [str(i) for i in frames.main.index[:12]]
     edit(frames, ids, "counted")
     add_rows(frames, [{text_key(frames): "new counted 1"}, {text_key(frames): "new counted 2"}])
@@ -112,9 +117,7 @@ def test_plan_rereads_follow_the_guard_rules(n: int) -> None:
 
 
 def test_dry_run_prints_requests_beside_the_quota(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     edit(frames, [str(i) for i in frames.main.index[:5]], "dry")
     # a client that has had no answer yet: the quota is not known
     fresh_client = client_for(svc)
@@ -137,9 +140,7 @@ def test_dry_run_prints_requests_beside_the_quota(svc: LocalService) -> None:
 # ---- the reserve: stop, report, resume ---------------------------------------------------------
 def test_quota_runs_out_mid_run_and_the_resume_applies_exactly_the_rest(
         svc: LocalService, tmp_path: Path) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     ids = [str(i) for i in frames.main.index[:30]]
     want = edit(frames, ids, "budget")
     quota, reserve = 25, 5
@@ -184,9 +185,7 @@ def test_quota_runs_out_mid_run_and_the_resume_applies_exactly_the_rest(
 
 
 def test_concurrent_writers_never_pass_the_reserve(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     ids = [str(i) for i in frames.main.index[:30]]
     edit(frames, ids, "parallel")
     learn_quota(svc, client, obj, 20)
@@ -202,9 +201,7 @@ def test_concurrent_writers_never_pass_the_reserve(svc: LocalService) -> None:
 
 
 def test_guard_that_does_not_fit_sends_nothing(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     edit(frames, [str(i) for i in frames.main.index[:3]], "no room")
     learn_quota(svc, client, obj, 10)               # 9 left
     svc.request_log.clear()
@@ -215,9 +212,7 @@ def test_guard_that_does_not_fit_sends_nothing(svc: LocalService) -> None:
 
 
 def test_default_reserve_is_kept(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     edit(frames, [str(i) for i in frames.main.index[:5]], "default")
     learn_quota(svc, client, obj, DEFAULT_QUOTA_RESERVE + 3)
     report = write_back(client, frames, max_workers=1)
@@ -227,9 +222,7 @@ def test_default_reserve_is_kept(svc: LocalService) -> None:
 
 # ---- the quota spent by someone else -----------------------------------------------------------
 def test_quota_spent_elsewhere_mid_run_is_not_applied_then_resumed(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     ids = [str(i) for i in frames.main.index[:10]]
     want = edit(frames, ids, "elsewhere")
     learn_quota(svc, client, obj, 1000)
@@ -257,9 +250,7 @@ def test_quota_spent_elsewhere_mid_run_is_not_applied_then_resumed(svc: LocalSer
 
 
 def test_quota_spent_after_a_lost_answer_is_unknown_not_failed(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     ids = [str(i) for i in frames.main.index[:3]]
     want = edit(frames, ids, "lost")
     learn_quota(svc, client, obj, 1000)
@@ -308,9 +299,7 @@ def test_unknown_quota_is_told_by_the_first_answer(svc: LocalService) -> None:
 
 # ---- issue 14: required fields of creates (the refusals are in tests/test_bad_input.py) --------
 def test_a_new_row_with_its_required_fields_is_created(svc: LocalService) -> None:
-    client = client_for(svc)
-    obj = work_orders(client)
-    frames = read_object(client, obj, progress=False)
+    client, obj, frames = load_orders(svc)
     assert frames.source is not None
     required = [f.key for f in frames.source.fields if f.required]
     assert required == [text_key(frames)]             # the demo's work orders: the title
