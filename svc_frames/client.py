@@ -120,33 +120,41 @@ def parse_target(target: Target | str) -> tuple[str, str | None, str | None]:
 
 
 class RateLimiter:
-    """At most ``rate`` request starts per ``window`` seconds, evenly spaced, first come
-    first served across threads.
+    """At most ``rate`` request starts in each second of the wall clock, the unit the
+    hosted service counts in (docs/hosted-behaviour.md §4: requests after the limit in the
+    same second are refused), first come first served across threads.
 
-    Each ``acquire`` reserves the next free start time (``window / rate`` after the
-    previous one) and sleeps until it, so requests leave in the order they were asked for
-    (page order) and the server gets one at a time instead of bursts: pages arrive, and
-    are decoded, while later ones are on the wire. Evenly spaced starts never put more
-    than ``rate`` in any ``window``; the hosted service counts per second and refuses the
-    excess, so this is safer than a refilling bucket, whose burst plus refill can put
-    rate+1 in one server second. ``margin`` widens the window to absorb jitter between our
-    clock and the server's (doubled after each 429, see widen). ``rate=0``: no pacing.
+    ``acquire`` books the earliest second with a free slot and starts the request at once
+    when that is now, else at the next second's start (plus ``margin``). So a load that
+    keeps requests waiting sends each second's share together and uses every second
+    whole: 52 requests take five seconds and a round trip, where requests spaced evenly
+    (1/rate apart, plus a margin for jitter) took 5.3 s. A request is only started where
+    it lands inside its second: ``margin`` from each end for clock skew and jitter, and
+    the tail also kept free for the trip to the server (``transit``, the shortest round
+    trip seen, at most 0.25 s), since a late request counted in the next second would make
+    that second's share one too many. After a 429 the margin doubles (``widen``). The
+    wall clock is assumed in step with the service's to within the margin (an NTP-synced
+    machine); ``X-RateLimit-*`` headers also bind (``observe``). ``rate=0``: no pacing; a
+    rate below 1 spaces starts ``1/rate`` apart.
 
     Usage: ``limiter = RateLimiter(10); limiter.acquire()`` before each request."""
 
-    def __init__(self, rate: float = 10.0, window: float = 1.0, margin: float = 0.03, *,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep,
-                 wall: Callable[[], float] = time.time) -> None:
-        # injectable for exact tests: ``clock`` paces, ``wall`` reads the server's epoch
-        # ``X-RateLimit-Reset`` and its per-second windows
-        self._clock, self._sleep, self._wall = clock, sleep, wall
+    MAX_MARGIN = 0.2
+    MAX_TRANSIT = 0.25
+
+    def __init__(self, rate: float = 10.0, margin: float = 0.05, *,
+                 clock: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        # ``clock`` is the wall clock (epoch seconds), whose seconds the service counts in;
+        # injectable for exact tests
+        self._clock, self._sleep = clock, sleep
         self._lock = threading.Lock()
         self._blocked_until = 0.0
-        self._next = 0.0
-        self._base_window = window
+        self._booked: dict[int, int] = {}  # second -> starts booked in it
+        self._last = -math.inf  # the latest booked start (for a rate below 1)
+        self._base_margin = margin
         self.margin = margin
-        self.window = window + margin
+        self.transit = 0.0  # the shortest round trip seen (``note_round_trip``)
         self.rate = float(rate)
 
     @property
@@ -158,10 +166,10 @@ class RateLimiter:
         if value < 0:
             raise UsageError(f"rate_limit must be >= 0, got {value!r}")
         self._rate = float(value)
-        self._gap = self.window / value if value else 0.0
+        self._per_second = max(1, int(value)) if value else 0
 
     def acquire(self) -> float:
-        """Block until this request's reserved start; returns the seconds waited."""
+        """Block until this request's booked start; returns the seconds waited."""
         if not self._rate and self._blocked_until == 0.0:
             return 0.0
         waited = 0.0
@@ -170,8 +178,7 @@ class RateLimiter:
                 now = self._clock()
                 start = max(now, self._blocked_until)
                 if self._rate:
-                    start = max(start, self._next)
-                    self._next = start + self._gap
+                    start = self._book(start)
             if start <= now:
                 return waited
             self._sleep(start - now)
@@ -179,13 +186,36 @@ class RateLimiter:
             if self._clock() >= self._blocked_until:  # no 429 came in meanwhile
                 return waited
 
+    def _book(self, t: float) -> float:
+        """The earliest start at or after ``t`` in a second with a free slot (lock held)."""
+        if self._rate < 1:
+            t = max(t, self._last + 1.0 / self._rate)
+        head = self.margin
+        tail = 1.0 - self.margin - min(self.transit, self.MAX_TRANSIT)
+        while True:
+            second = math.floor(t)
+            t = max(t, second + head)
+            if t < second + tail and self._booked.get(second, 0) < self._per_second:
+                break
+            t = second + 1 + head
+        self._booked[second] = self._booked.get(second, 0) + 1
+        self._last = t
+        if len(self._booked) > 8:  # forget seconds long past
+            for old in [s for s in self._booked if s < second - 2]:
+                del self._booked[old]
+        return t
+
+    def note_round_trip(self, seconds: float) -> None:
+        """A request's round trip: the shortest one bounds the trip to the server."""
+        if seconds > 0:
+            with self._lock:
+                self.transit = seconds if not self.transit else min(self.transit, seconds)
+
     def widen(self) -> None:
-        """After a 429: more room between requests (the margin doubles, up to 0.2 s per
-        window), since the jitter between us and the server was larger than allowed for."""
+        """After a 429: a wider margin at both ends of each second (doubled, up to 0.2 s),
+        since the skew or jitter between us and the server was larger than allowed for."""
         with self._lock:
-            self.margin = min(0.2, max(0.03, self.margin * 2))
-            self.window = self._base_window + self.margin
-        self.rate = self._rate  # recompute the spacing
+            self.margin = min(self.MAX_MARGIN, max(self._base_margin, self.margin * 2))
 
     def block_for(self, seconds: float) -> None:
         """Hold every thread back for ``seconds`` (after a 429 or ``Remaining: 0``)."""
@@ -194,28 +224,41 @@ class RateLimiter:
 
     def block_until_next_second(self) -> None:
         """Hold every thread back until the next wall-clock second (the hosted limit
-        counts per epoch second), plus a little slack for clock jitter."""
-        self.block_for(1.0 - (self._wall() % 1.0) + 0.01)
+        counts per epoch second), plus the margin."""
+        self.block_for(1.0 - (self._clock() % 1.0) + self.margin)
 
     def observe(self, headers: Mapping[str, str]) -> None:
-        """Adjust from ``X-RateLimit-Limit/-Remaining/-Reset`` (epoch seconds) headers."""
+        """Adjust from ``X-RateLimit-Limit/-Remaining/-Reset`` (epoch seconds) headers: a
+        lower limit lowers the rate; what the service counted in a second (other clients
+        of the application count too) fills our booking of it; none left holds everyone
+        back until the reset."""
         if not self._rate:
             return  # pacing switched off by the user: the headers do not bind us
         try:
             limit = headers.get("X-RateLimit-Limit")
-            if limit is not None and self._rate and 0 < float(limit) < self._rate:
+            if limit is not None and 0 < float(limit) < self._rate:
                 self.rate = float(limit)
             remaining = headers.get("X-RateLimit-Remaining")
-            if remaining is not None and int(float(remaining)) <= 0:
-                reset = headers.get("X-RateLimit-Reset")
-                if reset is None:  # no reset given: the limit counts per second
-                    self.block_until_next_second()
-                    return
-                wait = float(reset) - self._wall()
-                # a reset already past: that second is over (the answer came late), no
-                # wait; a far-off one is clock skew or a bogus value: at most one second
-                if wait > 0:
-                    self.block_for(min(wait, 1.0) + 0.01)
+            if remaining is None:
+                return
+            left = int(float(remaining))
+            reset = headers.get("X-RateLimit-Reset")
+            if reset is not None and limit is not None:
+                second = int(float(reset)) - 1
+                with self._lock:
+                    if second in self._booked or second >= math.floor(self._clock()):
+                        used = int(float(limit)) - left
+                        self._booked[second] = max(self._booked.get(second, 0), used)
+            if left > 0:
+                return
+            if reset is None:  # no reset given: the limit counts per second
+                self.block_until_next_second()
+                return
+            wait = float(reset) - self._clock()
+            # a reset already past: that second is over (the answer came late), no
+            # wait; a far-off one is clock skew or a bogus value: at most one second
+            if wait > 0:
+                self.block_for(min(wait, 1.0) + 0.01)
         except (TypeError, ValueError):
             pass  # headers are advisory; never fail a good response over them
 
@@ -407,6 +450,7 @@ class Client:
                 self.request_count += 1
                 seq = self.request_count
             sent = False
+            began = time.monotonic()
             try:
                 resp = self.session.request(
                     method, url, params=params, headers=headers,
@@ -436,6 +480,7 @@ class Client:
                 attempt += 1
                 self._sleep_backoff(attempt, method, what, reason)
                 continue
+            self.limiter.note_round_trip(time.monotonic() - began)  # headers in
             self.limiter.observe(resp.headers)
             self._note_quota(resp.headers, seq)
             status = resp.status_code

@@ -7,8 +7,10 @@ Tests against the local service itself sit at the end.
 
 from __future__ import annotations
 
+import collections
 import datetime as dt
 import json
+import math
 import socket
 import threading
 from collections.abc import Iterator
@@ -293,7 +295,7 @@ class FakeClock:
         self.now += seconds
 
 
-def test_limiter_never_exceeds_rate_in_any_window() -> None:
+def test_limiter_never_exceeds_rate_in_any_second() -> None:
     clock = FakeClock()
     limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
     starts = []
@@ -301,11 +303,54 @@ def test_limiter_never_exceeds_rate_in_any_window() -> None:
         limiter.acquire()
         starts.append(clock.now)
         if i == 20:
-            clock.now += 3.0  # idle: no burst afterwards either
-    for i, t0 in enumerate(starts):
-        assert sum(1 for t in starts[i:] if t - t0 < 1.0) <= 10
-    # and it is not slower than needed: 10 per 1.03 s
-    assert starts[20] - starts[0] == pytest.approx(20 * 0.103)
+            clock.now += 3.3  # idle, then more
+    per_second = collections.Counter(math.floor(t) for t in starts)
+    assert max(per_second.values()) == 10
+    # each start inside its second, a margin from either end (clock skew, jitter)
+    assert all(0.05 - 1e-9 <= t % 1 < 0.95 for t in starts)
+    # and no slower than needed: each second's ten leave together, 21 requests in 3 s
+    assert per_second[1000] == per_second[1001] == 10 and starts[20] == 1002.05
+    assert starts[21] == pytest.approx(1005.35)  # after the idle time: at once
+
+
+def test_limiter_keeps_the_tail_of_a_second_for_the_trip() -> None:
+    # A request leaving late in a second could be counted in the next one, which then
+    # gets one too many: the tail as long as the shortest round trip stays unused.
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    limiter.note_round_trip(0.3)
+    limiter.note_round_trip(0.2)
+    clock.now = 1000.7
+    limiter.acquire()
+    assert clock.now == 1000.7  # 0.7 + 0.2 < 0.95: lands in this second
+    clock.now = 1001.8
+    limiter.acquire()
+    assert clock.now == pytest.approx(1002.05)  # 0.8 + 0.2 > 0.95: waits for the next
+
+
+def test_limiter_counts_what_the_service_counted() -> None:
+    # Other clients of the application spend the same per-second limit: the headers say
+    # how much of this second is gone, and only the rest is booked.
+    clock = FakeClock()
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
+    clock.now = 1000.2
+    limiter.observe({"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "3",
+                     "X-RateLimit-Reset": "1001"})
+    starts = []
+    for _ in range(5):
+        limiter.acquire()
+        starts.append(clock.now)
+    assert starts == pytest.approx([1000.2] * 3 + [1001.05] * 2)
+
+
+def test_limiter_below_one_per_second_spaces_starts() -> None:
+    clock = FakeClock()
+    limiter = RateLimiter(0.5, clock=clock, sleep=clock.sleep)
+    starts = []
+    for _ in range(3):
+        limiter.acquire()
+        starts.append(clock.now)
+    assert starts == pytest.approx([1000.05, 1002.05, 1004.05])
 
 
 def test_limiter_holds_everyone_after_a_429() -> None:
@@ -318,18 +363,18 @@ def test_limiter_holds_everyone_after_a_429() -> None:
 
 
 def test_limiter_is_shared_by_threads_in_order() -> None:
-    # Eight threads hold reservations at the same time; each reserves only after the
-    # previous one has (a known order), and the starts come out in that order, one gap
-    # apart. The clock stands still, so each thread's wait is exactly its offset.
-    limiter = RateLimiter(50, clock=lambda: 1000.0, sleep=lambda s: held(s))
+    # Eight threads book at the same time; each books only after the previous one has
+    # (a known order), and the seconds come out in that order, three per second. The
+    # clock stands still, so each thread's wait is exactly its offset.
+    limiter = RateLimiter(3, clock=lambda: 1000.0, sleep=lambda s: held(s))
     n = 8
     turn = [threading.Event() for _ in range(n + 1)]
-    sleeping = threading.Barrier(n - 1, timeout=10)  # all but the first wait together
+    sleeping = threading.Barrier(n, timeout=10)
     mine = threading.local()
     waits: dict[int, float] = {}
 
     def held(seconds: float) -> None:
-        turn[mine.i + 1].set()  # reservation made: the next thread may ask
+        turn[mine.i + 1].set()  # booked: the next thread may ask
         sleeping.wait()
 
     def worker(i: int) -> None:
@@ -344,8 +389,8 @@ def test_limiter_is_shared_by_threads_in_order() -> None:
         t.start()
     for t in threads:
         t.join(10)
-    gap = 1.03 / 50
-    assert [waits[i] for i in range(n)] == pytest.approx([i * gap for i in range(n)])
+    assert [waits[i] for i in range(n)] == pytest.approx(
+        [0.05] * 3 + [1.05] * 3 + [2.05] * 2)
 
 
 def test_limiter_rejects_negative_rate() -> None:
@@ -364,34 +409,35 @@ def test_clients_of_one_application_share_the_pace() -> None:
 
 def test_remaining_zero_blocks_only_until_a_future_reset() -> None:
     clock = FakeClock()
-    epoch = 1_700_000_000.25  # the server's wall clock, a quarter into a second
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep, wall=lambda: epoch)
+    clock.now = epoch = 1_700_000_000.25  # the wall clock, a quarter into a second
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
     limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch - 1)})
     limiter.acquire()
-    assert clock.now == 1000.0  # a reset already past: that second is over
+    assert clock.now == epoch  # a reset already past: that second is over
     limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch + 0.5)})
     limiter.acquire()
-    assert clock.now == pytest.approx(1000.51)  # until the reset, plus slack
+    assert clock.now == pytest.approx(epoch + 0.51)  # until the reset, plus slack
     limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch + 60)})
     limiter.acquire()
-    assert clock.now == pytest.approx(1000.51 + 1.01)  # a far-off reset: one second at most
+    assert clock.now == pytest.approx(epoch + 0.51 + 1.01)  # a far-off reset: 1 s at most
 
 
 def test_remaining_zero_without_reset_waits_for_the_next_second() -> None:
     clock = FakeClock()
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep, wall=lambda: 1_700_000_000.25)
+    clock.now = 1_700_000_000.25
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
     limiter.observe({"X-RateLimit-Remaining": "0"})
     limiter.acquire()
-    assert clock.now == pytest.approx(1000.76)  # the rest of the wall second, plus slack
+    assert clock.now == pytest.approx(1_700_000_001.05)  # the next second, past its margin
 
 
-def test_a_429_widens_the_spacing(scripted: Scripted) -> None:
+def test_a_429_widens_the_margins(scripted: Scripted) -> None:
     scripted.script((429, "text/plain", "Rate limit exceeded"), (200, "application/json", PAGE))
     client = Client("app-widen", api_key=KEY, base_url=scripted.url, rate_limit=10,
                     backoff=0.01)
-    before = client.limiter.window
+    before = client.limiter.margin
     client.get_page("object_1")
-    assert client.limiter.window > before and client.status_counts[429] == 1
+    assert client.limiter.margin > before and client.status_counts[429] == 1
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])
