@@ -34,11 +34,10 @@ import pandas as pd
 import requests
 
 from svc_frames.client import Client
-from svc_frames.frames import build_frames, decodes_raw_alone
 from svc_frames.describe import describe, paused_gc
+from svc_frames.frames import build_frames, decodes_raw_alone
 from svc_frames.loaders import concat_frames, read_object
-from svc_frames.rawpages import parse_json
-from svc_frames.rawpages import raw_page_parser
+from svc_frames.rawpages import parse_json, raw_page_parser
 from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 
