@@ -1,20 +1,39 @@
-"""svc_frames: typed pandas DataFrames from a record-data service, and a local service."""
+"""svc_frames: typed pandas DataFrames from a record-data service, and a local service.
 
-# cache: also registers read_object(cache=) / read_view(cache=) with the loaders
-from . import cache, errors
-from .application import App, read_app
-from .assets import create_with_asset, download, upload_file, upload_image
+The loading path (client, loaders and what they need) is imported with the package; every
+other part (parquet, caches, refresh, the whole application, write-back, assets, plots,
+widgets) on first use of one of its names (PEP 562), so a fresh process that only loads
+does not pay for parsing the rest: ``from svc_frames import write_back`` and
+``svc_frames.write_back`` work as always.
+
+Usage::
+
+    import svc_frames as sf
+    frames = sf.read_object(sf.Client(app_id, api_key=key), "object_1")
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from . import errors
 from .client import Client
 from .errors import *  # noqa: F403
 from .filters import Field, all_of, any_of
 from .frames import Frames, Source
-from .incremental import RefreshReport, refresh
 from .kinds.base import FieldSpec
-from .loaders import read_object, read_view
-from .parquet import export, read_parquet, to_parquet
-from .plot import plot_counts, plot_locations, plot_over_time  # matplotlib loads on first plot
-from .widgets import PlanReview, review  # ipywidgets loads on first review
-from .writeback import Plan, Report, add_rows, diff, push, write_back
+from .loaders import CACHED_LOADS, read_object, read_view
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
+    from . import cache
+    from .application import App, read_app
+    from .assets import create_with_asset, download, upload_file, upload_image
+    from .incremental import RefreshReport, refresh
+    from .parquet import export, read_parquet, to_parquet
+    from .plot import plot_counts, plot_locations, plot_over_time
+    from .widgets import PlanReview, review
+    from .writeback import Plan, Report, add_rows, diff, push, write_back
 
 __version__ = "0.1.0"
 __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
@@ -25,3 +44,48 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "diff", "write_back", "push", "add_rows", "Plan", "Report",
            "upload_file", "upload_image", "create_with_asset", "download",
            "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview"]
+
+_LAZY: dict[str, str] = {
+    "App": "application", "read_app": "application",
+    "create_with_asset": "assets", "download": "assets", "upload_file": "assets",
+    "upload_image": "assets",
+    "RefreshReport": "incremental", "refresh": "incremental",
+    "export": "parquet", "read_parquet": "parquet", "to_parquet": "parquet",
+    "plot_counts": "plot", "plot_locations": "plot", "plot_over_time": "plot",
+    "PlanReview": "widgets", "review": "widgets",
+    "Plan": "writeback", "Report": "writeback", "add_rows": "writeback", "diff": "writeback",
+    "push": "writeback", "write_back": "writeback",
+}
+"""Public name -> the submodule that defines it, imported on the name's first use."""
+
+
+def __getattr__(name: str) -> Any:
+    """A lazy public name (see ``_LAZY``) or a submodule (``svc_frames.parquet``),
+    imported on first use and kept, so later lookups are plain attribute reads."""
+    if name.startswith("_"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name = _LAZY.get(name, name)
+    try:
+        module = importlib.import_module(f"{__name__}.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{module_name}":
+            raise  # the submodule exists but something it imports is missing
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = module if name == module_name else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+def _load_cached(*args: Any, **kwargs: Any) -> Any:
+    """``read_object(cache=)`` / ``read_view(cache=)`` before ``svc_frames.cache`` is
+    imported: imports it (it registers its own loader in CACHED_LOADS) and hands over."""
+    module = importlib.import_module(f"{__name__}.cache")
+    return module.load_cached(*args, **kwargs)
+
+
+if _load_cached not in CACHED_LOADS:
+    CACHED_LOADS.insert(0, _load_cached)

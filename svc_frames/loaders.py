@@ -107,9 +107,10 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
 
 CachedLoad = Callable[..., tuple[Frames, Any]]
 CACHED_LOADS: list[CachedLoad] = []
-"""Where ``svc_frames.cache`` registers its loader when imported (the package imports it):
-the cache sits above this module (it writes parquet, which reads through the loaders), so
-``cache=`` is handed over through this seam rather than an import."""
+"""Where ``svc_frames.cache`` registers its loader when imported (the package registers a
+stand-in that imports it on the first ``cache=``): the cache sits above this module (it
+writes parquet, which reads through the loaders), so ``cache=`` is handed over through
+this seam rather than an import. The last one registered is used."""
 
 
 def cached(client: Client, target: Target, cache: str | os.PathLike[str],
