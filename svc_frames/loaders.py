@@ -168,23 +168,34 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1,
                                                       thread_name_prefix="svc-schema"))
         schema_future = pool.submit(client.schema)  # in parallel with the first page
+
+        def settle(page: Page, wait: bool) -> None:
+            """Fields, source and the format of the pages to come, from the schema and
+            page 1, once. Called by the pager before it requests page 2 (``wait=False``:
+            only if the schema is in already, so page 2 on come raw when they may), else
+            with page 1 in the loop below."""
+            nonlocal app, fields, source, collected, tz
+            if fields is not None or collected is not None:
+                return
+            if not wait and not schema_future.done():
+                return  # the schema is slower than page 1: no request waits for it
+            app = schema_future.result()
+            if app is None:
+                collected = []
+                return
+            tz = tz or Schema.of(app).timezone
+            fields, source = describe(client, target, app, page.records, columns, tz)
+            if (raw_pages and not source.kinds_inferred
+                    and decodes_raw_alone(page.records, fields)):
+                helpers = decode_helpers(processes, pager, page)
+                decoder = stack.enter_context(
+                    PageDecoder(fields, source, tz, helpers=helpers)) if helpers else None
+                pager.ask_raw(fields, decoder.decode if decoder else None)
+
+        pager.on_first = lambda first: settle(first, wait=False)
         try:
             for page in pager.iter_pages():
-                if fields is None and collected is None:
-                    app = schema_future.result()
-                    if app is None:
-                        collected = []
-                    else:
-                        tz = tz or Schema.of(app).timezone
-                        fields, source = describe(client, target, app, page.records, columns,
-                                                  tz)
-                        if (raw_pages and not source.kinds_inferred
-                                and decodes_raw_alone(page.records, fields)):
-                            helpers = decode_helpers(processes, pager, page)
-                            decoder = stack.enter_context(
-                                PageDecoder(fields, source, tz, helpers=helpers)
-                            ) if helpers else None
-                            pager.ask_raw(fields, decoder.decode if decoder else None)
+                settle(page, wait=True)
                 if collected is not None:
                     collected.append(page)
                 else:

@@ -107,7 +107,12 @@ class Paginator:
     """Fetch every page of an object or a view (see module docstring).
 
     ``schema_checks=True`` (the loaders and export) checks filters against the schema and
-    puts aware times in the application's timezone (``timezone``, else the schema's)."""
+    puts aware times in the application's timezone (``timezone``, else the schema's).
+
+    ``on_first`` is called with page 1 of the first pass (one of several pages) before any
+    other page is requested: a consumer that learns from it that raw values will do
+    (``ask_raw``) gets every later page in that format, not only those requested after it
+    has seen page 1."""
 
     def __init__(self, client: Client, target: Target, *, rows_per_page: int = 1000,
                  filters: Filters | None = None, sort_field: str | None = None,
@@ -116,7 +121,8 @@ class Paginator:
                  verify: Verify = "first", prefetch: int | None = None,
                  keep_ids: bool = True, schema_checks: bool = False,
                  timezone: ZoneInfo | None = None,
-                 on_page: Callable[[Page], None] | None = None) -> None:
+                 on_page: Callable[[Page], None] | None = None,
+                 on_first: Callable[[Page], None] | None = None) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
             raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
@@ -146,6 +152,7 @@ class Paginator:
         self.page_format: PageFormat = "both"
         self._raw_parser: Callable[[bytes], Any] | None = None
         self.on_page = on_page
+        self.on_first = on_first
         self.passes: list[PassReport] = []
         self.final_ids: list[str] | None = None
         # keep_ids=False (streaming export): ids are tracked as 64-bit hashes in numpy
@@ -240,6 +247,8 @@ class Paginator:
         wanted = self.pages_wanted(first)
         if pass_no == 1:
             self.check_quota(wanted)
+            if self.on_first is not None:
+                self.on_first(first)
         first_out = False  # page 1 is handed out once the next pages are on their way
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-page") as pool:
