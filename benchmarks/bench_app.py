@@ -13,11 +13,11 @@ Every figure is measured in this one run, on this machine:
 3. to_duckdb against to_parquet of that application: seconds and bytes.
 4. Cold loads: one read_object of 50,000 records, unpaced, 100 ms latency, in a fresh
    process (interpreter start and imports included) against ``svc-frames serve`` in
-   another process; against the naive sequential loader (bench_load.naive_load) in a
+   another process; against the naive sequential loader (benchmarks/naive.py) in a
    fresh process, and knackpy when it can be installed (``pip install knackpy`` into this
    venv at bench time; skipped with a message otherwise). Reports the cold figures next to
-   warm ones (the same loads again in one process), and the child's own breakdown
-   (imports, first page, rest).
+   warm ones (the same loads again in one process, with the child's client settings),
+   and each child's own breakdown: interpreter start, imports, load, exit (teardown).
 
 ``--quick`` runs small sizes (a smoke run, not the reported figures).
 """
@@ -39,8 +39,10 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.bench_load import RemoteService, client_for, naive_load
+from benchmarks.bench_load import RemoteService, client_for
+from benchmarks.naive import naive_load
 from svc_frames.application import App, read_app
+from svc_frames.client import Client
 from svc_frames.loaders import read_object
 
 
@@ -172,8 +174,12 @@ def bench_snapshots(app: App) -> dict[str, Any]:
 
 
 # ---- 4 --------------------------------------------------------------------------------
+# every child prints its own breakdown and two epoch stamps (its first statement, its
+# last): with the parent's, they split the process's wall time into interpreter start,
+# imports, load and exit
 _OURS_CHILD = r"""
 import json, sys, time
+t_start = time.time()
 t0 = time.perf_counter()
 from svc_frames.client import Client
 from svc_frames.loaders import read_object
@@ -184,28 +190,31 @@ t1 = time.perf_counter()
 frames = read_object(c, obj, progress=False)
 t_load = time.perf_counter() - t1
 print(json.dumps({"rows": len(frames.main), "import_s": round(t_import, 3),
-                  "load_s": round(t_load, 3), "requests": c.request_count}))
+                  "load_s": round(t_load, 3), "requests": c.request_count,
+                  "t_start": t_start, "t_end": time.time()}))
 """
 
 _NAIVE_CHILD = r"""
 import json, sys, time
+t_start = time.time()
 t0 = time.perf_counter()
-import pandas as pd, requests
+from benchmarks.naive import naive_load  # pandas and requests only, like such a script
 t_import = time.perf_counter() - t0
 app_id, key, url, obj = sys.argv[1:5]
 class Svc: pass
 svc = Svc(); svc.app_id, svc.api_key, svc.base_url = app_id, key, url
-from benchmarks.bench_load import naive_load
 t1 = time.perf_counter()
 df = naive_load(svc, obj)
 print(json.dumps({"rows": len(df), "import_s": round(t_import, 3),
-                  "load_s": round(time.perf_counter() - t1, 3)}))
+                  "load_s": round(time.perf_counter() - t1, 3),
+                  "t_start": t_start, "t_end": time.time()}))
 """
 
 # knackpy talks to its hosted address with its own header names: both are pointed at the
 # local service (the same routes and the same envelope)
 _KNACKPY_CHILD = r"""
 import json, sys, time
+t_start = time.time()
 t0 = time.perf_counter()
 import knackpy
 t_import = time.perf_counter() - t0
@@ -220,26 +229,32 @@ meta["application"].setdefault("account", {"slug": None})  # knackpy reads it; u
 app = knackpy.App(app_id=app_id, api_key=key, metadata=meta)
 records = app.get(obj)
 print(json.dumps({"rows": len(records), "import_s": round(t_import, 3),
-                  "load_s": round(time.perf_counter() - t1, 3)}))
+                  "load_s": round(time.perf_counter() - t1, 3),
+                  "t_start": t_start, "t_end": time.time()}))
 """
 
 
 def run_child(code: str, svc: dict[str, str], obj: str,
               path: str | None = None) -> dict[str, Any]:
     """A fresh interpreter running ``code`` (``path`` added to its sys.path); its wall time
-    measured from outside."""
+    measured from outside, split by the child's stamps into ``start_s`` (interpreter
+    start, up to the child's first statement), the child's own ``import_s`` and ``load_s``,
+    and ``exit_s`` (from its last statement until it has ended: interpreter teardown)."""
     env = dict(os.environ)
     if path:
         env["PYTHONPATH"] = path + os.pathsep + env.get("PYTHONPATH", "")
-    t0 = time.perf_counter()
+    t0, e0 = time.perf_counter(), time.time()
     proc = subprocess.run([sys.executable, "-c", code, svc["app_id"], svc["api_key"],
                            svc["base_url"], obj], capture_output=True, text=True, env=env,
                           cwd=Path(__file__).resolve().parent.parent, check=False)
-    wall = time.perf_counter() - t0
+    wall, e1 = time.perf_counter() - t0, time.time()
     if proc.returncode:
         raise RuntimeError(proc.stderr[-1500:])
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     out["process_s"] = round(wall, 3)
+    if "t_start" in out:
+        out["start_s"] = round(out.pop("t_start") - e0, 3)
+        out["exit_s"] = round(e1 - out.pop("t_end"), 3)
     return out
 
 
@@ -277,9 +292,15 @@ def serve(records: int) -> tuple[subprocess.Popen[str], dict[str, str]]:
 
 
 def bench_cold(records: int, repeat: int = 2) -> dict[str, Any]:
+    """The cold loads, ``repeat`` rounds of ours, naive, knackpy (alternating: a shared
+    machine drifts); the best of each, every process's wall time beside it (the noise);
+    then the same loads warm, in this process, with the child's client settings."""
     proc, info = serve(records)
     try:
-        client = client_for(type("S", (), info)(), 0)
+        # the child's client (the default max_workers), so cold and warm differ only in
+        # the fresh process
+        client = Client(info["app_id"], api_key=info["api_key"], base_url=info["base_url"],
+                        rate_limit=0)
         obj = "object_3"
         kpath, why_not = knackpy_path()
         ours, naive, knack = [], [], []
@@ -306,10 +327,13 @@ def bench_cold(records: int, repeat: int = 2) -> dict[str, Any]:
             "records": best_o["rows"], "ours_cold": best_o, "naive_cold": best_n,
             "cold_speedup_vs_naive": round(best_n["process_s"] / best_o["process_s"], 2),
             "warm_ours_s": round(min(warm_ours), 2), "warm_naive_s": round(min(warm_naive), 2),
-            "warm_speedup_vs_naive": round(min(warm_naive) / min(warm_ours), 2)}
+            "warm_speedup_vs_naive": round(min(warm_naive) / min(warm_ours), 2),
+            "ours_cold_all_s": [r["process_s"] for r in ours],
+            "naive_cold_all_s": [r["process_s"] for r in naive]}
         if knack:
             best_k = min(knack, key=lambda r: r["process_s"])
             out["knackpy_cold"] = best_k
+            out["knackpy_cold_all_s"] = [r["process_s"] for r in knack]
             out["cold_speedup_vs_knackpy"] = round(best_k["process_s"] / best_o["process_s"],
                                                    2)
         else:
@@ -324,6 +348,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     ap.add_argument("--only", default="1,2,3,4", help="which benchmarks, e.g. 1,4")
+    ap.add_argument("--cold-repeat", type=int, default=2,
+                    help="rounds of benchmark 4 (each: ours, naive, knackpy in fresh processes)")
     args = ap.parse_args()
     only = {int(x) for x in args.only.split(",") if x.strip()}
     n_app = 3_000 if args.quick else 30_000
@@ -345,7 +371,7 @@ def main() -> None:
             print(f"3. to_duckdb vs to_parquet: {bench_snapshots(app)}", flush=True)
         del app
     if 4 in only:
-        r4 = bench_cold(n_cold)
+        r4 = bench_cold(n_cold, max(1, args.cold_repeat))
         print(f"4. cold read_object ({n_cold}, unpaced, 100 ms, fresh process): {r4}  goal "
               ">= 5x naive, >= 10x knackpy", flush=True)
 

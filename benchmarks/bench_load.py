@@ -30,9 +30,7 @@ import tempfile
 import time
 from typing import Any
 
-import pandas as pd
-import requests
-
+from benchmarks.naive import naive_load
 from svc_frames.client import Client
 from svc_frames.describe import describe, paused_gc
 from svc_frames.frames import build_frames, decodes_raw_alone
@@ -112,24 +110,6 @@ def biggest_object(client: Client) -> tuple[str, int]:
 def client_for(svc: Any, rate_limit: float) -> Client:
     return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
                   rate_limit=rate_limit, max_workers=16)
-
-
-def naive_load(svc: Any, object_key: str) -> pd.DataFrame:
-    """What a first script does: one page after another, then json_normalize."""
-    headers = {"X-Service-Application-Id": svc.app_id, "X-Service-REST-API-KEY": svc.api_key}
-    records: list[dict[str, Any]] = []
-    page = 1
-    with requests.Session() as s:
-        while True:
-            r = s.get(f"{svc.base_url}/v1/objects/{object_key}/records",
-                      params={"page": page, "rows_per_page": 1000}, headers=headers, timeout=60)
-            r.raise_for_status()
-            body = r.json()
-            records.extend(body["records"])
-            if page >= body["total_pages"]:
-                break
-            page += 1
-    return pd.json_normalize(records)
 
 
 def bench_paced(svc: RemoteService, object_key: str, n: int,
