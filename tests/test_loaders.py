@@ -337,6 +337,22 @@ def test_pages_after_the_first_come_raw_and_decode_the_same(service: LocalServic
     assert_same(fast, slow)
 
 
+def test_with_the_schema_in_every_page_after_the_first_comes_raw(service: LocalService) -> None:
+    """When the schema is in by the time page 1 is (here: fetched before), the loader
+    settles the format before page 2 is requested: no page but the first (and the
+    verification re-read of page 1, which follows the format) has display values."""
+    client = make_client(service)
+    assert client.schema() is not None
+    urls = page_urls(client)
+    fast = read_object(client, "object_3", rows_per_page=20, progress=False)
+    pages = [u for u in urls if "page=1&" not in u and not u.endswith("page=1")]
+    assert "format=raw" not in urls[0] and len(pages) >= 5
+    assert all("format=raw" in u for u in pages)
+    slow_client = make_client(service)
+    slow = read_object(slow_client, "object_3", rows_per_page=20, progress=False, processes=0)
+    assert_same(fast, slow)
+
+
 def test_name_like_connection_pages_keep_display_values(service: LocalService) -> None:
     """A view whose connections are name-like (ids only in the display HTML) is never read
     from raw pages; had page 1 looked fine, a raw page showing one is fetched again with
