@@ -353,6 +353,32 @@ def test_with_the_schema_in_every_page_after_the_first_comes_raw(service: LocalS
     assert_same(fast, slow)
 
 
+def test_a_schema_slower_than_page_one_delays_no_request(service: LocalService) -> None:
+    """The schema comes after page 1 (held back here until page 2 is answered): page 2 is
+    requested without waiting for it, with display values, and the load decodes the same."""
+    import threading
+
+    client = make_client(service)
+    urls = page_urls(client)
+    page_two = threading.Event()
+    client.session.hooks["response"].append(
+        lambda r, *a, **k: page_two.set() if "page=2&" in r.url else None)
+    fetch_schema = client.schema
+
+    def slow_schema(*, refresh: bool = False) -> Any:
+        assert page_two.wait(30), "page 2 was not requested before the schema came"
+        return fetch_schema(refresh=refresh)
+
+    client.schema = slow_schema  # type: ignore[method-assign]
+    slow = read_object(client, "object_3", rows_per_page=20, progress=False)
+    second = next(u for u in urls if "page=2&" in u)
+    assert "format=raw" not in second
+    assert any("format=raw" in u for u in urls)  # settled with page 1: the rest come raw
+    plain = read_object(make_client(service), "object_3", rows_per_page=20, progress=False,
+                        processes=0)
+    assert_same(slow, plain)
+
+
 def test_name_like_connection_pages_keep_display_values(service: LocalService) -> None:
     """A view whose connections are name-like (ids only in the display HTML) is never read
     from raw pages; had page 1 looked fine, a raw page showing one is fetched again with
