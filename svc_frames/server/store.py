@@ -10,6 +10,14 @@ placeholder swapped at answer time), ``vals`` (filter/sort values, see query.py)
 ``secret`` (password hashes, never served). ``frag`` is the last column: filters read
 ``vals`` without walking the (large) fragment's overflow pages.
 
+Date and auto-increment fields (what incremental loads filter and sort on: a stamp, a
+cursor) have an index on their numeric value (``query.numeric_value_sql``), so a filter or
+a sort on one reads a range of the index instead of every record's ``vals``; a page sorted
+by a field counts its matches apart from the sorted rows it reads (a window count would
+make SQLite compute the sort key of every match first). The emulated latency and limits
+apply as to any request (emulate.py): the index only makes SQLite quick, as a hosted
+database's own indexes are.
+
 Usage::
 
     store = Store(Path("data"), app, renderer)
@@ -19,6 +27,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +41,7 @@ from .apierror import ApiError
 from .assetstore import SHARED, AssetStore
 from .db import Database, new_id
 from .private import private_dir
-from .query import rule_matches
+from .query import numeric_value_sql, rule_matches
 from .render import (
     Piece,
     RecordRow,
@@ -45,6 +54,9 @@ from .render import (
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS, AppDef, ObjectDef, RecordRule
 
 BASE_URL_PLACEHOLDER = "@@SVC_BASE_URL@@"
+INDEXED_KINDS = frozenset({"date_time", "auto_increment"})
+"""Kinds whose numeric value is indexed (module docstring)."""
+_KEY = re.compile(r"(object|field)_\d+")
 
 
 @dataclass
@@ -105,6 +117,7 @@ class Store:
         self.accounts = Accounts(self.db, app)
         self.assets = AssetStore(self.db, self.data_dir / "assets", app.id)
         self._add_raw_fragments()
+        self._add_value_indexes()
         # fields whose connection points at each object: (source object, field spec)
         self._inbound: dict[str, list[tuple[ObjectDef, FieldSpec]]] = {}
         for obj, f in app.iter_fields():
@@ -124,6 +137,23 @@ class Store:
                              [(dumps(format_record(json.loads(f), "raw")), s) for s, f in rows])
 
     # ---- connections --------------------------------------------------------------------
+    def _add_value_indexes(self) -> None:
+        """An index on the numeric value of every date and auto-increment field (module
+        docstring), created once (kept in the file; SQLite maintains it on every write)."""
+        wanted = []
+        for obj, f in self.app.iter_fields():
+            if f.kind not in INDEXED_KINDS or not _KEY.fullmatch(obj.key) \
+                    or not _KEY.fullmatch(f.key):
+                continue  # keys are field_N/object_N: anything else is not put into DDL
+            expr = numeric_value_sql(f.key, alias=None)
+            wanted.append(f"CREATE INDEX IF NOT EXISTS records_{obj.key}_{f.key}_n ON "
+                          f"records(obj, {expr})")
+        if not wanted:
+            return
+        with self.db.transaction() as conn:
+            for ddl in wanted:
+                conn.execute(ddl)
+
     @property
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection."""
@@ -153,23 +183,38 @@ class Store:
             rows = conn.execute(f"SELECT r.{col} FROM records r WHERE {cond} ORDER BY {order} "
                                 "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()
             return total, [r[0] for r in rows]
-        # one scan evaluates the filters and sort keys and counts the matches; the page's
-        # fragments are then read by rowid
-        hits = conn.execute(f"SELECT r.seq, count(*) OVER () FROM records r WHERE {cond} "
-                            f"ORDER BY {order} LIMIT ? OFFSET ?",
-                            [*args, limit, offset]).fetchall()
-        if not hits:
-            total = int(conn.execute(f"SELECT count(*) FROM records r WHERE {cond}",
-                                     args).fetchone()[0]) if offset else 0
-            return total, []
-        seqs = [h[0] for h in hits]
-        frags: dict[int, str] = {}
-        for i in range(0, len(seqs), 500):
-            chunk = seqs[i:i + 500]
-            frags.update(conn.execute(
-                f"SELECT seq, {col} FROM records WHERE seq IN ({','.join('?' * len(chunk))})",
-                chunk).fetchall())
-        return int(hits[0][1]), [frags[q] for q in seqs if q in frags]
+        conn.execute("BEGIN")  # one snapshot for the count and the page
+        try:
+            if order.startswith("r.seq"):
+                # one scan evaluates the filters and counts the matches
+                hits = conn.execute(f"SELECT r.seq, count(*) OVER () FROM records r WHERE "
+                                    f"{cond} ORDER BY {order} LIMIT ? OFFSET ?",
+                                    [*args, limit, offset]).fetchall()
+                total = int(hits[0][1]) if hits else -1
+            else:
+                # sorted by a field: counted apart, so an indexed sort key is read for the
+                # page's rows only (a window count computes it for every match first)
+                total = int(conn.execute(f"SELECT count(*) FROM records r WHERE {cond}",
+                                         args).fetchone()[0])
+                hits = conn.execute(f"SELECT r.seq FROM records r WHERE {cond} "
+                                    f"ORDER BY {order} LIMIT ? OFFSET ?",
+                                    [*args, limit, offset]).fetchall()
+            if not hits:
+                if total < 0:
+                    total = int(conn.execute(f"SELECT count(*) FROM records r WHERE {cond}",
+                                             args).fetchone()[0]) if offset else 0
+                return total, []
+            # the page's fragments are read by rowid
+            seqs = [h[0] for h in hits]
+            frags: dict[int, str] = {}
+            for i in range(0, len(seqs), 500):
+                chunk = seqs[i:i + 500]
+                frags.update(conn.execute(
+                    f"SELECT seq, {col} FROM records WHERE seq IN "
+                    f"({','.join('?' * len(chunk))})", chunk).fetchall())
+            return total, [frags[q] for q in seqs if q in frags]
+        finally:
+            conn.execute("COMMIT")
 
     def frag(self, obj_key: str, record_id: str, conn: sqlite3.Connection | None = None,
              *, raw: bool = False) -> str | None:
