@@ -30,6 +30,7 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
+import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -43,12 +44,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .client import Client, Target
-from .errors import DisplayValuesNeeded, SvcWarning, UsageError
+from .errors import ConsistencyError, DisplayValuesNeeded, ServerError, SvcWarning, UsageError
 from .filters import format_filter_date
 from .frames import Frames, Source, build_frames, label_map, relabel
 from .kinds import codec_for, values_equal
 from .kinds.base import FieldSpec
 from .paging import Paginator
+from .rawpages import parse_json, raw_page_parser
 from .schema import Schema
 
 __all__ = ["refresh", "RefreshReport", "RefreshNotice", "modified_field_of",
@@ -301,56 +303,289 @@ def with_rules(filters: Mapping[str, Any] | None, extra: list[dict[str, Any]]
 def incremental(client: Client, frames: Frames, source: Source, load: Mapping[str, Any],
                 mod: str, stamps_creates: bool, rpp: int, merger: Merger,
                 report: RefreshReport) -> None:
-    """The few-requests path: the total, the stamped window (and, when the stamp may miss
-    creations, the records past the cursor), all at once; a listing if the counts differ.
+    """The few-requests path (module docstring): the load's listing sorted by the stamp,
+    newest first, page by page until a page reaches the cutoff (and, when the stamp may
+    miss creations, the records past the cursor), side by side; then deleted records.
 
     ``stamps_creates``: the schema's rule stamps every create too, so new records are in
     the window; a field named by the caller may be stamped on updates only."""
     assert frames.original is not None
     target = target_of(source)
     _, bare = column_names(source)
+    auto = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
     cursor = None
     top: int | None = None
-    if not stamps_creates:
-        cursor = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
-        if cursor is not None:
-            loaded = frames.original.main[bare[cursor]].dropna()
-            top = int(loaded.max()) if len(loaded) else None
-            cursor = cursor if top is not None else None
+    if not stamps_creates and auto is not None:
+        loaded = frames.original.main[bare[auto]].dropna()
+        top = int(loaded.max()) if len(loaded) else None
+        cursor = auto if top is not None else None
     report.cursor_field = cursor
-    since = loaded_date(load.get("loaded_at"), source) - dt.timedelta(days=OVERLAP_DAYS)
+    cutoff = stamp_cutoff(load.get("loaded_at"), frames.original.main[bare[mod]])
     filters = load.get("filters")
-    after = format_filter_date(since, with_time=False)  # a time would not be honoured
-    queries: list[list[dict[str, Any]]] = [
-        [{"field": mod, "operator": "is after", "value": after}]]
-    if cursor is not None:
-        queries.append([{"field": cursor, "operator": "higher than", "value": top}])
-    # one row of the load's own listing for its total (a sort would make the service order
-    # every record first), and the listings, side by side within the pace
+    # the load's own listing, newest stamps first: its first page also gives the total
+    # the deletion check needs; an "or" filter is asked rule by rule (with_rules), so its
+    # total comes from one row of the load's listing (no sort: none is needed for it)
+    windows = with_rules(filters, [])
+    single = len(windows) == 1
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
-        head_future = pool.submit(client.get_page, target, 1, 1, filters=filters)
-        futures = [pool.submit(paged, client, source, rpp, flt)
-                   for rules in queries for flt in with_rules(filters, rules)]
-        head = head_future.result()
-        parts = [f.result() for f in futures]
-    total = int(head.get("total_records") or 0)
-    parts = [p for p in parts if len(p.main)] or parts[:1]
-    merger.merge(concat_parts(parts), complete=False,
-                 order_by=bare[cursor] if cursor else None)
+        head_future = (None if single else
+                       pool.submit(client.get_page, target, 1, 1, filters=filters))
+        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff)
+                   for flt in windows]
+        if cursor is not None:
+            futures += [pool.submit(lambda flt: (paged(client, source, rpp, flt), 0), flt)
+                        for flt in with_rules(filters, [{"field": cursor,
+                                                         "operator": "higher than",
+                                                         "value": top}])]
+        results = [f.result() for f in futures]
+        total = (results[0][1] if head_future is None
+                 else int(head_future.result().get("total_records") or 0))
+    parts = [p for p, _ in results if len(p.main)] or [results[0][0]]
+    server = concat_parts(parts)
+    if auto is None:
+        server = Frames(server.main.iloc[oldest_first(server.main.index)], server.tables,
+                        server.source)
+    merger.merge(server, complete=False, order_by=bare[auto] if auto else None)
     # 3. deleted records (or records that left the filter): the total disagrees
     if total != merger.server_count():
         before = client.request_count
-        listed = list_ids(client, source, load, rpp)
-        assert frames.original is not None
-        held = frames.original.main.index
-        missing = len(listed) - int(member(listed, held).sum())
-        if missing:
-            # records in the listing that were neither loaded nor stamped since (an
-            # unstamped change put them in the filter): take the whole listing
-            merger.merge(decode(list_all(client, source, load, rpp), source), complete=True)
-        else:
-            merger.drop(held[~member(held, listed)])
+        deletions(client, frames, source, load, rpp, merger, total,
+                  bare[auto] if auto else None, auto)
         report.deletion_requests = client.request_count - before
+
+
+def deletions(client: Client, frames: Frames, source: Source, load: Mapping[str, Any],
+              rpp: int, merger: Merger, total: int, auto_col: str | None,
+              auto: str | None) -> None:
+    """Find and drop the records the service no longer lists (deleted, or out of the
+    load's filter): by bisecting the auto-increment values when few are missing and that
+    costs fewer requests than a listing (:func:`find_missing`), else by one listing of ids.
+    Records listed that were neither loaded nor stamped since (an unstamped change put
+    them in the filter) make it take the whole listing."""
+    assert frames.original is not None
+    held = frames.original.main.index
+    missing = merger.server_count() - total
+    listing_cost = -(-max(total, 1) // rpp) + 1  # the pages and page 1 again (verify)
+    filters = load.get("filters")
+    windows = with_rules(filters, [])
+    if (missing > 0 and auto is not None and auto_col is not None and len(windows) == 1
+            and bisect_cost(len(held), missing) < listing_cost):
+        values = frames.original.main[auto_col]
+        gone = find_missing(client, source, windows[0], auto, values, missing,
+                            budget=listing_cost)
+        if gone is not None:
+            merger.drop(gone)
+            return
+    listed = list_ids(client, source, load, rpp)
+    held = frames.original.main.index
+    unseen = len(listed) - int(member(listed, held).sum())
+    if unseen:
+        merger.merge(decode(list_all(client, source, load, rpp), source), complete=True)
+    else:
+        merger.drop(held[~member(held, listed)])
+
+
+def bisect_cost(held: int, missing: int) -> int:
+    """Requests :func:`find_missing` is expected to send for ``missing`` records among
+    ``held``: a probe per level of the bisection per missing record, and one to confirm.
+
+    Usage: ``bisect_cost(100_000, 1)  # 19``"""
+    if missing <= 0:
+        return 0
+    levels = max(1, math.ceil(math.log2(max(held, 2) / missing)))
+    return missing * (levels + 2)
+
+
+def find_missing(client: Client, source: Source, filters: Mapping[str, Any], auto: str,
+                 values: pd.Series, missing: int, *, budget: int) -> pd.Index | None:
+    """The held records the service no longer lists, found by counting the records of
+    auto-increment ranges (one row per request: only ``total_records`` is read) and
+    bisecting the ranges that hold fewer than here; None when this cannot be done soundly
+    or would cost more than ``budget`` requests (the caller lists instead).
+
+    A range's count is asked for (the lower half) or inferred (the upper half: the parent
+    less the lower); a record is dropped only when a range asked for holds none, so a
+    record the service still lists is never dropped. None when values are blank or
+    repeated, a range holds more than here (a record came in unseen), or the records found
+    are not the ``missing`` count (the records changed meanwhile).
+
+    Usage: ``find_missing(client, source, {"match": "and", "rules": []}, "field_24",
+    frames.original.main["field_24"], 1, budget=101)``"""
+    if values.isna().any() or not values.is_unique or not len(values):
+        return None
+    order = np.argsort(values.to_numpy(dtype="int64"), kind="stable")
+    vals = values.to_numpy(dtype="int64")[order]
+    ids = values.index[order]
+    target = target_of(source)
+
+    def count(lo_val: int, hi_val: int) -> int:
+        rules = [{"field": auto, "operator": "higher than", "value": int(lo_val) - 1},
+                 {"field": auto, "operator": "lower than", "value": int(hi_val) + 1}]
+        page = client.get_page(target, 1, 1, filters=with_rules(filters, rules)[0])
+        return int(page.get("total_records") or 0)
+
+    # a node: (first, end) positions of held records, its value bounds, its count (None:
+    # to be asked), whether the count was asked for; ``pairs`` count a lower half and
+    # infer its upper sibling
+    Node = tuple[int, int, int, int, "int | None", bool]
+    todo: list[tuple[Node, Node | None]] = [((0, len(vals), int(vals[0]), int(vals[-1]),
+                                              None, False), None)]
+    gone: list[int] = []
+    spent = 0
+    with ThreadPoolExecutor(max_workers=8, thread_name_prefix="svc-bisect") as pool:
+        while todo:
+            spent += len(todo)
+            if spent > budget:
+                return None
+            counts = list(pool.map(lambda pair: count(pair[0][2], pair[0][3]), todo))
+            nodes: list[Node] = []
+            for (node, sibling), got in zip(todo, counts, strict=True):
+                first, end, lo_val, hi_val, parent, _ = node
+                nodes.append((first, end, lo_val, hi_val, got, True))
+                if sibling is not None:
+                    assert parent is not None
+                    nodes.append(sibling[:4] + (parent - got, False))  # type: ignore[arg-type]
+            todo = []
+            for first, end, lo_val, hi_val, n, asked in nodes:
+                assert n is not None
+                here = end - first
+                if n == here:
+                    continue
+                if n > here or n < 0:
+                    return None
+                if n == 0:
+                    if asked:
+                        gone.extend(range(first, end))
+                    else:  # inferred: asked for before anything is dropped
+                        todo.append(((first, end, lo_val, hi_val, None, False), None))
+                    continue
+                mid = (first + end) // 2
+                lower: Node = (first, mid, lo_val, int(vals[mid]) - 1, n, False)
+                upper: Node = (mid, end, int(vals[mid]), hi_val, None, False)
+                todo.append((lower, upper))
+    if len(gone) != missing:
+        return None
+    return ids[np.asarray(sorted(gone), dtype=np.int64)]
+
+
+STAMP_MARGIN = dt.timedelta(minutes=2)
+"""How far before the last load the stamps are read: stamps are to the minute (a change in
+the minute the load started may carry the minute before it) and the client's clock may run
+ahead of the service's (see :func:`stamp_cutoff`)."""
+MAX_WINDOW_PASSES = 3
+
+
+def stamp_cutoff(loaded_at: Any, stamps: pd.Series) -> pd.Timestamp:
+    """The oldest stamp a change since the last load can carry: the load's start, or the
+    newest stamp it holds if that is earlier (both are bounds: the client's clock, and the
+    service's own, which a load that saw no change during it cannot pass), floored to the
+    minute, less ``STAMP_MARGIN``. Since ever when the load's time is unknown.
+
+    Usage: ``stamp_cutoff(source.load["loaded_at"], frames.original.main["field_46"])``"""
+    try:
+        when = pd.Timestamp(dt.datetime.fromisoformat(str(loaded_at)))
+    except (TypeError, ValueError):
+        return pd.Timestamp("1900-01-01", tz="UTC")
+    if when.tzinfo is None:
+        when = when.tz_localize("UTC")
+    newest = stamps.max() if len(stamps) and stamps.notna().any() else pd.NaT
+    if isinstance(newest, pd.Timestamp) and newest.tzinfo is not None and newest < when:
+        when = newest
+    return when.tz_convert("UTC").floor("min") - STAMP_MARGIN
+
+
+def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any], mod: str,
+           cutoff: pd.Timestamp) -> tuple[Frames, int]:
+    """(decoded records stamped at or after ``cutoff``, and maybe some before it; the
+    listing's ``total_records``): the listing sorted by ``mod``, newest first, paged until a
+    page holds a stamp older than ``cutoff`` (every later page is older still).
+
+    Blank stamps (records no rule has stamped since it was added) are sorted first or last
+    as the service sorts blanks: a page that ends in blanks after a stamp ends the paging;
+    a first page of blanks alone switches to the stamps ``is after`` the cutoff's day (a
+    day early: filter dates are whole days, §1.4). A pass whose pages report different
+    totals (a record inserted or deleted while paging may shift another past a page
+    boundary) is fetched again; after ``MAX_WINDOW_PASSES`` a ConsistencyError."""
+    _, bare = column_names(source)
+    col = bare[mod]
+    tz: dt.tzinfo = ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc
+    since = cutoff.tz_convert(tz).date() - dt.timedelta(days=OVERLAP_DAYS)
+    after = with_rules(filters, [{"field": mod, "operator": "is after",
+                                  "value": format_filter_date(since, with_time=False)}])[0]
+    passes_left = MAX_WINDOW_PASSES
+    listing = dict(filters)
+    total = -1
+    while True:
+        parts: list[Frames] = []
+        totals: set[int] = set()
+        number = 1
+        while True:
+            records, page_total, pages = stamp_page(client, source, rpp, listing, mod, number)
+            totals.add(page_total)
+            got = decode_page(client, source, rpp, listing, mod, number, records)
+            stamps = got.main[col] if col in got.main.columns else pd.Series(dtype=object)
+            seen = stamps.notna().to_numpy(dtype=bool)
+            if number == 1 and len(seen) and not seen.any() and listing is not after:
+                # blanks sort first here: ask for the stamped records alone
+                total = page_total
+                listing = after
+                break
+            parts.append(got)
+            if len(records) < rpp or number >= pages:
+                break
+            if seen.any() and (bool((stamps[seen] < cutoff).any()) or not seen[-1]):
+                break
+            number += 1
+        if not parts:  # switched to the stamped records alone
+            continue
+        if len(totals) == 1:
+            break
+        passes_left -= 1
+        if passes_left <= 0:
+            raise ConsistencyError(
+                f"the records of {describe(source)} changed while the recently stamped "
+                f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again")
+    if listing is not after:
+        total = totals.pop()
+    return concat_parts(parts), total
+
+
+def stamp_page(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
+               mod: str, number: int, *, raw: bool = True
+               ) -> tuple[list[Any], int, int]:
+    """(records, total_records, total_pages) of one page sorted by ``mod``, newest first,
+    in ``format=raw`` (parsed per field) unless ``raw`` is False."""
+    params = client.page_params(number, rpp, dict(filters) or None, mod, "desc")
+    if raw:
+        params["format"] = "raw"
+    env = client.get_page(target_of(source), number, params=params,
+                          parse=raw_page_parser(source.fields, parse_json) if raw else None)
+    try:
+        return (list(env["records"]), int(env.get("total_records") or 0),
+                int(env.get("total_pages") or 0))
+    except (TypeError, ValueError):
+        raise ServerError(f"page {number} of {describe(source)}: total_pages/total_records "
+                          "are not numbers") from None
+
+
+def decode_page(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
+                mod: str, number: int, records: list[Any]) -> Frames:
+    """A raw page decoded; asked again with display values when a raw value needs them
+    (a name-like connection: its ids are only in the display HTML)."""
+    try:
+        return decode(records, source, raw=True)
+    except DisplayValuesNeeded:
+        again, _, _ = stamp_page(client, source, rpp, filters, mod, number, raw=False)
+        return decode(again, source)
+
+
+def oldest_first(ids: pd.Index) -> np.ndarray:
+    """Positions of records listed newest stamp first, in creation order as far as the
+    ids tell it (the service's ids begin with their creation time; ties keep the reverse
+    of the listing), for an object without an auto-increment field to order new rows by."""
+    reverse = np.arange(len(ids))[::-1]
+    keys = np.asarray(ids, dtype=object)[reverse].astype(str)
+    return reverse[np.argsort(keys, kind="stable")]
 
 
 def concat_parts(parts: list[Frames]) -> Frames:

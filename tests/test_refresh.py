@@ -93,8 +93,9 @@ def test_refreshed_equals_a_fresh_load(svc: LocalService, inserts: bool, updates
     assert report.conflicts.empty and not report.full
     # the schema's rule stamps creations too: no cursor needed
     assert report.modified_field == "field_46" and report.cursor_field is None
-    # the total and the stamped window; a listing only when something was deleted
-    assert report.requests == 2 + report.deletion_requests
+    # one page of the listing, newest stamps first (it also tells the total); more only
+    # to find what was deleted
+    assert report.requests == 1 + report.deletion_requests
     assert (report.deletion_requests > 0) == deletes
     assert diff(frames).empty
 
@@ -114,7 +115,7 @@ def test_a_named_field_uses_the_cursor_for_new_records(svc: LocalService,
     monkeypatch.setattr(c, "schema", lambda **_: hidden)
     change_server(c, list(frames.main.index), inserts=True, updates=True, deletes=False)
     report = refresh(c, frames, modified_field="field_46")
-    assert report.cursor_field == "field_24" and report.requests == 3
+    assert report.cursor_field == "field_24" and report.requests == 2  # window, cursor
     assert len(report.added) == 2
     same_frames(frames, read_object(client_of(svc), WO))
     with pytest.warns(RefreshNotice, match="pass modified_field="):
@@ -138,7 +139,7 @@ def test_a_change_in_the_same_minute_is_not_missed(svc: LocalService) -> None:
     # nothing changed since: a second refresh finds nothing (the window is compared)
     again = refresh(c, frames)
     assert again.counts == {"added": 0, "changed": 0, "deleted": 0, "conflicts": 0,
-                            "requests": 2}
+                            "requests": 1}
 
 
 def test_conflicts_are_reported_and_diff_sends_only_local_edits(svc: LocalService) -> None:
@@ -286,12 +287,12 @@ def test_a_second_run_with_a_cache_takes_three_requests(svc: LocalService, tmp_p
     change_server(first, list(frames.main.index), inserts=True, updates=True, deletes=False)
     second = client_of(svc)  # a new notebook run: nothing cached in memory
     again = read_object(second, WO, cache=cache, rows_per_page=10)
-    assert second.request_count <= 3  # schema, the newest page, the stamped window
+    assert second.request_count <= 2  # schema, the newest stamps (and the total)
     same_frames(again, read_object(client_of(svc), WO))
     # the cache now holds the refreshed frames: a third run finds nothing new
     third = client_of(svc)
     same_frames(read_object(third, WO, cache=cache, rows_per_page=10), again)
-    assert third.request_count <= 3
+    assert third.request_count <= 2
     assert len(list(cache.glob("snap-*"))) == 1
 
 
