@@ -4,16 +4,21 @@ The service has no "modified since" (docs/hosted-behaviour.md §1.5): applicatio
 keep a date field that a record rule stamps on every change, and use an auto-increment
 field as a cursor for new records. ``refresh`` asks, side by side within the pace, for
 
-* one row of the load's own listing: its ``total_records``;
-* the records whose stamp ``is after`` a date two days before the last load's (filter
-  dates are ``MM/DD/YYYY`` and only the date is honoured, §1.4, so the window overlaps by a
-  day; each returned record is compared with its loaded values to decide whether it
-  really changed, so a change in the same minute as the load is not missed). New records
-  are in it when the schema's rule stamps creations too; for a field named by the caller
-  (which may be stamped on updates only) the records ``higher than`` the largest loaded
-  auto-increment value are asked for as well;
+* the load's own listing (its filters) sorted by the stamp, newest first, page by page
+  until a page holds a stamp older than the last load's start (in the service's clock,
+  read from the quota headers) floored to the minute less ``STAMP_MARGIN``: filter dates
+  are whole days (§1.4), but each record's stamp has its minute, so one page usually
+  suffices. Each record is compared with its loaded values to decide whether it really
+  changed, so a change in the same minute as the load is not missed. The first page's
+  ``total_records`` is the listing's total, which the deletion check needs (an "or"
+  filter is asked rule by rule, and its total from one row of the load's listing). New
+  records are in it when the schema's rule stamps creations too; for a field named by the
+  caller (which may be stamped on updates only) the records ``higher than`` the largest
+  loaded auto-increment value are asked for as well;
 * only when the total disagrees with the merged frame (a record was deleted or left the
-  load's filter): one listing of ids, which finds which.
+  load's filter): when few are missing, the auto-increment ranges that hold fewer records
+  on the service than here are bisected (one row per request, only the total is read:
+  :func:`find_missing`); otherwise, or when that would cost more, one listing of ids.
 
 The as-loaded copy (``frames.original``) moves with the server values, so ``diff`` after a
 refresh still sends only the user's own edits. A cell the user edited that also changed on
@@ -32,7 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,9 +62,9 @@ __all__ = ["refresh", "RefreshReport", "RefreshNotice", "modified_field_of",
            "check_modified_field"]
 
 OVERLAP_DAYS = 2
-"""The stamp window starts this many dates before the load's date: ``is after`` a date
-matches from the next day on, so 2 means "from the start of the day before the load"
-(a day of slack for clock skew and timezones)."""
+"""When the stamps must be asked for by date (blank stamps sorted first): ``is after`` the
+date this many days before the cutoff's, which matches from the day before it on (filter
+dates are whole days, docs/hosted-behaviour.md §1.4: a day of slack for timezones)."""
 
 
 class RefreshNotice(SvcWarning):
@@ -320,7 +325,10 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         top = int(loaded.max()) if len(loaded) else None
         cursor = auto if top is not None else None
     report.cursor_field = cursor
-    cutoff = stamp_cutoff(load.get("loaded_at"), frames.original.main[bare[mod]])
+    stamps = frames.original.main[bare[mod]]
+
+    def cutoff() -> pd.Timestamp:  # after the first answer: it tells the service's clock
+        return stamp_cutoff(load.get("loaded_at"), stamps, clock_skew(client))
     filters = load.get("filters")
     # the load's own listing, newest stamps first: its first page also gives the total
     # the deletion check needs; an "or" filter is asked rule by rule (with_rules), so its
@@ -468,18 +476,39 @@ def find_missing(client: Client, source: Source, filters: Mapping[str, Any], aut
     return ids[np.asarray(sorted(gone), dtype=np.int64)]
 
 
-STAMP_MARGIN = dt.timedelta(minutes=2)
-"""How far before the last load the stamps are read: stamps are to the minute (a change in
-the minute the load started may carry the minute before it) and the client's clock may run
-ahead of the service's (see :func:`stamp_cutoff`)."""
+STAMP_MARGIN = dt.timedelta(seconds=30)
+"""How far before the last load's start (in the service's clock) stamps are read: stamps
+are to the minute (floored first), and the clock's reading from the quota headers may be
+off by the time an answer takes (see :func:`stamp_cutoff`)."""
+UNKNOWN_CLOCK_MARGIN = dt.timedelta(minutes=2)
+"""The margin when the service's clock is unknown (no quota headers)."""
 MAX_WINDOW_PASSES = 3
 
 
-def stamp_cutoff(loaded_at: Any, stamps: pd.Series) -> pd.Timestamp:
-    """The oldest stamp a change since the last load can carry: the load's start, or the
-    newest stamp it holds if that is earlier (both are bounds: the client's clock, and the
-    service's own, which a load that saw no change during it cannot pass), floored to the
-    minute, less ``STAMP_MARGIN``. Since ever when the load's time is unknown.
+def clock_skew(client: Client) -> dt.timedelta | None:
+    """How far the client's clock runs ahead of the service's, from the last answer's
+    ``X-PlanLimit-Reset`` (ms until the next UTC day, docs/hosted-behaviour.md §4): the
+    reset time in the client's clock less the UTC midnight it stands for. It counts the
+    answer's way back too, so it errs early. None when no answer told it, or it is more
+    than an hour (a reset that is not midnight).
+
+    Usage: ``clock_skew(client)  # timedelta(microseconds=2300)``"""
+    quota = client.quota
+    if quota is None:
+        return None
+    at = pd.Timestamp(quota.reset_at)
+    skew = at - (at + pd.Timedelta(hours=12)).floor("D")
+    return skew.to_pytimedelta() if abs(skew) <= pd.Timedelta(hours=1) else None
+
+
+def stamp_cutoff(loaded_at: Any, stamps: pd.Series, skew: dt.timedelta | None = None
+                 ) -> pd.Timestamp:
+    """The oldest stamp a change since the last load can carry: the load's start in the
+    service's clock (the client's less ``skew``), floored to the minute, less
+    ``STAMP_MARGIN``. With ``skew`` unknown: the load's start or, if earlier, the newest
+    stamp the load holds (the service's own clock, which a load that saw no change while
+    it ran cannot pass), less ``UNKNOWN_CLOCK_MARGIN``. Since ever when the load's time is
+    unknown.
 
     Usage: ``stamp_cutoff(source.load["loaded_at"], frames.original.main["field_46"])``"""
     try:
@@ -488,17 +517,20 @@ def stamp_cutoff(loaded_at: Any, stamps: pd.Series) -> pd.Timestamp:
         return pd.Timestamp("1900-01-01", tz="UTC")
     if when.tzinfo is None:
         when = when.tz_localize("UTC")
+    if skew is not None:
+        return (when - skew).tz_convert("UTC").floor("min") - STAMP_MARGIN
     newest = stamps.max() if len(stamps) and stamps.notna().any() else pd.NaT
     if isinstance(newest, pd.Timestamp) and newest.tzinfo is not None and newest < when:
         when = newest
-    return when.tz_convert("UTC").floor("min") - STAMP_MARGIN
+    return when.tz_convert("UTC").floor("min") - UNKNOWN_CLOCK_MARGIN
 
 
 def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any], mod: str,
-           cutoff: pd.Timestamp) -> tuple[Frames, int]:
+           cutoff_of: Callable[[], pd.Timestamp]) -> tuple[Frames, int]:
     """(decoded records stamped at or after ``cutoff``, and maybe some before it; the
     listing's ``total_records``): the listing sorted by ``mod``, newest first, paged until a
-    page holds a stamp older than ``cutoff`` (every later page is older still).
+    page holds a stamp older than the cutoff (every later page is older still).
+    ``cutoff_of`` is asked once the first page is in (it may read the service's clock).
 
     Blank stamps (records no rule has stamped since it was added) are sorted first or last
     as the service sorts blanks: a page that ends in blanks after a stamp ends the paging;
@@ -509,9 +541,8 @@ def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
     _, bare = column_names(source)
     col = bare[mod]
     tz: dt.tzinfo = ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc
-    since = cutoff.tz_convert(tz).date() - dt.timedelta(days=OVERLAP_DAYS)
-    after = with_rules(filters, [{"field": mod, "operator": "is after",
-                                  "value": format_filter_date(since, with_time=False)}])[0]
+    cutoff: pd.Timestamp | None = None
+    after: dict[str, Any] | None = None
     passes_left = MAX_WINDOW_PASSES
     listing = dict(filters)
     total = -1
@@ -522,11 +553,18 @@ def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
         while True:
             records, page_total, pages = stamp_page(client, source, rpp, listing, mod, number)
             totals.add(page_total)
+            if cutoff is None:
+                cutoff = cutoff_of()
+                since = cutoff.tz_convert(tz).date() - dt.timedelta(days=OVERLAP_DAYS)
+                after = with_rules(filters, [{
+                    "field": mod, "operator": "is after",
+                    "value": format_filter_date(since, with_time=False)}])[0]
             got = decode_page(client, source, rpp, listing, mod, number, records)
             stamps = got.main[col] if col in got.main.columns else pd.Series(dtype=object)
             seen = stamps.notna().to_numpy(dtype=bool)
             if number == 1 and len(seen) and not seen.any() and listing is not after:
                 # blanks sort first here: ask for the stamped records alone
+                assert after is not None
                 total = page_total
                 listing = after
                 break
@@ -625,18 +663,6 @@ def paged(client: Client, source: Source, rpp: int, filters: Mapping[str, Any]) 
     except DisplayValuesNeeded:
         return decode(Paginator(client, target_of(source), rows_per_page=rpp,
                                 filters=dict(filters), verify="none").records(), source)
-
-
-def loaded_date(loaded_at: Any, source: Source) -> dt.date:
-    """The date (application time) the last load started; today when unknown."""
-    tz: dt.tzinfo = ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc
-    try:
-        when = dt.datetime.fromisoformat(str(loaded_at))
-    except (TypeError, ValueError):
-        when = dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=36500)  # since ever
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc)
-    return when.astimezone(tz).date()
 
 
 # ---- merging server values into the frames -----------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from svc_frames import Client, read_object
 from svc_frames.frames import Frames
-from svc_frames.incremental import bisect_cost, refresh
+from svc_frames.incremental import bisect_cost, clock_skew, refresh, stamp_cutoff
 from svc_frames.server import LocalService
 
 WO = "object_3"
@@ -129,3 +129,24 @@ def test_the_window_is_paged_until_it_reaches_the_last_load(svc: LocalService) -
     assert report.requests == 3
     assert (frames.main.loc[changed, "field_12"] == "changed").all()
     same_as_fresh(svc, frames)
+
+
+def test_the_cutoff_is_the_last_load_in_the_service_clock(svc: LocalService) -> None:
+    import datetime as dt
+
+    c = client_of(svc)
+    assert clock_skew(c) is None  # no answer yet
+    c.get_page(WO, 1, 1)
+    skew = clock_skew(c)  # the same machine: the time an answer takes, at most
+    assert skew is not None and abs(skew) < dt.timedelta(seconds=5)
+    at = "2026-11-23T10:00:30+00:00"
+    none = pd.Series([], dtype="datetime64[ns, UTC]")
+    utc = pd.Timestamp
+    assert stamp_cutoff(at, none, dt.timedelta(0)) == utc("2026-11-23 09:59:30Z")
+    # the client's clock 5 minutes ahead: the load started at 09:55:30 for the service
+    assert stamp_cutoff(at, none, dt.timedelta(minutes=5)) == utc("2026-11-23 09:54:30Z")
+    # the service's clock unknown: the newest stamp loaded bounds it too
+    newest = pd.Series([utc("2026-11-23 09:00:10Z"), pd.NaT], dtype="datetime64[ns, UTC]")
+    assert stamp_cutoff(at, newest) == utc("2026-11-23 08:58:00Z")
+    assert stamp_cutoff(at, none) == utc("2026-11-23 09:58:00Z")
+    assert stamp_cutoff(None, newest) < utc("1901-01-01", tz="UTC")  # unknown: since ever
