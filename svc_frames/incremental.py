@@ -49,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .client import Client, Target
+from .describe import paused_gc
 from .errors import ConsistencyError, DisplayValuesNeeded, ServerError, SvcWarning, UsageError
 from .filters import format_filter_date
 from .frames import Frames, Source, build_frames, label_map, relabel
@@ -217,16 +218,18 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
         stamps_creates = modified_field_of(client.schema(), source.object_key) == mod
     report.modified_field = mod
     merger = Merger(frames)
-    if mod is None or full:
-        report.full = True
-        if not full:
-            warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "
-                          "record instead", RefreshNotice, stacklevel=2)
-        records = list_all(client, source, load, rpp)
-        merger.merge(decode(records, source), complete=True)
-    else:
-        incremental(client, frames, source, load, mod, stamps_creates, rpp, merger, report)
-    merger.finish()
+    if (mod is None or full) and not full:
+        warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "
+                      "record instead", RefreshNotice, stacklevel=2)
+    with paused_gc():  # the frames' many objects would be walked again and again
+        if mod is None or full:
+            report.full = True
+            records = list_all(client, source, load, rpp)
+            merger.merge(decode(records, source), complete=True)
+        else:
+            incremental(client, frames, source, load, mod, stamps_creates, rpp, merger,
+                        report)
+        merger.finish()
     report.added, report.changed, report.deleted = merger.added, merger.changed, merger.deleted
     report.conflicts = merger.conflict_frame()
     new_load = {**load, "loaded_at": started.isoformat(timespec="seconds")}
@@ -538,51 +541,58 @@ def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
     day early: filter dates are whole days, §1.4). A pass whose pages report different
     totals (a record inserted or deleted while paging may shift another past a page
     boundary) is fetched again; after ``MAX_WINDOW_PASSES`` a ConsistencyError."""
-    _, bare = column_names(source)
-    col = bare[mod]
     tz: dt.tzinfo = ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc
     cutoff: pd.Timestamp | None = None
     after: dict[str, Any] | None = None
     passes_left = MAX_WINDOW_PASSES
     listing = dict(filters)
     total = -1
-    while True:
-        parts: list[Frames] = []
-        totals: set[int] = set()
-        number = 1
+    spec = next(f for f in source.fields if f.key == mod)
+    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-window")
+    try:
         while True:
-            records, page_total, pages = stamp_page(client, source, rpp, listing, mod, number)
-            totals.add(page_total)
-            if cutoff is None:
-                cutoff = cutoff_of()
-                since = cutoff.tz_convert(tz).date() - dt.timedelta(days=OVERLAP_DAYS)
-                after = with_rules(filters, [{
-                    "field": mod, "operator": "is after",
-                    "value": format_filter_date(since, with_time=False)}])[0]
-            got = decode_page(client, source, rpp, listing, mod, number, records)
-            stamps = got.main[col] if col in got.main.columns else pd.Series(dtype=object)
-            seen = stamps.notna().to_numpy(dtype=bool)
-            if number == 1 and len(seen) and not seen.any() and listing is not after:
-                # blanks sort first here: ask for the stamped records alone
-                assert after is not None
-                total = page_total
-                listing = after
+            parts: list[Frames] = []
+            totals: set[int] = set()
+            number = 1
+            records, page_total, pages = stamp_page(client, source, rpp, listing, mod, 1)
+            while True:
+                totals.add(page_total)
+                if cutoff is None:
+                    cutoff = cutoff_of()
+                    since = cutoff.tz_convert(tz).date() - dt.timedelta(days=OVERLAP_DAYS)
+                    after = with_rules(filters, [{
+                        "field": mod, "operator": "is after",
+                        "value": format_filter_date(since, with_time=False)}])[0]
+                # the stamps alone decide whether the next page is wanted; it is asked
+                # for while this page is decoded
+                stamps = decode_stamps(records, source, spec)
+                seen = stamps.notna().to_numpy(dtype=bool)
+                if number == 1 and len(seen) and not seen.any() and listing is not after:
+                    # blanks sort first here: ask for the stamped records alone
+                    assert after is not None
+                    total = page_total
+                    listing = after
+                    break
+                last = (len(records) < rpp or number >= pages or bool(
+                    seen.any() and (bool((stamps[seen] < cutoff).any()) or not seen[-1])))
+                following = None if last else ahead.submit(
+                    stamp_page, client, source, rpp, listing, mod, number + 1)
+                parts.append(decode_page(client, source, rpp, listing, mod, number, records))
+                if following is None:
+                    break
+                records, page_total, pages = following.result()
+                number += 1
+            if not parts:  # switched to the stamped records alone
+                continue
+            if len(totals) == 1:
                 break
-            parts.append(got)
-            if len(records) < rpp or number >= pages:
-                break
-            if seen.any() and (bool((stamps[seen] < cutoff).any()) or not seen[-1]):
-                break
-            number += 1
-        if not parts:  # switched to the stamped records alone
-            continue
-        if len(totals) == 1:
-            break
-        passes_left -= 1
-        if passes_left <= 0:
-            raise ConsistencyError(
-                f"the records of {describe(source)} changed while the recently stamped "
-                f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again")
+            passes_left -= 1
+            if passes_left <= 0:
+                raise ConsistencyError(
+                    f"the records of {describe(source)} changed while the recently stamped "
+                    f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again")
+    finally:
+        ahead.shutdown(wait=True)
     if listing is not after:
         total = totals.pop()
     return concat_parts(parts), total
@@ -604,6 +614,16 @@ def stamp_page(client: Client, source: Source, rpp: int, filters: Mapping[str, A
     except (TypeError, ValueError):
         raise ServerError(f"page {number} of {describe(source)}: total_pages/total_records "
                           "are not numbers") from None
+
+
+def decode_stamps(records: Sequence[Any], source: Source, spec: FieldSpec) -> pd.Series:
+    """The decoded stamps of a raw page (that field alone), in page order."""
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    got = build_frames(list(records), [spec], source, tz=tz, keep_original=False,
+                       raw_format=True)
+    _, bare = column_names(source)
+    return got.main[bare[spec.key]] if bare[spec.key] in got.main.columns else \
+        pd.Series([pd.NaT] * len(records), dtype="datetime64[ns, UTC]")
 
 
 def decode_page(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
@@ -728,8 +748,7 @@ class Merger:
         orig_cols: dict[str, pd.Series] = {}
         # the rows in question, taken once per frame (not once per column)
         cols = [c for c in om.columns if c in sm.columns]
-        s_rows, o_rows = sm.reindex(common)[cols], om.reindex(common)[cols]
-        m_rows = main.reindex(common) if len(here) else None
+        s_rows, o_rows = sm.reindex(common)[cols], om[cols].reindex(common)
         for col in cols:
             s_val, o_val = s_rows[col], o_rows[col]
             srv = ~same(s_val, o_val)
@@ -739,8 +758,10 @@ class Merger:
             m_col = main[col] if col in main.columns else None
             usr = np.zeros(len(common), dtype=bool)
             agree = np.zeros(len(common), dtype=bool)
-            if m_col is not None and m_rows is not None:
-                m_val = m_rows[col]
+            if m_col is not None and len(here):
+                # the user's rows of the columns the server changed only: taking rows
+                # from a 100,000-row text column costs milliseconds
+                m_val = m_col.reindex(common)
                 usr = present & ~same(m_val, o_val)
                 agree = usr & same(m_val, s_val)
             # a row the user deleted: its cells are the user's (a delete) too
@@ -891,6 +912,11 @@ def member(values: pd.Index | pd.Series, ids: Iterable[Any]) -> np.ndarray:
     keys = ids if isinstance(ids, (pd.Index, pd.Series, np.ndarray)) else list(ids)
     if not len(keys) or not len(values):
         return np.zeros(len(values), dtype=bool)
+    if isinstance(keys, pd.Index) and 8 * len(values) < len(keys) and keys.is_unique:
+        # a few values in a frame's index: its hash table is built once and kept
+        wanted = np.asarray(values, dtype=object)
+        hit = keys.get_indexer(pd.Index(wanted, dtype=object)) >= 0
+        return np.asarray(hit & ~pd.isna(wanted), dtype=bool)
     try:
         hay = pa.array(values.array if hasattr(values, "array") else values,
                        type=pa.string(), from_pandas=True)
@@ -908,9 +934,14 @@ def rows_by_record(table: pd.DataFrame, ids: Iterable[str]) -> dict[str, tuple[A
         return {}
     sub = table[member(table["record_id"], ids)]
     out: dict[str, list[tuple[Any, ...]]] = {}
-    cols = [sub[c].to_numpy(dtype=object) for c in sub.columns if c != "record_id"]
+    cols = []
+    for c in sub.columns:
+        if c != "record_id":
+            values = sub[c].to_numpy(dtype=object)  # a copy: NA cells become None below
+            values[sub[c].isna().to_numpy(dtype=bool)] = None
+            cols.append(values)
     for rid, *vals in zip(sub["record_id"].to_numpy(dtype=object), *cols, strict=True):
-        out.setdefault(str(rid), []).append(tuple(None if _isna(v) else v for v in vals))
+        out.setdefault(str(rid), []).append(tuple(vals))
     return {k: tuple(v) for k, v in out.items()}
 
 
