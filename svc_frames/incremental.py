@@ -548,13 +548,15 @@ def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
     listing = dict(filters)
     total = -1
     spec = next(f for f in source.fields if f.key == mod)
+    parser = raw_page_parser(source.fields, parse_json)
     ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-window")
     try:
         while True:
             parts: list[Frames] = []
             totals: set[int] = set()
             number = 1
-            records, page_total, pages = stamp_page(client, source, rpp, listing, mod, 1)
+            records, page_total, pages = stamp_page(client, source, rpp, listing, mod, 1,
+                                                    parser=parser)
             while True:
                 totals.add(page_total)
                 if cutoff is None:
@@ -576,7 +578,8 @@ def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
                 last = (len(records) < rpp or number >= pages or bool(
                     seen.any() and (bool((stamps[seen] < cutoff).any()) or not seen[-1])))
                 following = None if last else ahead.submit(
-                    stamp_page, client, source, rpp, listing, mod, number + 1)
+                    stamp_page, client, source, rpp, listing, mod, number + 1,
+                    parser=parser)
                 parts.append(decode_page(client, source, rpp, listing, mod, number, records))
                 if following is None:
                     break
@@ -599,15 +602,18 @@ def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
 
 
 def stamp_page(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
-               mod: str, number: int, *, raw: bool = True
+               mod: str, number: int, *, raw: bool = True,
+               parser: Callable[[bytes], Any] | None = None
                ) -> tuple[list[Any], int, int]:
     """(records, total_records, total_pages) of one page sorted by ``mod``, newest first,
-    in ``format=raw`` (parsed per field) unless ``raw`` is False."""
+    in ``format=raw`` (parsed per field by ``parser``, default rawpages') unless ``raw``
+    is False."""
     params = client.page_params(number, rpp, dict(filters) or None, mod, "desc")
     if raw:
         params["format"] = "raw"
+        parser = parser or raw_page_parser(source.fields, parse_json)
     env = client.get_page(target_of(source), number, params=params,
-                          parse=raw_page_parser(source.fields, parse_json) if raw else None)
+                          parse=parser if raw else None)
     try:
         return (list(env["records"]), int(env.get("total_records") or 0),
                 int(env.get("total_pages") or 0))
