@@ -293,8 +293,8 @@ def _refresh_step(say: _Printer, client: Any, svc: Any, objects: dict[str, Any]
         say(f"      {report.requests} requests in {took:.2f}s, against {full} requests in "
             f"{full_took:.2f}s for a full reload")
         reports.append(report)
-    say("   a deletion shows as a lower total; finding which record went costs one "
-        "listing of every page (as many requests as a reload)")
+    say("   a deletion shows as a lower total; a few deleted records are found by counting "
+        "auto-increment ranges (one-row requests), many by one listing of every page")
     return reports
 
 

@@ -218,7 +218,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
         stamps_creates = modified_field_of(client.schema(), source.object_key) == mod
     report.modified_field = mod
     merger = Merger(frames)
-    if (mod is None or full) and not full:
+    if mod is None and not full:
         warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "
                       "record instead", RefreshNotice, stacklevel=2)
     with paused_gc():  # the frames' many objects would be walked again and again
