@@ -455,7 +455,8 @@ def find_missing(client: Client, source: Source, filters: Mapping[str, Any], aut
                 nodes.append((first, end, lo_val, hi_val, got, True))
                 if sibling is not None:
                     assert parent is not None
-                    nodes.append(sibling[:4] + (parent - got, False))  # type: ignore[arg-type]
+                    low, stop, lo, hi = sibling[:4]
+                    nodes.append((low, stop, lo, hi, parent - got, False))
             todo = []
             for first, end, lo_val, hi_val, n, asked in nodes:
                 assert n is not None
