@@ -628,8 +628,9 @@ def decode_stamps(records: Sequence[Any], source: Source, spec: FieldSpec) -> pd
     tz = ZoneInfo(source.timezone) if source.timezone else None
     got = build_frames(list(records), [spec], source, tz=tz, keep_original=False,
                        raw_format=True)
-    _, bare = column_names(source)
-    return got.main[bare[spec.key]] if bare[spec.key] in got.main.columns else \
+    # the field's first column is its date (a label alone may be named otherwise than
+    # among all the fields, where labels that repeat are told apart)
+    return got.main.iloc[:, 0] if len(got.main.columns) else \
         pd.Series([pd.NaT] * len(records), dtype="datetime64[ns, UTC]")
 
 

@@ -150,3 +150,18 @@ def test_the_cutoff_is_the_last_load_in_the_service_clock(svc: LocalService) -> 
     assert stamp_cutoff(at, newest) == utc("2026-11-23 08:58:00Z")
     assert stamp_cutoff(at, none) == utc("2026-11-23 09:58:00Z")
     assert stamp_cutoff(None, newest) < utc("1901-01-01", tz="UTC")  # unknown: since ever
+
+
+def test_frames_with_label_columns_refresh_with_one_page(svc: LocalService) -> None:
+    c = client_of(svc)
+    frames = read_object(c, WO, rows_per_page=RPP, columns="labels")
+    rid, gone = frames.main.index[7], frames.main.index[90]
+    c.update_record(WO, rid, {"field_12": "labelled"})
+    c.delete_record(WO, gone)
+    report = refresh(c, frames)
+    assert report.changed == [rid] and report.deleted == [gone]
+    assert report.requests == 1 + report.deletion_requests
+    assert 0 < report.deletion_requests < listing_cost(RECORDS)
+    assert frames.main.at[rid, "Title"] == "labelled"
+    fresh = read_object(client_of(svc), WO, columns="labels")
+    pd.testing.assert_frame_equal(frames.main, fresh.main)
