@@ -757,7 +757,11 @@ class Merger:
         # the rows in question, taken once per frame (not once per column)
         cols = [c for c in om.columns if c in sm.columns]
         s_rows = sm.reindex(common)[cols]
-        o_rows = take_rows(om[cols], om.index.get_indexer(common), common)
+        o_pos = om.index.get_indexer(common)
+        o_rows = take_rows(om[cols], o_pos, common)
+        # cells are put by position (a label lookup in a 100,000-row index per column
+        # costs milliseconds); by label where the user's index repeats (rows added)
+        m_pos = main.index.get_indexer(common) if main.index.is_unique else None
         for col in cols:
             s_val, o_val = s_rows[col], o_rows[col]
             srv = ~same(s_val, o_val)
@@ -785,15 +789,11 @@ class Merger:
                     "loaded": _short(o_val.iloc[i]), "server": _short(s_val.iloc[i]),
                     "local": "<deleted>" if not present[i] else _short(main.at[rid, col])})
             if take_main.any() and m_col is not None:
-                s = m_col.copy()
-                s.loc[common[take_main]] = s_val[take_main].to_numpy() \
-                    if s.dtype == object else s_val[take_main]
-                main_cols[col] = s
+                main_cols[col] = put(m_col, None if m_pos is None else m_pos[take_main],
+                                     common[take_main], s_val[take_main])
             if take_orig.any():
-                s = om[col].copy()
-                s.loc[common[take_orig]] = s_val[take_orig].to_numpy() \
-                    if s.dtype == object else s_val[take_orig]
-                orig_cols[col] = s
+                orig_cols[col] = put(om[col], o_pos[take_orig], common[take_orig],
+                                     s_val[take_orig])
         for col, s in main_cols.items():
             main[col] = s
         for col, s in orig_cols.items():
@@ -911,6 +911,19 @@ class Merger:
     def conflict_frame(self) -> pd.DataFrame:
         cols = ["record_id", "field", "column", "loaded", "server", "local"]
         return pd.DataFrame(self.conflicts, columns=cols).astype("string")
+
+
+def put(column: pd.Series, positions: np.ndarray | None, labels: pd.Index,
+        values: pd.Series) -> pd.Series:
+    """A copy of ``column`` with ``values`` (in the order of ``labels``) at ``positions``
+    (by ``labels`` when None)."""
+    out = column.copy()
+    data = values.to_numpy() if out.dtype == object else values.array
+    if positions is None:
+        out.loc[labels] = data
+    else:
+        out.iloc[positions] = data
+    return out
 
 
 def take_rows(frame: pd.DataFrame, positions: np.ndarray, index: pd.Index) -> pd.DataFrame:
