@@ -492,9 +492,9 @@ MAX_WINDOW_PASSES = 3
 def clock_skew(client: Client) -> dt.timedelta | None:
     """How far the client's clock runs ahead of the service's, from the last answer's
     ``X-PlanLimit-Reset`` (ms until the next UTC day, docs/hosted-behaviour.md §4): the
-    reset time in the client's clock less the UTC midnight it stands for. It counts the
-    answer's way back too, so it errs early. None when no answer told it, or it is more
-    than an hour (a reset that is not midnight).
+    reset time in the client's clock less the UTC midnight it stands for, never below 0.
+    It counts the answer's way back too, so it errs early. None when no answer told it,
+    or it is more than an hour (a reset that is not midnight).
 
     Usage: ``clock_skew(client)  # timedelta(microseconds=2300)``"""
     quota = client.quota
@@ -502,7 +502,11 @@ def clock_skew(client: Client) -> dt.timedelta | None:
         return None
     at = pd.Timestamp(quota.reset_at)
     skew = at - (at + pd.Timedelta(hours=12)).floor("D")
-    return skew.to_pytimedelta() if abs(skew) <= pd.Timedelta(hours=1) else None
+    if abs(skew) > pd.Timedelta(hours=1):
+        return None
+    # a client behind the service needs no correction (its start is early already), and
+    # a reset that is not quite midnight must not move the cutoff later
+    return max(skew, pd.Timedelta(0)).to_pytimedelta()
 
 
 def stamp_cutoff(loaded_at: Any, stamps: pd.Series, skew: dt.timedelta | None = None

@@ -279,7 +279,7 @@ def test_schema_marker_and_filter_dates() -> None:
 
 
 # ---- the on-disk cache -----------------------------------------------------------------
-def test_a_second_run_with_a_cache_takes_three_requests(svc: LocalService, tmp_path) -> None:
+def test_a_second_run_with_a_cache_takes_two_requests(svc: LocalService, tmp_path) -> None:
     cache = tmp_path / "orders"
     first = client_of(svc)
     frames = read_object(first, WO, cache=cache, rows_per_page=10)
