@@ -165,3 +165,29 @@ def test_frames_with_label_columns_refresh_with_one_page(svc: LocalService) -> N
     assert frames.main.at[rid, "Title"] == "labelled"
     fresh = read_object(client_of(svc), WO, columns="labels")
     pd.testing.assert_frame_equal(frames.main, fresh.main)
+
+
+def test_a_delete_between_window_pages_makes_it_page_again(
+        svc: LocalService, monkeypatch: pytest.MonkeyPatch) -> None:
+    c = client_of(svc)
+    frames = read_object(c, WO, rows_per_page=RPP)
+    changed = list(frames.main.index[30:42])
+    for rid in changed:
+        c.update_record(WO, rid, {"field_12": "changed"})
+    other = client_of(svc)
+    victim = frames.main.index[100]
+    real = c.get_page
+    pages: list[int] = []
+
+    def get_page(target: object, page: int = 1, *args: object, **kw: object) -> object:
+        pages.append(page)
+        if page == 2 and pages.count(2) == 1:  # another user deletes, just before page 2
+            other.delete_record(WO, victim)
+        return real(target, page, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(c, "get_page", get_page)
+    report = refresh(c, frames)
+    # the first pass saw two totals: it was paged again, then the deletion was found
+    assert pages[:3] == [1, 2, 3] and pages.count(1) >= 2
+    assert sorted(report.changed) == sorted(changed) and report.deleted == [victim]
+    same_as_fresh(svc, frames)
