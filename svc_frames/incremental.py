@@ -921,7 +921,7 @@ def put(column: pd.Series, positions: np.ndarray | None, labels: pd.Index,
         values: pd.Series) -> pd.Series:
     """A copy of ``column`` with ``values`` (in the order of ``labels``) at ``positions``
     (by ``labels`` when None)."""
-    out = column.copy()
+    out = column.copy(deep=False)  # copy-on-write: the first change copies, once
     data = values.to_numpy() if out.dtype == object else values.array
     if positions is None:
         out.loc[labels] = data
