@@ -295,15 +295,21 @@ class FakeClock:
         self.now += seconds
 
 
+def starts_of(limiter: RateLimiter, clock: FakeClock, n: int) -> list[float]:
+    """When each of ``n`` requests, asked for one after another, would start."""
+    starts = []
+    for _ in range(n):
+        limiter.acquire()
+        starts.append(clock.now)
+    return starts
+
+
 def test_limiter_never_exceeds_rate_in_any_second() -> None:
     clock = FakeClock()
     limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    starts = []
-    for i in range(45):
-        limiter.acquire()
-        starts.append(clock.now)
-        if i == 20:
-            clock.now += 3.3  # idle, then more
+    starts = starts_of(limiter, clock, 21)
+    clock.now += 3.3  # idle, then more
+    starts += starts_of(limiter, clock, 24)
     per_second = collections.Counter(math.floor(t) for t in starts)
     assert max(per_second.values()) == 10
     # each start inside its second, a margin from either end (clock skew, jitter)
@@ -336,21 +342,13 @@ def test_limiter_counts_what_the_service_counted() -> None:
     clock.now = 1000.2
     limiter.observe({"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "3",
                      "X-RateLimit-Reset": "1001"})
-    starts = []
-    for _ in range(5):
-        limiter.acquire()
-        starts.append(clock.now)
-    assert starts == pytest.approx([1000.2] * 3 + [1001.05] * 2)
+    assert starts_of(limiter, clock, 5) == pytest.approx([1000.2] * 3 + [1001.05] * 2)
 
 
 def test_limiter_below_one_per_second_spaces_starts() -> None:
     clock = FakeClock()
     limiter = RateLimiter(0.5, clock=clock, sleep=clock.sleep)
-    starts = []
-    for _ in range(3):
-        limiter.acquire()
-        starts.append(clock.now)
-    assert starts == pytest.approx([1000.05, 1002.05, 1004.05])
+    assert starts_of(limiter, clock, 3) == pytest.approx([1000.05, 1002.05, 1004.05])
 
 
 def test_limiter_holds_everyone_after_a_429() -> None:
