@@ -5,6 +5,8 @@ Usage::
     with LocalService(records=50) as svc:
         token = login(svc)                        # the first demo user's token
         rec = create(svc, "object_3", {"field_12": "Fix pump"})
+        client = client_for(svc)                  # unpaced, quick retries
+        orders = widest_object(client)            # the object that uses every kind
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from typing import Any
 
 import requests
 
+from .client import Client
 from .server import LocalService
 
 __all__ = ["LocalService", "object_url", "view_url", "login", "create", "field_of_kind",
-           "hosted_sample_dir"]
+           "hosted_sample_dir", "client_for", "widest_object"]
 
 FIXTURES_ENV = "SVC_FIXTURES_DIR"
 _HOSTED_SAMPLE = Path("shared") / "fixtures" / "hosted-sample"
@@ -89,3 +92,23 @@ def field_of_kind(svc: LocalService, object_key: str, kind: str,
             if f["type"] == kind and all(fmt.get(k) == v for k, v in format_match.items()):
                 return str(f["key"])
     raise KeyError(f"no {kind} field in {object_key}")
+
+
+def client_for(svc: LocalService, **kw: Any) -> Client:
+    """A client of the local service's application: unpaced unless ``rate_limit`` is
+    given, and retrying after 10 ms (a test's faults need not wait out real backoffs).
+
+    Usage: ``client_for(svc, rate_limit=10)``"""
+    kw.setdefault("rate_limit", 0)
+    kw.setdefault("backoff", 0.01)
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, **kw)
+
+
+def widest_object(client: Client) -> str:
+    """The key of the object that uses the most field kinds (the demo's work orders),
+    found through the schema rather than a fixed key.
+
+    Usage: ``widest_object(client_for(svc))  # "object_3"``"""
+    app = client.schema() or {}
+    best = max(app.get("objects") or [], key=lambda o: len({f["type"] for f in o["fields"]}))
+    return str(best["key"])

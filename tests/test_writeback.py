@@ -30,22 +30,13 @@ from svc_frames.kinds import values_equal
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object, read_view
 from svc_frames.server import LocalService
+from svc_frames.testing import client_for, widest_object
 from svc_frames.writeback import NEW_ID_PREFIX, Report, add_rows, diff, write_back
 
 RECORDS = 30
 
 
 # ---- helpers --------------------------------------------------------------------------------
-def client_for(svc: LocalService, **kw: Any) -> Client:
-    kw.setdefault("rate_limit", 0)
-    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, backoff=0.01, **kw)
-
-
-def widest_object(client: Client) -> str:
-    """The demo object that uses every kind (found through the schema, not a fixed key)."""
-    app = client.schema() or {}
-    best = max(app.get("objects") or [], key=lambda o: len({f["type"] for f in o["fields"]}))
-    return str(best["key"])
 
 
 def field_of(frames: Frames, kind: str, **fmt: Any) -> FieldSpec:

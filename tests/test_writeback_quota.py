@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,26 +14,15 @@ from svc_frames.client import Client
 from svc_frames.frames import Frames
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
+from svc_frames.testing import client_for, widest_object
 from svc_frames.writeback import Report, add_rows, diff, write_back
 from svc_frames.writeback.budget import DEFAULT_QUOTA_RESERVE
-
-
-def client_for(svc: LocalService, **kw: Any) -> Client:
-    kw.setdefault("rate_limit", 0)
-    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, backoff=0.01, **kw)
-
-
-def work_orders(client: Client) -> str:
-    """The demo object that uses every kind (through the schema, not a fixed key)."""
-    app = client.schema() or {}
-    best = max(app.get("objects") or [], key=lambda o: len({f["type"] for f in o["fields"]}))
-    return str(best["key"])
 
 
 def load_orders(svc: LocalService) -> tuple[Client, str, Frames]:
     """A client on ``svc``, the work orders' key and their frames, freshly loaded."""
     client = client_for(svc)
-    obj = work_orders(client)
+    obj = widest_object(client)
     return client, obj, read_object(client, obj, progress=False)
 
 
@@ -105,7 +93,7 @@ def test_plan_requests_equal_the_requests_of_a_clean_run(svc: LocalService) -> N
 def test_plan_rereads_follow_the_guard_rules(n: int) -> None:
     with LocalService(demo=True, records=140, rate_limit=0, seed=4) as svc:
         client = client_for(svc)
-        obj = work_orders(client)
+        obj = widest_object(client)
         frames = read_object(client, obj, progress=False)
         edit(frames, [str(i) for i in frames.main.index[:n]], "reread")
         plan = diff(frames)
@@ -272,7 +260,7 @@ def test_quota_spent_after_a_lost_answer_is_unknown_not_failed(svc: LocalService
 
 def test_unknown_quota_is_told_by_the_first_answer(svc: LocalService) -> None:
     loader = client_for(svc)
-    obj = work_orders(loader)
+    obj = widest_object(loader)
     frames = read_object(loader, obj, progress=False)
     ids = [str(i) for i in frames.main.index[:12]]
     edit(frames, ids, "unknown quota")
@@ -328,7 +316,7 @@ def frames_with_a_file_placed(client: Client, obj: str, doc: Path
 
 def test_plan_requests_count_uploads(svc: LocalService, tmp_path: Path) -> None:
     client = client_for(svc)
-    obj = work_orders(client)
+    obj = widest_object(client)
     doc = tmp_path / "manual.txt"
     doc.write_text("how to fix the pump\n")
     frames, file_key, _ = frames_with_a_file_placed(client, obj, doc)
@@ -345,7 +333,7 @@ def test_plan_requests_count_uploads(svc: LocalService, tmp_path: Path) -> None:
 def test_a_record_and_its_upload_go_whole_or_not_at_all(svc: LocalService,
                                                          tmp_path: Path) -> None:
     client = client_for(svc)
-    obj = work_orders(client)
+    obj = widest_object(client)
     doc = tmp_path / "sheet.txt"
     doc.write_text("spec sheet\n")
     frames, _, rid = frames_with_a_file_placed(client, obj, doc)
