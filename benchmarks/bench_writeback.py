@@ -32,7 +32,7 @@ import pandas as pd
 
 from svc_frames.frames import Frames, Source
 from svc_frames.kinds.base import FieldSpec
-from svc_frames.writeback import diff, write_back
+from svc_frames.writeback import Report, diff, write_back
 
 
 # ---- 1. diff speed ---------------------------------------------------------------------------
@@ -330,28 +330,24 @@ def bench_quota(updates: int = 8000, quota: int = 5000, rate: float = 10.0,
             return [e.path[len(prefix):] for e in svc.request_log.entries
                     if e.method == "PUT" and e.path.startswith(prefix) and e.applied]
 
-        # day 1: a new session (the quota unknown until the guard's first answer)
-        svc.request_log.clear()
-        day1 = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
-                      rate_limit=rate)
-        t0 = time.perf_counter()
-        first = write_back(day1, frames, max_workers=8, progress=False,
-                           quota_reserve=reserve)
-        wall1 = time.perf_counter() - t0
+        def one_day() -> tuple[Report, float, dict[Any, int]]:
+            """write_back in a new session (the quota unknown until the guard's first
+            answer), from a cleared request log: the report, wall time, statuses."""
+            svc.request_log.clear()
+            session = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                             rate_limit=rate)
+            t0 = time.perf_counter()
+            report = write_back(session, frames, max_workers=8, progress=False,
+                                quota_reserve=reserve)
+            wall = time.perf_counter() - t0
+            return report, wall, report.table["status"].value_counts().to_dict()
+
+        first, wall1, st1 = one_day()
         sent1, used1, puts1 = svc.request_log.count(), svc.emulation.quota_used, puts()
-        st1 = first.table["status"].value_counts().to_dict()
         refused1 = svc.request_log.count(status=429)
-        # the emulated reset, then the same call again in a new session
-        svc.emulation.new_quota_day()
-        svc.request_log.clear()
-        day2 = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
-                      rate_limit=rate)
-        t0 = time.perf_counter()
-        second = write_back(day2, frames, max_workers=8, progress=False,
-                            quota_reserve=reserve)
-        wall2 = time.perf_counter() - t0
+        svc.emulation.new_quota_day()  # the emulated reset, then the same call again
+        second, wall2, st2 = one_day()
         sent2, puts2 = svc.request_log.count(), puts()
-        st2 = second.table["status"].value_counts().to_dict()
         svc.emulation.daily_quota = 0
         svc.emulation.rate_limit = 0
         server = read_object(fast, obj, progress=False).main[key]
