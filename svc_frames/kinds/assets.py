@@ -12,11 +12,13 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from ..rawpages import RawValue
 from ._util import get_value, int_series, invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
 ASSET_KEYS = ("id", "application_id", "s3", "type", "filename", "url", "thumb_url", "size",
               "field_key")
+_MEMBERS = (dict, RawValue)  # a raw value as a dict, or as rawpages' struct of its members
 _ATTR = re.compile(r"""([\w-]+)\s*=\s*["']([^"']*)["']""")
 _IMG_SRC = re.compile(r"""<img[^>]*\bsrc\s*=\s*["']([^"']*)["']""", re.I)
 
@@ -81,11 +83,11 @@ class AssetCodec(Codec):
                ctx: ReadContext) -> dict[str, pd.Series]:
         raws = raw_values(raws, displays)
         if is_url_source(field):
-            urls = [(r if isinstance(r, str) else r.get("url") if isinstance(r, dict)
+            urls = [(r if isinstance(r, str) else r.get("url") if isinstance(r, _MEMBERS)
                      else None) if r is not None else _url_of_display(d)
                     for r, d in zip(raws, displays, strict=False)]
             return {field.key: string_series(urls)}
-        rows = [r if isinstance(r, dict)
+        rows = [r if isinstance(r, _MEMBERS)
                 else (_parse_asset_html(d) if r is None and isinstance(d, str) and d else {})
                 for r, d in zip(raws, displays, strict=False)]
         k = field.key
@@ -168,7 +170,7 @@ class SignatureCodec(Codec):
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         raws = raw_values(raws, displays)
-        out = [(r.get("svg") if isinstance(r, dict) else str(r)) if r is not None
+        out = [(r.get("svg") if isinstance(r, _MEMBERS) else str(r)) if r is not None
                else (_svg_of(d) if isinstance(d, str) and d else None)
                for r, d in zip(raws, displays, strict=False)]
         return {field.key: string_series(out)}
