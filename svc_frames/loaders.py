@@ -264,7 +264,8 @@ DECODER_MIN_RATE = 20.0
 
 def decode_helpers(processes: int | None, pager: Paginator, first: Page) -> int:
     """How many helper processes decode the pages of this load (see ``load``): by default
-    one, for a load of 8+ pages on 2+ cores whose pace (0: unpaced) outruns one core."""
+    one, for a load of 8+ pages whose pace (0: unpaced) outruns one core, on a machine
+    with a core to spare for it (:func:`core_idle`)."""
     if processes is not None:
         return processes
     rate = pager.client.limiter.rate
@@ -273,19 +274,29 @@ def decode_helpers(processes: int | None, pager: Paginator, first: Page) -> int:
     return 1 if fast and pages >= DECODER_MIN_PAGES and core_idle() else 0
 
 
+HELPER_CORES = 3
+"""Cores a helper needs the machine to have: one for this process, one for the service and
+one for the helper. A load faster than the hosted pace is a load from the local service
+(the hosted one answers 10 requests/s), which runs on this machine. On 2 cores the helper
+shares the service's core and does not pay even when it looks idle: measured 2026-11-23 on
+2 cores (cold 50,000-record loads, four rounds interleaved), median 2.71 s without a
+helper, 2.80 s with one, 3.09 s with two."""
+
+
 def core_idle() -> bool:
-    """Whether a core is idle for a helper: 2+ cores, and a load average (last minute)
-    leaving one free. On a busy machine a helper only competes for the cores this process
-    and the service need: measured on 2 busy cores (load average 7), a cold 50,000-record
-    load took 13.6 s with a helper against 5.4 s without (warm: 15 s against 9-11 s)."""
+    """Whether a core is free for a helper: :data:`HELPER_CORES` or more, and a load
+    average (last minute) leaving one beyond this process and the service. On a busy
+    machine a helper only competes for the cores this process and the service need:
+    measured on 2 busy cores (load average 7), a cold 50,000-record load took 13.6 s with
+    a helper against 5.4 s without (warm: 15 s against 9-11 s)."""
     cores = os.cpu_count() or 1
-    if cores < 2:
+    if cores < HELPER_CORES:
         return False
     try:
         busy = os.getloadavg()[0]
     except (OSError, AttributeError):  # no load average (Windows): trust the core count
         return True
-    return busy <= cores - 1
+    return busy <= cores - (HELPER_CORES - 1)
 
 
 def concat_frames(parts: list[Frames], source: Source) -> Frames:
