@@ -24,6 +24,7 @@ from .errors import DisplayValuesNeeded
 from .joins import join
 from .keys import FIELD_KEY
 from .kinds import codec_for, infer_field
+from .kinds._util import blank_to_none
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .rawpages import RawRecord, column_getter
 
@@ -211,8 +212,7 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
         key = spec.key
         if raw_format:
             raws, displays = cols[i], no_displays
-            if "" in raws:  # an empty field's "" display stands in for its missing raw
-                raws = [None if v == "" else v for v in raws]
+            raws = blank_to_none(raws)  # an empty field's "" stands in for its missing raw
             if type(codec).decodes_raw_alone is not Codec.decodes_raw_alone \
                     and not codec.decodes_raw_alone(raws):
                 raise DisplayValuesNeeded(f"{key} ({spec.kind}): its raw values need their "

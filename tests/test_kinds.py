@@ -816,3 +816,17 @@ def test_email_and_link_labels_round_trip(kind: str, raw: dict[str, str],
     assert codec.normalize(codec.encode(values, field, CTX), field) == {member: edited}
     with pytest.raises(InvalidValue, match=f"{field.key}.*label"):  # a label alone
         codec.encode({field.key: pd.NA, f"{field.key}.label": "Desk"}, field, CTX)
+
+
+def test_blank_to_none_replaces_every_blank_and_nothing_else() -> None:
+    """The raw-page decoder's "" -> None pass (kinds._util.blank_to_none): every blank,
+    first and last included; a sequence without one comes back as it is; values whose ==
+    is not a bool (pd.NA, arrays) take the per-value path."""
+    from svc_frames.kinds._util import blank_to_none
+
+    assert blank_to_none(["", "a", "", "", "b", ""]) == [None, "a", None, None, "b", None]
+    values = ["a", None, {"x": ""}]
+    assert blank_to_none(values) is values
+    assert blank_to_none(("", {"x": 1})) == [None, {"x": 1}]
+    odd = blank_to_none([pd.NA, "", np.array([1, 2]), "c", ""])
+    assert odd[1] is None and odd[4] is None and odd[3] == "c" and odd[0] is pd.NA
