@@ -4,9 +4,9 @@ A page of 1000 wide records is megabytes of JSON, and parsing it is the largest 
 load's CPU time. Once the fields are known (after page 1), msgspec decodes each record
 into a struct with one slot per field instead of a dict: no key strings to build and hash,
 about 30% less parse time, and a column is read with one C-level ``attrgetter``. Nested
-values (dates, timers, assets, signatures: most of a page's objects) become structs
-holding only the members their codecs read (``DateValue``, ``TimerValue``, ``AssetValue``,
-``SignatureValue``); the other members are skipped without building a Python object for
+values (dates, timers, assets, signatures, connected records: most of a page's objects)
+become structs holding only the members their codecs read (``DateValue``, ``TimerValue``,
+``AssetValue``, ``SignatureValue``, ``ConnectionItem``); the other members are skipped without building a Python object for
 them. A record that does not fit (a field the loader does not expect, an id that is not
 text, a date that is not an object or has no int ``unix_timestamp``) makes the whole page
 fall back to the plain parser, so nothing is dropped.
@@ -137,12 +137,22 @@ class SignatureValue(RawValue, gc=False):
     svg: Any = None
 
 
+class ConnectionItem(RawValue, gc=False):
+    """One connected record of a connection's raw list, ``{id, identifier}``. An item
+    without a text id and identifier (a name-like item, whose id is only in the display
+    HTML) does not fit, and its page is parsed as plain dicts."""
+
+    id: str
+    identifier: str
+
+
 _VALUE_TYPES: dict[str, Any] = {
     "date_time": Union[DateValue, str, None],  # noqa: UP007 ("" or null when empty)
     "timer": Union[TimerValue, str, None],  # noqa: UP007
     "file": Union[AssetValue, str, None],  # noqa: UP007
     "image": Union[AssetValue, str, None],  # noqa: UP007 (a URL-source image: its URL)
     "signature": Union[SignatureValue, str, None],  # noqa: UP007
+    "connection": Union[list[ConnectionItem], str, None],  # noqa: UP007
 }
 
 

@@ -10,10 +10,11 @@ import pytest
 
 from svc_frames.client import parse_json
 from svc_frames.frames import Source, build_frames, resolve_fields
-from svc_frames.kinds import resolve_timezone
+from svc_frames.kinds import codec_for, resolve_timezone
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.rawpages import (
     AssetValue,
+    ConnectionItem,
     DateValue,
     RawRecord,
     SignatureValue,
@@ -64,6 +65,8 @@ def test_hosted_records_through_the_parser_decode_like_both(hosted: Any) -> None
                          ("signature", SignatureValue)):
         values = [r.get(k) for r in parsed for k, kd in kinds.items() if kd == kind]
         assert any(isinstance(v, struct) for v in values), kind
+    links = [r.get(k) for r in parsed for k, kd in kinds.items() if kd == "connection"]
+    assert any(v and isinstance(v[0], ConnectionItem) for v in links if isinstance(v, list))
     both = build_frames(records, fields, source, tz=TZ)
     raw = build_frames(parsed, fields, source, tz=TZ, raw_format=True)
     same(raw, both)
@@ -106,3 +109,20 @@ def test_dates_without_a_timestamp_take_the_general_path() -> None:
     assert main["field_1"].iloc[0] == pd.Timestamp("2019-09-11 16:14", tz=TZ)
     assert main["field_2.total"].iloc[0] == pd.Timedelta(minutes=46)
     assert pd.isna(main["field_2"].iloc[1])
+
+
+def test_a_name_like_connection_item_makes_its_page_plain() -> None:
+    """A connected record without an id in its raw value (its id is only in the display
+    HTML) does not fit ``ConnectionItem``: the page is parsed as dicts, so the loader sees
+    that its raw values need their displays."""
+    fields = [FieldSpec("field_1", "connection")]
+    raw = [{"id": "a", "field_1": [{"id": "65000000629f6fbed82c07cd", "identifier": "Ann"}]},
+           {"id": "b", "field_1": [{"first": "Bo", "last": "Li"}]}]
+    parse = raw_page_parser(fields, parse_json)
+    assert parse is not None
+    parsed = parse(page(raw))["records"]
+    assert all(type(r) is dict for r in parsed)
+    assert not codec_for(fields[0]).decodes_raw_alone([r["field_1"] for r in parsed])
+    fine = parse(page(raw[:1]))["records"]
+    assert isinstance(fine[0].get("field_1")[0], ConnectionItem)
+    assert codec_for(fields[0]).decodes_raw_alone([r.get("field_1") for r in fine])

@@ -8,12 +8,17 @@ exploded table ``tables[field_N]`` (record_id, connected_id, identifier) is the 
 from __future__ import annotations
 
 import html
+import operator
 import re
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from ..rawpages import ConnectionItem
 from ._util import invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 
@@ -22,6 +27,17 @@ _SPAN = re.compile(r"""<span[^>]*\bclass\s*=\s*["']([^"']+)["'][^>]*>(.*?)</span
 _TAG = re.compile(r"<[^>]+>")
 _ID = re.compile(r"^[A-Za-z0-9_-]+$")
 _HEX_ID = re.compile(r"^[0-9a-f]{24}$")
+
+
+_NO_ITEMS: list[Any] = []
+_id_text = operator.attrgetter("id", "identifier")
+
+
+def _all_items(lists: Sequence[Any]) -> bool:
+    """Whether these values (one per record) are all lists of rawpages' ConnectionItems:
+    one parse makes every item of a page one, so a list's first item tells."""
+    return any(lists) and all(type(r) is list and (not r or type(r[0]) is ConnectionItem)
+                              for r in lists)
 
 
 def _esc(text: Any) -> str:
@@ -105,9 +121,12 @@ class ConnectionCodec(Codec):
         return []
 
     def decodes_raw_alone(self, raws: Sequence[Any]) -> bool:
-        # a name-like item ({first, last}) has its id only in the display HTML
-        return all(type(item) is dict and "id" in item
-                   for r in raws if type(r) is list for item in r)
+        # a name-like item ({first, last}) has its id only in the display HTML; rawpages'
+        # ConnectionItems all have one (an item without does not parse), and a list holds
+        # items of one parse: its first tells
+        return all(type(r[0]) is ConnectionItem
+                   or all(type(item) is dict and "id" in item for item in r)
+                   for r in raws if type(r) is list and r)
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
@@ -116,6 +135,23 @@ class ConnectionCodec(Codec):
     def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
         raws = raw_values(raws, displays)
+        lists = [_NO_ITEMS if r is None else r for r in raws]
+        if _all_items(lists):
+            # rawpages' ConnectionItems: the members at C speed, and the record ids
+            # repeated per item by Arrow
+            items = list(chain.from_iterable(lists))
+            conn_ids: list[Any] = []
+            conn_texts: list[Any] = []
+            if items:
+                conn_ids, conn_texts = (list(c) for c in zip(*map(_id_text, items),
+                                                             strict=True))
+            rows = pa.array(ids, type=pa.large_string()).take(
+                pa.array(np.repeat(np.arange(len(lists)), list(map(len, lists)))))
+            return {field.key: pd.DataFrame({
+                "record_id": pd.Series(pd.arrays.ArrowStringArray(rows)),
+                "connected_id": string_series(conn_ids),
+                "identifier": string_series(conn_texts),
+            }, copy=False)}
         if all(type(r) is list for r in raws):  # fast path: every item has id + text
             # one flat list per column (no per-item tuples to build and take apart)
             try:
