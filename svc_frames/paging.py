@@ -274,23 +274,29 @@ class Paginator:
             got = len(first.records)
             last_full = len(first.records) >= self.rows_per_page
             top_total = first.total_records
+
+            def top_up(number: int) -> None:
+                """Requests up to the window of page ``number`` being the next one out."""
+                nonlocal next_submit
+                # plan: the announced pages, then one more while the last was full
+                # slow start: a service renders concurrent requests side by side, so a
+                # burst of ``prefetch`` requests would delay page 2 until all of them are
+                # done and leave the consumer idle; the window opens by four pages per
+                # page handed out
+                window = min(self.prefetch, 4 * (number - 1))
+                while next_submit <= wanted and len(pending) < window:
+                    pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
+                    next_submit += 1
+                if (next_submit > wanted and self._early is None and wanted > 1
+                        and self.verify == "first"):
+                    # the verification request right behind the last page request (it
+                    # takes the next slot), not after its answer: no extra round trip
+                    self._early = pool.submit(self._first_after, list(pending.values()),
+                                              pass_no)
+
             try:
                 while True:
-                    # plan: the announced pages, then one more while the last was full
-                    # slow start: a service renders concurrent requests side by side, so
-                    # a burst of ``prefetch`` requests would delay page 2 until all of them
-                    # are done and leave the consumer idle; the window opens by four pages
-                    # per page consumed
-                    window = min(self.prefetch, 4 * (number - 1))
-                    while (next_submit <= wanted and len(pending) < window):
-                        pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
-                        next_submit += 1
-                    if (next_submit > wanted and self._early is None and wanted > 1
-                            and self.verify == "first"):
-                        # the verification request right behind the last page request (it
-                        # takes the next slot), not after its answer: no extra round trip
-                        self._early = pool.submit(self._first_after, list(pending.values()),
-                                                  pass_no)
+                    top_up(number)
                     if not first_out:
                         first_out = True
                         yield first
@@ -304,6 +310,12 @@ class Paginator:
                         self._early_stale = True
                         continue
                     page = pending.pop(number).result()
+                    if (len(page.records) >= self.rows_per_page and number < wanted
+                            and (self.limit is None
+                                 or got + len(page.records) < self.limit)):
+                        # the window opens as the page is handed out, not once the
+                        # consumer is done with it: the next requests overlap its decode
+                        top_up(number + 1)
                     yield page
                     got += len(page.records)
                     last_full = len(page.records) >= self.rows_per_page

@@ -72,14 +72,15 @@ def test_concurrent_pages_in_order(service: LocalService, client: Client) -> Non
 
 def test_request_window_opens_gradually(client: Client) -> None:
     # a burst of every prefetched request at once would make the service render them side
-    # by side and page 2 arrive last: when page 2 is consumed, at most pages 2-5 were sent
+    # by side and page 2 arrive last: page 1 is handed out with pages 2-5 asked for, and
+    # each page handed out opens the window by four: when page 2 is, at most pages 2-10
     pager = Paginator(client, "object_3", rows_per_page=7, max_workers=16)
     before = client.request_count
     sent_at: dict[int, int] = {}
     for page in pager.iter_pages():
         sent_at[page.number] = client.request_count - before
     assert pager.prefetch == 32 and len(sent_at) > 10
-    assert sent_at[2] <= 5
+    assert sent_at[2] <= 10
     assert sent_at[max(sent_at)] > 5  # the window did open further
 
 
