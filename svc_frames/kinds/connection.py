@@ -173,7 +173,7 @@ class ConnectionCodec(Codec):
             if type(r) is list:
                 pairs: list[tuple[str, str]] | None = None
                 for i, item in enumerate(r):
-                    if type(item) is not dict:
+                    if type(item) is not dict and type(item) is not ConnectionItem:
                         continue
                     cid = item.get("id")
                     text = item.get("identifier")
