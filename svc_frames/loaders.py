@@ -50,8 +50,8 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
     """All records of an object (object requests: app id + API key) as typed frames.
 
     ``processes``: helper processes that decode pages of a large load on other cores
-    (default: one on a machine with 2+ cores for loads of 8+ pages paced at 20+ requests/s
-    or unpaced; 0 for none).
+    (default: one on a machine with 3+ cores, one of them idle, for loads of 8+ pages paced
+    at 20+ requests/s or unpaced; 0 for none).
 
     ``cache``: a directory; the frames come from it, refreshed with a few requests (see
     ``svc_frames.cache`` and ``refresh``; ``modified_field`` names the field stamped on
@@ -141,8 +141,8 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     do, the pages still to come are asked for with ``format=raw`` (``raw_pages=False``
     keeps both): about 40% fewer bytes to send, read and parse. Raw pages of a large load
     are decoded in ``processes`` helper processes (decoder.py) while this one fetches;
-    by default one on a machine with two or more cores, for loads of 8 pages or more
-    paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up.
+    by default one on a machine with 3+ cores (``core_idle``), for loads of 8 pages or
+    more paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up.
 
     ``on_page`` replaces the progress bar (read_app: one bar over the pages of every
     object); ``max_workers`` bounds this load's requests in flight (default: the
