@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import threading
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -338,10 +339,22 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     # total comes from one row of the load's listing (no sort: none is needed for it)
     windows = with_rules(filters, [])
     single = len(windows) == 1
+    lock = threading.Lock()
+
+    order_by = bare[auto] if auto else None
+
+    def update(part: Frames) -> None:
+        # each page is merged as it is decoded, while the next page is on its way; new
+        # records are appended in the cursor's order (put in order at the end if a later
+        # page brings lower ones), else at the end in the order of their ids
+        with lock:
+            merger.update(part)
+            if order_by is not None:
+                merger.add(part, order_by=order_by)
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
         head_future = (None if single else
                        pool.submit(client.get_page, target, 1, 1, filters=filters))
-        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff)
+        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff, update)
                    for flt in windows]
         if cursor is not None:
             futures += [pool.submit(lambda flt: (paged(client, source, rpp, flt), 0), flt)
@@ -351,12 +364,17 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         results = [f.result() for f in futures]
         total = (results[0][1] if head_future is None
                  else int(head_future.result().get("total_records") or 0))
+    # the windows' records held are merged already; the cursor's listing holds new ones
+    for part, _ in results[len(windows):]:
+        merger.update(part)
     parts = [p for p, _ in results if len(p.main)] or [results[0][0]]
     server = concat_parts(parts)
     if auto is None:
         server = Frames(server.main.iloc[oldest_first(server.main.index)], server.tables,
                         server.source)
-    merger.merge(server, complete=False, order_by=bare[auto] if auto else None)
+    merger.add(server, order_by=order_by)
+    if order_by is not None:
+        merger.order_added(order_by)
     # 3. deleted records (or records that left the filter): the total disagrees
     if total != merger.server_count():
         before = client.request_count
@@ -534,11 +552,15 @@ def stamp_cutoff(loaded_at: Any, stamps: pd.Series, skew: dt.timedelta | None = 
 
 
 def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any], mod: str,
-           cutoff_of: Callable[[], pd.Timestamp]) -> tuple[Frames, int]:
-    """(decoded records stamped at or after ``cutoff``, and maybe some before it; the
-    listing's ``total_records``): the listing sorted by ``mod``, newest first, paged until a
-    page holds a stamp older than the cutoff (every later page is older still).
-    ``cutoff_of`` is asked once the first page is in (it may read the service's clock).
+           cutoff_of: Callable[[], pd.Timestamp],
+           on_part: Callable[[Frames], None] | None = None) -> tuple[Frames, int]:
+    """(decoded records stamped at or after ``cutoff``, or blank; the listing's
+    ``total_records``): the listing sorted by ``mod``, newest first, paged until a page
+    holds a stamp older than the cutoff (every later page is older still). Records stamped
+    before the cutoff were last written before the last load began, which read them as
+    they are: they are not decoded. ``cutoff_of`` is asked once the first page is in (it
+    may read the service's clock). ``on_part`` is given each page's decoded records as
+    they come (while the next page is on its way): the caller may merge them meanwhile.
 
     Blank stamps (records no rule has stamped since it was added) are sorted first or last
     as the service sorts blanks: a page that ends in blanks after a stamp ends the paging;
@@ -585,7 +607,14 @@ def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
                 following = None if last else ahead.submit(
                     stamp_page, client, source, rpp, listing, mod, number + 1,
                     parser=parser)
-                parts.append(decode_page(client, source, rpp, listing, mod, number, records))
+                older = (stamps < cutoff).to_numpy(dtype=bool)  # NaT: False, kept
+                part = decode_page(client, source, rpp, listing, mod, number, records
+                                   if not older.any() else
+                                   [r for r, old in zip(records, older, strict=True)
+                                    if not old])
+                parts.append(part)
+                if on_part is not None:
+                    on_part(part)
                 if following is None:
                     break
                 records, page_total, pages = following.result()
@@ -699,16 +728,26 @@ def paged(client: Client, source: Source, rpp: int, filters: Mapping[str, Any]) 
 
 # ---- merging server values into the frames -----------------------------------------------
 def same(a: pd.Series, b: pd.Series) -> np.ndarray:
-    """Cell by cell: do two aligned columns hold the same values (NA == NA)."""
+    """Cell by cell, by position: do two columns hold the same values (NA == NA)."""
     if a.dtype == object or b.dtype == object:
-        return np.fromiter((values_equal(x, y) for x, y in zip(a, b, strict=True)),
-                           dtype=bool, count=len(a))
+        return np.fromiter(map(cell_same, a, b), dtype=bool, count=len(a))
+    x, y = pd.Series(a.array, copy=False), pd.Series(b.array, copy=False)
     try:
-        eq = (a == b).fillna(False).to_numpy(dtype=bool)
+        eq = (x == y).fillna(False).to_numpy(dtype=bool)
     except (TypeError, ValueError):
-        return np.fromiter((values_equal(x, y) for x, y in zip(a, b, strict=True)),
-                           dtype=bool, count=len(a))
-    return eq | (a.isna().to_numpy() & b.isna().to_numpy())
+        return np.fromiter(map(cell_same, a, b), dtype=bool, count=len(a))
+    return eq | (x.isna().to_numpy() & y.isna().to_numpy())
+
+
+def cell_same(x: Any, y: Any) -> bool:
+    """``values_equal``, with equal lists (a multiple choice's cells) told at once."""
+    if type(x) is list and type(y) is list:
+        try:
+            if x == y:
+                return True
+        except (TypeError, ValueError):  # elements that do not compare (arrays)
+            pass
+    return values_equal(x, y)
 
 
 def _short(value: Any) -> str:
@@ -737,6 +776,7 @@ class Merger:
         self.conflicts: list[dict[str, Any]] = []
         self._seen: set[str] = set()
         self.touched: set[str] = set()  # tables whose rows moved: re-ordered at the end
+        self._added_from: tuple[int, int] | None = None  # len(main), len(original) then
 
     def server_count(self) -> int:
         """Records the server holds, as far as the merged ``original`` knows."""
@@ -747,25 +787,43 @@ class Merger:
         """Take ``server``'s records; ``complete``: it is the whole listing, so loaded
         records absent from it are gone. ``order_by``: new rows are appended in the order
         of this column (the cursor), else as listed."""
+        self.update(server)
+        if complete:
+            om = self.frames.original.main if self.frames.original is not None else None
+            assert om is not None
+            self.drop(om.index[~member(om.index, server.main.index)])
+        self.add(server, order_by=order_by)
+
+    def update(self, server: Frames) -> None:
+        """Take the server's values of the records held (cells and exploded tables); the
+        records not held are left to :meth:`add`. A record updated twice (listed again on
+        a later page) takes its later values.
+
+        Its cost follows the server's records, not the frames': rows are found by hashing
+        the server's ids and probing the held ones in Arrow (:func:`locate`), and only the
+        rows in question are taken and compared."""
         frames, orig = self.frames, self.frames.original
         assert orig is not None
         main, om, sm = frames.main, orig.main, server.main
-        in_orig = member(sm.index, om.index)
-        common, new = sm.index[in_orig], sm.index[~in_orig]
-        gone = om.index[~member(om.index, sm.index)] if complete else om.index[:0]
-        present = member(common, main.index)
-        here = common[present]
+        s_to_o, _ = locate(om.index, sm.index)
+        in_orig = s_to_o >= 0
+        if not in_orig.any():
+            return
+        common = sm.index[in_orig]
+        o_pos = s_to_o[in_orig]
+        m_pos, m_count = locate(main.index, common)
+        present = m_pos >= 0
+        # cells are put by position, by label where the user's index repeats one of these
+        # labels (rows added under it): every row under the label then takes the value
+        by_label = bool((m_count > 1).any())
         changed_rows = np.zeros(len(common), dtype=bool)
         main_cols: dict[str, pd.Series] = {}
         orig_cols: dict[str, pd.Series] = {}
         # the rows in question, taken once per frame (not once per column)
         cols = [c for c in om.columns if c in sm.columns]
-        s_rows = sm.reindex(common)[cols]
-        o_pos = om.index.get_indexer(common)
-        o_rows = take_rows(om[cols], o_pos, common)
-        # cells are put by position (a label lookup in a 100,000-row index per column
-        # costs milliseconds); by label where the user's index repeats (rows added)
-        m_pos = main.index.get_indexer(common) if main.index.is_unique else None
+        s_rows = sm.iloc[np.flatnonzero(in_orig)][cols]
+        o_rows = om.iloc[o_pos][cols]
+        m_take = np.where(present, m_pos, 0)
         for col in cols:
             s_val, o_val = s_rows[col], o_rows[col]
             srv = ~same(s_val, o_val)
@@ -773,54 +831,76 @@ class Merger:
                 continue
             changed_rows |= srv
             m_col = main[col] if col in main.columns else None
-            usr = np.zeros(len(common), dtype=bool)
-            agree = np.zeros(len(common), dtype=bool)
-            if m_col is not None and len(here):
-                # the user's rows of the columns the server changed only: taking rows
-                # from a 100,000-row text column costs milliseconds
-                m_val = m_col.reindex(common)
-                usr = present & ~same(m_val, o_val)
-                agree = usr & same(m_val, s_val)
             # a row the user deleted: its cells are the user's (a delete) too
-            usr |= ~present
+            usr = ~present
+            agree = np.zeros(len(common), dtype=bool)
+            m_val = None
+            if m_col is not None and present.any():
+                # the user's rows of the columns the server changed only
+                m_val = m_col.iloc[m_take]
+                usr = usr | (present & ~same(m_val, o_val))
+                agree = usr & present & same(m_val, s_val)
             clash = srv & usr & ~agree
             take_main = srv & ~usr & present
             take_orig = srv & ~clash
             for i in map(int, np.flatnonzero(clash)):
-                rid = common[i]
                 self.conflicts.append({
-                    "record_id": rid, "field": self.col_field.get(col, col), "column": col,
-                    "loaded": _short(o_val.iloc[i]), "server": _short(s_val.iloc[i]),
-                    "local": "<deleted>" if not present[i] else _short(main.at[rid, col])})
+                    "record_id": common[i], "field": self.col_field.get(col, col),
+                    "column": col, "loaded": _short(o_val.iloc[i]),
+                    "server": _short(s_val.iloc[i]),
+                    "local": ("<deleted>" if not present[i] or m_val is None
+                              else _short(m_val.iloc[i]))})
             if take_main.any() and m_col is not None:
-                main_cols[col] = put(m_col, None if m_pos is None else m_pos[take_main],
+                main_cols[col] = put(m_col, None if by_label else m_pos[take_main],
                                      common[take_main], s_val[take_main])
             if take_orig.any():
                 orig_cols[col] = put(om[col], o_pos[take_orig], common[take_orig],
                                      s_val[take_orig])
-        for col, s in main_cols.items():
-            main[col] = s
-        for col, s in orig_cols.items():
-            om[col] = s
-        table_changed = self._merge_tables(server, common, present, complete)
+        for col, values in main_cols.items():
+            main[col] = values
+        for col, values in orig_cols.items():
+            om[col] = values
+        table_changed = self._merge_tables(server, common, present)
         changed_ids = set(common[changed_rows]) | table_changed
         for rid in common:
             if rid in changed_ids and rid not in self._seen:
                 self._seen.add(rid)
                 self.changed.append(rid)
-        frames.main, orig.main = main, om
-        self.drop(gone)
-        main, om = frames.main, orig.main
-        if len(new):
-            fresh = sm.loc[new]
-            if order_by is not None and order_by in fresh.columns:
-                fresh = fresh.sort_values(order_by, kind="stable")
-            self.added.extend(str(r) for r in fresh.index)
-            main = concat_rows(main, fresh)
-            om = concat_rows(om, fresh)
-        frames.main, orig.main = main, om
-        if len(new):
-            self._tables_add_drop(server, list(new), [])
+
+    def add(self, server: Frames, *, order_by: str | None = None) -> None:
+        """Append the server's records not held (in the order of ``order_by``, else as
+        listed), to the main frame, its ``original`` and the exploded tables."""
+        frames, orig = self.frames, self.frames.original
+        assert orig is not None
+        sm = server.main
+        s_to_o, _ = locate(orig.main.index, sm.index)
+        fresh = sm.iloc[np.flatnonzero(s_to_o < 0)]
+        if not len(fresh):
+            return
+        if order_by is not None and order_by in fresh.columns:
+            fresh = fresh.sort_values(order_by, kind="stable")
+        if self._added_from is None:
+            self._added_from = (len(frames.main), len(orig.main))
+        self.added.extend(str(r) for r in fresh.index)
+        self._seen.update(fresh.index)  # listed again on a later page: not "changed"
+        frames.main = concat_rows(frames.main, fresh)
+        orig.main = concat_rows(orig.main, fresh)
+        self._tables_add_drop(server, list(fresh.index), [])
+
+    def order_added(self, order_by: str) -> None:
+        """Rows added by several :meth:`add` calls (pages merged as they came) in the
+        order of ``order_by``, as one listing would have added them (and their tables)."""
+        if self._added_from is None:
+            return
+        orig = self.frames.original
+        assert orig is not None
+        for holder, start in zip((self.frames, orig), self._added_from, strict=True):
+            tail = holder.main.iloc[start:]
+            if order_by not in tail.columns or tail[order_by].is_monotonic_increasing:
+                continue
+            holder.main = concat_rows(holder.main.iloc[:start],
+                                      tail.sort_values(order_by, kind="stable"))
+            self.touched.update(holder.tables)  # finish() puts their rows in order
 
     def drop(self, gone: pd.Index) -> None:
         """Remove records gone from the server (main, original, tables); a record the user
@@ -844,27 +924,31 @@ class Merger:
         cols = [c for c in om.columns if c in main.columns]
         return all(values_equal(main.at[rid, c], om.at[rid, c]) for c in cols)
 
-    def _merge_tables(self, server: Frames, common: pd.Index, present: np.ndarray,
-                      complete: bool) -> set[str]:
+    def _merge_tables(self, server: Frames, common: pd.Index, present: np.ndarray
+                      ) -> set[str]:
         """Exploded tables of records in both: per record, the server's rows unless the
-        user changed that record's rows too (a conflict). Returns ids whose rows changed."""
+        user changed that record's rows too (a conflict). Returns ids whose rows changed.
+        Only the rows of ``common`` are read (one Arrow probe of each table)."""
         frames, orig = self.frames, self.frames.original
         assert orig is not None
         changed: set[str] = set()
-        ids = set(common)
+        ids = id_needles(common)
         here = set(common[present])
         for name, ot in orig.tables.items():
             st = server.tables.get(name)
             if st is None or "record_id" not in ot.columns:
                 continue
+            o_sub, s_sub = ot[member(ot["record_id"], ids)], st[member(st["record_id"], ids)]
+            differ = records_differing(o_sub, s_sub)
+            if not differ:
+                continue
+            o_rows, s_rows = rows_by_record(o_sub, differ), rows_by_record(s_sub, differ)
             mt = frames.tables.get(name, ot.iloc[:0])
-            o_rows, s_rows, m_rows = (rows_by_record(t, ids) for t in (ot, st, mt))
+            m_rows = rows_by_record(mt, differ)
             take_main: set[str] = set()
             take_orig: set[str] = set()
-            for rid in ids:
+            for rid in differ:
                 o, s = o_rows.get(rid, ()), s_rows.get(rid, ())
-                if o == s:
-                    continue
                 changed.add(rid)
                 m = m_rows.get(rid, ()) if rid in here else None
                 user = m is None or m != o
@@ -880,9 +964,9 @@ class Merger:
                     take_main.add(rid)
             if take_orig:
                 self.touched.add(name)
-                orig.tables[name] = replace_rows(ot, st, take_orig, orig.main.index)
+                orig.tables[name] = replace_rows(ot, st, take_orig)
             if take_main:
-                frames.tables[name] = replace_rows(mt, st, take_main, frames.main.index)
+                frames.tables[name] = replace_rows(mt, st, take_main)
         return changed
 
     def _tables_add_drop(self, server: Frames, new: list[str], gone: list[str]) -> None:
@@ -913,8 +997,11 @@ class Merger:
                     holder.tables[name] = order_rows(t, holder.main.index)
 
     def conflict_frame(self) -> pd.DataFrame:
+        """The conflicts, one per record and column (a record merged twice, listed again
+        on a later page, keeps its last)."""
         cols = ["record_id", "field", "column", "loaded", "server", "local"]
-        return pd.DataFrame(self.conflicts, columns=cols).astype("string")
+        last = {(c["record_id"], c["column"]): c for c in self.conflicts}
+        return pd.DataFrame(list(last.values()), columns=cols).astype("string")
 
 
 def put(column: pd.Series, positions: np.ndarray | None, labels: pd.Index,
@@ -930,77 +1017,91 @@ def put(column: pd.Series, positions: np.ndarray | None, labels: pd.Index,
     return out
 
 
-def take_rows(frame: pd.DataFrame, positions: np.ndarray, index: pd.Index) -> pd.DataFrame:
-    """``frame.iloc[positions]`` with ``index``, taking a text column of many Arrow chunks
-    (a load concatenates one per page) chunk by chunk: Arrow's own take concatenates every
-    chunk first, megabytes per column for a thousand rows.
-
-    Usage: ``take_rows(orig.main, orig.main.index.get_indexer(ids), pd.Index(ids))``"""
-    out: dict[Any, Any] = {}
-    for col in frame.columns:
-        s = frame[col]
-        arrow = s.array.__arrow_array__() if (
-            isinstance(s.dtype, pd.StringDtype) and s.dtype.storage == "pyarrow") else None
-        if isinstance(arrow, pa.ChunkedArray) and arrow.num_chunks > 1 and len(positions):
-            out[col] = pd.Series(take_chunked(arrow, positions), dtype=s.dtype, index=index)
-        else:
-            out[col] = pd.Series(s.array.take(positions), index=index)
-    taken = pd.DataFrame(out, index=index)
-    taken.columns = frame.columns
-    return taken
-
-
-def take_chunked(arrow: pa.ChunkedArray, positions: np.ndarray) -> pa.Array:
-    """The values at ``positions`` (>= 0) of a chunked array, taken chunk by chunk."""
-    lengths = np.fromiter((len(c) for c in arrow.chunks), dtype=np.int64,
-                          count=arrow.num_chunks)
-    starts = np.concatenate([[0], np.cumsum(lengths)])
-    order = np.argsort(positions, kind="stable")
-    ranked = positions[order]
-    which = np.searchsorted(starts, ranked, side="right") - 1
-    cuts = np.flatnonzero(np.diff(which)) + 1
-    pieces = [arrow.chunk(int(which[grp[0]])).take(
-                  pa.array(ranked[grp] - starts[which[grp[0]]]))
-              for grp in np.split(np.arange(len(ranked)), cuts)]
-    taken = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
-    return taken.take(pa.array(inverse))
-
-
-def member(values: pd.Index | pd.Series, ids: Iterable[Any]) -> np.ndarray:
-    """``values.isin(ids)`` as a bool array, in Arrow's compute (the string dtype's own
-    ``isin`` walks its values in Python: seconds on 100,000-record frames).
-
-    Usage: ``rows = table[member(table["record_id"], changed_ids)]``"""
-    keys = ids if isinstance(ids, (pd.Index, pd.Series, np.ndarray)) else list(ids)
-    if not len(keys) or not len(values):
-        return np.zeros(len(values), dtype=bool)
-    try:
-        hay = arrow_text(values)
-        needles = arrow_text(keys)
-        hit = pc.is_in(hay, value_set=needles, skip_nulls=True)
-        return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):  # ids that are not text
-        index = pd.Index(np.asarray(keys, dtype=object)).drop_duplicates()
-        return np.asarray(index.get_indexer(np.asarray(values, dtype=object)) >= 0)
-
-
-def arrow_text(values: Any) -> pa.Array:
-    """Ids as one Arrow text array: a text column's own Arrow data when it has them (no
-    Python strings made), else converted. Usage: ``arrow_text(frame.index)``"""
+def id_array(values: Any) -> pa.Array | pa.ChunkedArray:
+    """Ids as Arrow text: a text column's or index's own Arrow data, chunks and all (no
+    copy, no Python strings), else converted. ArrowInvalid/ArrowTypeError for ids that are
+    not text. Usage: ``id_array(frames.main.index)``"""
     dtype = getattr(values, "dtype", None)
     if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
-        data = values.array.__arrow_array__()
-        if isinstance(data, pa.ChunkedArray):
-            data = data.combine_chunks()
-        return data.cast(pa.large_string())
+        data: pa.Array | pa.ChunkedArray = values.array.__arrow_array__()
+        return data
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
     return pa.array(np.asarray(values, dtype=object), type=pa.large_string(),
                     from_pandas=True)
 
 
-def rows_by_record(table: pd.DataFrame, ids: Iterable[str]) -> dict[str, tuple[Any, ...]]:
-    """record id -> its rows (as tuples, in table order) for the given ids."""
+def id_needles(ids: Any) -> pa.Array | list[Any]:
+    """A few ids to look up, as one Arrow text array (made once, probed in many tables);
+    as a list when they are not text. Usage: ``rows_by_record(t, id_needles(changed))``"""
+    try:
+        arr = id_array(ids if isinstance(ids, (pd.Index, pd.Series, np.ndarray))
+                       else np.asarray(list(ids), dtype=object))
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return list(ids)
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+
+def probe(hay: Any, needles: Any, function: str) -> pa.ChunkedArray | pa.Array:
+    """``pc.is_in``/``pc.index_in`` of ``hay`` (many, chunked as they are) in ``needles``
+    (few: the hash is built over them)."""
+    h = id_array(hay)
+    n = needles if isinstance(needles, (pa.Array, pa.ChunkedArray)) else id_array(needles)
+    if isinstance(n, pa.ChunkedArray):
+        n = n.combine_chunks()
+    if n.type != h.type:
+        n = n.cast(h.type)
+    if function == "is_in":
+        return pc.is_in(h, value_set=n, skip_nulls=True)
+    return pc.index_in(h, value_set=n, skip_nulls=True)
+
+
+ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
+
+
+def member(values: pd.Index | pd.Series, ids: Any) -> np.ndarray:
+    """``values.isin(ids)`` as a bool array, in Arrow's compute over the values' own
+    chunks (the string dtype's own ``isin`` walks its values in Python: seconds on
+    100,000-record frames). ``ids`` may be :func:`id_needles`.
+
+    Usage: ``rows = table[member(table["record_id"], changed_ids)]``"""
+    keys = ids if isinstance(ids, (pd.Index, pd.Series, np.ndarray, pa.Array)) else list(ids)
+    if not len(keys) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    try:
+        hit = probe(values, keys, "is_in")
+        return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+    except ARROW_ERRORS:  # ids that are not text
+        index = pd.Index(np.asarray(keys, dtype=object)).drop_duplicates()
+        return np.asarray(index.get_indexer(np.asarray(values, dtype=object)) >= 0)
+
+
+def locate(index: pd.Index, ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    """(the position in ``index`` of each of ``ids``, -1 when absent, the first when it
+    repeats; how many times each is in ``index``). ``ids`` (unique, the few) are hashed and
+    ``index`` (the many) is probed in Arrow: no hash of a 100,000-record index per call.
+
+    Usage: ``pos, count = locate(orig.main.index, server.main.index)``"""
+    pos = np.full(len(ids), -1, dtype=np.int64)
+    if not len(ids) or not len(index):
+        return pos, np.zeros(len(ids), dtype=np.int64)
+    try:
+        hits = probe(index, ids, "index_in")
+        rows = np.flatnonzero(np.asarray(hits.is_valid().to_numpy(zero_copy_only=False),
+                                         dtype=bool))
+        which = np.asarray(hits.drop_null().to_numpy(zero_copy_only=False), dtype=np.int64)
+    except ARROW_ERRORS:  # ids that are not text
+        found = pd.Index(np.asarray(ids, dtype=object)).get_indexer(
+            np.asarray(index, dtype=object))
+        rows = np.flatnonzero(found >= 0)
+        which = found[rows].astype(np.int64)
+    pos[which[::-1]] = rows[::-1]  # the last write wins: reversed, the first occurrence
+    return pos, np.bincount(which, minlength=len(ids)).astype(np.int64)
+
+
+def rows_by_record(table: pd.DataFrame, ids: Any) -> dict[str, tuple[Any, ...]]:
+    """record id -> its rows (as tuples, in table order) for the given ids (a list or
+    :func:`id_needles`); only their rows are read."""
     if not len(table) or "record_id" not in table.columns:
         return {}
     sub = table[member(table["record_id"], ids)]
@@ -1016,6 +1117,30 @@ def rows_by_record(table: pd.DataFrame, ids: Iterable[str]) -> dict[str, tuple[A
     return {k: tuple(v) for k, v in out.items()}
 
 
+def records_differing(old: pd.DataFrame, new: pd.DataFrame) -> list[str]:
+    """The record ids whose rows (in order) differ between two tables of a few records.
+    Both sorted by record (stably): when the ids then match row for row, the cells are
+    compared column by column; else record by record (:func:`rows_by_record`).
+
+    Usage: ``records_differing(orig_rows, server_rows)  # ["6503..."]``"""
+    o_ids = old["record_id"].to_numpy(dtype=object)
+    s_ids = new["record_id"].to_numpy(dtype=object)
+    if len(o_ids) == len(s_ids):
+        o_order = np.argsort(o_ids, kind="stable")
+        s_order = np.argsort(s_ids, kind="stable")
+        if (o_ids[o_order] == s_ids[s_order]).all():
+            bad = np.zeros(len(o_ids), dtype=bool)
+            for col in old.columns:
+                if col != "record_id":
+                    other = (new[col] if col in new.columns
+                             else pd.Series(pd.NA, index=new.index, dtype=object))
+                    bad |= ~same(old[col].iloc[o_order], other.iloc[s_order])
+            return list(dict.fromkeys(str(r) for r in o_ids[o_order][bad]))
+    ids = list(dict.fromkeys(str(r) for r in (*o_ids, *s_ids)))
+    o_rows, s_rows = rows_by_record(old, ids), rows_by_record(new, ids)
+    return [rid for rid in ids if o_rows.get(rid, ()) != s_rows.get(rid, ())]
+
+
 def _isna(value: Any) -> bool:
     try:
         return bool(pd.isna(value))
@@ -1029,27 +1154,45 @@ def in_order(table: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
     return order_rows(rows, pd.Index(ids, dtype=object)).reset_index(drop=True)
 
 
-def replace_rows(table: pd.DataFrame, server: pd.DataFrame, ids: set[str],
-                 order: pd.Index) -> pd.DataFrame:
-    """``table`` with the rows of ``ids`` replaced by the server's."""
-    keep = table[~member(table["record_id"], ids)]
-    add = server[member(server["record_id"], ids)]
+def replace_rows(table: pd.DataFrame, server: pd.DataFrame, ids: set[str]) -> pd.DataFrame:
+    """``table`` with the rows of ``ids`` replaced by the server's (put in place by
+    :func:`order_rows` at the end)."""
+    needles = id_needles(sorted(ids))
+    keep = table[~member(table["record_id"], needles)]
+    add = server[member(server["record_id"], needles)]
     return concat_rows(keep, add, ignore_index=True).reset_index(drop=True)
 
 
 def order_rows(table: pd.DataFrame, index: pd.Index) -> pd.DataFrame:
     """Rows grouped in the order of ``index`` (stable within a record); rows of records
-    not in it (new rows the user added) keep their place at the end."""
+    not in it (new rows the user added) keep their place at the end. Each row's place is
+    probed in Arrow, and the stable sort of rows already nearly in order is quick."""
     if not len(table) or "record_id" not in table.columns:
         return table
-    where = pd.Index(np.asarray(index, dtype=object))
-    if not where.is_unique:
-        where = where.drop_duplicates()
-    key = where.get_indexer(np.asarray(table["record_id"], dtype=object))
-    key[key < 0] = len(where)
+    key = None
+    if len(index):
+        try:
+            # the index's first occurrence of each id: the hash is built over the index
+            found = pc.index_in(id_array(table["record_id"]),
+                                value_set=combined(id_array(index)), skip_nulls=True)
+            key = np.asarray(found.fill_null(len(index)).to_numpy(zero_copy_only=False),
+                             dtype=np.int64)
+        except ARROW_ERRORS:
+            key = None
+    if key is None:
+        where = pd.Index(np.asarray(index, dtype=object))
+        if not where.is_unique:
+            where = where.drop_duplicates()
+        key = where.get_indexer(np.asarray(table["record_id"], dtype=object))
+        key[key < 0] = len(where)
     if (np.diff(key) >= 0).all():
         return table
     return table.iloc[np.argsort(key, kind="stable")].reset_index(drop=True)
+
+
+def combined(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One Arrow array of a chunked one (a value set must be one array)."""
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
 def concat_rows(a: pd.DataFrame, b: pd.DataFrame | None, *, ignore_index: bool = False
