@@ -1013,6 +1013,10 @@ def put(column: pd.Series, positions: np.ndarray | None, labels: pd.Index,
         values: pd.Series) -> pd.Series:
     """A copy of ``column`` with ``values`` (in the order of ``labels``) at ``positions``
     (by ``labels`` when None)."""
+    if positions is not None and len(positions):
+        spliced = put_chunks(column, positions, values)
+        if spliced is not None:
+            return spliced
     out = column.copy(deep=False)  # copy-on-write: the first change copies, once
     data = values.to_numpy() if out.dtype == object else values.array
     if positions is None:
@@ -1020,6 +1024,42 @@ def put(column: pd.Series, positions: np.ndarray | None, labels: pd.Index,
     else:
         out.iloc[positions] = data
     return out
+
+
+def put_chunks(column: pd.Series, positions: np.ndarray, values: pd.Series
+               ) -> pd.Series | None:
+    """``put`` into an Arrow column of many chunks: only the chunks holding ``positions``
+    (unique) are rewritten, the others kept as they are (pandas' own setitem concatenates
+    the whole column first, then copies it again). None for another kind of column."""
+    dtype = column.dtype
+    if not (isinstance(dtype, pd.ArrowDtype) or (
+            isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow")):
+        return None
+    arrow = column.array.__arrow_array__()
+    if not isinstance(arrow, pa.ChunkedArray) or arrow.num_chunks <= 1:
+        return None
+    try:
+        vdtype = values.dtype
+        new = combined(values.array.__arrow_array__() if isinstance(vdtype, pd.ArrowDtype) or (
+            isinstance(vdtype, pd.StringDtype) and vdtype.storage == "pyarrow") else
+            pa.array(values.to_numpy(dtype=object), from_pandas=True)).cast(arrow.type)
+    except ARROW_ERRORS:
+        return None
+    order = np.argsort(positions, kind="stable")
+    where = positions[order]
+    new = new.take(pa.array(order))
+    starts = np.concatenate([[0], np.cumsum([len(c) for c in arrow.chunks])])
+    chunks = list(arrow.chunks)
+    which = np.searchsorted(starts, where, side="right") - 1
+    cuts = np.flatnonzero(np.diff(which)) + 1
+    for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [len(where)]]),
+                      strict=True):
+        c = int(which[lo])
+        mask = np.zeros(len(chunks[c]), dtype=bool)
+        mask[where[lo:hi] - starts[c]] = True
+        chunks[c] = pc.replace_with_mask(chunks[c], pa.array(mask), new.slice(lo, hi - lo))
+    return pd.Series(pd.array(pa.chunked_array(chunks, type=arrow.type), dtype=dtype),
+                     index=column.index, name=column.name, copy=False)
 
 
 class Picker:
