@@ -132,7 +132,8 @@ class RateLimiter:
     it lands inside its second: ``margin`` from each end for clock skew and jitter, and
     the tail also kept free for the trip to the server (``transit``, the shortest round
     trip seen, at most 0.25 s), since a late request counted in the next second would make
-    that second's share one too many. After a 429 the margin doubles (``widen``). The
+    that second's share one too many; or started in the tail at once, booked in both
+    seconds, when both have a slot (a lone request need not wait). After a 429 the margin doubles (``widen``). The
     wall clock is assumed in step with the service's to within the margin (an NTP-synced
     machine); ``X-RateLimit-*`` headers also bind (``observe``). ``rate=0``: no pacing; a
     rate below 1 spaces starts ``1/rate`` apart.
@@ -195,7 +196,14 @@ class RateLimiter:
         while True:
             second = math.floor(t)
             t = max(t, second + head)
-            if t < second + tail and self._booked.get(second, 0) < self._per_second:
+            free = self._booked.get(second, 0) < self._per_second
+            if t < second + tail and free:
+                break
+            # in the tail it may be counted in the next second: it goes now if it has a
+            # slot in both (and takes both), rather than wait for the next second
+            if (t < second + 1.0 - self.margin and free
+                    and self._booked.get(second + 1, 0) < self._per_second):
+                self._booked[second + 1] = self._booked.get(second + 1, 0) + 1
                 break
             t = second + 1 + head
         self._booked[second] = self._booked.get(second, 0) + 1

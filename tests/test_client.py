@@ -321,7 +321,8 @@ def test_limiter_never_exceeds_rate_in_any_second() -> None:
 
 def test_limiter_keeps_the_tail_of_a_second_for_the_trip() -> None:
     # A request leaving late in a second could be counted in the next one, which then
-    # gets one too many: the tail as long as the shortest round trip stays unused.
+    # gets one too many: in the tail (as long as the shortest round trip) a request
+    # takes a slot of both seconds, or waits for the next when that one is full.
     clock = FakeClock()
     limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
     limiter.note_round_trip(0.3)
@@ -331,7 +332,17 @@ def test_limiter_keeps_the_tail_of_a_second_for_the_trip() -> None:
     assert clock.now == 1000.7  # 0.7 + 0.2 < 0.95: lands in this second
     clock.now = 1001.8
     limiter.acquire()
-    assert clock.now == pytest.approx(1002.05)  # 0.8 + 0.2 > 0.95: waits for the next
+    assert clock.now == 1001.8  # 0.8 + 0.2 > 0.95: booked in 1001 and 1002, at once
+    # nine more alike; then 1002 is full too: the next waits for 1003
+    assert starts_of(limiter, clock, 10) == pytest.approx([1001.8] * 9 + [1003.05])
+    clock.now = 1003.97  # past the margin at the end of 1003: the head of 1004
+    limiter.acquire()
+    assert clock.now == pytest.approx(1004.05)
+    # the service counted nine in 1005 already: one tail request fits, the next waits
+    limiter.observe({"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "1",
+                     "X-RateLimit-Reset": "1006"})
+    clock.now = 1004.8
+    assert starts_of(limiter, clock, 2) == pytest.approx([1004.8, 1006.05])
 
 
 def test_limiter_counts_what_the_service_counted() -> None:
