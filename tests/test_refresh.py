@@ -169,6 +169,45 @@ def test_conflicts_are_reported_and_diff_sends_only_local_edits(svc: LocalServic
     assert c.get_record(WO, a)["field_12"] == "theirs"
 
 
+def test_pages_merged_as_they_come_equal_a_fresh_load(svc: LocalService) -> None:
+    # Pages of 2: each page is merged while the next is fetched, the new records of
+    # several pages are appended once, in the cursor's order, and local edits (a cell
+    # the server did not change, a conflicting one) survive as local edits.
+    c = client_of(svc)
+    frames = read_object(c, WO, rows_per_page=2)
+    ids = list(frames.main.index)
+    mine, clash = ids[5], ids[6]
+    parts = part_ids(c)
+    frames.main.loc[mine, "field_13"] = "my description"
+    loaded = frames.main.at[clash, "field_12"]
+    frames.main.loc[clash, "field_12"] = "mine"
+    created = [c.create_record(WO, {"field_12": f"new {i}", "field_41": parts[:1]})["id"]
+               for i in range(3)]
+    updated = [*ids[:4], mine, clash]
+    for rid in updated:
+        c.update_record(WO, rid, {"field_12": f"changed {rid}", "field_41": parts[1:3]})
+    report = refresh(c, frames)
+    assert report.requests >= 5  # 9 stamped records on pages of 2, and the one past them
+    assert report.added == created and sorted(report.changed) == sorted(updated)
+    assert list(report.conflicts["record_id"]) == [clash]  # once, though merged per page
+    fresh = read_object(client_of(svc), WO)
+    orig = frames.original
+    assert orig is not None
+    # the clash keeps its loaded value in the as-loaded copy (write_back's guard sees it)
+    assert orig.main.at[clash, "field_12"] == loaded
+    orig.main.loc[clash, "field_12"] = fresh.main.at[clash, "field_12"]
+    same_frames(orig, fresh)
+    orig.main.loc[clash, "field_12"] = loaded
+    changes = diff(frames).changes
+    assert sorted(zip(changes["record_id"], changes["column"], strict=True)) == sorted(
+        [(mine, "field_13"), (clash, "field_12")])
+    assert frames.main.at[mine, "field_12"] == f"changed {mine}"  # merged beside the edit
+    # the local edits undone, the frames are the fresh load
+    frames.main.loc[mine, "field_13"] = fresh.main.at[mine, "field_13"]
+    frames.main.loc[clash, "field_12"] = fresh.main.at[clash, "field_12"]
+    same_frames(frames, fresh)
+
+
 def test_a_record_edited_here_and_deleted_there_is_a_conflict(svc: LocalService) -> None:
     c = client_of(svc)
     frames = read_object(c, WO)
