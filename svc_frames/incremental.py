@@ -903,8 +903,12 @@ class Merger:
         if order_by is not None and order_by in fresh.columns:
             fresh = fresh.sort_values(order_by, kind="stable")
         self.added.extend(str(r) for r in fresh.index)
-        frames.main = concat_rows(frames.main, fresh)
-        orig.main = concat_rows(orig.main, fresh)
+        # both frames copied side by side: appending rows copies every numeric column,
+        # tens of MB into fresh pages, and the copies run without the GIL
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-append") as pool:
+            later = pool.submit(concat_rows, orig.main, fresh)
+            frames.main = concat_rows(frames.main, fresh)
+            orig.main = later.result()
         self._tables_add_drop(server, list(fresh.index), [])
 
     def drop(self, gone: pd.Index) -> None:
