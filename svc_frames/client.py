@@ -135,8 +135,8 @@ class RateLimiter:
     that second's share one too many; or started in the tail at once, booked in both
     seconds, when both have a slot (a lone request need not wait). After a 429 the margin
     doubles (``widen``). The wall clock is assumed in step with the service's to within
-    the margin (an NTP-synced machine); ``X-RateLimit-*`` headers also bind (``observe``). ``rate=0``: no pacing; a
-    rate below 1 spaces starts ``1/rate`` apart.
+    the margin (an NTP-synced machine); ``X-RateLimit-*`` headers also bind (``observe``).
+    ``rate=0``: no pacing; a rate below 1 spaces starts ``1/rate`` apart.
 
     Usage: ``limiter = RateLimiter(10); limiter.acquire()`` before each request."""
 
