@@ -743,12 +743,18 @@ def same(a: pd.Series, b: pd.Series) -> np.ndarray:
     return eq | (x.isna().to_numpy() & y.isna().to_numpy())
 
 
+def arrow_backed(dtype: Any) -> bool:
+    """Whether a column of this dtype holds its values in Arrow (``ArrowDtype``, or the
+    pyarrow-stored "string" dtype). Usage: ``arrow_backed(frame[col].dtype)``"""
+    return isinstance(dtype, pd.ArrowDtype) or (
+        isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow")
+
+
 def equal_data(a: Any, b: Any) -> np.ndarray | None:
     """Where two arrays of one dtype hold equal values, their NA cells aside (any answer
     there); None for an array kind not told here."""
     dtype = a.dtype
-    if isinstance(dtype, pd.ArrowDtype) or (
-            isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow"):
+    if arrow_backed(dtype):
         eq = pc.equal(a.__arrow_array__(), b.__arrow_array__())
         return np.asarray(pc.fill_null(eq, False).to_numpy(zero_copy_only=False),
                           dtype=bool)
@@ -1035,18 +1041,15 @@ def put_chunks(column: pd.Series, positions: np.ndarray, values: pd.Series
     """``put`` into an Arrow column of many chunks: only the chunks holding ``positions``
     (unique) are rewritten, the others kept as they are (pandas' own setitem concatenates
     the whole column first, then copies it again). None for another kind of column."""
-    dtype = column.dtype
-    if not (isinstance(dtype, pd.ArrowDtype) or (
-            isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow")):
+    if not arrow_backed(column.dtype):
         return None
     arrow = column.array.__arrow_array__()
     if not isinstance(arrow, pa.ChunkedArray) or arrow.num_chunks <= 1:
         return None
     try:
-        vdtype = values.dtype
-        new = combined(values.array.__arrow_array__() if isinstance(vdtype, pd.ArrowDtype) or (
-            isinstance(vdtype, pd.StringDtype) and vdtype.storage == "pyarrow") else
-            pa.array(values.to_numpy(dtype=object), from_pandas=True)).cast(arrow.type)
+        new = combined(values.array.__arrow_array__() if arrow_backed(values.dtype) else
+                       pa.array(values.to_numpy(dtype=object), from_pandas=True)
+                       ).cast(arrow.type)
     except ARROW_ERRORS:
         return None
     order = np.argsort(positions, kind="stable")
@@ -1062,7 +1065,7 @@ def put_chunks(column: pd.Series, positions: np.ndarray, values: pd.Series
         mask = np.zeros(len(chunks[c]), dtype=bool)
         mask[where[lo:hi] - starts[c]] = True
         chunks[c] = pc.replace_with_mask(chunks[c], pa.array(mask), new.slice(lo, hi - lo))
-    return pd.Series(pd.array(pa.chunked_array(chunks, type=arrow.type), dtype=dtype),
+    return pd.Series(pd.array(pa.chunked_array(chunks, type=arrow.type), dtype=column.dtype),
                      index=column.index, name=column.name, copy=False)
 
 
@@ -1082,9 +1085,7 @@ class Picker:
 
     def take(self, column: pd.Series) -> pd.Series:
         """``column.iloc[positions]`` with a new RangeIndex."""
-        dtype = column.dtype
-        arrow = (column.array.__arrow_array__() if isinstance(dtype, pd.ArrowDtype) or (
-            isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow") else None)
+        arrow = column.array.__arrow_array__() if arrow_backed(column.dtype) else None
         if (not isinstance(arrow, pa.ChunkedArray) or arrow.num_chunks <= 1
                 or not len(self.positions) or len(column) != self.length):
             return pd.Series(column.array.take(self.positions), copy=False)
@@ -1094,7 +1095,7 @@ class Picker:
             mask[unique] = True
             self._mask, self._order = pa.array(mask), pa.array(order)
         picked = combined(pc.filter(arrow, self._mask)).take(self._order)
-        return pd.Series(pd.array(picked, dtype=dtype), copy=False)
+        return pd.Series(pd.array(picked, dtype=column.dtype), copy=False)
 
 
 def id_array(values: Any) -> pa.Array | pa.ChunkedArray:
