@@ -6,10 +6,11 @@ into a struct with one slot per field instead of a dict: no key strings to build
 about 30% less parse time, and a column is read with one C-level ``attrgetter``. Nested
 values (dates, timers, assets, signatures, connected records: most of a page's objects)
 become structs holding only the members their codecs read (``DateValue``, ``TimerValue``,
-``AssetValue``, ``SignatureValue``, ``ConnectionItem``); the other members are skipped without building a Python object for
-them. A record that does not fit (a field the loader does not expect, an id that is not
-text, a date that is not an object or has no int ``unix_timestamp``) makes the whole page
-fall back to the plain parser, so nothing is dropped.
+``AssetValue``, ``SignatureValue``, ``ConnectionItem``); the other members are skipped
+without building a Python object for them. A record that does not fit (a field the loader
+does not expect, an id that is not text, a date that is not an object or has no int
+``unix_timestamp``) makes the whole page fall back to the plain parser, so nothing is
+dropped.
 
 Usage::
 
