@@ -1120,16 +1120,15 @@ def id_needles(ids: Any) -> pa.Array | list[Any]:
                        else np.asarray(list(ids), dtype=object))
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return list(ids)
-    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    return combined(arr)
 
 
 def probe(hay: Any, needles: Any, function: str) -> pa.ChunkedArray | pa.Array:
     """``pc.is_in``/``pc.index_in`` of ``hay`` (many, chunked as they are) in ``needles``
     (few: the hash is built over them)."""
     h = id_array(hay)
-    n = needles if isinstance(needles, (pa.Array, pa.ChunkedArray)) else id_array(needles)
-    if isinstance(n, pa.ChunkedArray):
-        n = n.combine_chunks()
+    n = combined(needles if isinstance(needles, (pa.Array, pa.ChunkedArray))
+                 else id_array(needles))
     if n.type != h.type:
         n = n.cast(h.type)
     if function == "is_in":
@@ -1220,13 +1219,6 @@ def records_differing(old: pd.DataFrame, new: pd.DataFrame) -> list[str]:
     ids = list(dict.fromkeys(str(r) for r in (*o_ids, *s_ids)))
     o_rows, s_rows = rows_by_record(old, ids), rows_by_record(new, ids)
     return [rid for rid in ids if o_rows.get(rid, ()) != s_rows.get(rid, ())]
-
-
-def _isna(value: Any) -> bool:
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
 
 
 def in_order(table: pd.DataFrame, ids: list[str]) -> pd.DataFrame:
