@@ -42,7 +42,7 @@ import pandas as pd
 from benchmarks.bench_load import RemoteService, client_for
 from benchmarks.naive import naive_load
 from svc_frames.application import App, read_app
-from svc_frames.client import Client
+from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 
 
@@ -181,7 +181,7 @@ _OURS_CHILD = r"""
 import json, sys, time
 t_start = time.time()
 t0 = time.perf_counter()
-from svc_frames.client import Client
+from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 t_import = time.perf_counter() - t0
 app_id, key, url, obj = sys.argv[1:5]

@@ -31,11 +31,14 @@ import time
 from typing import Any
 
 from benchmarks.naive import naive_load
-from svc_frames.client import Client
-from svc_frames.describe import describe, paused_gc
 from svc_frames.frames import build_frames, decodes_raw_alone
-from svc_frames.loaders import concat_frames, read_object
-from svc_frames.rawpages import parse_json, raw_page_parser
+from svc_frames.http.body import parse_json
+from svc_frames.http.client import Client
+from svc_frames.loaders import read_object
+from svc_frames.read.gcpause import paused_gc
+from svc_frames.read.pipeline import concat_frames
+from svc_frames.read.rawpages import raw_page_parser
+from svc_frames.read.target import describe
 from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 
@@ -218,8 +221,8 @@ def bench_cpu(svc: RemoteService, object_key: str, n: int) -> dict[str, Any]:
 
 _EXPORT_CHILD = r"""
 import resource, sys, time
-from svc_frames.client import Client
-from svc_frames.parquet import export
+from svc_frames.http.client import Client
+from svc_frames.saved.export import export
 from svc_frames.schema import Schema
 app_id, key, url, obj, out = sys.argv[1:6]
 c = Client(app_id, api_key=key, base_url=url, rate_limit=0, max_workers=8)

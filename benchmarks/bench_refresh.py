@@ -39,10 +39,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from benchmarks.bench_load import RemoteService, client_for
-from svc_frames.client import Client
 from svc_frames.frames import Frames
-from svc_frames.incremental import RefreshReport, refresh
+from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.refreshing.policy import RefreshReport, refresh
 
 WO = "object_3"  # the demo's work orders (svc_frames/server/demo_app.py)
 MODIFIED = "field_46"  # their Last Modified, stamped on every create and update

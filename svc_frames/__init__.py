@@ -18,22 +18,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import errors
-from .client import Client
 from .errors import *  # noqa: F403
 from .filters import Field, all_of, any_of
 from .frames import Frames, Source
+from .http.client import Client
 from .kinds.base import FieldSpec
-from .loaders import CACHED_LOADS, read_object, read_view
+from .loaders import read_object, read_view
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
-    from . import cache
     from .application import App, read_app
     from .assets import create_with_asset, download, upload_file, upload_image
-    from .incremental import RefreshReport, refresh
-    from .parquet import export, read_parquet, to_parquet
     from .plot import plot_counts, plot_locations, plot_over_time
+    from .refreshing import cache
+    from .refreshing.policy import RefreshReport, refresh
+    from .saved.export import export
+    from .saved.parquet import read_parquet, to_parquet
+    from .saved.push import push
     from .widgets import PlanReview, review
-    from .writeback import Plan, Report, add_rows, diff, push, write_back
+    from .writeback import Plan, Report, add_rows, diff, write_back
 
 __version__ = "0.1.0"
 __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
@@ -49,14 +51,18 @@ _LAZY: dict[str, str] = {
     "App": "application", "read_app": "application",
     "create_with_asset": "assets", "download": "assets", "upload_file": "assets",
     "upload_image": "assets",
-    "RefreshReport": "incremental", "refresh": "incremental",
-    "export": "parquet", "read_parquet": "parquet", "to_parquet": "parquet",
+    "RefreshReport": "refreshing.policy", "refresh": "refreshing.policy",
+    "export": "saved.export", "read_parquet": "saved.parquet", "to_parquet": "saved.parquet",
+    "push": "saved.push",
     "plot_counts": "plot", "plot_locations": "plot", "plot_over_time": "plot",
     "PlanReview": "widgets", "review": "widgets",
     "Plan": "writeback", "Report": "writeback", "add_rows": "writeback", "diff": "writeback",
-    "push": "writeback", "write_back": "writeback",
+    "write_back": "writeback",
 }
 """Public name -> the submodule that defines it, imported on the name's first use."""
+
+_MODULES: dict[str, str] = {"cache": "refreshing.cache"}
+"""Public submodules by their short name (``svc_frames.cache``), imported on first use."""
 
 
 def __getattr__(name: str) -> Any:
@@ -64,14 +70,14 @@ def __getattr__(name: str) -> Any:
     imported on first use and kept, so later lookups are plain attribute reads."""
     if name.startswith("_"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module_name = _LAZY.get(name, name)
+    module_name = _MODULES.get(name) or _LAZY.get(name, name)
     try:
         module = importlib.import_module(f"{__name__}.{module_name}")
     except ModuleNotFoundError as exc:
         if exc.name != f"{__name__}.{module_name}":
             raise  # the submodule exists but something it imports is missing
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-    value = module if name == module_name else getattr(module, name)
+    value = module if name in _MODULES or name == module_name else getattr(module, name)
     globals()[name] = value
     return value
 
@@ -79,13 +85,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
 
-
-def _load_cached(*args: Any, **kwargs: Any) -> Any:
-    """``read_object(cache=)`` / ``read_view(cache=)`` before ``svc_frames.cache`` is
-    imported: imports it (it registers its own loader in CACHED_LOADS) and hands over."""
-    module = importlib.import_module(f"{__name__}.cache")
-    return module.load_cached(*args, **kwargs)
-
-
-if _load_cached not in CACHED_LOADS:
-    CACHED_LOADS.insert(0, _load_cached)

@@ -30,15 +30,15 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from .client import Client
-from .database import app_to_parquet, to_duckdb
-from .describe import Columns, check_columns, user_timezone
 from .errors import UsageError
 from .frames import Frames
+from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
-from .loaders import load
-from .paging import Page, Verify
 from .progress import Progress, want_progress
+from .read.load import load
+from .read.options import Columns, check_columns, user_timezone
+from .read.pager import Page, Verify
+from .saved.snapshot import app_to_parquet, to_duckdb
 from .schema import Connection, Schema
 
 __all__ = ["App", "read_app", "connections_of"]

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import IO, Any, Literal, Union
 from urllib.parse import quote
 
-from .client import Client
 from .errors import InvalidValue, OutcomeUnknown, ReadOnlyField, ServerError, UsageError
+from .http.client import Client
 from .kinds import codec_for
 from .kinds.assets import is_url_source
 from .kinds.base import FieldSpec

@@ -26,14 +26,14 @@ from typing import Any
 import pandas as pd
 
 from .application import read_app
-from .cache import export_incremental
-from .client import Client
-from .database import check_destination, import_duckdb
 from .errors import SvcError, UsageError
 from .filters import validate_filters
-from .parquet import export
+from .http.client import Client
+from .refreshing.cache import export_incremental
+from .saved.export import export
+from .saved.push import push
+from .saved.snapshot import check_destination, import_duckdb
 from .schema import Schema
-from .writeback import push
 
 Handler = Callable[[argparse.Namespace], int]
 

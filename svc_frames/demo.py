@@ -33,12 +33,13 @@ import pandas as pd
 
 from . import plot
 from .application import read_app
-from .client import Client
 from .errors import ConfigurationError, UsageError
 from .frames import Frames
-from .incremental import RefreshReport, modified_field_of, refresh
+from .http.client import Client
 from .loaders import read_object, read_view
-from .parquet import to_parquet
+from .refreshing.policy import RefreshReport, refresh
+from .saved.parquet import to_parquet
+from .schema import modified_field_of
 from .widgets import format_change_value
 from .writeback import diff, write_back
 

@@ -23,10 +23,9 @@ import pandas as pd
 from .errors import DisplayValuesNeeded
 from .joins import join
 from .keys import FIELD_KEY
-from .kinds import codec_for, infer_field
-from .kinds._util import blank_to_none
+from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
-from .rawpages import RawRecord, column_getter
+from .read.rawpages import RawRecord, column_getter
 
 
 @dataclass

@@ -17,7 +17,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from .paging import Page
+from .read.pager import Page
 
 __all__ = ["want_progress", "Progress", "PageProgress"]
 

@@ -234,3 +234,27 @@ class Schema:
         if scene and view:
             return self.view_name(scene, view)
         return self.object_name(object_key)
+
+
+def modified_field_of(app: Mapping[str, Any] | None, object_key: str) -> str | None:
+    """The date_time field an object's own record rule stamps on every write, from the
+    schema: ``objects[].rules.records[]`` with no criteria and a value of type
+    ``current_date`` (ARCHITECTURE.md "Incremental refresh"). None when there is none.
+
+    Usage: ``modified_field_of(client.schema(), "object_3")  # "field_46"``"""
+    schema = Schema.of(app)
+    obj = schema.object(object_key)
+    rules = (obj or {}).get("rules")
+    if not isinstance(rules, Mapping):
+        return None
+    kinds = {f.key: f.kind for f in schema.object_fields(object_key) or ()}
+    for rule in rules.get("records") or ():
+        if not isinstance(rule, Mapping) or rule.get("criteria"):
+            continue  # a rule with conditions does not stamp every change
+        for value in rule.get("values") or ():
+            if not isinstance(value, Mapping):
+                continue
+            key = str(value.get("field") or "")
+            if value.get("type") == "current_date" and kinds.get(key) == "date_time":
+                return key
+    return None

@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from .client import Client
+from .http.client import Client
 from .server import LocalService
 
 __all__ = ["LocalService", "object_url", "view_url", "login", "create", "field_of_kind",

@@ -22,9 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from .client import Client
 from .errors import UsageError
 from .frames import Frames
+from .http.client import Client
 from .writeback import Plan, write_back
 
 __all__ = ["PlanReview", "review", "changes_html", "report_html"]

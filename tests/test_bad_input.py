@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 from svc_frames.assets import upload_file, upload_image
-from svc_frames.client import Client
 from svc_frames.errors import ConfigurationError, InvalidValue, UsageError, ValidationError
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
+from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
-from svc_frames.parquet import read_parquet, to_parquet
+from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.server import LocalService
 from svc_frames.writeback import add_rows, diff, write_back
 

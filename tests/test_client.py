@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from svc_frames.client import Client, RateLimiter
 from svc_frames.errors import (
     AuthenticationError,
     ConfigurationError,
@@ -35,8 +34,10 @@ from svc_frames.errors import (
     UsageError,
     ValidationError,
 )
+from svc_frames.http.client import Client
+from svc_frames.http.limiter import RateLimiter
 from svc_frames.loaders import read_object
-from svc_frames.paging import Page, Paginator
+from svc_frames.read.pager import Page, Paginator
 from svc_frames.server import LocalService
 
 KEY = "sk-very-secret-key-42"

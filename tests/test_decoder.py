@@ -13,11 +13,12 @@ import pandas as pd
 import pytest
 import requests
 
-from svc_frames.client import Client, parse_json
-from svc_frames.decoder import PageDecoder
 from svc_frames.errors import ServerError, UsageError
 from svc_frames.frames import Frames, build_frames
-from svc_frames.loaders import describe, load
+from svc_frames.http.client import Client, parse_json
+from svc_frames.read.load import load
+from svc_frames.read.target import describe
+from svc_frames.read.workers import PageDecoder
 from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 from svc_frames.testing import object_url
@@ -72,7 +73,7 @@ def helper_pids() -> set[int]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat[1]) == os.getpid() and b"svc_frames.decoder" in cmd and stat[0] != "Z":
+        if int(stat[1]) == os.getpid() and b"svc_frames.read.workers" in cmd and stat[0] != "Z":
             out.add(int(pid))
     return out
 

@@ -13,7 +13,7 @@ import pytest
 
 from svc_frames.demo import _bulk_edit, connect, frame_summary, main, run
 from svc_frames.errors import ConfigurationError
-from svc_frames.parquet import read_parquet, renamed_columns
+from svc_frames.saved.parquet import read_parquet, renamed_columns
 
 
 def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path) -> None:

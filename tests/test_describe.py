@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 
-from svc_frames.describe import paused_gc
+from svc_frames.read.gcpause import paused_gc
 
 
 def test_gc_stays_paused_until_the_last_of_overlapping_loads_ends() -> None:

@@ -28,7 +28,7 @@ from svc_frames.loaders import read_object
 from svc_frames.schema import Schema
 
 if TYPE_CHECKING:
-    from svc_frames.client import Client
+    from svc_frames.http.client import Client
     from svc_frames.server import LocalService
 
 
@@ -293,7 +293,7 @@ def test_loads_send_dates_in_the_hosted_format(service: LocalService, client: Cl
 
 
 def test_a_filtered_load_reads_the_schema_once(service: LocalService) -> None:
-    from svc_frames.client import Client
+    from svc_frames.http.client import Client
 
     fresh = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
                    rate_limit=0)

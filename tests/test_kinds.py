@@ -822,7 +822,7 @@ def test_blank_to_none_replaces_every_blank_and_nothing_else() -> None:
     """The raw-page decoder's "" -> None pass (kinds._util.blank_to_none): every blank,
     first and last included; a sequence without one comes back as it is; values whose ==
     is not a bool (pd.NA, arrays) take the per-value path."""
-    from svc_frames.kinds._util import blank_to_none
+    from svc_frames.kinds import blank_to_none
 
     assert blank_to_none(["", "a", "", "", "b", ""]) == [None, "a", None, None, "b", None]
     values = ["a", None, {"x": ""}]

@@ -8,8 +8,8 @@ from typing import Any
 import pandas as pd
 import requests
 
-from svc_frames.incremental import modified_field_of
 from svc_frames.kinds import FieldSpec, ReadContext, codec_for, resolve_timezone, values_equal
+from svc_frames.schema import modified_field_of
 from svc_frames.server import LocalService
 from svc_frames.testing import object_url
 

@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 import requests
 
-from svc_frames.client import Client
 from svc_frames.errors import AuthenticationError, Forbidden, NotFound, UsageError
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
+from svc_frames.http.client import Client
 from svc_frames.loaders import read_object, read_view
 from svc_frames.server import LocalService
 
@@ -321,7 +321,7 @@ def test_pages_after_the_first_come_raw_and_decode_the_same(service: LocalServic
                                                             columns: Any) -> None:
     """Page 1 shows raw values will do: later pages are asked for with format=raw (the
     slow start has pages 2-5 on the way already) and the frames equal a both-format load."""
-    from svc_frames.loaders import load
+    from svc_frames.read.load import load
 
     client = make_client(service)
     urls = page_urls(client)
@@ -383,7 +383,7 @@ def test_name_like_connection_pages_keep_display_values(service: LocalService) -
     """A view whose connections are name-like (ids only in the display HTML) is never read
     from raw pages; had page 1 looked fine, a raw page showing one is fetched again with
     display values (the check is forced past page 1 here)."""
-    import svc_frames.loaders as loaders
+    import svc_frames.read.load as loaders
 
     manager = next(u for u in service.users if "profile_2" in u["profile_keys"])
     client = make_client(service)
@@ -419,8 +419,8 @@ def test_helper_processes_by_default_only_when_one_core_falls_behind(
     service = fresh_service
     import os
 
-    from svc_frames.loaders import decode_helpers
-    from svc_frames.paging import Page, Paginator
+    from svc_frames.read.pager import Page, Paginator
+    from svc_frames.read.pipeline import decode_helpers
 
     cores = (os.cpu_count() or 1) >= 3
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))

@@ -13,9 +13,9 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import requests
 
-from svc_frames.client import Client
 from svc_frames.errors import ConsistencyError, UsageError
-from svc_frames.paging import Page, Paginator
+from svc_frames.http.client import Client
+from svc_frames.read.pager import Page, Paginator
 from svc_frames.server import LocalService
 
 

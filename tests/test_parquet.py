@@ -12,12 +12,15 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 
-from svc_frames.client import Client
 from svc_frames.errors import NotFound, UsageError
 from svc_frames.frames import Frames, Source, build_frames, resolve_fields
+from svc_frames.http.client import Client
 from svc_frames.kinds import resolve_timezone
-from svc_frames.loaders import load, read_view
-from svc_frames.parquet import arrow_to_frame, export, read_parquet, table_meta, to_parquet
+from svc_frames.loaders import read_view
+from svc_frames.read.load import load
+from svc_frames.saved.arrow import arrow_to_frame, table_meta
+from svc_frames.saved.export import export
+from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 from svc_frames.testing import hosted_sample_dir
@@ -320,8 +323,8 @@ def test_labels_saved_and_read_back_diff_to_nothing(fixture_frames: Frames,
 
 
 def test_csv_text_has_no_float_noise_and_reads_back() -> None:
-    from svc_frames.csvtext import duration_text, number_text, parse_column
     from svc_frames.kinds import FieldSpec
+    from svc_frames.saved.csvtext import duration_text, number_text, parse_column
 
     assert number_text(842.8499999999999) == "842.85"
     assert number_text(3.0) == "3" and number_text(0.1 + 0.2) == "0.3"
@@ -342,8 +345,8 @@ def test_the_first_layout_still_reads_but_push_asks_to_convert(fixture_frames: F
                                                                client: Client,
                                                                tmp_path: Path) -> None:
     """Directories saved before the layout changed (main.parquet, tables/, original/)."""
-    from svc_frames.parquet import frame_to_arrow
-    from svc_frames.writeback import push
+    from svc_frames.saved.arrow import frame_to_arrow
+    from svc_frames.saved.push import push
 
     assert fixture_frames.source is not None and fixture_frames.original is not None
     old = tmp_path / "old"

@@ -8,19 +8,18 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from svc_frames.client import parse_json
 from svc_frames.frames import Source, build_frames, resolve_fields
+from svc_frames.http.client import parse_json
 from svc_frames.kinds import codec_for, resolve_timezone
 from svc_frames.kinds.base import FieldSpec, ReadContext
-from svc_frames.rawpages import (
+from svc_frames.kinds.rawvalues import (
     AssetValue,
     ConnectionItem,
     DateValue,
-    RawRecord,
     SignatureValue,
     TimerValue,
-    raw_page_parser,
 )
+from svc_frames.read.rawpages import RawRecord, raw_page_parser
 from svc_frames.schema import Schema
 from svc_frames.server.render import format_record
 from svc_frames.testing import hosted_sample_dir

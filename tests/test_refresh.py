@@ -12,12 +12,10 @@ from svc_frames import Client, diff, read_object, read_view, write_back
 from svc_frames.errors import UsageError
 from svc_frames.filters import format_filter_date
 from svc_frames.frames import Frames
-from svc_frames.incremental import (
-    RefreshNotice,
-    modified_field_of,
-    refresh,
-)
-from svc_frames.parquet import SavedLayout, read_parquet
+from svc_frames.refreshing.policy import RefreshNotice, refresh
+from svc_frames.saved.layout import SavedLayout
+from svc_frames.saved.parquet import read_parquet
+from svc_frames.schema import modified_field_of
 from svc_frames.server import LocalService
 from svc_frames.testing import login
 
@@ -391,7 +389,7 @@ def test_a_cache_survives_a_crash_mid_write(svc: LocalService, tmp_path,
     import os
     import types
 
-    import svc_frames.cache as cache_mod
+    import svc_frames.refreshing.cache as cache_mod
 
     cache = tmp_path / "c"
     c = client_of(svc)

@@ -11,7 +11,9 @@ import pytest
 
 from svc_frames import Client, read_object
 from svc_frames.frames import Frames
-from svc_frames.incremental import bisect_cost, clock_skew, refresh, stamp_cutoff
+from svc_frames.refreshing.deletions import bisect_cost
+from svc_frames.refreshing.policy import refresh
+from svc_frames.refreshing.window import clock_skew, stamp_cutoff
 from svc_frames.server import LocalService
 
 WO = "object_3"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from svc_frames.client import Client
 from svc_frames.errors import UsageError
+from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
 from svc_frames.widgets import PlanReview, changes_html, review

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from svc_frames.client import Client
 from svc_frames.errors import (
     ConfigurationError,
     ConflictError,
@@ -25,10 +24,11 @@ from svc_frames.errors import (
     UsageError,
 )
 from svc_frames.frames import Frames
-from svc_frames.incremental import modified_field_of
+from svc_frames.http.client import Client
 from svc_frames.kinds import values_equal
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object, read_view
+from svc_frames.schema import modified_field_of
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for, widest_object
 from svc_frames.writeback import NEW_ID_PREFIX, Report, add_rows, diff, write_back
@@ -924,7 +924,7 @@ def test_create_through_an_insert_form(fresh: LocalService) -> None:
 def test_cli_push_saved_parquet(fresh: LocalService, tmp_path: Path,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     from svc_frames.cli import main
-    from svc_frames.parquet import read_parquet, to_parquet
+    from svc_frames.saved.parquet import read_parquet, to_parquet
 
     client = client_for(fresh)
     frames = load(client, "object_3")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from svc_frames.client import Client
 from svc_frames.frames import Frames
+from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for, widest_object

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.extensions import ExtensionArray
 
-from ._util import is_na
+from ._util import blank_to_none, is_empty_cell, is_na
 from .assets import AssetCodec, SignatureCodec
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 from .choices import ChoiceCodec, UserRolesCodec
@@ -221,6 +221,7 @@ def _is_number(value: Any) -> bool:
 
 
 __all__ = [
+    "blank_to_none", "is_empty_cell",
     "Codec", "FieldSpec", "ReadContext", "ServiceHooks", "codec_for", "infer_field",
     "values_equal", "resolve_timezone", "REGISTRY", "KINDS", "READ_ONLY_KINDS",
 ]

@@ -13,9 +13,9 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
-from ..rawpages import AssetValue, RawValue, SignatureValue
 from ._util import get_value, int_series, invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
+from .rawvalues import AssetValue, RawValue, SignatureValue
 
 ASSET_KEYS = ("id", "application_id", "s3", "type", "filename", "url", "thumb_url", "size",
               "field_key")

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ..rawpages import DateEnd, DateValue, TimerValue
 from ._util import html_to_text, invalid, is_blank, is_na, raw_values
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
+from .rawvalues import DateEnd, DateValue, TimerValue
 
 DUMMY_DATE = date(2012, 1, 1)  # the date a time-only field carries
 _MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]

@@ -10,11 +10,12 @@ changed. One module per phase:
 * ``values.py``   server records decoded and compared like the loaded frames
 * ``guard.py``    re-reads and conflicts (where a conflict is decided)
 * ``apply.py``    updates, creates, deletes, lookups (where a create is retried)
-* ``refresh.py``  frames and their ``original`` follow the server after a run
+* ``follow.py``   frames and their ``original`` follow the server after a run
 * ``report.py``   Report, per-record Outcome, request counts, QuotaNote, the summary line
 * ``budget.py``   the daily quota in a run: quota_reserve, budgeted writes
 * ``gate.py``     QuotaGate: the gate every write passes (claims of the quota)
-* ``run.py``      write_back (its numbered phases) and push
+* ``run.py``      write_back (its numbered phases); ``push`` of saved frames is
+  ``svc_frames/saved/push.py``, above this package
 
 Usage::
 
@@ -36,7 +37,7 @@ from .diff import add_rows, diff
 from .journal import Journal
 from .plan import NEW_ID_PREFIX, Action, Plan, Status
 from .report import Report
-from .run import push, write_back
+from .run import write_back
 
-__all__ = ["Plan", "Report", "Journal", "diff", "write_back", "push", "add_rows",
+__all__ = ["Plan", "Report", "Journal", "diff", "write_back", "add_rows",
            "NEW_ID_PREFIX", "Status", "Action"]

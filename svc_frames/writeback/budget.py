@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..assets import PendingUpload
-from ..client import Client
 from ..errors import QuotaExceeded, UsageError
+from ..http.client import Client
 from .report import Outcome, QuotaNote, when_reset
 from .state import RunState
 

@@ -31,8 +31,7 @@ import pandas as pd
 from ..errors import InvalidValue, ReadOnlyField, SvcError, UsageError
 from ..frames import Frames, Source
 from ..joins import refuse_join_result
-from ..kinds import values_equal
-from ..kinds._util import is_empty_cell
+from ..kinds import is_empty_cell, values_equal
 from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
 from .uploads import UNCHANGED, placed_assets, plan_asset_value
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import threading
 
-from ..client import Client
 from ..errors import QuotaExceeded
+from ..http.client import Client
 from .report import when_reset
 
 __all__ = ["QuotaGate"]

@@ -19,12 +19,12 @@ from typing import Any
 import pandas as pd
 
 from ..assets import PendingUpload
-from ..client import Client
-from ..client import Target as Where
 from ..errors import ConflictError, SvcError
 from ..frames import Frames, Source
-from ..kinds._util import is_empty_cell
-from ..paging import Paginator
+from ..http.client import Client
+from ..keys import Target as Where
+from ..kinds import is_empty_cell
+from ..read.pager import Paginator
 from .journal import journal_key
 from .plan import REREAD_CHUNK, Layout, Status, list_pages
 from .report import Counter, Outcome

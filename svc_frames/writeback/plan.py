@@ -22,8 +22,7 @@ import pandas as pd
 from ..assets import PendingUpload
 from ..errors import SvcError
 from ..frames import Frames, Source, label_map, relabel
-from ..kinds import codec_for
-from ..kinds._util import is_empty_cell
+from ..kinds import codec_for, is_empty_cell
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
 

@@ -21,30 +21,28 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import warnings
 from typing import Any, Literal
 
-from ..client import Client
-from ..errors import QuotaExceeded, QuotaInsufficient, SvcError, UsageError
+from ..errors import QuotaExceeded, QuotaInsufficient, UsageError
 from ..frames import Frames
+from ..http.client import Client
 from ..joins import refuse_join_result
-from ..parquet import read_for_push, save_pushed
 from ..progress import want_progress
 from ..schema import Schema
 from .apply import apply
 from .budget import DEFAULT_QUOTA_RESERVE, check_reserve, quota_note
 from .diff import diff
+from .follow import follow
 from .gate import QuotaGate
 from .guard import guard as guard_phase
 from .journal import Journal, check_journal_path
 from .plan import Layout, Plan, reread_requests
-from .refresh import refresh
 from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
 from .state import RunState
 from .target import resolve_target
 from .uploads import check_upload_files
 
-__all__ = ["write_back", "push"]
+__all__ = ["write_back"]
 
 
 def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
@@ -118,7 +116,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     finally:
         if run.jr:
             run.jr.close()
-    refresh(run, edited)                      # 5. frames follow the server
+    follow(run, edited)                       # 5. frames follow the server
     note = dataclasses.replace(note, stopped=gate.stopped,
                                reset_at=gate.reset_at or note.reset_at)
     report = make_report([run.outcomes[rid] for rid in plan.actions if rid in run.outcomes]
@@ -197,28 +195,3 @@ def _summarize(report: Report, name: str, progress: bool | None) -> None:
     """The one-line summary, where a progress bar would show (stderr)."""
     if want_progress(progress):
         print(summary_line(report, name), file=sys.stderr, flush=True)
-
-
-def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
-         save: bool = True, overwrite: bool = False, **options: Any) -> Report:
-    """``write_back`` for saved frames (``to_parquet`` or ``export``) edited with any tool
-    (the ``svc-frames push`` command). ``parquet.read_for_push`` reads and checks the
-    directory before any request.
-
-    After a run that applied something, the as-loaded copy follows (so pushing again sends
-    nothing); the data files are rewritten with new ids and server values only with
-    ``overwrite=True`` (which new rows need). ``save=False`` writes nothing.
-
-    Usage: ``push(Client.from_env(), "out/orders", dry_run=True).table``"""
-    frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
-    report = write_back(client, frames, dry_run=dry_run, **options)
-    if save and not dry_run and (report.table["status"] == "applied").any():
-        try:
-            save_pushed(frames, path, report.table, overwrite=overwrite)
-        except (OSError, SvcError) as exc:
-            # the writes happened: the report must reach the caller whatever the disk says
-            warnings.warn(f"the writes in this report were applied, but {path} could not be "
-                          f"refreshed ({exc}); pushing it again would diff against the old "
-                          "as-loaded copy: export again before editing further",
-                          stacklevel=2)
-    return report

@@ -16,8 +16,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..client import Client
 from ..frames import Source
+from ..http.client import Client
 from .gate import QuotaGate
 from .journal import Journal, record_keys
 from .plan import Action, Layout, Plan

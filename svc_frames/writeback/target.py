@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..client import Client
-from ..client import Target as Where
 from ..errors import ConfigurationError, UsageError
 from ..frames import Source
+from ..http.client import Client
+from ..keys import Target as Where
 
 __all__ = ["Target", "resolve_target", "where"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from ..assets import AssetKind, PendingUpload, check_record_data, pending, upload
 from ..errors import InvalidValue, OutcomeUnknown, ServerError
 from ..frames import Frames
-from ..kinds._util import is_empty_cell
+from ..kinds import is_empty_cell
 from ..kinds.base import FieldSpec
 from .journal import journal_key
 from .plan import Layout, Plan

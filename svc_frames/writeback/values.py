@@ -19,8 +19,7 @@ import pandas as pd
 
 from ..errors import SvcError
 from ..frames import Frames, Source, build_frames
-from ..kinds import values_equal
-from ..kinds._util import is_empty_cell
+from ..kinds import is_empty_cell, values_equal
 from ..kinds.base import FieldSpec
 from .plan import Layout
 

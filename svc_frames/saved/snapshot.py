@@ -44,11 +44,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .errors import UsageError
-from .frames import Frames, label_map
-from .kinds.base import FieldSpec
-from .parquet import frame_to_arrow
-from .schema import Connection
+from ..errors import UsageError
+from ..frames import Frames, label_map
+from ..kinds.base import FieldSpec
+from ..schema import Connection
+from .arrow import frame_to_arrow
 
 TableKind = Literal["object", "connection", "choices", "meta"]
 

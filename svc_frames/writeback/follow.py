@@ -20,10 +20,10 @@ from .report import Outcome
 from .state import RunState
 from .values import decode_records
 
-__all__ = ["refresh", "refresh_frames"]
+__all__ = ["follow", "refresh_frames"]
 
 
-def refresh(run: RunState, edited: Frames) -> None:
+def follow(run: RunState, edited: Frames) -> None:
     """Frames follow the server; ``original`` follows the frames (``refresh_frames``)."""
     pending: dict[str, list[str]] = {}
     for o in run.extra:

@@ -32,10 +32,10 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import SvcError, UsageError
-from .kinds import codec_for
-from .kinds.base import FieldSpec
-from .kinds.choices import MULTI_JOIN
+from ..errors import SvcError, UsageError
+from ..kinds import codec_for
+from ..kinds.base import FieldSpec
+from ..kinds.choices import MULTI_JOIN
 
 COMPUTED_NUMBERS = frozenset({"equation", "sum", "count", "average", "min", "max"})
 _DURATION = re.compile(r"^(-)?(\d+):([0-5]\d)(?::([0-5]\d(?:\.\d+)?))?$")

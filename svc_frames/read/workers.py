@@ -32,13 +32,14 @@ import threading
 from typing import IO, Any, cast
 from zoneinfo import ZoneInfo
 
-from .errors import DisplayValuesNeeded
-from .frames import Source, build_frames
-from .kinds.base import FieldSpec
-from .rawpages import parse_json, raw_page_parser
+from ..errors import DisplayValuesNeeded
+from ..frames import Source, build_frames
+from ..http.body import parse_json
+from ..kinds.base import FieldSpec
+from .rawpages import raw_page_parser
 
 _LEN = struct.Struct("!Q")
-log = logging.getLogger("svc_frames.decoder")
+log = logging.getLogger(__name__)
 
 
 def _send(pipe: IO[bytes], payload: bytes) -> None:
@@ -90,7 +91,7 @@ class _Helper:
         # running the module as __main__ would import it twice
         env = dict(os.environ, SVC_FRAMES_SYS_PATH=json.dumps(sys.path))
         code = ("import json, os, sys; sys.path[:] = json.loads(os.environ"
-                "['SVC_FRAMES_SYS_PATH']); from svc_frames.decoder import serve; serve()")
+                "['SVC_FRAMES_SYS_PATH']); from svc_frames.read.workers import serve; serve()")
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, env=env)
         assert self.proc.stdin is not None and self.proc.stdout is not None

@@ -34,15 +34,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .client import Client, Target, parse_target
-from .describe import Columns, check_columns, user_timezone
-from .errors import UsageError
-from .filters import Filters, validate_filters
-from .frames import Frames
-from .incremental import RefreshNotice, RefreshReport, refresh
-from .loaders import CACHED_LOADS, load
-from .parquet import SavedLayout, read_parquet, to_parquet
-from .schema import Schema
+from ..errors import UsageError
+from ..filters import Filters, validate_filters
+from ..frames import Frames
+from ..http.client import Client
+from ..keys import Target, parse_target
+from ..read.load import load
+from ..read.options import Columns, check_columns, user_timezone
+from ..saved.layout import SavedLayout
+from ..saved.parquet import read_parquet, to_parquet
+from ..schema import Schema
+from .policy import RefreshNotice, RefreshReport, refresh
 
 __all__ = ["load_cached", "check_cache_dir", "CacheNotice", "CACHE_FORMAT", "save_cache",
            "read_cache", "export_incremental", "IncrementalExport"]
@@ -309,8 +311,4 @@ def export_incremental(client: Client, target: Target, out_dir: str | os.PathLik
         to_parquet(frames, dest, overwrite=True)
     return IncrementalExport(dest, len(frames.main), list(frames.tables), report, written,
                              cache_dir, layout.tables if frames.tables else None)
-
-
-if load_cached not in CACHED_LOADS:  # read_object(cache=) / read_view(cache=) come here
-    CACHED_LOADS.append(load_cached)
 

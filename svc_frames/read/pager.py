@@ -43,18 +43,20 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from .errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
-from .filters import encode_filters, needs_schema, prepare_filters, validate_filters
-from .rawpages import RawRecord, parse_json, raw_page_parser
-from .schema import Schema
+from ..errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
+from ..filters import encode_filters, needs_schema, prepare_filters, validate_filters
+from ..http.body import parse_json
+from ..schema import Schema
+from .rawpages import RawRecord, raw_page_parser
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
-    from .client import Client, Target
-    from .filters import Filters
-    from .frames import Frames
-    from .kinds.base import FieldSpec
+    from ..filters import Filters
+    from ..frames import Frames
+    from ..http.client import Client
+    from ..keys import Target
+    from ..kinds.base import FieldSpec
 
 
 Verify = Literal["first", "full", "none"]

@@ -1,0 +1,1 @@
+"""HTTP: the client (one session, retries, typed errors) and its pacing."""

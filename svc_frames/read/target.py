@@ -1,0 +1,49 @@
+"""What a load's target is: its fields (from the schema when the service shows it) and
+the ``Source`` its frames carry (``describe``).
+
+Usage: ``fields, source, tz = describe(client, "object_3", client.schema(), "keys", None)``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ..frames import Source, resolve_fields
+from ..http.client import Client
+from ..keys import Target, parse_target
+from ..kinds.base import FieldSpec
+from ..schema import Schema
+from .options import Columns
+
+
+def describe(client: Client, target: Target, app: dict[str, Any] | None,
+             records: list[dict[str, Any]], columns: Columns,
+             tz: ZoneInfo | None) -> tuple[list[FieldSpec], Source]:
+    """Fields (schema or inferred) and the Source of a load.
+
+    Usage: ``fields, source = describe(client, "object_3", app, records, "keys", tz)``"""
+    kind, a, b = parse_target(target)
+    schema = Schema.of(app)
+    known = schema.all_fields() if app else None
+    tz_name = tz.key if tz is not None else None
+    if kind == "object":
+        assert a is not None
+        # an object the schema does not list (a stale schema) but the service served:
+        # its fields are looked up by key, or inferred
+        order = schema.object_fields(a)
+        fields, inferred = resolve_fields(records, known, order)
+        source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
+                        base_url=client.base_url, columns=columns,
+                        kinds_inferred=inferred or app is None,
+                        name=schema.object_name(a))
+    else:
+        assert a is not None and b is not None
+        view_keys = schema.view_field_keys(a, b) or []
+        order = [known[k] for k in view_keys if known and k in known] if not records else None
+        fields, inferred = resolve_fields(records, known, order)
+        source = Source("view", schema.view_object(a, b), fields, scene_key=a, view_key=b,
+                        timezone=tz_name, app_id=client.app_id, base_url=client.base_url,
+                        columns=columns, kinds_inferred=inferred or app is None,
+                        name=schema.view_name(a, b))
+    return fields, source

@@ -1,0 +1,275 @@
+"""Incremental refresh: bring loaded frames up to date with a few requests, in place.
+
+The service has no "modified since" (docs/hosted-behaviour.md §1.5): applications that load incrementally
+keep a date field that a record rule stamps on every change, and use an auto-increment
+field as a cursor for new records. ``refresh`` asks, side by side within the pace, for
+
+* the load's own listing (its filters) sorted by the stamp, newest first, page by page
+  until a page holds a stamp older than the last load's start (in the service's clock,
+  read from the quota headers) floored to the minute less ``STAMP_MARGIN``: filter dates
+  are whole days (§1.4), but each record's stamp has its minute, so one page usually
+  suffices. Each record is compared with its loaded values to decide whether it really
+  changed, so a change in the same minute as the load is not missed. The first page's
+  ``total_records`` is the listing's total, which the deletion check needs (an "or"
+  filter is asked rule by rule, and its total from one row of the load's listing). New
+  records are in it when the schema's rule stamps creations too; for a field named by the
+  caller (which may be stamped on updates only) the records ``higher than`` the largest
+  loaded auto-increment value are asked for as well;
+* only when the total disagrees with the merged frame (a record was deleted or left the
+  load's filter): when few are missing, the auto-increment ranges that hold fewer records
+  on the service than here are bisected (one row per request, only the total is read:
+  :func:`find_missing`); otherwise, or when that would cost more, one listing of ids.
+
+The as-loaded copy (``frames.original``) moves with the server values, so ``diff`` after a
+refresh still sends only the user's own edits. A cell the user edited that also changed on
+the server is a conflict: the user's value stays in ``main``, ``original`` keeps the value
+as loaded (so ``write_back``'s own guard sees the clash again) and the report lists it.
+
+Usage::
+
+    orders = read_object(client, "object_3")
+    report = refresh(client, orders)          # orders.main / .tables / .original updated
+    print(report)                             # added, changed, deleted, conflicts, requests
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import warnings
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from ..errors import SvcWarning, UsageError
+from ..frames import Frames, Source
+from ..http.client import Client
+from ..kinds.base import FieldSpec
+from ..read.gcpause import paused_gc
+from ..read.pager import Paginator
+from ..schema import modified_field_of
+from .deletions import deletions
+from .listing import column_names, decode, describe, list_all, target_of, with_rules
+from .merge import Merger
+from .window import clock_skew, concat_parts, oldest_first, paged, recent, stamp_cutoff
+
+__all__ = ["refresh", "RefreshReport", "RefreshNotice", "check_modified_field"]
+
+
+class RefreshNotice(SvcWarning):
+    """A refresh or a cache load that fell back to a full listing, and why."""
+
+
+@dataclass
+class RefreshReport:
+    """What a refresh did. ``conflicts``: record_id, field, column, loaded, server, local.
+
+    Usage: ``report = refresh(client, frames); report.changed, report.requests``"""
+
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    conflicts: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(
+        columns=["record_id", "field", "column", "loaded", "server", "local"]))
+    requests: int = 0               # requests sent by this refresh (schema included)
+    deletion_requests: int = 0      # of which the listing that found deleted records
+    full: bool = False              # everything was listed (no modified field, or asked)
+    reason: str = ""                # why the refresh listed everything, if it did
+    modified_field: str | None = None
+    cursor_field: str | None = None  # the auto-increment field used for new records
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {"added": len(self.added), "changed": len(self.changed),
+                "deleted": len(self.deleted), "conflicts": len(self.conflicts),
+                "requests": self.requests}
+
+    def __str__(self) -> str:
+        c = self.counts
+        head = (f"refresh: {c['added']} added, {c['changed']} changed, {c['deleted']} "
+                f"deleted, {c['conflicts']} conflicting cells; {c['requests']} requests")
+        if self.deletion_requests:
+            head += f" ({self.deletion_requests} to find deleted records)"
+        if self.full:
+            head += f"; full listing: {self.reason}"
+        return head
+
+
+def check_modified_field(source: Source, key: str) -> FieldSpec:
+    """The FieldSpec of ``modified_field=``; UsageError naming it unless it is a date_time
+    field the frames hold (for a view: one the view shows). Usage: ``check_modified_field(
+    frames.source, "field_46")``"""
+    what = (f"view {source.scene_key}/{source.view_key}" if source.kind == "view"
+            else f"object {source.object_key}")
+    try:
+        spec = source.field(key)
+    except KeyError:
+        raise UsageError(f"modified_field {key!r} is not a field of {what}"
+                         + (" (the view must show it)" if source.kind == "view" else ""),
+                         field=key) from None
+    if spec.kind != "date_time":
+        raise UsageError(f"modified_field {key!r} of {what} is a {spec.kind} field, not a "
+                         "date_time field", field=key)
+    if (spec.format or {}).get("calendar"):
+        raise UsageError(f"modified_field {key!r} of {what} is a date range", field=key)
+    return spec
+
+
+# ---- the refresh ---------------------------------------------------------------------------
+def refresh(client: Client, frames: Frames, *, modified_field: str | None = None,
+            full: bool = False, rows_per_page: int | None = None) -> RefreshReport:
+    """Bring ``frames`` (from ``read_object``/``read_view``) up to date in place.
+
+    ``modified_field``: the date_time field stamped on every change (default: the one the
+    schema's record rule stamps, see :func:`modified_field_of`). Without one, changes to
+    loaded records cannot be asked for: the whole listing is fetched (``full``), with a
+    :class:`RefreshNotice` saying what the object needs. ``full=True`` lists everything
+    anyway (also catching values computed from other records, which change without a
+    stamp). ``rows_per_page``: default the load's.
+
+    Usage: ``report = refresh(client, orders); print(report)``"""
+    source = check_frames(client, frames)
+    load = dict(source.load or {})
+    if load.get("limit") is not None:
+        raise UsageError(f"frames loaded with limit={load['limit']} cannot be refreshed: "
+                         "they hold the first records only; load without limit")
+    if modified_field is not None:
+        check_modified_field(source, modified_field)
+    rpp = int(rows_per_page or load.get("rows_per_page") or 1000)
+    Paginator(client, target_of(source), rows_per_page=rpp,
+              filters=load.get("filters"))  # validates everything before any request
+    sent = client.request_count
+    started = dt.datetime.now(dt.timezone.utc)
+    report = RefreshReport()
+    mod = modified_field
+    stamps_creates = False  # a field named by the caller may be stamped on updates only
+    if mod is None and not full:
+        mod = modified_field_of(client.schema(), source.object_key)
+        stamps_creates = mod is not None
+        if mod is not None and not any(f.key == mod for f in source.fields):
+            report.reason = (f"the view does not show {mod}, the field stamped on every "
+                             "change: add it to the view's columns, or refresh the object")
+            mod = None
+        elif mod is None:
+            report.reason = (f"{source.object_key} has no date_time field stamped on every "
+                             "change (a record rule setting it to the current date on "
+                             "every create and update): add one, or pass modified_field=")
+    elif full:
+        report.reason = "full=True"
+    else:  # named: the schema's rule (if it is that one) says it stamps creations too
+        stamps_creates = modified_field_of(client.schema(), source.object_key) == mod
+    report.modified_field = mod
+    merger = Merger(frames)
+    if mod is None and not full:
+        warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "
+                      "record instead", RefreshNotice, stacklevel=2)
+    with paused_gc():  # the frames' many objects would be walked again and again
+        if mod is None or full:
+            report.full = True
+            records = list_all(client, source, load, rpp)
+            merger.merge(decode(records, source), complete=True)
+        else:
+            incremental(client, frames, source, load, mod, stamps_creates, rpp, merger,
+                        report)
+        merger.finish()
+    report.added, report.changed, report.deleted = merger.added, merger.changed, merger.deleted
+    report.conflicts = merger.conflict_frame()
+    new_load = {**load, "loaded_at": started.isoformat(timespec="seconds")}
+    for src in (frames.source, frames.original.source if frames.original else None):
+        if src is not None:
+            src.load = dict(new_load)
+    report.requests = client.request_count - sent
+    return report
+
+
+def check_frames(client: Client, frames: Any) -> Source:
+    """The source of refreshable frames; UsageError naming what is missing."""
+    if not isinstance(frames, Frames):
+        raise UsageError(f"refresh needs Frames from read_object/read_view, got "
+                         f"{type(frames).__name__}")
+    source = frames.source
+    if source is None or source.load is None:
+        raise UsageError("these frames have no load source (source.load): refresh needs "
+                         "frames from read_object/read_view (or a to_parquet copy of them)")
+    if frames.original is None:
+        raise UsageError("these frames have no as-loaded copy (frames.original): refresh "
+                         "needs frames from read_object/read_view")
+    if source.app_id and client.app_id and source.app_id != client.app_id:
+        raise UsageError(f"these frames come from application {source.app_id}, the client "
+                         f"is for {client.app_id}")
+    if source.kinds_inferred:
+        raise UsageError("these frames were loaded without the application schema (kinds "
+                         "inferred): refresh needs the schema's kinds to decode alike")
+    return source
+
+
+def incremental(client: Client, frames: Frames, source: Source, load: Mapping[str, Any],
+                mod: str, stamps_creates: bool, rpp: int, merger: Merger,
+                report: RefreshReport) -> None:
+    """The few-requests path (module docstring): the load's listing sorted by the stamp,
+    newest first, page by page until a page reaches the cutoff (and, when the stamp may
+    miss creations, the records past the cursor), side by side; then deleted records.
+
+    ``stamps_creates``: the schema's rule stamps every create too, so new records are in
+    the window; a field named by the caller may be stamped on updates only."""
+    assert frames.original is not None
+    target = target_of(source)
+    _, bare = column_names(source)
+    auto = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
+    cursor = None
+    top: int | None = None
+    if not stamps_creates and auto is not None:
+        loaded = frames.original.main[bare[auto]].dropna()
+        top = int(loaded.max()) if len(loaded) else None
+        cursor = auto if top is not None else None
+    report.cursor_field = cursor
+    stamps = frames.original.main[bare[mod]]
+
+    def cutoff() -> pd.Timestamp:  # after the first answer: it tells the service's clock
+        return stamp_cutoff(load.get("loaded_at"), stamps, clock_skew(client))
+    filters = load.get("filters")
+    # the load's own listing, newest stamps first: its first page also gives the total
+    # the deletion check needs; an "or" filter is asked rule by rule (with_rules), so its
+    # total comes from one row of the load's listing (no sort: none is needed for it)
+    windows = with_rules(filters, [])
+    single = len(windows) == 1
+    lock = threading.Lock()
+
+
+    def update(part: Frames) -> None:
+        # the records held are merged as each page is decoded, while the next page is on
+        # its way; new records are appended at the end, once, in their order (pages come
+        # newest first: appending page by page would put them in reverse)
+        with lock:
+            merger.update(part)
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
+        head_future = (None if single else
+                       pool.submit(client.get_page, target, 1, 1, filters=filters))
+        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff, update)
+                   for flt in windows]
+        if cursor is not None:
+            futures += [pool.submit(lambda flt: (paged(client, source, rpp, flt), 0), flt)
+                        for flt in with_rules(filters, [{"field": cursor,
+                                                         "operator": "higher than",
+                                                         "value": top}])]
+        results = [f.result() for f in futures]
+        total = (results[0][1] if head_future is None
+                 else int(head_future.result().get("total_records") or 0))
+    # the windows' records held are merged already; the cursor's listing holds new ones
+    for part, _ in results[len(windows):]:
+        merger.update(part)
+    parts = [p for p, _ in results if len(p.main)] or [results[0][0]]
+    server = concat_parts(parts)
+    if auto is None:
+        server = Frames(server.main.iloc[oldest_first(server.main.index)], server.tables,
+                        server.source)
+    merger.add(server, order_by=bare[auto] if auto else None)
+    # 3. deleted records (or records that left the filter): the total disagrees
+    if total != merger.server_count():
+        before = client.request_count
+        deletions(client, frames, source, load, rpp, merger, total,
+                  bare[auto] if auto else None, auto)
+        report.deletion_requests = client.request_count - before

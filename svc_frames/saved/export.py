@@ -1,0 +1,230 @@
+"""``export``: an object or a view streamed page by page into a saved-frames directory,
+memory flat in the number of records (one part file per batch of pages).
+
+Usage: ``export(client, "object_3", "out/orders")``
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import DisplayValuesNeeded, UsageError
+from ..filters import Filters, validate_filters
+from ..frames import Source, build_frames, decodes_raw_alone
+from ..http.client import Client
+from ..keys import Target, parse_target
+from ..kinds.base import FieldSpec
+from ..progress import PageProgress, want_progress
+from ..read.gcpause import paused_gc
+from ..read.options import Columns, check_columns, user_timezone
+from ..read.pager import Page, Paginator, Verify
+from ..read.target import describe
+from ..schema import Schema
+from .arrow import arrow_to_frame, frame_to_arrow, table_meta
+from .layout import SavedLayout, Staging, check_free, meta_doc, safe_name, write_meta
+from .parquet import column_fields, write_csv
+
+
+# ---- streaming export ----------------------------------------------------------------
+@dataclass
+class ExportResult:
+    """What :func:`export` wrote."""
+
+    path: Path
+    records: int
+    parts: int
+    tables: list[str]
+    passes: int
+    repaired_rows: int = 0  # rows taken out after records moved mid-run (repeats, deleted)
+    tables_path: Path | None = None  # ``<path>.tables``: one dataset per table, if any
+    meta_path: Path | None = None    # ``<path>.svc_frames.json``: what push needs
+    loaded_path: Path | None = None  # ``<path>.svc_frames``: the as-loaded copy
+
+
+class _PartWriter:
+    """Writes one dataset (main or a table) as Parquet part files sharing one schema."""
+
+    def __init__(self, root: Path, meta: Mapping[str, Any]) -> None:
+        self.root = root
+        self.meta = meta
+        self.schema: pa.Schema | None = None
+        self.parts = 0
+        root.mkdir(parents=True, exist_ok=True)
+
+    def write(self, df: pd.DataFrame, number: int) -> None:
+        table = frame_to_arrow(df, self.meta, self.schema)
+        if self.schema is None:
+            self.schema = table.schema
+        self.parts += 1
+        pq.write_table(table, self.root / f"part-{number:05d}.parquet")
+
+
+def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
+           filters: Filters | None = None, format: Literal["parquet", "csv"] = "parquet",
+           sort_field: str | None = None, sort_order: str | None = None,
+           limit: int | None = None, columns: Columns = "keys",
+           timezone: str | ZoneInfo | None = None, progress: bool | None = None,
+           rows_per_page: int = 1000, verify: Verify = "first",
+           overwrite: bool = False) -> ExportResult:
+    """Stream every page of an object or a view to saved frames (module docstring: part
+    files any reader takes, tables, the as-loaded copy and metadata ``push`` needs) as
+    pages arrive; memory stays flat however many records there are. The directory
+    appears only when complete; something already there is replaced only with
+    ``overwrite=True``.
+
+    ``target``: ``"object_N"``, ``"scene_N/view_N"`` or a (scene, view) tuple.
+    ``format="csv"``: the records as CSV written the way the service shows values
+    (:mod:`svc_frames.csvtext`), which ``push`` reads back too.
+    Usage: ``export(client, "object_1", "out/ds"); pd.read_parquet("out/ds")``"""
+    kind, a, b = parse_target(target)
+    tgt: Target = a if kind == "object" else (a, b)  # type: ignore[assignment]
+    if format not in ("parquet", "csv"):
+        raise UsageError(f"format must be 'parquet' or 'csv', got {format!r}")
+    check_columns(columns)
+    validate_filters(filters)
+    tz = user_timezone(timezone)
+    layout = SavedLayout.of(out_dir)
+    check_free(layout, overwrite)
+    bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
+    pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
+                      sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
+                      verify=verify, max_workers=min(client.max_workers, 3), prefetch=3,
+                      keep_ids=False, schema_checks=True, timezone=tz)
+    app = client.schema()  # first: every part must share the schema it fixes
+    tz = tz or Schema.of(app).timezone
+    fields = None
+    source: Source | None = None
+    main_writer: _PartWriter | None = None
+    table_writers: dict[str, _PartWriter] = {}
+    count = 0
+    in_pass: dict[int, int] = {}
+    with Staging(layout) as st:
+        # pages go to the as-loaded copy as they come, without an id set (memory stays
+        # flat); a pass that turns out inconsistent is repaired after the loop, from the
+        # files; the records (Parquet or CSV) are then derived from it part by part
+        loaded_main, loaded_tables = st.loaded / "main", st.loaded / "tables"
+        try:
+            for page in _gc_paused_iter(pager.iter_pages()):
+                new = page.records
+                if limit is not None:
+                    new = new[: max(0, limit - in_pass.get(page.pass_no, 0))]
+                in_pass[page.pass_no] = in_pass.get(page.pass_no, 0) + len(new)
+                if fields is None or source is None:
+                    fields, source = describe(client, tgt, app, new, columns, tz)
+                    main_writer = _PartWriter(loaded_main, {"source": source.to_dict()})
+                    if (app is not None and not source.kinds_inferred
+                            and decodes_raw_alone(new, fields)):
+                        pager.ask_raw(fields)  # as the loaders do
+                if not new:
+                    continue
+                count += len(new)
+                try:
+                    frames = build_frames(new, fields, source, tz=tz, keep_original=False,
+                                          raw_format=page.format == "raw")
+                except DisplayValuesNeeded:
+                    if page.format != "raw":
+                        raise
+                    pager.ask_both()  # a name-like connection: ids in the display values
+                    new = pager.refetch(page).records[: len(new)]
+                    frames = build_frames(new, fields, source, tz=tz, keep_original=False)
+                assert main_writer is not None
+                number = main_writer.parts + 1
+                main_writer.write(frames.main, number)
+                for name, tdf in frames.tables.items():
+                    if name not in table_writers:
+                        table_writers[name] = _PartWriter(loaded_tables / safe_name(name),
+                                                          {"table": name})
+                    table_writers[name].write(tdf.reset_index(drop=True), number)
+        finally:
+            bar.close()
+        removed = 0
+        if len(pager.passes) > 1 or any(r.duplicates for r in pager.passes):
+            assert pager.final_hashes is not None
+            # records moved mid-run: keep the first copy of each record of the
+            # consistent pass; drop repeats and records deleted meanwhile
+            removed = _keep_only(loaded_main, loaded_tables, pager.final_hashes)
+            count -= removed
+        if source is None:
+            fields, source = describe(client, tgt, app, [], columns, tz)
+        if main_writer is None or main_writer.parts == 0:
+            # no records: one empty part so readers still see the schema
+            empty = build_frames([], fields or [], source, tz=tz, keep_original=False)
+            _PartWriter(loaded_main, {"source": source.to_dict()}).write(empty.main, 1)
+        col_fields = column_fields(source)
+        parts = _derive(loaded_main, st.data, format, col_fields)
+        tables: dict[str, dict[str, Any]] = {}
+        for name, w in table_writers.items():
+            _derive(w.root, st.tables / w.root.name, format, col_fields)
+            assert w.schema is not None
+            tables[name] = {"dir": w.root.name, "columns": table_meta(w.schema)["dtypes"]}
+        main_schema = pq.read_schema(next(iter(sorted(loaded_main.glob("part-*.parquet")))))
+        write_meta(st.meta, meta_doc(source, format, table_meta(main_schema)["dtypes"],
+                                       tables, layout.loaded, count, "export"))
+        st.install()
+    return ExportResult(layout.data, count, parts, list(table_writers), len(pager.passes),
+                        removed, layout.tables if table_writers else None, layout.meta,
+                        layout.loaded)
+
+
+def _derive(loaded: Path, dest: Path, fmt: str, fields: Mapping[str, FieldSpec]) -> int:
+    """The user's copy of a dataset from the as-loaded parts, one part at a time: the
+    same Parquet bytes (copied, never linked: a writer that truncates in place must not
+    change the as-loaded copy), or CSV. Returns the parts written."""
+    dest.mkdir(parents=True, exist_ok=True)
+    parts = sorted(loaded.glob("part-*.parquet"))
+    for part in parts:
+        if fmt == "parquet":
+            shutil.copyfile(part, dest / part.name)
+        else:
+            df = arrow_to_frame(pq.read_table(part))
+            write_csv(df.reset_index() if df.index.name else df,
+                       (dest / part.name).with_suffix(".csv"), fields)
+    return len(parts)
+
+
+def _gc_paused_iter(pages: Iterator[Page]) -> Iterator[Page]:
+    """The pages, with cyclic GC paused while they are fetched and written."""
+    with paused_gc():
+        yield from pages
+
+
+def _keep_only(root: Path, tables_root: Path, final: np.ndarray) -> int:
+    """Repair after records moved mid-run: in part order, keep the first row of each
+    record of the consistent pass (``final``: sorted id hashes), drop repeats and records
+    deleted meanwhile; table parts follow their main part. Returns main rows removed."""
+    seen: set[int] = set()
+    removed = 0
+    kept_by_part: dict[str, set[str]] = {}
+    for part in sorted(root.glob("part-*.parquet")):
+        table = pq.read_table(part)
+        ids = table.column("id").to_pylist()
+        keep: list[int] = []
+        for i, rid in enumerate(ids):
+            h = hash(rid)
+            pos = int(np.searchsorted(final, h))
+            if pos < len(final) and final[pos] == h and h not in seen:
+                seen.add(h)
+                keep.append(i)
+        kept_by_part[part.name] = {ids[i] for i in keep}
+        if len(keep) != len(ids):
+            pq.write_table(table.take(pa.array(keep, type=pa.int64())), part)
+            removed += len(ids) - len(keep)
+    for part in sorted(tables_root.glob("*/part-*.parquet")):
+        table = pq.read_table(part)
+        allowed = kept_by_part.get(part.name, set())
+        rids = table.column("record_id").to_pylist()
+        keep = [i for i, rid in enumerate(rids) if rid in allowed]
+        if len(keep) != len(rids):
+            pq.write_table(table.take(pa.array(keep, type=pa.int64())), part)
+    return removed

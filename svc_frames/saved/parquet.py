@@ -1,0 +1,388 @@
+"""Saved frames: one directory layout that ``to_parquet`` and ``export`` write, that any
+Parquet reader takes as is, and that ``read_parquet`` and ``push`` read back after an
+edit with any tool.
+
+Layout of saved frames at ``orders`` (``to_parquet(frames, "orders")`` or
+``export(client, "object_3", "orders")``)::
+
+    orders/part-00001.parquet ...        the records: one row per record, ``id`` column,
+                                         one schema; nothing else in the directory
+    orders.tables/<name>/part-00001...   each exploded table (connections, multi choices)
+    orders.svc_frames.json               what push needs: object or view, fields and kinds,
+                                         timezone, each column's type, the tables
+    orders.svc_frames/main/, /tables/    the as-loaded copy push diffs against (Parquet)
+
+``orders`` holds the record parts alone because DuckDB reads a directory recursively and
+Polars refuses one with other files in it: ``pd.read_parquet("orders")``,
+``pyarrow.dataset.dataset("orders")``, DuckDB ``read_parquet('orders/*.parquet')``,
+Polars ``scan_parquet("orders")``, Dask and Spark give each record once. With
+``format="csv"`` the record parts are CSV written as the service shows values
+(:mod:`svc_frames.csvtext`); the as-loaded copy stays Parquet.
+
+The edited records may be re-written by any tool (pandas, pyarrow, DuckDB ``COPY ... TO``,
+Polars, a spreadsheet through CSV) under any file name in ``orders/``: what a writer drops
+(the Parquet schema metadata) is not needed, since the JSON file beside the data says
+what each column must hold. A file that no longer fits (a column dropped or added, a type
+that does not convert, an id that was not loaded, a record twice) is refused naming the
+column and the file, before any request. svc_frames never replaces anything that exists
+without ``overwrite=True``.
+
+Usage::
+
+    to_parquet(frames, "out/customers")
+    frames2 = read_parquet("out/customers")
+    export(client, "object_1", "out/dataset")                 # memory flat in N
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..errors import UsageError
+from ..frames import Frames, Source, label_map, relabel
+from ..kinds import codec_for
+from ..kinds.base import FieldSpec
+from ..read.options import Columns, check_columns
+from .arrow import (
+    PANDAS_INDEX,
+    TZ_DTYPE,
+    arrow_to_frame,
+    arrow_type,
+    conform,
+    frame_to_arrow,
+    table_meta,
+)
+from .csvtext import format_column, parse_column
+from .layout import (
+    DATA_SUFFIXES,
+    NEW_ID_PREFIX,
+    SavedLayout,
+    SavedMeta,
+    Staging,
+    check_free,
+    corrupt,
+    data_files,
+    meta_doc,
+    read_meta,
+    safe_name,
+    write_meta,
+)
+
+
+# ---- writing --------------------------------------------------------------------------
+def column_fields(source: Source | None) -> dict[str, FieldSpec]:
+    """Frame column name -> the field it belongs to (keys or labels, as the source)."""
+    if source is None:
+        return {}
+    names = label_map(source.fields)
+    out: dict[str, FieldSpec] = {}
+    for f in source.fields:
+        for col in codec_for(f).columns(f):
+            out[relabel(col, names) if source.columns == "labels" else col] = f
+        if f.kind in ("multiple_choice", "connection", "user_roles"):
+            table = relabel(f.key, names) if source.columns == "labels" else f.key
+            out.setdefault(table, f)
+    return out
+
+
+def _write_part(df: pd.DataFrame, path: Path, fmt: str, meta: Mapping[str, Any],
+                fields: Mapping[str, FieldSpec], schema: pa.Schema | None = None) -> pa.Table:
+    """One part file of a dataset (Parquet, or CSV as the service shows values)."""
+    table = frame_to_arrow(df, meta, schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "parquet":
+        pq.write_table(table, path)
+    else:
+        write_csv(arrow_to_frame(table, table_meta(table)["dtypes"], None), path, fields)
+    return table
+
+
+def write_csv(df: pd.DataFrame, path: Path, fields: Mapping[str, FieldSpec]) -> None:
+    texts = {str(c): format_column(df[c], fields.get(str(c))) for c in df.columns}
+    pd.DataFrame(texts, columns=list(texts), dtype=object).to_csv(path, index=False)
+
+
+def _dataset_columns(table: pa.Table) -> dict[str, str]:
+    return dict(table_meta(table)["dtypes"])
+
+
+def write_frames(frames: Frames, data: Path, tables: Path, fmt: str
+                  ) -> tuple[dict[str, str], dict[str, dict[str, Any]]]:
+    """Main and tables of ``frames`` as one part each. Returns (main columns -> dtype,
+    table name -> {dir, columns})."""
+    fields = column_fields(frames.source)
+    meta = {"source": frames.source.to_dict() if frames.source else None}
+    main = _write_part(frames.main, data / f"part-00001.{fmt}", fmt, meta, fields)
+    out_tables: dict[str, dict[str, Any]] = {}
+    for name, tdf in frames.tables.items():
+        sub = safe_name(name)
+        t = _write_part(tdf.reset_index(drop=True), tables / sub / f"part-00001.{fmt}", fmt,
+                        {"table": name}, fields)
+        out_tables[name] = {"dir": sub, "columns": _dataset_columns(t)}
+    return _dataset_columns(main), out_tables
+
+
+def renamed_columns(frames: Frames, columns: Columns) -> Frames:
+    """The same frames with columns (and tables) named by field key or by field label;
+    the as-loaded copy follows, so they diff and push as before.
+
+    Usage: ``renamed_columns(frames, "labels").main.columns  # Title, Due, Site.city ...``"""
+    check_columns(columns)
+    src = frames.source
+    if src is None or src.columns == columns:
+        return frames
+    names = label_map(src.fields)
+    by_key: dict[str, str] = {}
+    for f in src.fields:
+        for col in [*codec_for(f).columns(f), f.key]:
+            by_key[col] = relabel(col, names)
+    mapping = by_key if columns == "labels" else {v: k for k, v in by_key.items()}
+    source = replace(src, columns=columns)
+
+    def one(fr: Frames) -> Frames:
+        return Frames(fr.main.rename(columns=lambda c: mapping.get(str(c), str(c))),
+                      {mapping.get(k, k): v for k, v in fr.tables.items()}, source)
+
+    out = one(frames)
+    out.original = one(frames.original) if frames.original is not None else None
+    return out
+
+
+def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
+               overwrite: bool = False, columns: Columns | None = None) -> Path:
+    """Save frames: the records in ``path`` (a Parquet dataset any reader takes), the
+    exploded tables in ``path.tables``, the as-loaded copy and the metadata push needs
+    beside them (module docstring). Something already there is replaced only with
+    ``overwrite=True``; a failed write leaves the old one intact. ``columns="labels"``
+    names the saved columns by field label (``"keys"``: by key; default: as the frames).
+
+    Usage: ``to_parquet(frames, "out/orders")``"""
+    if not isinstance(frames, Frames):
+        raise UsageError(f"to_parquet needs Frames, got {type(frames).__name__}")
+    if columns is not None:
+        frames = renamed_columns(frames, columns)
+    layout = SavedLayout.of(path)
+    check_free(layout, overwrite)
+    with Staging(layout) as st:
+        dtypes, tables = write_frames(frames, st.data, st.tables, "parquet")
+        if frames.original is not None:
+            write_frames(frames.original, st.loaded / "main", st.loaded / "tables", "parquet")
+        write_meta(st.meta, meta_doc(frames.source, "parquet", dtypes, tables,
+                                       layout.loaded if frames.original is not None else None,
+                                       len(frames.main), "to_parquet"))
+        st.install()
+    return layout.data
+
+
+def same_target(a: Source, b: Source) -> bool:
+    return (a.kind, a.object_key, a.scene_key, a.view_key) == \
+        (b.kind, b.object_key, b.scene_key, b.view_key)
+
+
+def _target_name(s: Source) -> str:
+    return s.object_key if s.kind == "object" else f"{s.scene_key}/{s.view_key}"
+
+
+def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
+               fields: Mapping[str, FieldSpec], loaded: pd.DataFrame | None) -> pd.DataFrame:
+    """One data file as a frame of the saved column types, or UsageError naming the file
+    and the column that no longer fits. ``loaded``: the as-loaded records (by id), whose
+    exact values a CSV cell stands for when it still reads as they were written."""
+    tz = meta.source.timezone if meta.source else None
+    if DATA_SUFFIXES[path.suffix.lower()] == "csv":
+        try:
+            text = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
+        except (ValueError, OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"{path}: not a readable CSV file ({exc})") from None
+        _check_names(path, [str(c) for c in text.columns], columns)
+        base = None
+        if loaded is not None and meta.index in text.columns:
+            ids = pd.Index(text[meta.index].tolist(), dtype="string")
+            base = loaded.reindex(ids.where(ids.isin(loaded.index)))
+        cols: dict[str, Any] = {}
+        for name, dtype in columns.items():
+            cells = text[name].tolist()
+            same: list[bool] | None = None
+            if base is not None and name in base.columns:
+                # a cell unchanged since export stands for the exact value loaded (CSV
+                # rounds: computed numbers, seconds of a duration), so it is no edit, and
+                # is not parsed at all
+                was = base[name].tolist()
+                same = [c == b and c != "" for c, b in zip(
+                    cells, format_column(base[name], fields.get(name)), strict=True)]
+            values = parse_column(cells, dtype, fields.get(name), column=name,
+                                  where=str(path), timezone=tz, skip=same)
+            if same is not None:
+                values = [w if k else v for v, w, k in zip(values, was, same, strict=True)]
+            cols[name] = _typed_series(values, dtype)
+        return pd.DataFrame(cols, columns=list(columns))
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise UsageError(f"{path}: not a readable Parquet file ({exc})") from None
+    own = table_meta(table).get("source")
+    if own and meta.source is not None:
+        try:
+            theirs = Source.from_dict(own)
+        except (TypeError, KeyError, ValueError, AttributeError):
+            theirs = None
+        if theirs is not None and not same_target(theirs, meta.source):
+            raise UsageError(f"the metadata ({meta.path}: {_target_name(meta.source)}) and "
+                             f"the frame ({path}: {_target_name(theirs)}) disagree: this "
+                             "file was saved from another object or view")
+    keep = [c for c in table.column_names if not PANDAS_INDEX.match(c)]
+    _check_names(path, keep, columns)
+    arrays = []
+    for name, dtype in columns.items():
+        want = arrow_type(dtype)
+        arr = table.column(name)
+        if want is not None:
+            try:
+                arr = conform(arr, want, tz)
+            except (ValueError, pa.ArrowException):
+                raise UsageError(f"{path}: column {name!r} holds {arr.type} but was saved as "
+                                 f"{dtype}: its type changed (convert it back, or export "
+                                 "again)", field=name) from None
+        arrays.append(arr)
+    return arrow_to_frame(pa.table(arrays, names=list(columns)), columns, None)
+
+
+def _typed_series(values: list[Any], dtype: str) -> pd.Series:
+    if dtype == "list" or dtype == "object":
+        return pd.Series(values, dtype=object)
+    want = pd.api.types.pandas_dtype(dtype)
+    m = TZ_DTYPE.match(dtype)
+    if m:
+        s = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
+        return s.dt.tz_convert(m.group(2)).astype(want)
+    return pd.Series(values, dtype=object).astype(want)
+
+
+def _check_names(path: Path, names: list[str], columns: Mapping[str, str]) -> None:
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise UsageError(f"{path}: column {missing[0]!r} is missing (dropped or renamed?); "
+                         f"saved frames need every column they were saved with"
+                         + (f", also missing: {missing[1:]}" if len(missing) > 1 else ""),
+                         field=missing[0])
+    extra = [c for c in names if c not in columns]
+    if extra:
+        raise UsageError(f"{path}: column {extra[0]!r} was not saved with these frames; drop "
+                         "it before pushing (write_back sends saved fields only)",
+                         field=extra[0])
+    if len(set(names)) != len(names):
+        dup = next(c for c in names if names.count(c) > 1)
+        raise UsageError(f"{path}: column {dup!r} appears twice", field=dup)
+
+
+def _read_dataset(root: Path, columns: Mapping[str, str], meta: SavedMeta, what: str,
+                  loaded: pd.DataFrame | None = None
+                  ) -> tuple[pd.DataFrame, list[tuple[Path, int]]]:
+    """Every data file of ``root``, concatenated; with (file, rows) per file."""
+    files = data_files(root)
+    if not files:
+        raise UsageError(f"{root}: no data files ({', '.join(sorted(DATA_SUFFIXES))}) for "
+                         f"{what}")
+    fields = column_fields(meta.source)
+    frames = [_read_file(p, columns, meta, fields, loaded) for p in files]
+    spans = [(p, len(f)) for p, f in zip(files, frames, strict=True)]
+    df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    return df, spans
+
+
+def new_or_na(v: Any) -> bool:
+    return v is None or v is pd.NA or v == "" or (isinstance(v, str)
+                                                 and v.startswith(NEW_ID_PREFIX))
+
+
+def _main_frame(df: pd.DataFrame, spans: list[tuple[Path, int]], index: str,
+                known: set[str] | None) -> pd.DataFrame:
+    """Index the records by id, refusing an id twice or one that was never loaded."""
+    ids = df[index].tolist()
+    seen: dict[str, Path] = {}
+    row = 0
+    for path, n in spans:
+        for v in ids[row: row + n]:
+            if new_or_na(v):
+                continue
+            if v in seen:
+                where = path if seen[v] == path else f"{seen[v]} and {path}"
+                raise UsageError(f"{where}: record {v!r} appears twice (an old part left "
+                                 "beside the edited file, or an id edited?)", field=index)
+            if known is not None and v not in known:
+                raise UsageError(f"{path}: column {index!r} holds {v!r}, which was not "
+                                 "loaded with these frames: ids must stay as loaded (empty "
+                                 "for new rows)", field=index)
+            seen[v] = path
+        row += n
+    df[index] = df[index].mask(df[index] == "")  # a spreadsheet's empty id: a new row
+    return df.set_index(index)
+
+
+def _read_loaded(layout: SavedLayout, meta: SavedMeta) -> Frames:
+    """The as-loaded copy (svc_frames' own Parquet), checked against the metadata."""
+    root = layout.loaded
+    if not root.is_dir():
+        raise corrupt(meta.path, f"it names the as-loaded copy {root}, which is missing")
+    main, spans = _read_dataset(root / "main", meta.columns, meta, "the as-loaded copy")
+    original = Frames(_main_frame(main, spans, meta.index, None), {}, meta.source)
+    for name, t in meta.tables.items():
+        tdir = root / "tables" / t["dir"]
+        if tdir.is_dir():  # a table of the edit the loaded data did not have stays out
+            original.tables[name] = _read_dataset(tdir, t["columns"], meta,
+                                                  f"the as-loaded table {name!r}")[0]
+    return original
+
+
+def read_parquet(path: str | os.PathLike[str]) -> Frames:
+    """Saved frames (``to_parquet`` or ``export``), edited or not, as Frames: the records,
+    the tables, the source, and the as-loaded copy as ``original`` (what ``write_back``
+    diffs against). Each data file is checked against the metadata beside it first
+    (module docstring): UsageError names the file and the column that no longer fits.
+
+    Usage: ``frames = read_parquet("out/orders")``"""
+    layout = SavedLayout.of(path)
+    if (layout.data / "main.parquet").exists() and not layout.meta.exists():
+        return _read_legacy(layout.data)
+    if not layout.data.is_dir():
+        raise UsageError(f"{layout.data}: no such directory of saved frames")
+    meta = read_meta(layout.data)
+    original = _read_loaded(layout, meta) if meta.loaded else None
+    known = set(original.main.index.dropna()) if original is not None else None
+    df, spans = _read_dataset(layout.data, meta.columns, meta, "the records",
+                              original.main if original is not None else None)
+    main = _main_frame(df, spans, meta.index, known)
+    tables: dict[str, pd.DataFrame] = {}
+    for name, t in meta.tables.items():
+        tdir = layout.tables / t["dir"]
+        if not tdir.is_dir():
+            raise UsageError(f"{tdir} is missing: the table {name!r} of {layout.data} "
+                             "(push would read its absence as every row removed)")
+        tables[name] = _read_dataset(tdir, t["columns"], meta, f"table {name!r}")[0]
+    return Frames(main, tables, meta.source, original)
+
+
+def _read_legacy(root: Path) -> Frames:
+    """The first layout of to_parquet (``main.parquet``, ``tables/``, ``original/``)."""
+    def frames_at(d: Path) -> Frames:
+        table = pq.read_table(d / "main.parquet")
+        info = table_meta(table)
+        if "tables" not in info:
+            raise UsageError(f"{d / 'main.parquet'}: not written by svc_frames (no metadata)")
+        tables = {n: arrow_to_frame(pq.read_table(d / "tables" / f))
+                  for n, f in info["tables"].items()}
+        src = Source.from_dict(info["source"]) if info.get("source") else None
+        return Frames(arrow_to_frame(table), tables, src)
+
+    frames = frames_at(root)
+    if (root / "original" / "main.parquet").exists():
+        frames.original = frames_at(root / "original")
+    return frames

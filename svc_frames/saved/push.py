@@ -1,0 +1,138 @@
+"""push: saved frames (``to_parquet`` or ``export``), edited with any tool, written back.
+
+Push reads and checks the directory before any request (``read_for_push``), runs
+``write_back`` on it, and afterwards brings the saved as-loaded copy (and, with
+``overwrite=True``, the data) in step with what was applied (``save_pushed``).
+
+Usage::
+
+    report = push(client, "out/orders", dry_run=True)
+    report.table
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import pandas as pd
+
+from ..errors import SvcError, UsageError
+from ..frames import Frames
+from ..http.client import Client
+from ..writeback import Report, write_back
+from .layout import SavedLayout, Staging, meta_doc, read_meta, write_meta
+from .parquet import column_fields, new_or_na, read_parquet, same_target, write_frames
+
+
+# ---- push's side ------------------------------------------------------------------------
+def read_for_push(path: str | os.PathLike[str], *, overwrite: bool = False,
+                  dry_run: bool = False) -> Frames:
+    """Saved frames ready for ``write_back``, or UsageError before any request: no
+    source or as-loaded copy, or new rows while the data may not be rewritten (their new
+    ids must be written back, else a second push would create them again).
+
+    Usage: ``frames = read_for_push("out/orders")`` (what ``push`` does first)"""
+    layout = SavedLayout.of(path)
+    if (layout.data / "main.parquet").exists() and not layout.meta.exists():
+        # push refreshes the metadata beside the data after its writes: refuse before them
+        raise UsageError(f"{layout.data} was saved by an earlier svc_frames (main.parquet "
+                         "inside): convert it first with to_parquet(read_parquet(old), new)")
+    frames = read_parquet(path)
+    if frames.source is None or frames.original is None:
+        raise UsageError(f"{path}: no write-back metadata (source and as-loaded copy) in "
+                         "these saved frames: save them with to_parquet(read_object(...)) "
+                         "or export(...)")
+    if not same_target(frames.source, frames.original.source or frames.source):
+        raise UsageError(f"{path}: the metadata and the as-loaded copy name different "
+                         "targets")
+    idx = frames.main.index
+    new = int(sum(1 for v in idx if new_or_na(v)))
+    if new and not overwrite and not dry_run:
+        raise UsageError(f"{layout.data}: {new} new row(s) to create: pass overwrite=True "
+                         "(CLI: --overwrite) so push can write their new ids into the data "
+                         "(otherwise pushing again would create them again); nothing was "
+                         "sent")
+    return frames
+
+
+def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataFrame, *,
+                overwrite: bool = False) -> None:
+    """After a push, so that pushing again sends nothing: with ``overwrite=True`` the data
+    files are rewritten with the server's values and new ids, and the as-loaded copy is
+    the refreshed ``frames.original``; without it the user's files stay as they are and
+    the as-loaded copy takes, for each applied record, the values that were sent (the
+    columns of ``outcomes.fields``) as the data files hold them, and drops deleted records.
+
+    ``outcomes``: the report table of the run (``record_id, action, fields, status``).
+    Usage: ``save_pushed(frames, "out/orders", report.table, overwrite=True)``"""
+    layout = SavedLayout.of(path)
+    meta = read_meta(layout.data)
+    if frames.original is None:
+        raise UsageError("the pushed frames have no as-loaded copy to save")
+    applied = outcomes[outcomes["status"] == "applied"]
+    with Staging(layout) as st:
+        if overwrite:
+            loaded = frames.original
+            columns, tables = write_frames(frames, st.data, st.tables, meta.format)
+            which: tuple[str, ...] = ("loaded", "tables", "meta", "data")
+        else:
+            loaded = _sent_as_baseline(read_parquet(layout.data), applied)
+            columns, tables = meta.columns, meta.tables
+            which = ("loaded", "meta")
+        write_frames(loaded, st.loaded / "main", st.loaded / "tables", "parquet")
+        write_meta(st.meta, meta_doc(frames.source, meta.format, columns, tables,
+                                       layout.loaded, len(frames.main),
+                                       str(meta.extra.get("written_by") or "push")))
+        st.install(which)
+
+
+def _sent_as_baseline(on_disk: Frames, applied: pd.DataFrame) -> Frames:
+    """The as-loaded copy of ``on_disk`` with the sent columns of applied updates taken
+    from the data files, and applied deletes dropped."""
+    assert on_disk.original is not None
+    base = on_disk.original
+    main = base.main.copy()
+    tables = {k: v.copy() for k, v in base.tables.items()}
+    col_fields = column_fields(base.source)
+    for rid, action, sent in zip(applied["record_id"], applied["action"], applied["fields"],
+                                 strict=True):
+        if action == "delete":
+            main = main.drop(index=rid, errors="ignore")
+            tables = {k: t[t.iloc[:, 0] != rid] for k, t in tables.items()}
+            continue
+        keys = {k.strip() for k in str(sent or "").split(",") if k.strip()}
+        cols = [c for c in main.columns if c in col_fields and col_fields[c].key in keys]
+        if rid in main.index and rid in on_disk.main.index and cols:
+            main.loc[rid, cols] = on_disk.main.loc[rid, cols].to_numpy()
+        for name, t in tables.items():
+            if name in col_fields and col_fields[name].key in keys and name in on_disk.tables:
+                mine = on_disk.tables[name]
+                tables[name] = pd.concat([t[t.iloc[:, 0] != rid],
+                                          mine[mine.iloc[:, 0] == rid]], ignore_index=True)
+    return Frames(main, tables, base.source)
+
+def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
+         save: bool = True, overwrite: bool = False, **options: Any) -> Report:
+    """``write_back`` for saved frames (``to_parquet`` or ``export``) edited with any tool
+    (the ``svc-frames push`` command). ``parquet.read_for_push`` reads and checks the
+    directory before any request.
+
+    After a run that applied something, the as-loaded copy follows (so pushing again sends
+    nothing); the data files are rewritten with new ids and server values only with
+    ``overwrite=True`` (which new rows need). ``save=False`` writes nothing.
+
+    Usage: ``push(Client.from_env(), "out/orders", dry_run=True).table``"""
+    frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
+    report = write_back(client, frames, dry_run=dry_run, **options)
+    if save and not dry_run and (report.table["status"] == "applied").any():
+        try:
+            save_pushed(frames, path, report.table, overwrite=overwrite)
+        except (OSError, SvcError) as exc:
+            # the writes happened: the report must reach the caller whatever the disk says
+            warnings.warn(f"the writes in this report were applied, but {path} could not be "
+                          f"refreshed ({exc}); pushing it again would diff against the old "
+                          "as-loaded copy: export again before editing further",
+                          stacklevel=2)
+    return report
