@@ -28,6 +28,7 @@ from .loaders import read_object, read_view
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .application import App, read_app
     from .assets import create_with_asset, download, upload_file, upload_image
+    from .catalog import fields, objects, views
     from .plot import plot_counts, plot_locations, plot_over_time
     from .refreshing import cache
     from .refreshing.policy import RefreshReport, refresh
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
 __version__ = "0.1.0"
 __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "Client", "Field", "all_of", "any_of", "read_object", "read_view",
+           "objects", "views", "fields",
            "refresh", "RefreshReport",
            "read_app", "App",
            "to_parquet", "read_parquet", "export",
@@ -49,6 +51,7 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
 
 _LAZY: dict[str, str] = {
     "App": "application", "read_app": "application",
+    "objects": "catalog", "views": "catalog", "fields": "catalog",
     "create_with_asset": "assets", "download": "assets", "upload_file": "assets",
     "upload_image": "assets",
     "RefreshReport": "refreshing.policy", "refresh": "refreshing.policy",

@@ -25,6 +25,7 @@ from .joins import join
 from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
+from .kinds.choices import is_multi
 from .read.rawpages import RawRecord, column_getter
 
 
@@ -85,6 +86,22 @@ class Frames:
 
     def __len__(self) -> int:
         return len(self.main)
+
+    @property
+    def fields(self) -> pd.DataFrame:
+        """The fields these frames hold, one row each: key, label, kind, required, unique,
+        choices, what a connection points to, and the columns (or the table) a field
+        gives here, named as these frames name them (see :func:`field_table`).
+
+        Examples
+        --------
+        >>> orders.fields.loc["field_34", "columns"][:2]      # doctest: +SKIP
+        ['field_34.street', 'field_34.street2']
+        """
+        if self.source is None:
+            raise ValueError("these frames have no source (not loaded by svc_frames): "
+                             "their fields are unknown")
+        return field_table(self.source.fields, self.source.columns)
 
     def join(self, field: str, right: Frames | None = None, *,
              columns: Sequence[str] | Literal["keys", "labels"] | None = None,
@@ -149,6 +166,38 @@ def label_map(fields: Sequence[FieldSpec]) -> dict[str, str]:
     for f in fields:
         counts[f.label] = counts.get(f.label, 0) + 1
     return {f.key: (f.label if counts[f.label] == 1 else f"{f.label} ({f.key})") for f in fields}
+
+
+def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] = "keys"
+                ) -> pd.DataFrame:
+    """One row per field, indexed by key: ``label``, ``kind``, ``required``, ``unique``,
+    ``read_only`` (computed by the service), ``choices`` (a choice field's options),
+    ``connects_to`` (a connection's object key), ``columns`` (the main-frame columns a
+    load gives for the field, named as ``columns=`` names them; empty for a field held in
+    a table) and ``table`` (the key of its exploded table in ``frames.tables``, if any).
+
+    Usage: ``field_table(source.fields, "labels")``"""
+    labels = label_map(fields) if columns == "labels" else {}
+    rows = []
+    for f in fields:
+        codec = codec_for(f)
+        cols = [relabel(c, labels) for c in codec.columns(f)]
+        options = f.format.get("options") if f.kind == "multiple_choice" else None
+        table = None
+        if f.kind == "connection" or (f.kind == "multiple_choice" and is_multi(f)):
+            table = f.key
+        rows.append({"key": f.key, "label": f.label, "kind": f.kind,
+                     "required": bool(f.required), "unique": bool(f.unique),
+                     "read_only": bool(codec.read_only),
+                     "choices": list(options) if isinstance(options, (list, tuple)) else None,
+                     "connects_to": (f.relationship or {}).get("object") or None,
+                     "columns": cols, "table": table})
+    out = pd.DataFrame(rows, columns=["key", "label", "kind", "required", "unique",
+                                      "read_only", "choices", "connects_to", "columns",
+                                      "table"])
+    for c in ("key", "label", "kind", "connects_to", "table"):
+        out[c] = out[c].astype("string")
+    return out.set_index("key")
 
 
 def relabel(name: str, labels: Mapping[str, str]) -> str:

@@ -14,17 +14,21 @@ with the first page), otherwise they are inferred from the raw shapes.
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
-from .errors import UsageError
+from .errors import NotFound, UsageError
 from .filters import Filters
 from .frames import Frames
 from .http.client import Client
-from .keys import Target, parse_target
+from .keys import KEY_RE, Target, parse_target
+from .lookup import object_key as object_key_of
+from .lookup import view_keys
 from .read.load import load
-from .read.options import Columns
+from .read.options import Columns, check_columns, user_timezone
 from .read.pager import Verify
+from .schema import Schema
 
 __all__ = ["read_object", "read_view"]
 
@@ -47,15 +51,16 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
     every change when the schema does not show one), and are written back to it.
 
     Usage: ``read_object(client, "object_1", limit=100).main``"""
+    object_key = named_target(client, object_key, columns, timezone, want="object")
     if cache is not None:
         return cached(client, object_key, cache, modified_field, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,
                       columns=columns, timezone=timezone, progress=progress,
                       rows_per_page=rows_per_page, verify=verify, processes=processes)
-    return load(client, object_key, filters=filters, sort_field=sort_field,
-                sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
-                progress=progress, rows_per_page=rows_per_page, verify=verify,
-                processes=processes)
+    return unknown_key_said(client, object_key, lambda: load(
+        client, object_key, filters=filters, sort_field=sort_field, sort_order=sort_order,
+        limit=limit, columns=columns, timezone=timezone, progress=progress,
+        rows_per_page=rows_per_page, verify=verify, processes=processes))
 
 
 def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | None = None,
@@ -74,24 +79,57 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
 
     Usage: ``read_view(client, "scene_1", "view_2").main`` or
     ``read_view(client, "scene_1/view_2")``"""
-    if view_key is None:
-        kind, scene, view = parse_target(scene_key)  # UsageError names a bad one
-        if kind != "view":
-            raise UsageError(f"read_view needs a view ('scene_N', 'view_N' or "
-                             f"'scene_N/view_N'), got {scene_key!r}: use read_object for "
-                             "an object")
-    else:
-        scene, view = scene_key, view_key  # type: ignore[assignment]
-    assert scene is not None and view is not None
+    want: Any = scene_key if view_key is None else (scene_key, view_key)
+    scene, view = named_target(client, want, columns, timezone, want="view")
     if cache is not None:
         return cached(client, (scene, view), cache, modified_field, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,
                       columns=columns, timezone=timezone, progress=progress,
                       rows_per_page=rows_per_page, verify=verify, processes=processes)
-    return load(client, (scene, view), filters=filters, sort_field=sort_field,
-                sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
-                progress=progress, rows_per_page=rows_per_page, verify=verify,
-                processes=processes)
+    return unknown_key_said(client, (scene, view), lambda: load(
+        client, (scene, view), filters=filters, sort_field=sort_field,
+        sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
+        progress=progress, rows_per_page=rows_per_page, verify=verify,
+        processes=processes))
+
+
+def named_target(client: Client, target: Any, columns: Any, timezone: Any, *,
+                 want: Literal["object", "view"]) -> Any:
+    """The keys of a target named by key or name (lookup.py). A key needs no request; a
+    name costs the schema (read once per client), after the options that need no request
+    are checked."""
+    if want == "object" and isinstance(target, str) and KEY_RE["object"].match(target):
+        return target
+    if want == "view":
+        try:
+            kind, a, b = parse_target(target)
+        except UsageError:
+            kind = ""
+        if kind == "view":
+            return a, b
+        if kind == "object":
+            raise UsageError(f"read_view needs a view ('scene_N/view_N', ('scene_N', "
+                             f"'view_N') or a view's name), got the object {target!r}: use "
+                             "read_object for an object")
+    check_columns(columns)
+    user_timezone(timezone)
+    schema = Schema(client.schema())
+    return object_key_of(schema, target) if want == "object" else view_keys(schema, target)
+
+
+def unknown_key_said(client: Client, target: Target, run: Callable[[], Frames]) -> Frames:
+    """``run()``, with the service's 404 for an object or view key the schema does not
+    hold told as a UsageError listing what exists (the schema came with page 1)."""
+    try:
+        return run()
+    except NotFound:
+        schema = Schema(client.schema())
+        if schema.available:
+            if isinstance(target, tuple):
+                view_keys(schema, target)  # raises for a view the schema does not hold
+            elif schema.object(target) is None:
+                object_key_of(schema, target)  # raises, listing what exists
+        raise
 
 
 def cached(client: Client, target: Target, cache: str | os.PathLike[str],

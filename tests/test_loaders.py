@@ -188,12 +188,14 @@ def test_wrong_login(client: Client, service: LocalService) -> None:
 
 # ---- bad input ---------------------------------------------------------------------------
 def test_unknown_object_named(client: Client) -> None:
-    with pytest.raises(NotFound, match="object_99"):
+    with pytest.raises(UsageError, match=r"unknown object 'object_99'.*'Work Orders' "
+                                         r"\(object_3\)") as raised:
         read_object(client, "object_99", progress=False)
+    assert isinstance(raised.value.__context__, NotFound)  # the service's answer, told
 
 
 def test_unknown_view_named(client: Client) -> None:
-    with pytest.raises(NotFound, match="view_99"):
+    with pytest.raises(UsageError, match=r"unknown view scene_1/view_99.*svc_frames.views"):
         read_view(client, "scene_1", "view_99", progress=False)
 
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import requests
 
-from svc_frames.errors import NotFound, UsageError
+from svc_frames.errors import ServerError, UsageError
 from svc_frames.frames import Frames, Source, build_frames, resolve_fields
 from svc_frames.http.client import Client
 from svc_frames.kinds import resolve_timezone
@@ -182,13 +182,19 @@ def test_export_view_to_csv(service: LocalService, tmp_path: Path) -> None:
 
 
 def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
-        client: Client, tmp_path: Path) -> None:
+        client: Client, service: LocalService, tmp_path: Path) -> None:
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep")
     with pytest.raises(UsageError, match="exists: pass overwrite=True"):
         export(client, "object_3", tmp_path / "full", progress=False)
-    with pytest.raises(NotFound, match="object_99"):
-        export(client, "object_99", tmp_path / "none", progress=False)
+    with pytest.raises(UsageError, match="unknown object 'object_99'"):
+        export(client, "object_99", tmp_path / "none", progress=False)  # before any page
+    # a failure once pages are coming in leaves nothing half-written either
+    once = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+                  rate_limit=0, max_retries=0)
+    service.emulation.inject("503", method="GET", path_prefix="/v1/objects/object_3/records")
+    with pytest.raises(ServerError):
+        export(once, "object_3", tmp_path / "none", progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # no half-written dir
     with pytest.raises(UsageError, match="format"):
         export(client, "object_3", tmp_path / "f", format="xlsx", progress=False)  # type: ignore[arg-type]

@@ -23,8 +23,9 @@ from ..errors import DisplayValuesNeeded, UsageError
 from ..filters import Filters, validate_filters
 from ..frames import Source, build_frames, decodes_raw_alone
 from ..http.client import Client
-from ..keys import Target, parse_target
+from ..keys import Target
 from ..kinds.base import FieldSpec
+from ..lookup import resolve_target
 from ..progress import PageProgress, want_progress
 from ..read.gcpause import paused_gc
 from ..read.options import Columns, check_columns, user_timezone
@@ -83,12 +84,11 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     appears only when complete; something already there is replaced only with
     ``overwrite=True``.
 
-    ``target``: ``"object_N"``, ``"scene_N/view_N"`` or a (scene, view) tuple.
+    ``target``: an object by key or name (``"object_N"``, ``"Work Orders"``), or a view
+    (``"scene_N/view_N"``, a (scene, view) tuple of keys or names, its name).
     ``format="csv"``: the records as CSV written the way the service shows values
     (:mod:`svc_frames.csvtext`), which ``push`` reads back too.
     Usage: ``export(client, "object_1", "out/ds"); pd.read_parquet("out/ds")``"""
-    kind, a, b = parse_target(target)
-    tgt: Target = a if kind == "object" else (a, b)  # type: ignore[assignment]
     if format not in ("parquet", "csv"):
         raise UsageError(f"format must be 'parquet' or 'csv', got {format!r}")
     check_columns(columns)
@@ -96,6 +96,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     tz = user_timezone(timezone)
     layout = SavedLayout.of(out_dir)
     check_free(layout, overwrite)
+    tgt = resolve_target(client, target)  # a name, or a key the schema must hold
     bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,

@@ -1,0 +1,175 @@
+"""What an application holds, as DataFrames: its objects, its views, an object's fields.
+
+The keys a call takes (``object_3``, ``field_27``, ``scene_2/view_3``) are listed here
+beside the names the application's pages show, so a newcomer can look them up; every
+call that takes a key also takes the name (``lookup.py``). One request: the schema.
+
+Usage::
+
+    svc_frames.objects(client)                  # key, name, fields, identifier, ...
+    svc_frames.views(client)                    # scene, view, name, type, object, login
+    svc_frames.fields(client, "Work Orders")    # key, label, kind, columns a load gives
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import pandas as pd
+
+from .frames import field_table
+from .http.client import Client
+from .lookup import target_keys
+from .schema import Schema
+
+__all__ = ["objects", "views", "fields"]
+
+
+def _schema(client: Client) -> Schema:
+    schema = Schema(client.schema())
+    if not schema.available:
+        from .errors import UsageError
+
+        raise UsageError("the service does not expose its schema (the schema endpoint "
+                         "answered nothing): objects, views and fields cannot be listed")
+    return schema
+
+
+def objects(client: Client) -> pd.DataFrame:
+    """The application's objects, one row each.
+
+    Parameters
+    ----------
+    client : Client
+        The application to describe.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``key`` (``object_N``): ``name``, ``fields`` (how many),
+        ``identifier`` (the label of the field that names a record), ``connections``
+        (the labels of its connection fields, with the objects they point to).
+
+    Raises
+    ------
+    UsageError
+        When the service does not expose its schema.
+    ServiceError
+        When the schema request fails.
+
+    Examples
+    --------
+    >>> objects(client).loc["object_3", "name"]
+    'Work Orders'
+    """
+    schema = _schema(client)
+    rows = []
+    for key in schema.object_keys():
+        specs = schema.object_fields(key) or []
+        doc = schema.object(key) or {}
+        ident = next((f.label for f in specs if f.key == doc.get("identifier")), None)
+        conns = [f"{c.label} -> {schema.object_name(c.to_object) or c.to_object}"
+                 for c in schema.connections() if c.from_object == key]
+        rows.append({"key": key, "name": schema.object_name(key), "fields": len(specs),
+                     "identifier": ident, "connections": conns})
+    out = pd.DataFrame(rows, columns=["key", "name", "fields", "identifier", "connections"])
+    for c in ("key", "name", "identifier"):
+        out[c] = out[c].astype("string")
+    return out.set_index("key")
+
+
+def views(client: Client) -> pd.DataFrame:
+    """The application's views, one row each.
+
+    Parameters
+    ----------
+    client : Client
+        The application to describe.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by ``target`` (``scene_N/view_N``, what ``read_view`` and ``export``
+        take): ``scene``, ``scene_name``, ``view``, ``name``, ``type`` (table, form,
+        search, ...), ``object`` (the key of the object it lists) and ``login`` (True when
+        the view sits behind a login: ``client.login`` first).
+
+    Raises
+    ------
+    UsageError
+        When the service does not expose its schema.
+    ServiceError
+        When the schema request fails.
+
+    Examples
+    --------
+    >>> views(client).loc["scene_2/view_3", "name"]
+    'Dispatch board'
+    """
+    schema = _schema(client)
+    scene_docs = dict(schema.scenes())
+    rows = []
+    for scene, view, doc in schema.views():
+        sdoc: Any = scene_docs.get(scene) or {}
+        rows.append({"target": f"{scene}/{view}", "scene": scene,
+                     "scene_name": str(sdoc.get("name") or ""), "view": view,
+                     "name": str(doc.get("name") or ""), "type": str(doc.get("type") or ""),
+                     "object": schema.view_object(scene, view) or None,
+                     "login": bool(sdoc.get("authenticated"))})
+    out = pd.DataFrame(rows, columns=["target", "scene", "scene_name", "view", "name",
+                                      "type", "object", "login"])
+    for c in ("target", "scene", "scene_name", "view", "name", "type", "object"):
+        out[c] = out[c].astype("string")
+    out["login"] = out["login"].astype("boolean")
+    return out.set_index("target")
+
+
+def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = "keys"
+           ) -> pd.DataFrame:
+    """The fields of an object (or the fields a view shows), one row each.
+
+    Parameters
+    ----------
+    client : Client
+        The application to describe.
+    target : str or tuple of str
+        An object by key or name (``"object_3"``, ``"Work Orders"``), or a view
+        (``"scene_2/view_3"``, ``("Dispatch", "Dispatch board")``, its name).
+    columns : {"keys", "labels"}, default "keys"
+        How the ``columns`` entry names the frame columns, as ``read_object(...,
+        columns=)`` would.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Indexed by field ``key``: ``label``, ``kind``, ``required``, ``unique``,
+        ``read_only``, ``choices``, ``connects_to``, ``columns`` (the main-frame columns a
+        load gives for the field, e.g. ``field_34.latitude``) and ``table`` (the exploded
+        table of a connection or multi choice). ``frames.fields`` gives the same for
+        loaded frames.
+
+    Raises
+    ------
+    UsageError
+        An unknown or ambiguous object or view (naming the closest matches), a bad
+        ``columns``, or a service that does not expose its schema.
+    ServiceError
+        When the schema request fails.
+
+    Examples
+    --------
+    >>> fields(client, "Work Orders").loc["field_27", "label"]
+    'Status'
+    """
+    from .read.options import check_columns
+
+    check_columns(columns)
+    schema = _schema(client)
+    keys = target_keys(schema, target)
+    if isinstance(keys, tuple):
+        shown = schema.view_field_keys(*keys) or []
+        every = schema.all_fields()
+        specs = [every[k] for k in shown if k in every]
+    else:
+        specs = schema.object_fields(keys) or []
+    return field_table(specs, columns)
