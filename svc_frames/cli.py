@@ -223,7 +223,7 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
         description="Write every record of OBJECT (object_N) or SCENE/VIEW (scene_N/view_N) "
                     "to part files in DIR as pages arrive; memory stays flat. DIR is a "
                     "dataset pyarrow.dataset, DuckDB, Polars or Spark read as is.")
-    p.add_argument("target", nargs="?", help="object_N or scene_N/view_N (not with --app)")
+    p.add_argument("target", nargs="?", help="an object or a view, by key (object_N, scene_N/view_N) or name (not with --app)")
     p.add_argument("--out", default=None,
                    help="output directory (must not exist or be empty); OUT.tables, "
                         "OUT.svc_frames.json and OUT.svc_frames are written beside it "

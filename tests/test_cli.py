@@ -380,3 +380,20 @@ def test_push_of_an_edited_connection_table(fresh_service: LocalService, tmp_pat
     assert linked == have | {extra}
     assert main(["push", str(out)]) == 0  # the as-loaded table followed: nothing to send
     assert _writes(fresh_service) - before == 1
+
+
+def test_export_and_incremental_export_take_names(monkeypatch: pytest.MonkeyPatch,
+                                                  service: LocalService, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    _env(monkeypatch, service)
+    assert main(["export", "work orders", "--out", str(tmp_path / "a"), "--no-progress"]) == 0
+    assert main(["export", "Parts", "--out", str(tmp_path / "b"), "--incremental",
+                 "--no-progress"]) == 0
+    parts = requests.get(f"{service.base_url}/v1/objects/object_2/records",
+                         headers=service.headers(), timeout=30).json()["total_records"]
+    assert len(pd.read_parquet(tmp_path / "a")) > 0
+    assert len(pd.read_parquet(tmp_path / "b")) == parts
+    capsys.readouterr()
+    assert main(["export", "Work Order", "--out", str(tmp_path / "c"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean 'Work Orders' (object_3)?" in err and not (tmp_path / "c").exists()

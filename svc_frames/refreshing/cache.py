@@ -39,6 +39,7 @@ from ..filters import Filters, validate_filters
 from ..frames import Frames
 from ..http.client import Client
 from ..keys import Target, parse_target
+from ..lookup import resolve_target
 from ..read.load import load
 from ..read.options import Columns, check_columns, user_timezone
 from ..saved.layout import SavedLayout
@@ -292,15 +293,16 @@ def export_incremental(client: Client, target: Target, out_dir: str | os.PathLik
     (``to_parquet(..., overwrite=True)``) only when something changed. Unlike ``export``,
     the records are held in memory. A directory that is not saved frames is refused.
 
+    ``target``: an object or a view, by key or name (as ``export`` takes it).
+
     Usage: ``export_incremental(client, "object_3", "out/orders")``"""
-    kind, a, b = parse_target(target)
-    tgt: Target = (str(a), str(b)) if kind == "view" else str(a)
     layout = SavedLayout.of(out_dir)
     dest = layout.data
     if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
                                                  and not layout.meta.exists())):
         raise UsageError(f"{dest} is not saved frames (it holds other files): choose "
                          "another directory")
+    tgt = resolve_target(client, target)  # by key or name
     cache_dir = Path(cache) if cache is not None else dest.with_name(dest.name + ".cache")
     frames, report = load_cached(client, tgt, cache_dir, filters=filters, columns=columns,
                                  timezone=timezone, modified_field=modified_field,
