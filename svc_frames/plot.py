@@ -197,7 +197,8 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
     _title(ax, f"Locations: {spec.label}", frames, note, title)
     ax.set_xlabel(f"Longitude ({spec.label})")
     ax.set_ylabel(f"Latitude ({spec.label})")
-    ax.grid(True, alpha=0.3)
+    _degree_axes(ax)
+    ax.grid(True, alpha=0.3, linewidth=0.5)
     if not keep.any():
         ax.text(0.5, 0.5, "No records with coordinates", ha="center", va="center",
                 transform=ax.transAxes, color="0.4")
@@ -232,6 +233,18 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
                     transform=ax.transAxes, fontsize=7, color="0.45", ha="left",
                     va="bottom")
     return ax
+
+
+def _degree_axes(ax: Axes) -> None:
+    """Ticks read as degrees with their hemisphere (``97.75°W``, ``30.27°N``), so a map
+    drawn without tiles still reads as a map."""
+    from matplotlib.ticker import FuncFormatter
+
+    def fmt(pos: str, neg: str) -> FuncFormatter:
+        return FuncFormatter(lambda v, _: f"{abs(v):.4g}°{pos if v >= 0 else neg}")
+
+    ax.xaxis.set_major_formatter(fmt("E", "W"))
+    ax.yaxis.set_major_formatter(fmt("N", "S"))
 
 
 def _overlaps(x: np.ndarray, y: np.ndarray) -> tuple[int, int]:
@@ -308,7 +321,7 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
         if (~known).any():
             ax.scatter(x[~known], y[~known], s=size, c="0.75", alpha=0.6, edgecolors="none",
                        label="(blank)")
-            ax.legend(loc="best", fontsize=8)
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         points = ax.scatter(x[known], y[known], s=size, c=values[known].to_numpy(dtype=float),
                             cmap="viridis", alpha=alpha, edgecolors="none")
         ax.figure.colorbar(points, ax=ax, label=name, shrink=0.85)

@@ -305,3 +305,20 @@ def test_basemap_is_optional_and_falls_back_cleanly() -> None:
             plot_locations(frames, "Site", basemap=True)
     with pytest.raises(UsageError, match="density"):
         plot_locations(frames, "Site", density="blobs")  # type: ignore[arg-type]
+
+
+def test_a_map_without_tiles_reads_as_a_map() -> None:
+    """Offline (basemap=False): degrees with their hemisphere on the axes, the aspect
+    corrected for latitude, a light grid, and the legend outside the points."""
+    frames = synthetic()
+    ax = plot_locations(frames, "field_2", color_by="field_3", basemap=False)
+    ax.figure.canvas.draw()
+    xt = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    yt = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert xt and all("°" in t and t[-1] in "EW" for t in xt)
+    assert yt and all("°" in t and t[-1] in "NS" for t in yt)
+    lat = frames.main["field_2.latitude"].dropna().astype(float).mean()
+    assert ax.get_aspect() == pytest.approx(1 / np.cos(np.radians(lat)), rel=0.05)
+    assert any(line.get_visible() for line in ax.get_xgridlines())
+    legend = ax.get_legend().get_window_extent()
+    assert legend.x0 >= ax.get_window_extent().x1  # beside the points, not over them
