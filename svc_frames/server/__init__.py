@@ -8,8 +8,9 @@ Usage::
 """
 
 from .emulate import Emulation, RequestLog
+from .pages import AppPages
 from .schema import AppDef
 from .service import LocalService, open_state
 from .state import ServiceState
 
-__all__ = ["LocalService", "Emulation", "RequestLog", "AppDef", "ServiceState", "open_state"]
+__all__ = ["LocalService", "Emulation", "RequestLog", "AppDef", "ServiceState", "open_state", "AppPages"]

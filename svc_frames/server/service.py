@@ -32,6 +32,7 @@ from .app import build_app
 from .demo_app import DEMO_USERS, demo_document, generate_demo
 from .emulate import Emulation, RequestLog
 from .generate import generate_generic, seed_users
+from .pages import AppPages
 from .private import private_dir, write_private
 from .protocol import MAX_HEAD_BYTES, BoundedH11Protocol
 from .render import Renderer
@@ -275,6 +276,12 @@ class LocalService:
     @property
     def store(self) -> Store:
         return self._st().store
+
+    @property
+    def pages(self) -> AppPages:
+        """Another user editing on the application's own pages (record rules run, so the
+        stamp is set): ``svc.pages.update_record("object_3", rid, {...})``."""
+        return AppPages(self._st().store, self.base_url)
 
     def headers(self, view: bool = False, token: str | None = None) -> dict[str, str]:
         """Auth headers (docs/service-interface.md §5): object requests, or views with a token."""
