@@ -68,6 +68,10 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
                    help="the service's clock runs this many ms ahead of this machine's "
                         "(negative: behind; at most an hour either way): its rate-limit "
                         "seconds, quota day, reset and Date headers and stamps follow it")
+    p.add_argument("--activity", default=None, metavar="OBJECTS:RATE/s[:WEIGHTS]",
+                   help="other users editing while the service runs, e.g. 'object_3:2/s' or "
+                        "'object_3,object_2:0.5/s:inserts=1,updates=3,deletes=1' (seeded by "
+                        "--seed; off by default)")
     p.add_argument("--seed", type=int, default=0, help="demo generator seed")
     p.add_argument("--env-file", default=None,
                    help="once listening, write FILE (mode 0600) with `export SVC_BASE_URL=... "
@@ -95,6 +99,7 @@ def write_env_file(path: str, svc: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     # the server (FastAPI, uvicorn) loads only for `serve`: client commands start faster
     from .server import LocalService
+    from .server.activity import Activity
 
     if args.records < 0:
         print("error: --records must be >= 0", file=sys.stderr)
@@ -114,6 +119,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     try:
+        activity = Activity.parse(args.activity, seed=args.seed) if args.activity else None
         svc = LocalService(demo=args.app is None, records=args.records, data_dir=args.data,
                            rate_limit=args.rate_limit, latency_ms=args.latency_ms,
                            faults=args.faults, seed=args.seed, app=args.app, host=args.host,
@@ -121,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            jitter_ms=args.jitter_ms,
                            upload_limit_bytes=int(args.upload_limit_mb * 1024 * 1024),
                            token_ttl_s=args.token_hours * 3600,
-                           clock_offset_ms=args.clock_offset_ms)
+                           clock_offset_ms=args.clock_offset_ms, activity=activity)
         svc.start()
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -28,6 +28,7 @@ from typing import Any
 
 import uvicorn
 
+from .activity import Activity, ActivityRunner
 from .app import build_app
 from .demo_app import DEMO_USERS, demo_document, generate_demo
 from .emulate import Emulation, RequestLog
@@ -62,7 +63,8 @@ def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
 
 def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool = True,
                records: int = 300, seed: int = 0, token_ttl_s: float | None = None,
-               emulation: Emulation | None = None) -> ServiceState:
+               emulation: Emulation | None = None,
+               activity: Activity | None = None) -> ServiceState:
     """Open (or create and fill) the service of a data directory.
 
     The directory is made owner-only (0700, its files 0600); ``app.json`` keeps no
@@ -88,6 +90,8 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
     emu = emulation or Emulation()
     emu.validate()
     app_def.clock = emu.now   # stamps, ids and date filters read the service's clock
+    if activity is not None:
+        activity.check(app_def)   # before the store is opened or filled
     known = ({str(u["email"]): str(u["password"]) for u in DEMO_USERS} if meta.get("demo")
              else {})
     renderer = Renderer(app_def)
@@ -168,12 +172,15 @@ class LocalService:
                  app: Any = None, host: str = "127.0.0.1", port: int = 0,
                  daily_quota: int = 0, jitter_ms: float = 0,
                  upload_limit_bytes: int = 50 * 1024 * 1024,
-                 token_ttl_s: float | None = None, clock_offset_ms: float = 0) -> None:
+                 token_ttl_s: float | None = None, clock_offset_ms: float = 0,
+                 activity: Activity | Mapping[str, Any] | str | None = None) -> None:
         self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
                                    latency_ms=latency_ms, jitter_ms=jitter_ms,
                                    fault_rate=faults, upload_limit_bytes=upload_limit_bytes,
                                    clock_offset_ms=clock_offset_ms, seed=seed)
         self.emulation.validate()
+        self._activity = Activity.of(activity) if activity is not None else None
+        self.activity: ActivityRunner | None = None
         self._tmp: str | None = None
         if data_dir is None:
             self._tmp = tempfile.mkdtemp(prefix="svc_frames_")
@@ -197,7 +204,8 @@ class LocalService:
         return self
 
     def _start(self) -> None:
-        self.state = open_state(self.data_dir, emulation=self.emulation, **self._opts)
+        self.state = open_state(self.data_dir, emulation=self.emulation,
+                                activity=self._activity, **self._opts)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock = sock
@@ -220,8 +228,13 @@ class LocalService:
                 raise RuntimeError("the local service did not start")
             time.sleep(0.01)
         self._sock = sock  # uvicorn serves on it; closed after stop
+        if self._activity is not None:
+            self.activity = ActivityRunner(self.state, self._activity, self.emulation.now)
+            self.activity.start()
 
     def stop(self) -> None:
+        if self.activity is not None:
+            self.activity.stop()   # before the store closes under it
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
