@@ -17,7 +17,8 @@ not count them, as the hosted limits do not count a live application's own pages
   ``random.Random(seed)``: two runs from the same data make the same choices;
 * an insert fills the fields the generic generator fills (generate.py), a connection with
   records of the connected object; an update changes one or two stored fields of a kind
-  with a plain value (text, number, choice, date...); a delete drops the record, its
+  with a plain value (text, number, choice, date...) to a value other than the record's
+  (drawn again while the same, a few times at most); a delete drops the record, its
   links and what other records computed from it (``Store.delete``). With no record left,
   an update or delete becomes an insert (or nothing, when inserts weigh 0);
 * ``svc.activity.pause()`` / ``resume()`` / ``stop()``; ``svc.activity.log`` lists what
@@ -377,11 +378,16 @@ class ActivityRunner:
             return {}
         self._made += 1
         chosen = self._rng.sample(fields, min(len(fields), self._rng.randint(1, 2)))
+        store = self.state.store
+        current = store.raw_of(store.records(obj.key, [rid]).get(rid, {}))
         out: dict[str, Any] = {}
         for f in chosen:
-            value = self._gen.input_for(f, self._made)
-            if f.kind in ("short_text", "paragraph_text") and isinstance(value, str):
-                value = f"{value} (edited {self._made})"   # never the value it had
+            for _ in range(8):   # a value other than the record's (a few draws suffice)
+                value = self._gen.input_for(f, self._made)
+                if f.kind in ("short_text", "paragraph_text") and isinstance(value, str):
+                    value = f"{value} (edited {self._made})"
+                if self._gen.normalize(f, value) != current.get(f.key):
+                    break
             out[f.key] = value
         return out
 
