@@ -160,10 +160,35 @@ class _DropFilter(logging.Filter):
 class LocalService:
     """The local service on a free loopback port, in a background thread.
 
-    Usage::
+    Parameters
+    ----------
+    demo, records, data_dir, seed, app, host, port
+        What is served, and where (module docstring).
+    rate_limit, daily_quota, latency_ms, jitter_ms, faults, upload_limit_bytes
+        The first values of the emulation's live knobs (``svc.emulation``, emulate.py).
+    token_ttl_s : float, optional
+        Lifetime of user tokens issued (default 48 hours).
+    clock_offset_ms : float
+        How far the service's clock runs ahead of this machine's (negative: behind), at
+        most ``emulate.MAX_CLOCK_OFFSET_MS`` (an hour) either way; live as
+        ``svc.emulation.clock_offset_ms``.
+    activity : Activity, mapping or str, optional
+        Other users editing records while the service runs (activity.py); None: nobody.
 
-        with LocalService(demo=True, records=300, rate_limit=0) as svc:
-            svc.base_url, svc.app_id, svc.api_key, svc.users, svc.emulation, svc.request_log
+    Raises
+    ------
+    UsageError
+        ``clock_offset_ms`` out of range, or a bad ``activity`` setting (here); an
+        activity object the application lacks (at ``start``, before the store opens).
+    ValueError
+        Another emulation knob out of range.
+
+    Examples
+    --------
+    >>> with LocalService(demo=True, records=300, clock_offset_ms=400,
+    ...                   activity="object_3:2/s") as svc:   # doctest: +SKIP
+    ...     svc.base_url, svc.app_id, svc.api_key, svc.users, svc.emulation
+    ...     svc.activity.pause()
     """
 
     def __init__(self, demo: bool = True, records: int = 300,
