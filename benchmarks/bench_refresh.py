@@ -41,8 +41,12 @@ from typing import Any
 from benchmarks.bench_load import RemoteService, client_for
 from svc_frames.frames import Frames
 from svc_frames.http.client import Client
+from svc_frames.kinds.base import ReadContext
 from svc_frames.loaders import read_object
 from svc_frames.refreshing.policy import RefreshReport, refresh
+from svc_frames.schema import Schema
+from svc_frames.writeback.stamp import stamp_for
+from svc_frames.writeback.target import Target
 
 WO = "object_3"  # the demo's work orders (svc_frames/server/demo_app.py)
 MODIFIED = "field_46"  # their Last Modified, stamped on every create and update
@@ -58,15 +62,19 @@ def mutate(svc: RemoteService, ids: list[str], *, changed: float, inserted: floa
     svc.set(**OFF)
     try:
         other = client_for(svc, 0)
+        # through object endpoints no record rule runs (as hosted): the other user's
+        # integration stamps its changes itself, as write_back does
+        stamp = stamp_for(other, Target(WO), ReadContext(Schema.of(other.schema()).timezone))
+        assert stamp is not None and stamp.key == MODIFIED
         n = len(ids)
         n_del = deleted if isinstance(deleted, int) else int(n * deleted)
         pick = rng.sample(ids, int(n * changed) + n_del)
         upd, gone = pick[: int(n * changed)], pick[int(n * changed):]
         with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(lambda rid: other.update_record(
-                WO, rid, {"field_12": f"changed {rng.random():.6f}", "field_16": 3}), upd))
+            list(pool.map(lambda rid: other.update_record(WO, rid, stamp.onto(
+                {"field_12": f"changed {rng.random():.6f}", "field_16": 3})), upd))
             list(pool.map(lambda i: other.create_record(
-                WO, {"field_12": f"inserted {i}"}), range(int(n * inserted))))
+                WO, stamp.onto({"field_12": f"inserted {i}"})), range(int(n * inserted))))
             list(pool.map(lambda rid: other.delete_record(WO, rid), gone))
         for rid in gone:
             ids.remove(rid)

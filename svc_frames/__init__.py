@@ -69,7 +69,7 @@ _MODULES: dict[str, str] = {"cache": "refreshing.cache"}
 
 
 def __getattr__(name: str) -> Any:
-    """A lazy public name (see ``_LAZY``) or a submodule (``svc_frames.parquet``),
+    """A lazy public name (see ``_LAZY``) or a submodule (``svc_frames.cache``),
     imported on first use and kept, so later lookups are plain attribute reads."""
     if name.startswith("_"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -64,6 +64,14 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
                         "connection), applied before the request is handled")
     p.add_argument("--upload-limit-mb", type=float, default=50, help="upload size limit")
     p.add_argument("--token-hours", type=float, default=48, help="user token lifetime (48)")
+    p.add_argument("--clock-offset-ms", type=float, default=0,
+                   help="the service's clock runs this many ms ahead of this machine's "
+                        "(negative: behind; at most an hour either way): its rate-limit "
+                        "seconds, quota day, reset and Date headers and stamps follow it")
+    p.add_argument("--activity", default=None, metavar="OBJECTS:RATE/s[:WEIGHTS]",
+                   help="other users editing while the service runs, e.g. 'object_3:2/s' or "
+                        "'object_3,object_2:0.5/s:inserts=1,updates=3,deletes=1' (seeded by "
+                        "--seed; off by default)")
     p.add_argument("--seed", type=int, default=0, help="demo generator seed")
     p.add_argument("--env-file", default=None,
                    help="once listening, write FILE (mode 0600) with `export SVC_BASE_URL=... "
@@ -91,6 +99,7 @@ def write_env_file(path: str, svc: Any) -> None:
 def cmd_serve(args: argparse.Namespace) -> int:
     # the server (FastAPI, uvicorn) loads only for `serve`: client commands start faster
     from .server import LocalService
+    from .server.activity import Activity
 
     if args.records < 0:
         print("error: --records must be >= 0", file=sys.stderr)
@@ -110,13 +119,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     try:
+        activity = Activity.parse(args.activity, seed=args.seed) if args.activity else None
         svc = LocalService(demo=args.app is None, records=args.records, data_dir=args.data,
                            rate_limit=args.rate_limit, latency_ms=args.latency_ms,
                            faults=args.faults, seed=args.seed, app=args.app, host=args.host,
                            port=args.port, daily_quota=args.daily_quota,
                            jitter_ms=args.jitter_ms,
                            upload_limit_bytes=int(args.upload_limit_mb * 1024 * 1024),
-                           token_ttl_s=args.token_hours * 3600)
+                           token_ttl_s=args.token_hours * 3600,
+                           clock_offset_ms=args.clock_offset_ms, activity=activity)
         svc.start()
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -200,7 +211,7 @@ def run_client_command(fn: Callable[[], int]) -> int:
 
 # ---- export -------------------------------------------------------------------------------
 def export_incremental_cmd(args: argparse.Namespace, client: Any, filters: Any) -> int:
-    """``export --incremental``: svc_frames.cache.export_incremental, one JSON line."""
+    """``export --incremental``: svc_frames.refreshing.cache.export_incremental, one JSON line."""
     from .errors import UsageError
 
     if args.format != "parquet" or args.limit is not None or args.sort_field:

@@ -47,7 +47,7 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
     at 20+ requests/s or unpaced; 0 for none).
 
     ``cache``: a directory; the frames come from it, refreshed with a few requests (see
-    ``svc_frames.cache`` and ``refresh``; ``modified_field`` names the field stamped on
+    ``svc_frames.refreshing.cache`` and ``refresh``; ``modified_field`` names the field stamped on
     every change when the schema does not show one), and are written back to it.
 
     Usage: ``read_object(client, "object_1", limit=100).main``"""

@@ -169,6 +169,28 @@ class Schema:
         return next((f for f in self.object_fields(object_key) or () if f.key == field_key),
                     None)
 
+    def stamped_field(self, object_key: str) -> str | None:
+        """The date_time field the application's forms stamp on every create and update:
+        an object-level record rule, ``objects[].rules.records[]`` with no criteria and a
+        value ``{"field": "field_N", "type": "current_date"}`` (ARCHITECTURE.md
+        "Incremental refresh"). None when the schema shows none.
+
+        Usage: ``Schema.of(client.schema()).stamped_field("object_3")  # "field_46"``"""
+        rules = (self._objects.get(object_key) or {}).get("rules")
+        if not isinstance(rules, Mapping):
+            return None
+        kinds = {f.key: f.kind for f in self.object_fields(object_key) or ()}
+        for rule in rules.get("records") or ():
+            if not isinstance(rule, Mapping) or rule.get("criteria"):
+                continue  # a rule with conditions does not stamp every change
+            for value in rule.get("values") or ():
+                if not isinstance(value, Mapping):
+                    continue
+                key = str(value.get("field") or "")
+                if value.get("type") == "current_date" and kinds.get(key) == "date_time":
+                    return key
+        return None
+
     def all_fields(self) -> dict[str, FieldSpec]:
         """Every field of every object by key (a view may show fields of connected objects)."""
         return {f.key: f for key in self._objects for f in self.object_fields(key) or ()}
@@ -237,24 +259,8 @@ class Schema:
 
 
 def modified_field_of(app: Mapping[str, Any] | None, object_key: str) -> str | None:
-    """The date_time field an object's own record rule stamps on every write, from the
-    schema: ``objects[].rules.records[]`` with no criteria and a value of type
-    ``current_date`` (ARCHITECTURE.md "Incremental refresh"). None when there is none.
+    """The date_time field an object's own record rule stamps on every write
+    (``Schema.stamped_field``), from a schema dict. None when there is none.
 
     Usage: ``modified_field_of(client.schema(), "object_3")  # "field_46"``"""
-    schema = Schema.of(app)
-    obj = schema.object(object_key)
-    rules = (obj or {}).get("rules")
-    if not isinstance(rules, Mapping):
-        return None
-    kinds = {f.key: f.kind for f in schema.object_fields(object_key) or ()}
-    for rule in rules.get("records") or ():
-        if not isinstance(rule, Mapping) or rule.get("criteria"):
-            continue  # a rule with conditions does not stamp every change
-        for value in rule.get("values") or ():
-            if not isinstance(value, Mapping):
-                continue
-            key = str(value.get("field") or "")
-            if value.get("type") == "current_date" and kinds.get(key) == "date_time":
-                return key
-    return None
+    return Schema.of(app).stamped_field(object_key)

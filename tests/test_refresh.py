@@ -54,19 +54,22 @@ def part_ids(c: Client) -> list[str]:
     return list(read_object(c, "object_2").main.index[:3])
 
 
-def change_server(c: Client, ids: list[str], *, inserts: bool, updates: bool,
+def change_server(svc: LocalService, ids: list[str], *, inserts: bool, updates: bool,
                   deletes: bool) -> None:
     """Inserts (with a connection and tags), updates (text, choice, tags, connection) and
-    deletes of work orders, as another user would make them."""
+    deletes of work orders, as another user makes them on the application's pages (its
+    record rules stamp them)."""
+    c = client_of(svc)
     parts = part_ids(c)
+    other = svc.pages
     if updates:
-        c.update_record(WO, ids[0], {"field_12": "Changed title", "field_27": "Done"})
-        c.update_record(WO, ids[1], {"field_28": ["Safety", "HVAC"], "field_41": parts[:2]})
-        c.update_record(WO, ids[2], {"field_41": [], "field_16": 7})
+        other.update_record(WO, ids[0], {"field_12": "Changed title", "field_27": "Done"})
+        other.update_record(WO, ids[1], {"field_28": ["Safety", "HVAC"], "field_41": parts[:2]})
+        other.update_record(WO, ids[2], {"field_41": [], "field_16": 7})
     if inserts:
-        c.create_record(WO, {"field_12": "New order A", "field_41": [parts[2]],
+        other.create_record(WO, {"field_12": "New order A", "field_41": [parts[2]],
                              "field_28": ["Outdoor"]})
-        c.create_record(WO, {"field_12": "New order B"})
+        other.create_record(WO, {"field_12": "New order B"})
     if deletes:
         c.delete_record(WO, ids[3])
         c.delete_record(WO, ids[-1])
@@ -79,7 +82,7 @@ def test_refreshed_equals_a_fresh_load(svc: LocalService, inserts: bool, updates
     c = client_of(svc)
     # pages of 10: the newest page alone does not hold the changed (oldest) records
     frames = read_object(c, WO, rows_per_page=10)
-    change_server(c, list(frames.main.index), inserts=inserts, updates=updates,
+    change_server(svc, list(frames.main.index), inserts=inserts, updates=updates,
                   deletes=deletes)
     report = refresh(c, frames)
     fresh = read_object(client_of(svc), WO)
@@ -111,7 +114,7 @@ def test_a_named_field_uses_the_cursor_for_new_records(svc: LocalService,
     for obj in hidden["objects"]:
         obj.pop("rules", None)
     monkeypatch.setattr(c, "schema", lambda **_: hidden)
-    change_server(c, list(frames.main.index), inserts=True, updates=True, deletes=False)
+    change_server(svc, list(frames.main.index), inserts=True, updates=True, deletes=False)
     report = refresh(c, frames, modified_field="field_46")
     assert report.cursor_field == "field_24" and report.requests == 2  # window, cursor
     assert len(report.added) == 2
@@ -125,11 +128,11 @@ def test_a_named_field_uses_the_cursor_for_new_records(svc: LocalService,
 def test_a_change_in_the_same_minute_is_not_missed(svc: LocalService) -> None:
     c = client_of(svc)
     rid = read_object(c, WO, limit=1).main.index[0]
-    c.update_record(WO, rid, {"field_12": "first"})   # stamped this minute
+    svc.pages.update_record(WO, rid, {"field_12": "first"})   # stamped this minute
     frames = read_object(c, WO, rows_per_page=10)     # the record is not on the newest page
     assert frames.main.at[rid, "field_12"] == "first"
     stamp = frames.main.at[rid, "field_46"]
-    c.update_record(WO, rid, {"field_12": "second"})  # most likely the very same stamp
+    svc.pages.update_record(WO, rid, {"field_12": "second"})  # most likely the same stamp
     report = refresh(c, frames)
     assert report.changed == [rid]
     assert frames.main.at[rid, "field_12"] == "second"
@@ -146,9 +149,9 @@ def test_conflicts_are_reported_and_diff_sends_only_local_edits(svc: LocalServic
     a, b, d = frames.main.index[:3]
     frames.main.loc[a, "field_12"] = "mine"           # also changed on the server
     frames.main.loc[b, "field_13"] = "my description"  # the server changes another field
-    c.update_record(WO, a, {"field_12": "theirs"})
-    c.update_record(WO, b, {"field_27": "On Hold"})
-    c.update_record(WO, d, {"field_12": "server only"})
+    svc.pages.update_record(WO, a, {"field_12": "theirs"})
+    svc.pages.update_record(WO, b, {"field_27": "On Hold"})
+    svc.pages.update_record(WO, d, {"field_12": "server only"})
     report = refresh(c, frames)
     conf = report.conflicts
     assert list(conf["record_id"]) == [a] and list(conf["column"]) == ["field_12"]
@@ -179,11 +182,13 @@ def test_pages_merged_as_they_come_equal_a_fresh_load(svc: LocalService) -> None
     frames.main.loc[mine, "field_13"] = "my description"
     loaded = frames.main.at[clash, "field_12"]
     frames.main.loc[clash, "field_12"] = "mine"
-    created = [c.create_record(WO, {"field_12": f"new {i}", "field_41": parts[:1]})["id"]
+    created = [svc.pages.create_record(WO, {"field_12": f"new {i}",
+                                            "field_41": parts[:1]})["id"]
                for i in range(3)]
     updated = [*ids[:4], mine, clash]
     for rid in updated:
-        c.update_record(WO, rid, {"field_12": f"changed {rid}", "field_41": parts[1:3]})
+        svc.pages.update_record(WO, rid, {"field_12": f"changed {rid}",
+                                          "field_41": parts[1:3]})
     report = refresh(c, frames)
     assert report.requests >= 5  # 9 stamped records on pages of 2, and the one past them
     assert report.added == created and sorted(report.changed) == sorted(updated)
@@ -224,8 +229,8 @@ def test_filtered_loads_follow_records_in_and_out_of_the_filter(svc: LocalServic
     everything = read_object(c, WO)
     leaving = frames.main.index[0]
     entering = everything.main.index[everything.main["field_27"] != "Open"][0]
-    c.update_record(WO, leaving, {"field_27": "Done"})
-    c.update_record(WO, entering, {"field_27": "Open"})
+    svc.pages.update_record(WO, leaving, {"field_27": "Done"})
+    svc.pages.update_record(WO, entering, {"field_27": "Open"})
     report = refresh(c, frames)
     fresh = read_object(c, WO, filters=flt)
     assert sorted(frames.main.index) == sorted(fresh.main.index)
@@ -239,7 +244,7 @@ def test_or_filters_are_split_into_and_queries(svc: LocalService) -> None:
                                     {"field": "field_27", "operator": "is", "value": "Done"}]}
     frames = read_object(c, WO, filters=flt, rows_per_page=5)
     rid = frames.main.index[0]
-    c.update_record(WO, rid, {"field_12": "or-changed"})
+    svc.pages.update_record(WO, rid, {"field_12": "or-changed"})
     report = refresh(c, frames)
     assert report.changed == [rid] and frames.main.at[rid, "field_12"] == "or-changed"
     assert report.requests == 3  # the total, and one window query per rule
@@ -277,9 +282,9 @@ def test_view_frames_refresh_incrementally_when_the_view_shows_the_stamp() -> No
         c = client_of(s)
         board = read_view(c, "scene_1", "view_1", rows_per_page=5)
         changed, leaving = board.main.index[0], board.main.index[1]
-        c.update_record(WO, changed, {"field_12": "changed behind the view"})
-        c.update_record(WO, leaving, {"field_27": "Cancelled"})  # the view hides these
-        c.create_record(WO, {"field_12": "new on the board", "field_27": "Open"})
+        s.pages.update_record(WO, changed, {"field_12": "changed behind the view"})
+        s.pages.update_record(WO, leaving, {"field_27": "Cancelled"})  # the view hides these
+        s.pages.create_record(WO, {"field_12": "new on the board", "field_27": "Open"})
         report = refresh(c, board)
         assert not report.full and report.changed == [changed]
         assert report.deleted == [leaving] and len(report.added) == 1
@@ -321,7 +326,7 @@ def test_a_second_run_with_a_cache_takes_two_requests(svc: LocalService, tmp_pat
     first = client_of(svc)
     frames = read_object(first, WO, cache=cache, rows_per_page=10)
     assert (cache / "CURRENT.json").exists()
-    change_server(first, list(frames.main.index), inserts=True, updates=True, deletes=False)
+    change_server(svc, list(frames.main.index), inserts=True, updates=True, deletes=False)
     second = client_of(svc)  # a new notebook run: nothing cached in memory
     again = read_object(second, WO, cache=cache, rows_per_page=10)
     assert second.request_count <= 2  # schema, the newest stamps (and the total)
@@ -395,7 +400,7 @@ def test_a_cache_survives_a_crash_mid_write(svc: LocalService, tmp_path,
     c = client_of(svc)
     read_object(c, WO, cache=cache, rows_per_page=10)
     ids = list(read_object(c, WO).main.index)
-    c.update_record(WO, ids[0], {"field_12": "after the first run"})
+    svc.pages.update_record(WO, ids[0], {"field_12": "after the first run"})
 
     def half_written(frames: Frames, path: os.PathLike[str]) -> None:
         os.makedirs(path)
@@ -408,7 +413,7 @@ def test_a_cache_survives_a_crash_mid_write(svc: LocalService, tmp_path,
         with pytest.raises(Crash):
             read_object(client_of(svc), WO, cache=cache, rows_per_page=10)
     assert list(cache.glob(".tmp-*"))  # the half-written snapshot
-    c.update_record(WO, ids[1], {"field_12": "after the crash"})
+    svc.pages.update_record(WO, ids[1], {"field_12": "after the crash"})
     fake_os = types.SimpleNamespace(**{k: getattr(os, k) for k in dir(os)
                                        if not k.startswith("__")})
 
@@ -452,7 +457,7 @@ def test_export_incremental_keeps_a_dataset_current(svc: LocalService, tmp_path,
     first = json.loads(capsys.readouterr().out)
     assert first["full"] and first["written"] and first["records"] == 40
     c = client_of(svc)
-    change_server(c, list(read_object(c, WO).main.index), inserts=True, updates=True,
+    change_server(svc, list(read_object(c, WO).main.index), inserts=True, updates=True,
                   deletes=True)
     assert main(args) == 0
     second = json.loads(capsys.readouterr().out)

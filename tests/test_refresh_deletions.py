@@ -86,7 +86,7 @@ def test_inserts_and_deletes_that_cancel_in_count_are_seen(svc: LocalService) ->
     gone = [frames.main.index[3], frames.main.index[100]]
     for rid in gone:
         c.delete_record(WO, rid)
-    made = [c.create_record(WO, {"field_12": f"new {i}"})["id"] for i in range(2)]
+    made = [svc.pages.create_record(WO, {"field_12": f"new {i}"})["id"] for i in range(2)]
     # the total is what was loaded, but the inserts carry a new stamp: the window holds
     # them, so the merged frame holds two more than the service lists
     report = refresh(c, frames)
@@ -100,7 +100,7 @@ def test_a_record_leaving_the_filter_is_found_by_bisection(svc: LocalService) ->
     flt = [{"field": "field_27", "operator": "is", "value": "Open"}]
     frames = read_object(c, WO, filters=flt, rows_per_page=RPP)
     leaving = frames.main.index[len(frames.main) // 2]
-    c.update_record(WO, leaving, {"field_27": "Done"})  # stamped, but out of the window
+    svc.pages.update_record(WO, leaving, {"field_27": "Done"})  # stamped, out of the window
     report = refresh(c, frames)
     assert report.deleted == [leaving] and not report.changed
     assert 0 < report.deletion_requests < listing_cost(len(frames.main))
@@ -113,7 +113,8 @@ def test_deletions_and_changes_after_a_refresh_are_found_again(svc: LocalService
     c.delete_record(WO, frames.main.index[20])
     refresh(c, frames)
     c.delete_record(WO, frames.main.index[40])
-    c.update_record(WO, frames.main.index[41], {"field_12": "after the first refresh"})
+    svc.pages.update_record(WO, frames.main.index[41],
+                            {"field_12": "after the first refresh"})
     report = refresh(c, frames)
     assert len(report.deleted) == 1 and len(report.changed) == 1
     same_as_fresh(svc, frames)
@@ -124,7 +125,7 @@ def test_the_window_is_paged_until_it_reaches_the_last_load(svc: LocalService) -
     frames = read_object(c, WO, rows_per_page=RPP)
     changed = list(frames.main.index[30:42])
     for rid in changed:
-        c.update_record(WO, rid, {"field_12": "changed"})
+        svc.pages.update_record(WO, rid, {"field_12": "changed"})
     report = refresh(c, frames)
     assert sorted(report.changed) == sorted(changed)
     # 12 newest stamps on pages of 5: the third page reaches older stamps, and ends it
@@ -158,7 +159,7 @@ def test_frames_with_label_columns_refresh_with_one_page(svc: LocalService) -> N
     c = client_of(svc)
     frames = read_object(c, WO, rows_per_page=RPP, columns="labels")
     rid, gone = frames.main.index[7], frames.main.index[90]
-    c.update_record(WO, rid, {"field_12": "labelled"})
+    svc.pages.update_record(WO, rid, {"field_12": "labelled"})
     c.delete_record(WO, gone)
     report = refresh(c, frames)
     assert report.changed == [rid] and report.deleted == [gone]
@@ -175,7 +176,7 @@ def test_a_delete_between_window_pages_makes_it_page_again(
     frames = read_object(c, WO, rows_per_page=RPP)
     changed = list(frames.main.index[30:42])
     for rid in changed:
-        c.update_record(WO, rid, {"field_12": "changed"})
+        svc.pages.update_record(WO, rid, {"field_12": "changed"})
     other = client_of(svc)
     victim = frames.main.index[100]
     real = c.get_page

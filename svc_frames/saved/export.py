@@ -87,7 +87,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     ``target``: an object by key or name (``"object_N"``, ``"Work Orders"``), or a view
     (``"scene_N/view_N"``, a (scene, view) tuple of keys or names, its name).
     ``format="csv"``: the records as CSV written the way the service shows values
-    (:mod:`svc_frames.csvtext`), which ``push`` reads back too.
+    (:mod:`svc_frames.saved.csvtext`), which ``push`` reads back too.
     Usage: ``export(client, "object_1", "out/ds"); pd.read_parquet("out/ds")``"""
     if format not in ("parquet", "csv"):
         raise UsageError(f"format must be 'parquet' or 'csv', got {format!r}")

@@ -17,7 +17,7 @@ Polars refuses one with other files in it: ``pd.read_parquet("orders")``,
 ``pyarrow.dataset.dataset("orders")``, DuckDB ``read_parquet('orders/*.parquet')``,
 Polars ``scan_parquet("orders")``, Dask and Spark give each record once. With
 ``format="csv"`` the record parts are CSV written as the service shows values
-(:mod:`svc_frames.csvtext`); the as-loaded copy stays Parquet.
+(:mod:`svc_frames.saved.csvtext`); the as-loaded copy stays Parquet.
 
 The edited records may be re-written by any tool (pandas, pyarrow, DuckDB ``COPY ... TO``,
 Polars, a spreadsheet through CSV) under any file name in ``orders/``: what a writer drops

@@ -7,9 +7,12 @@ Usage::
         print(svc.base_url, svc.app_id, svc.api_key, svc.users)
 """
 
+from .activity import Activity, ActivityLog, ActivityRunner
 from .emulate import Emulation, RequestLog
+from .pages import AppPages
 from .schema import AppDef
 from .service import LocalService, open_state
 from .state import ServiceState
 
-__all__ = ["LocalService", "Emulation", "RequestLog", "AppDef", "ServiceState", "open_state"]
+__all__ = ["LocalService", "Emulation", "RequestLog", "AppDef", "ServiceState", "open_state",
+           "Activity", "ActivityLog", "ActivityRunner", "AppPages"]

@@ -28,10 +28,12 @@ from typing import Any
 
 import uvicorn
 
+from .activity import Activity, ActivityRunner
 from .app import build_app
 from .demo_app import DEMO_USERS, demo_document, generate_demo
 from .emulate import Emulation, RequestLog
 from .generate import generate_generic, seed_users
+from .pages import AppPages
 from .private import private_dir, write_private
 from .protocol import MAX_HEAD_BYTES, BoundedH11Protocol
 from .render import Renderer
@@ -61,7 +63,8 @@ def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
 
 def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool = True,
                records: int = 300, seed: int = 0, token_ttl_s: float | None = None,
-               emulation: Emulation | None = None) -> ServiceState:
+               emulation: Emulation | None = None,
+               activity: Activity | None = None) -> ServiceState:
     """Open (or create and fill) the service of a data directory.
 
     The directory is made owner-only (0700, its files 0600); ``app.json`` keeps no
@@ -84,14 +87,17 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
     else:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     app_def = AppDef.from_document(meta["document"], app_id=meta["app_id"])
+    emu = emulation or Emulation()
+    emu.validate()
+    app_def.clock = emu.now   # stamps, ids and date filters read the service's clock
+    if activity is not None:
+        activity.check(app_def)   # before the store is opened or filled
     known = ({str(u["email"]): str(u["password"]) for u in DEMO_USERS} if meta.get("demo")
              else {})
     renderer = Renderer(app_def)
     store = Store(data, app_def, renderer)
     if token_ttl_s is not None:
         store.accounts.token_ttl = float(token_ttl_s)
-    emu = emulation or Emulation()
-    emu.validate()
     profile_of = {o.key: o.profile_key or "" for o in app_def.objects.values()}
     state = ServiceState(app=app_def, store=store, renderer=renderer, emulation=emu,
                          api_key=meta["api_key"], utility_key=meta["utility_key"],
@@ -154,10 +160,35 @@ class _DropFilter(logging.Filter):
 class LocalService:
     """The local service on a free loopback port, in a background thread.
 
-    Usage::
+    Parameters
+    ----------
+    demo, records, data_dir, seed, app, host, port
+        What is served, and where (module docstring).
+    rate_limit, daily_quota, latency_ms, jitter_ms, faults, upload_limit_bytes
+        The first values of the emulation's live knobs (``svc.emulation``, emulate.py).
+    token_ttl_s : float, optional
+        Lifetime of user tokens issued (default 48 hours).
+    clock_offset_ms : float
+        How far the service's clock runs ahead of this machine's (negative: behind), at
+        most ``emulate.MAX_CLOCK_OFFSET_MS`` (an hour) either way; live as
+        ``svc.emulation.clock_offset_ms``.
+    activity : Activity, mapping or str, optional
+        Other users editing records while the service runs (activity.py); None: nobody.
 
-        with LocalService(demo=True, records=300, rate_limit=0) as svc:
-            svc.base_url, svc.app_id, svc.api_key, svc.users, svc.emulation, svc.request_log
+    Raises
+    ------
+    UsageError
+        ``clock_offset_ms`` out of range, or a bad ``activity`` setting (here); an
+        activity object the application lacks (at ``start``, before the store opens).
+    ValueError
+        Another emulation knob out of range.
+
+    Examples
+    --------
+    >>> with LocalService(demo=True, records=300, clock_offset_ms=400,
+    ...                   activity="object_3:2/s") as svc:   # doctest: +SKIP
+    ...     svc.base_url, svc.app_id, svc.api_key, svc.users, svc.emulation
+    ...     svc.activity.pause()
     """
 
     def __init__(self, demo: bool = True, records: int = 300,
@@ -166,12 +197,15 @@ class LocalService:
                  app: Any = None, host: str = "127.0.0.1", port: int = 0,
                  daily_quota: int = 0, jitter_ms: float = 0,
                  upload_limit_bytes: int = 50 * 1024 * 1024,
-                 token_ttl_s: float | None = None) -> None:
+                 token_ttl_s: float | None = None, clock_offset_ms: float = 0,
+                 activity: Activity | Mapping[str, Any] | str | None = None) -> None:
         self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
                                    latency_ms=latency_ms, jitter_ms=jitter_ms,
                                    fault_rate=faults, upload_limit_bytes=upload_limit_bytes,
-                                   seed=seed)
+                                   clock_offset_ms=clock_offset_ms, seed=seed)
         self.emulation.validate()
+        self._activity = Activity.of(activity) if activity is not None else None
+        self.activity: ActivityRunner | None = None
         self._tmp: str | None = None
         if data_dir is None:
             self._tmp = tempfile.mkdtemp(prefix="svc_frames_")
@@ -195,7 +229,8 @@ class LocalService:
         return self
 
     def _start(self) -> None:
-        self.state = open_state(self.data_dir, emulation=self.emulation, **self._opts)
+        self.state = open_state(self.data_dir, emulation=self.emulation,
+                                activity=self._activity, **self._opts)
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock = sock
@@ -203,6 +238,7 @@ class LocalService:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(build_app(self.state), log_level="critical", access_log=False,
                                 lifespan="off", timeout_keep_alive=30, http=BoundedH11Protocol,
+                                date_header=False,  # emulate.py sends the service's own
                                 h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         self._server = uvicorn.Server(config)
         log = logging.getLogger("uvicorn.error")
@@ -217,8 +253,13 @@ class LocalService:
                 raise RuntimeError("the local service did not start")
             time.sleep(0.01)
         self._sock = sock  # uvicorn serves on it; closed after stop
+        if self._activity is not None:
+            self.activity = ActivityRunner(self.state, self._activity, self.emulation.now)
+            self.activity.start()
 
     def stop(self) -> None:
+        if self.activity is not None:
+            self.activity.stop()   # before the store closes under it
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
@@ -273,6 +314,12 @@ class LocalService:
     @property
     def store(self) -> Store:
         return self._st().store
+
+    @property
+    def pages(self) -> AppPages:
+        """Another user editing on the application's own pages (record rules run, so the
+        stamp is set): ``svc.pages.update_record("object_3", rid, {...})``."""
+        return AppPages(self._st().store, self.base_url)
 
     def headers(self, view: bool = False, token: str | None = None) -> dict[str, str]:
         """Auth headers (docs/service-interface.md §5): object requests, or views with a token."""

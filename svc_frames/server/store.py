@@ -61,12 +61,22 @@ _KEY = re.compile(r"(object|field)_\d+")
 
 @dataclass
 class WriteContext:
-    """Who writes and how: a view write limits fields and runs record rules."""
+    """Who writes and how: a view write limits fields and runs record rules.
+
+    ``pages``: the write comes from a form (a view-based request to it) or the
+    application's own pages, where the object's record rules (a "Last Modified" stamp)
+    run after the form's own; an object-based API write runs none (hosted: record rules
+    belong to forms, docs/hosted-behaviour.md "Record rules")."""
 
     allowed: set[str] | None = None      # fields a view accepts; others are ignored
     user_id: str | None = None           # logged-in user (record rules "user")
     rules: Sequence[Any] = ()            # schema.RecordRule list
     strict: bool = True                  # unknown keys -> 400 (object requests)
+    pages: bool = False                  # the object's record rules run (see above)
+
+
+PAGE_WRITE = WriteContext(pages=True)
+"""A write as a user makes it on the application's own pages (stamps run)."""
 
 
 class _Hooks:
@@ -115,7 +125,8 @@ class Store:
         self.renderer = renderer
         self.db = Database(self.db_path)
         self.accounts = Accounts(self.db, app)
-        self.assets = AssetStore(self.db, self.data_dir / "assets", app.id)
+        self.assets = AssetStore(self.db, self.data_dir / "assets", app.id,
+                                 clock=lambda: self.app.clock())
         self._add_raw_fragments()
         self._add_value_indexes()
         # fields whose connection points at each object: (source object, field spec)
@@ -292,7 +303,7 @@ class Store:
                 raise ApiError.not_found(f"no record {record_id!r} in {obj.key}")
             raw = self.raw_of(json.loads(row[0]))
             secret = json.loads(row[1]) if row[1] else {}
-        rid = record_id or new_id()
+        rid = record_id or new_id(self.app.clock())
         hooks = _Hooks(self, conn, rid)
         errors: list[dict[str, Any]] = []
         for key, value in values.items():
@@ -353,10 +364,12 @@ class Store:
     def _apply_rules(self, conn: sqlite3.Connection, obj: ObjectDef, raw: dict[str, Any],
                      rid: str, ctx: WriteContext, hooks: _Hooks) -> None:
         # the object's own record rules (``rules.records`` on the object: e.g. a "Last
-        # Modified" stamp) run on every write, after the form's
+        # Modified" stamp) stand for the rules every form of the application runs: after
+        # the form's, and only where forms run (``WriteContext.pages``), never for an
+        # object-based API write
+        own = (obj.doc.get("rules") or {}).get("records") or [] if ctx.pages else []
         rules = [*ctx.rules, *(RecordRule(list(r.get("criteria") or []),
-                                          list(r.get("values") or []))
-                               for r in (obj.doc.get("rules") or {}).get("records") or [])]
+                                          list(r.get("values") or [])) for r in own)]
         if not rules:
             return
         pieces = {f.key: self.renderer.piece(f, raw.get(f.key)) for f in obj.fields

@@ -10,6 +10,7 @@ changed. One module per phase:
 * ``values.py``   server records decoded and compared like the loaded frames
 * ``guard.py``    re-reads and conflicts (where a conflict is decided)
 * ``apply.py``    updates, creates, deletes, lookups (where a create is retried)
+* ``stamp.py``    the forms' "modified" stamp, which object writes set themselves
 * ``follow.py``   frames and their ``original`` follow the server after a run
 * ``report.py``   Report, per-record Outcome, request counts, QuotaNote, the summary line
 * ``budget.py``   the daily quota in a run: quota_reserve, budgeted writes

@@ -92,7 +92,7 @@ def update(run: RunState, rid: str) -> Outcome:
             assert tgt.scene and tgt.view
             resp = client.update_view_record(tgt.scene, tgt.view, rid, body, token=tgt.token)
         else:
-            resp = client.update_record(tgt.object_key, rid, body)
+            resp = client.update_record(tgt.object_key, rid, _stamped(run, body))
     except ServerError as exc:
         return _unanswered(run, rid, "update", body, exc)
     if jr:
@@ -105,6 +105,12 @@ def update(run: RunState, rid: str) -> Outcome:
             run.extra.append(Outcome(rid, "update", missing, "not_applied",
                                      f"the view {tgt.name} did not take them"))
     return Outcome(rid, "update", list(body), "applied", "", rec)
+
+
+def _stamped(run: RunState, body: dict[str, Any]) -> dict[str, Any]:
+    """What an object write sends: the body and the forms' stamp (stamp.py); the body
+    alone is what the outcome lists and a lost answer's re-read compares."""
+    return run.stamp.onto(body) if run.stamp else body
 
 
 def _unanswered(run: RunState, rid: str, act: Action, body: dict[str, Any],
@@ -191,7 +197,7 @@ def create(run: RunState, tmp: str) -> Outcome:
             resp = client.create_view_record(tgt.scene, tgt.view, body, token=tgt.token,
                                              resend=check)
         else:
-            resp = client.create_record(tgt.object_key, body, resend=check)
+            resp = client.create_record(tgt.object_key, _stamped(run, body), resend=check)
     except (OutcomeUnknown, ServerError) as exc:
         # the policy gave up (or the answer was lost on the way back): one last look,
         # unless the resend check just proved it ours or ambiguous

@@ -38,6 +38,7 @@ from .guard import guard as guard_phase
 from .journal import Journal, check_journal_path
 from .plan import Layout, Plan, reread_requests
 from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
+from .stamp import stamp_for
 from .state import RunState
 from .target import resolve_target
 from .uploads import check_upload_files
@@ -110,6 +111,10 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         if note.remaining is None:            # unknown before: the first answer told it
             note = quota_note(client, needed, reserve, learned=True,
                               sent=sum(run.counter.n.values()))
+        if not gate.stopped and any(act != "delete" for act in run.todo.values()):
+            # the forms' stamp, set by us (stamp.py): the schema, if this client has not
+            # read it yet, is one request more, after the guard told the quota
+            run.stamp = stamp_for(client, tgt, layout.ctx)
         apply(run, max_workers, progress)     # 4. uploads + writes, concurrently
         if run.jr and not any(o.status == "unknown" for o in run.outcomes.values()):
             run.jr.settle()

@@ -22,6 +22,7 @@ from .gate import QuotaGate
 from .journal import Journal, record_keys
 from .plan import Action, Layout, Plan
 from .report import Counter, Outcome
+from .stamp import Stamp
 from .target import Target
 from .values import Values
 
@@ -58,6 +59,7 @@ class RunState:
     stop: threading.Event = field(default_factory=threading.Event)
     base_values: Values | None = None    # the loaded values, for the guard (made once)
     gate: QuotaGate | None = None        # the daily quota's gate (gate.py); None: no budget
+    stamp: Stamp | None = None           # what object writes stamp themselves (stamp.py)
 
     @classmethod
     def start(cls, client: Client, plan: Plan, layout: Layout, tgt: Target,

@@ -159,7 +159,7 @@ def view_write(state: ServiceState, view: ViewDef, user: User, body: dict[str, A
             {"field": view.connection_key, "type": "user"}]))
     editable = {c.key for c in view.columns if not c.connection_field}
     ctx = WriteContext(allowed=editable, user_id=user[1] if user else None, rules=rules,
-                       strict=False)
+                       strict=False, pages=view.type == "form")
     # computed fields shown in a view are not inputs: ignore them rather than refuse
     obj = state.app.objects[view.object_key]
     body = {k: v for k, v in body.items()
