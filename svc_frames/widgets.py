@@ -18,6 +18,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import traceback
 from collections.abc import Callable, Iterable
@@ -39,13 +40,14 @@ _MAX_TIP = 2000   # characters of a tooltip
 _PROBLEMS = ("failed", "conflict", "unknown", "not_applied", "skipped")
 
 # JupyterLab's CSS variables (with fallbacks for other front ends) so light and dark
-# themes both read; every rule is scoped to the widget's own classes.
+# themes both read; every rule is scoped to the widget's own classes. A row sets its own
+# line height: an HTML widget's is one control's height (28 px), too loose for text.
 CSS = """<style>
 .svcf-review{color:var(--jp-ui-font-color1,#222);font-size:var(--jp-ui-font-size1,13px);
  line-height:1.45}
 .svcf-list{border:1px solid var(--jp-border-color2,#ddd);border-radius:2px}
 .svcf-row{border-bottom:1px solid var(--jp-border-color2,#e4e4e4);padding:4px 4px 6px 4px}
-.svcf-rec{display:flex;gap:12px;align-items:flex-start;min-width:0}
+.svcf-rec{display:flex;gap:12px;align-items:flex-start;min-width:0;line-height:1.4}
 .svcf-who{flex:0 0 210px;min-width:0;overflow-wrap:anywhere}
 .svcf-ident{font-weight:600;color:var(--jp-ui-font-color0,#000)}
 .svcf-id{font-family:var(--jp-code-font-family,monospace);font-size:11px;
@@ -124,18 +126,26 @@ def _field_name(field: str, column: str, labels: dict[str, str]) -> str:
     return name
 
 
-def _record_rows(changes: pd.DataFrame, labels: dict[str, str]) -> str:
+Cell = tuple[str, str, str, Any, Any]   # one change: action, field, column, old, new
+
+
+def _cells(changes: pd.DataFrame) -> list[Cell]:
+    """The rows of ``plan.changes`` as plain tuples (one pass; no pandas per record)."""
+    cols = [changes[c].tolist() for c in ("action", "field", "column", "old", "new")]
+    return [(str(a), str(f or ""), str(c or ""), o, n) for a, f, c, o, n in zip(*cols,
+                                                                              strict=True)]
+
+
+def _record_rows(cells: list[Cell], labels: dict[str, str]) -> str:
     rows = []
-    for row in changes.itertuples(index=False):
-        if str(row.action) == "delete":
+    for action, field, column, old_value, new_value in cells:
+        if action == "delete":
             rows.append("<tr><td>(whole record)</td><td class='svcf-old'>as loaded</td>"
                         "<td class='svcf-new'>deleted</td></tr>")
             continue
-        field = str(getattr(row, "field", "") or "")
-        column = str(getattr(row, "column", "") or field)
-        name, name_tip = _cut(_field_name(field, column, labels), 60)
-        old, old_tip = _cut(format_change_value(row.old))
-        new, new_tip = _cut(format_change_value(row.new))
+        name, name_tip = _cut(_field_name(field, column or field, labels), 60)
+        old, old_tip = _cut(format_change_value(old_value))
+        new, new_tip = _cut(format_change_value(new_value))
         rows.append(f"<tr><td{name_tip}>{name}</td><td class='svcf-old'{old_tip}>{old}</td>"
                     f"<td class='svcf-new'{new_tip}>{new}</td></tr>")
     return "".join(rows)
@@ -145,7 +155,7 @@ _HEAD = ("<thead><tr><th class='svcf-fcol'>field</th><th>value as loaded</th>"
          "<th>new value</th></tr></thead>")
 
 
-def record_html(rid: str, identifier: str, action: str, changes: pd.DataFrame,
+def record_html(rid: str, identifier: str, action: str, cells: list[Cell],
                 labels: dict[str, str]) -> str:
     """One record of a review: identifier, id (full on hover), action, its changes table."""
     ident, ident_tip = _cut(identifier, 80) if identifier else ("<i>(no identifier)</i>", "")
@@ -156,7 +166,7 @@ def record_html(rid: str, identifier: str, action: str, changes: pd.DataFrame,
             f"{html.escape(shown_id)}</div>"
             f"<span class='svcf-act svcf-act-{html.escape(action)}'>{html.escape(action)}"
             f"</span></div><div class='svcf-fields'><table class='svcf-t'>{_HEAD}<tbody>"
-            f"{_record_rows(changes, labels)}</tbody></table></div></div>")
+            f"{_record_rows(cells, labels)}</tbody></table></div></div>")
 
 
 def changes_html(changes: pd.DataFrame, labels: dict[str, str] | None = None) -> str:
@@ -185,7 +195,7 @@ def changes_html(changes: pd.DataFrame, labels: dict[str, str] | None = None) ->
         first = group.iloc[0]
         body.append(f"<tr><th colspan='3'>{html.escape(str(rid))} · "
                     f"{html.escape(str(first['action']))}</th></tr>")
-        body.append(_record_rows(group, labels))
+        body.append(_record_rows(_cells(group), labels))
     return (CSS + "<table class='svcf-t'>" + _HEAD + "<tbody>" + "".join(body)
             + "</tbody></table>")
 
@@ -259,22 +269,24 @@ def identifier_field(client: Client, source: Source | None) -> str | None:
 
 
 def identifier_texts(plan: Plan, edited: Frames, key: str | None) -> dict[str, str]:
-    """Record id -> the text of field ``key`` (edited values; deletes: as loaded)."""
+    """Record id -> the text of field ``key``: as loaded (the name the record has on the
+    service, even when the edit changes it); a create's from the edited frame."""
     if key is None or plan.source is None:
         return {}
     cols = Layout.of(plan.source).field_cols.get(key) or []
+    if not cols:
+        return {}
     out: dict[str, str] = {}
     base = plan.base if plan.base is not None else edited.original
-    frames = [(edited.main, [r for r, a in plan.actions.items() if a == "update"]),
-              (base.main if base is not None else None,
-               [r for r, a in plan.actions.items() if a == "delete"])]
-    for frame, ids in frames:
-        if frame is None or not ids or not all(c in frame.columns for c in cols) or not cols:
+    existing = [r for r, a in plan.actions.items() if a != "create"]
+    for frame in (base.main if base is not None else None, edited.main):
+        todo = [r for r in existing if r not in out]
+        if frame is None or not todo or not all(c in frame.columns for c in cols):
             continue
-        present = [r for r in ids if r in frame.index]
+        present = [r for r in todo if r in frame.index]
         out.update((str(r), str(t)) for r, t in _joined_text(frame.loc[present, cols]).items())
     creates = {r: p for r, p in plan.create_rows.items() if plan.actions.get(r) == "create"}
-    if creates and cols and all(c in edited.main.columns for c in cols):
+    if creates and all(c in edited.main.columns for c in cols):
         rows = edited.main.iloc[list(creates.values())][cols]
         rows.index = pd.Index(list(creates))
         out.update((str(r), str(t)) for r, t in _joined_text(rows).items())
@@ -353,8 +365,11 @@ class PlanReview:
         #: the exception the last Apply raised (shown in the widget); ``reraise()`` raises it
         self.error: BaseException | None = None
         self._changes: pd.DataFrame = plan.changes.reset_index(drop=True)
-        self._rows: dict[str, Any] = {} if not len(self._changes) else \
-            {str(k): v for k, v in self._changes.groupby("record_id", sort=False).indices.items()}
+        #: record id -> its changes, in plan order
+        self._rows: dict[str, list[Cell]] = {}
+        for rid, cell in zip(self._changes["record_id"].tolist(), _cells(self._changes),
+                             strict=True):
+            self._rows.setdefault(str(rid), []).append(cell)
         self.record_ids: list[str] = list(self._rows)
         self._included: dict[str, bool] = dict.fromkeys(self.record_ids, True)
         self._n_included = len(self.record_ids)
@@ -366,6 +381,8 @@ class PlanReview:
         #: the records the filter lets through, in plan order
         self.shown: list[str] = list(self.record_ids)
         self._syncing = False
+        self._version = 0                          # bumped by every change of the ticks
+        self._estimate: tuple[int, str] = (-1, "")  # (version, requests of the selection)
         self._slots: list[tuple[Any, Any, Any]] = []   # (row, checkbox, html), reused
         self._slot_ids: list[str] = []
         self.page = 0
@@ -466,8 +483,8 @@ class PlanReview:
         rows = []
         for i, rid in enumerate(ids):
             row, box, text = self._slot(i)
-            group = self._changes.iloc[self._rows[rid]]
-            action = str(group.iloc[0]["action"])
+            group = self._rows[rid]
+            action = group[0][0]
             self._syncing = True
             try:
                 box.value = self._included[rid]
@@ -496,23 +513,28 @@ class PlanReview:
         --------
         >>> box.set_filter("pump")  # doctest: +SKIP
         """
+        if self.filter.value != text:
+            self.filter.value = text   # its observer comes back here once
+            return
         needle = str(text).strip().casefold()
         if not needle:
             self.shown = list(self.record_ids)
         else:
             if self._search is None:
-                self._search = [self._search_text(rid) for rid in self.record_ids]
+                self._search = self._search_texts()
             self.shown = [rid for rid, hay in zip(self.record_ids, self._search, strict=True)
                           if needle in hay]
-        if self.filter.value != text:
-            self.filter.value = text
         self.show_page(0)
         self._update_summary()
 
-    def _search_text(self, rid: str) -> str:
-        group = self._changes.iloc[self._rows[rid]]
-        values = [format_change_value(v) for v in (*group["old"], *group["new"])]
-        return " ".join([self.identifiers.get(rid, ""), rid, *values]).casefold()
+    def _search_texts(self) -> list[str]:
+        """Per record, in plan order: identifier, id and every value, lower-cased (one
+        pass over the changes: a plan of 10,000 records is searched at once)."""
+        parts: dict[str, list[str]] = {rid: [self.identifiers.get(rid, ""), rid]
+                                       for rid in self.record_ids}
+        for rid, cells in self._rows.items():
+            parts[rid] += [format_change_value(v) for cell in cells for v in cell[3:]]
+        return [" ".join(parts[rid]).casefold() for rid in self.record_ids]
 
     # ---- state ---------------------------------------------------------------------------
     @property
@@ -539,6 +561,7 @@ class PlanReview:
         self._set(self._known(ids), False)
 
     def _set(self, ids: list[str], value: bool) -> None:
+        self._version += 1
         for rid in ids:
             if self._included[rid] != value:
                 self._included[rid] = value
@@ -564,6 +587,7 @@ class PlanReview:
         rid = self._slot_ids[slot]
         if self._included[rid] == value:
             return
+        self._version += 1
         self._included[rid] = bool(value)
         self._n_included += 1 if value else -1
         self._update_summary()
@@ -572,13 +596,28 @@ class PlanReview:
         n = self._n_included
         text = f"<b>{n}</b> of {len(self.record_ids)} records selected"
         if n:
-            need = self.plan.select(self.selected).estimate_requests(
-                guard=bool(self.write_options.get("guard", True)),
-                delete_missing=bool(self.write_options.get("delete_missing", False)))
-            text += f" · Apply sends at most {html.escape(str(need))}"
+            text += f" · Apply sends at most {html.escape(self._requests())}"
         if len(self.shown) != len(self.record_ids):
             text += f" · {len(self.shown)} shown by the filter"
         self.summary.value = "&nbsp;" + text
+
+    def _requests(self) -> str:
+        """The requests of the selection, as ``Plan.estimate_requests`` says; computed
+        again only when the selection changed (not for a filter or a page)."""
+        if self._estimate[0] != self._version:
+            ids = self.selected
+            plan = self.plan
+            # the estimate reads actions, payloads, source and base: the changes table
+            # (the slow part of Plan.select on a large plan) is not needed for it
+            sub = dataclasses.replace(plan, changes=plan.changes.iloc[:0],
+                                      actions={i: plan.actions[i] for i in ids},
+                                      payloads={i: plan.payloads[i] for i in ids
+                                                if i in plan.payloads})
+            need = sub.estimate_requests(
+                guard=bool(self.write_options.get("guard", True)),
+                delete_missing=bool(self.write_options.get("delete_missing", False)))
+            self._estimate = (self._version, str(need))
+        return self._estimate[1]
 
     # ---- sending -------------------------------------------------------------------------
     def _clicked(self, _button: Any) -> None:
@@ -659,7 +698,8 @@ class PlanReview:
                 "<details><summary>traceback (<code>box.reraise()</code> raises it)"
                 f"</summary><pre>{html.escape(trace)}</pre></details></div>")
             raise error
-        self.progress.clear_output()
+        # what the run printed stays above the report (a warning must stay visible); the
+        # bar itself closes when the run ends
         self.report = report
         self.apply_button.description = "Applied"
         for control in self._controls:

@@ -237,3 +237,26 @@ def test_pages_keep_ticks_across_pages_and_reuse_their_rows(setup) -> None:
     svc.request_log.clear()
     box.apply_button.click()
     assert sorted(puts(svc)) == sorted([ids[1], ids[2], ids[4]])
+
+
+def test_creates_and_deletes_show_their_action_and_identifier(setup) -> None:
+    svc, client, frames = setup
+    gone = frames.main.index[0]
+    gone_title = str(frames.main.loc[gone, TITLE])
+    frames.main = frames.main.drop(index=gone)
+    new = pd.DataFrame({TITLE: pd.array(["A brand new order"], dtype=frames.main[TITLE].dtype)},
+                       index=pd.Index(["new:1"], name=frames.main.index.name))
+    frames.main = pd.concat([frames.main, new])
+    box = review(diff(frames), client, delete_missing=True)
+    html = dict(zip(box.checkboxes, rows_html(box), strict=True))
+    created = next(rid for rid in html if rid.startswith("new:"))
+    assert "svcf-act-create" in html[created] and "A brand new order" in html[created]
+    assert "new record" in html[created]
+    assert "svcf-act-delete" in html[gone] and gone_title in html[gone]
+    assert "deleted" in html[gone]
+    box.set_filter("brand new")
+    assert box.shown == [created]
+    svc.request_log.clear()
+    report = box.apply()
+    assert report.counts == {"applied": 2}
+    assert svc.request_log.count(method="DELETE") == 1
