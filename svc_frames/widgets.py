@@ -73,6 +73,7 @@ CSS = """<style>
 .svcf-st-failed,.svcf-st-unknown{color:var(--jp-error-color1,#d32f2f)}
 .svcf-st-conflict,.svcf-st-not_applied,.svcf-st-skipped{color:var(--jp-warn-color1,#f57c00)}
 .svcf-bad td{background:var(--jp-layout-color2,#fff4f4)}
+.svcf-bad td:first-child{border-left:3px solid var(--jp-warn-color1,#f57c00)}
 .svcf-err{color:var(--jp-error-color1,#d32f2f)}
 .svcf-err pre{white-space:pre-wrap;font-size:11px;color:var(--jp-ui-font-color1,#222)}
 </style>"""
@@ -427,7 +428,7 @@ class PlanReview:
         self.list.add_class("svcf-list")
         self.progress = w.Output()   # write_back's bar and messages during Apply
         self.output = w.HTML()       # the report, or the error
-        self.table_output = w.Output()
+        self.table_output = w.Output(layout=w.Layout(max_height="420px", overflow="auto"))
         self._pager = w.HBox([self.prev_button, self.page_label, self.next_button],
                              layout=w.Layout(flex="0 0 auto", align_items="center"))
         self._controls: list[Any] = [self.all_button, self.none_button, self.filter]

@@ -1,6 +1,7 @@
 """The review widget as a person sees it in JupyterLab: a 60-record plan is readable and
-scrollable, three records unticked, Apply sends exactly the others to the local service,
-and the progress bar and report appear in the widget (nothing on stderr or in the log
+scrollable, three records unticked, Apply sends exactly the others to the local service
+(but one a colleague changed meanwhile, reported as a conflict), and the progress bar and
+report appear in the widget (nothing on stderr or in the log
 console, no browser errors). Screenshots go to build/browser/."""
 
 from __future__ import annotations
@@ -129,6 +130,10 @@ def test_a_60_record_plan_is_readable_and_apply_sends_the_ticked_ones(
     page.wait_for_function(f"() => document.querySelector('#{panel} .svcf-bar')"
                            ".innerText.includes('57 of 60')")
 
+    # a colleague changes one of the ticked records meanwhile: Apply must skip it and the
+    # report must show it, highlighted, with its reason
+    moved = str(rows.nth(2).locator(".svcf-id").get_attribute("title"))
+    _client(service).update_record(ORDERS, moved, {TITLE: "changed by a colleague"})
     _open_log_console(browser)   # it shows what arrives while it is open
     service.request_log.clear()
     widget.locator("button", has_text="Apply").click()
@@ -139,7 +144,10 @@ def test_a_60_record_plan_is_readable_and_apply_sends_the_ticked_ones(
     page.wait_for_function(f"() => document.querySelector('#{panel} .svcf-review')"
                            ".innerText.includes('box.report.table')", timeout=120_000)
     text = widget.inner_text()
-    assert "Report:" in text and "57 applied" in text
+    assert "Report:" in text and "56 applied" in text and "1 conflict" in text
+    bad = widget.locator("tr.svcf-bad")
+    assert bad.count() == 1 and bad.is_visible()
+    assert "conflict" in bad.inner_text() and "changed on the server" in bad.inner_text()
     logged = _log_console_messages(browser)
     assert logged == [], logged
     page.locator(".lm-TabBar-tab", has_text="Log:").locator(".lm-TabBar-tabCloseIcon").click()
@@ -148,9 +156,11 @@ def test_a_60_record_plan_is_readable_and_apply_sends_the_ticked_ones(
     browser.shot(widget, "review_after.png")
 
     sent = puts(service)
-    assert len(sent) == len(set(sent)) == 57
-    all_ids = set(_titles(service))
-    assert set(sent) == set(_changed_ids(service, all_ids)) and not set(sent) & set(left_out)
+    assert len(sent) == len(set(sent)) == 56
+    now = _titles(service)
+    assert set(sent) == {rid for rid, title in now.items()
+                         if re.search(r"\(checked \d+\)$", title)}
+    assert not set(sent) & {*left_out, moved} and now[moved] == "changed by a colleague"
 
     widget.locator("button", has_text="Report table").click()
     widget.locator(".svcf-review table.dataframe, table.dataframe").first.wait_for()
@@ -167,19 +177,18 @@ def test_a_60_record_plan_is_readable_and_apply_sends_the_ticked_ones(
     browser.shot(widget, "review_after_dark.png")
 
 
+def _client(svc: LocalService) -> Any:
+    from svc_frames.client import Client
+
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
+
+
 def _titles(svc: LocalService) -> dict[str, str]:
     """Record id -> Title on the service now (read over HTTP like any client)."""
-    from svc_frames.client import Client
     from svc_frames.loaders import read_object
 
-    client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
-    main = read_object(client, ORDERS, progress=False).main
+    main = read_object(_client(svc), ORDERS, progress=False).main
     return {str(k): str(v) for k, v in main[TITLE].items()}
-
-
-def _changed_ids(svc: LocalService, ids: set[str]) -> list[str]:
-    return [rid for rid, title in _titles(svc).items()
-            if rid in ids and re.search(r"\(checked \d+\)$", title)]
 
 
 def _open_log_console(browser: Browser) -> None:
