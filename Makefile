@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest fuzz bench serve clean
+.PHONY: demo test test-browser lint typecheck pytest fuzz bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -12,19 +12,32 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# the browser extra (JupyterLab, playwright) is kept out of the .[dev] install of make test
+BROWSER_STAMP := $(VENV)/.installed-browser
+$(BROWSER_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,browser]'
+	touch $(BROWSER_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/python -m svc_frames.demo
 
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check svc_frames tests benchmarks
+	$(BIN)/ruff check svc_frames tests tests_browser benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict svc_frames
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# JupyterLab on 127.0.0.1 with the project's kernel, driven by playwright in Debian's
+# Chromium (installed with apt when missing; playwright downloads no browser):
+# the review widget as a person uses it, and every notebook run there (tests_browser/)
+test-browser: $(BROWSER_STAMP)
+	test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests_browser
 
 # the OpenAPI fuzzing of the local service on a longer budget (make test runs a short one)
 fuzz: $(STAMP)
@@ -37,4 +50,4 @@ serve: $(STAMP)
 	$(BIN)/svc-frames serve --demo
 
 clean:
-	rm -rf $(VENV) demo-output .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) demo-output build/browser .pytest_cache .mypy_cache .ruff_cache

@@ -91,11 +91,18 @@ frames.main[shown].rename(columns=lambda c: relabel(c, names)).head()
     code("""
 frames.main.head(3)
 """),
+    md("A name, an address or a file spreads over several columns (`field_N.first`, "
+       "`field_N.city`...); a connection is an exploded table in `frames.tables`:"),
     code("""
-fields = pd.DataFrame([(f.key, f.label, f.kind) for f in frames.source.fields],
-                      columns=["key", "label", "kind"])
-fields.merge(frames.main.dtypes.rename("dtype").astype(str).rename_axis("key").reset_index(),
-             how="left", on="key")
+def columns_of(key):
+    \"\"\"The main frame's columns of one field, or where its values are instead.\"\"\"
+    cols = [c for c in frames.main.columns if c == key or c.startswith(key + ".")]
+    if cols:
+        return ", ".join(cols), ", ".join(dict.fromkeys(str(frames.main[c].dtype) for c in cols))
+    return (f"frames.tables[{key!r}]", "table") if key in frames.tables else ("", "")
+
+pd.DataFrame([(f.key, f.label, f.kind, *columns_of(f.key)) for f in frames.source.fields],
+             columns=["key", "label", "kind", "columns", "dtype"])
 """),
     md("## Explore with plain pandas\nNullable dtypes: numbers are `Float64`, text is "
        "`string`, dates are tz-aware in the application's timezone, empty is `<NA>`."),

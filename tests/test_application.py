@@ -260,6 +260,18 @@ def test_to_duckdb_tables_and_a_sql_join_agree_with_app_join(app: App, tmp_path:
     rw.close()
 
 
+def test_svc_tables_counts_the_rows_of_every_table_the_meta_tables_too(app: App,
+                                                                     tmp_path: Path) -> None:
+    con = duckdb.connect(str(app.to_duckdb(tmp_path / "app.duckdb")), read_only=True)
+    said = dict(con.execute("SELECT table_name, rows FROM svc_tables").fetchall())
+    counted = {name: con.execute(f'SELECT count(*) FROM "{name}"').fetchone()[0]
+               for name in said}
+    con.close()
+    assert said == counted
+    assert said["svc_connections"] == len(app.connections) > 0
+    assert said["svc_sources"] == len(app) and said["svc_tables"] == len(said)
+
+
 def test_to_parquet_is_a_directory_of_datasets_like_the_duckdb_tables(app: App,
                                                                      tmp_path: Path) -> None:
     out = app.to_parquet(tmp_path / "app")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -88,6 +89,9 @@ def test_committed_notebook_is_the_built_one_without_outputs(name: str) -> None:
 def test_notebook_runs_top_to_bottom(name: str, kernel_env: Path) -> None:
     nb = execute(name)
     text = outputs_text(nb)  # execute() raised on any cell error
+    # a success shows no error band: summaries are on stdout, nothing reaches stderr
+    assert [o.get("text", "") for c in nb.cells for o in c.get("outputs", [])
+            if o.get("name") == "stderr"] == []
     if name.startswith("01"):
         assert "read back equal" in text
         images = [o for c in nb.cells for o in c.get("outputs", [])
@@ -99,6 +103,16 @@ def test_notebook_runs_top_to_bottom(name: str, kernel_env: Path) -> None:
                      for o in c.get("outputs", []) if "text/html" in o.get("data", {})
                      and "<th>Title</th>" in o["data"]["text/html"])
         assert "field_" not in first["data"]["text/html"]  # the first frame shown: labels
+        fields = next(o["data"]["text/html"] for c in nb.cells if c.cell_type == "code"
+                      for o in c.get("outputs", []) if "<th>dtype</th>" in o.get("data", {})
+                      .get("text/html", ""))
+        cells = [re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)
+                 for row in re.findall(r"<tr[^>]*>(.*?)</tr>", fields, re.S)]
+        rows = {row[1]: " ".join(row) for row in cells if len(row) > 2}
+        assert "NaN" not in fields and len(rows) > 20, fields   # every field has its dtype
+        assert "Float64" in rows["field_34"] and "string" in rows["field_34"]  # an address
+        assert "string" in rows["field_32"]                                    # a name
+        assert "table" in rows["field_41"]                                     # a connection
     elif name.startswith("02"):
         assert "sent and now On Hold : True" in text
         assert "left out, still Open : True" in text
@@ -113,6 +127,12 @@ def test_notebook_runs_top_to_bottom(name: str, kernel_env: Path) -> None:
     elif name.startswith("05"):
         assert "same rows and columns" in text and "DuckDB and pandas agree" in text
         assert (kernel_env / "app.duckdb").exists()
+        meta = next(o["data"]["text/plain"] for c in nb.cells for o in c.get("outputs", [])
+                    if "svc_sources" in o.get("data", {}).get("text/plain", ""))
+        rows = dict(re.findall(r"(svc_\w+)\s+meta\s+(\d+)", meta))
+        # the meta tables count their own rows (the demo: 3 connections, 3 objects)
+        assert rows["svc_connections"] == "3" and rows["svc_sources"] == "3", meta
+        assert int(rows["svc_tables"]) > 3, meta
         assert any("image/png" in o.get("data", {}) for c in nb.cells
                    for o in c.get("outputs", []))  # the plot of the SQL result
 

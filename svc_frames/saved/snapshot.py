@@ -159,12 +159,16 @@ def meta_tables(app: AppLike, names: dict[str, str], conn_tables: dict[str, str]
     """svc_tables, svc_connections and svc_sources (see the module docstring)."""
     described = list(tables) + [TableSpec(n, pa.table({}), "meta") for n in
                                 ("svc_tables", "svc_connections", "svc_sources")]
+    # the three meta tables are built below, after this one: their rows are known here
+    meta_rows = {"svc_tables": len(described), "svc_connections": len(app.connections),
+                 "svc_sources": len(names)}
     svc_tables = pd.DataFrame({
         "table_name": [t.name for t in described],
         "kind": [t.kind for t in described],
         "object_key": [t.object_key for t in described],
         "field": [t.field for t in described],
-        "rows": [t.data.num_rows for t in described],
+        "rows": [meta_rows[t.name] if t.kind == "meta" else t.data.num_rows
+                 for t in described],
         "primary_key": [json.dumps(t.primary_key) for t in described],
         "foreign_keys": [json.dumps(t.foreign_keys) for t in described],
     }).astype({c: "string" for c in ("table_name", "kind", "object_key", "field",

@@ -197,6 +197,7 @@ def drop_fields_the_view_does_not_take(run: RunState) -> None:
 
 
 def _summarize(report: Report, name: str, progress: bool | None) -> None:
-    """The one-line summary, where a progress bar would show (stderr)."""
+    """The one-line summary for a person, on stdout: it is the run's result, not a
+    diagnostic (notebooks show stderr as an error band); warnings stay warnings."""
     if want_progress(progress):
-        print(summary_line(report, name), file=sys.stderr, flush=True)
+        print(summary_line(report, name), file=sys.stdout, flush=True)
