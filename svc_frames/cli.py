@@ -414,10 +414,11 @@ def cmd_push(args: argparse.Namespace) -> int:
                       target=target, overwrite=args.overwrite)
         with pd.option_context("display.width", 160, "display.max_colwidth", 60,
                                "display.max_rows", 200):
-            if args.dry_run:
-                print(report.plan.changes.to_string(index=False) if len(report.plan.changes)
-                      else "nothing to send")
-            elif len(report.table):
+            if report.nothing_to_send:
+                print(report.nothing_to_send)
+            elif args.dry_run:
+                print(report.plan.changes.to_string(index=False))
+            else:
                 print(report.table.to_string(index=False))
         print(json.dumps({"dry_run": args.dry_run, "plan": report.plan.counts,
                           "status": report.counts, "requests": report.requests}))

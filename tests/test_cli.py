@@ -380,6 +380,9 @@ def test_push_of_an_edited_connection_table(fresh_service: LocalService, tmp_pat
     assert linked == have | {extra}
     assert main(["push", str(out)]) == 0  # the as-loaded table followed: nothing to send
     assert _writes(fresh_service) - before == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "nothing to send: the frames equal what was loaded" in lines
+    assert json.loads(lines[-1])["status"] == {"applied": 0}   # a zero, not a bare {}
 
 
 def test_export_and_incremental_export_take_names(monkeypatch: pytest.MonkeyPatch,

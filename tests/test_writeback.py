@@ -1067,3 +1067,15 @@ def test_progress_shows_writes_and_a_summary_and_false_silences_both(
     # error band); the bar is a diagnostic and stays on stderr
     assert shown.out == f"write_back {obj}: 3 applied; {sent} requests\n"
     assert "applied" not in shown.err
+
+
+def test_a_run_with_nothing_to_send_says_so(svc: LocalService, obj: str,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    client = client_for(svc)
+    frames = read_object(client, obj, progress=False)
+    report = write_back(client, frames, progress=True)
+    assert report.counts == {"applied": 0} and report.nothing_to_send
+    assert "nothing to send: the frames equal what was loaded" in repr(report)
+    assert "nothing to send: the frames equal what was loaded; 0 requests" in \
+        capsys.readouterr().out
+    assert write_back(client, frames, dry_run=True, progress=False).counts == {"planned": 0}

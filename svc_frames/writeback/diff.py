@@ -33,6 +33,7 @@ from ..frames import Frames, Source
 from ..joins import refuse_join_result
 from ..kinds import is_empty_cell, values_equal
 from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
+from .retype import read_as_loaded
 from .uploads import UNCHANGED, placed_assets, plan_asset_value
 
 __all__ = ["diff", "add_rows"]
@@ -270,9 +271,21 @@ class PlanBuilder:
         base_rows = (np.arange(len(bmain)) if same_order
                      else rows.base_ids.get_indexer(rows.existing))
         ed_old = main.iloc[old_pos] if len(old_pos) != len(main) else main
+        ed_old = self._as_loaded(ed_old, bmain)
         changed = self._changed_cells(ed_old, bmain, base_rows, same_order)
         for key, per in changed.items():
             self._encode_updates(key, per, ed_old, bmain, base_rows)
+
+    def _as_loaded(self, ed_old: pd.DataFrame, bmain: pd.DataFrame) -> pd.DataFrame:
+        """Columns an edit re-typed (text, category, object, another number or timezone)
+        read back as loaded, by their field's kind (retype.py), so a value that means
+        what it meant is no change."""
+        retyped = {c: read_as_loaded(ed_old[c], bmain[c], self.layout.fields[
+                       self.layout.col_field[c]], c)
+                   for c in ed_old.columns
+                   if c in bmain.columns and ed_old[c].dtype != bmain[c].dtype
+                   and c in self.layout.col_field}
+        return ed_old.assign(**retyped) if retyped else ed_old
 
     def _changed_cells(self, ed_old: pd.DataFrame, bmain: pd.DataFrame,
                        base_rows: np.ndarray, same_order: bool) -> dict[str, dict[int, list[str]]]:

@@ -97,7 +97,20 @@ class Report:
 
     @property
     def counts(self) -> dict[str, int]:
-        return {str(k): int(v) for k, v in self.table["status"].value_counts().items()}
+        """Records by status; a run with nothing to send shows a zero (``{"applied": 0}``,
+        ``{"planned": 0}`` for a dry run) rather than nothing."""
+        counts = {str(k): int(v) for k, v in self.table["status"].value_counts().items()}
+        return counts or {"planned" if self.dry_run else "applied": 0}
+
+    @property
+    def nothing_to_send(self) -> str:
+        """Why nothing was to be sent ("" when something was): the frames equal what was
+        loaded, or no planned record was selected."""
+        if len(self.table):
+            return ""
+        if self.plan.empty:
+            return "nothing to send: the frames equal what was loaded"
+        return "nothing to send: no planned record was selected"
 
     @property
     def ok(self) -> bool:
@@ -121,7 +134,8 @@ class Report:
 
     def __repr__(self) -> str:
         quota = f", quota: {self.quota}" if self.quota is not None else ""
-        return f"Report({self.counts}, requests={self.requests}{quota})"
+        why = f"{self.nothing_to_send}; " if self.nothing_to_send else ""
+        return f"Report({why}{self.counts}, requests={self.requests}{quota})"
 
     def _repr_html_(self) -> str:
         return f"<p>{self!r}</p>" + self.table.head(50).to_html()
@@ -177,8 +191,8 @@ def dry_run_report(plan: Plan, delete_missing: bool,
 
 def summary_line(report: Report, name: str) -> str:
     """One line for the end of a run: statuses by count, then the requests sent."""
-    counts = ", ".join(f"{n} {status}" for status, n in sorted(report.counts.items())) \
-        or "nothing to write"
+    counts = report.nothing_to_send or ", ".join(
+        f"{n} {status}" for status, n in sorted(report.counts.items()))
     if report.dry_run:
         quota = f"; {report.quota}" if report.quota is not None else ""
         return f"write_back {name} (dry run): {counts}; nothing sent{quota}"
