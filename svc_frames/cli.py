@@ -64,6 +64,10 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
                         "connection), applied before the request is handled")
     p.add_argument("--upload-limit-mb", type=float, default=50, help="upload size limit")
     p.add_argument("--token-hours", type=float, default=48, help="user token lifetime (48)")
+    p.add_argument("--clock-offset-ms", type=float, default=0,
+                   help="the service's clock runs this many ms ahead of this machine's "
+                        "(negative: behind; at most an hour either way): its rate-limit "
+                        "seconds, quota day, reset and Date headers and stamps follow it")
     p.add_argument("--seed", type=int, default=0, help="demo generator seed")
     p.add_argument("--env-file", default=None,
                    help="once listening, write FILE (mode 0600) with `export SVC_BASE_URL=... "
@@ -116,7 +120,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            port=args.port, daily_quota=args.daily_quota,
                            jitter_ms=args.jitter_ms,
                            upload_limit_bytes=int(args.upload_limit_mb * 1024 * 1024),
-                           token_ttl_s=args.token_hours * 3600)
+                           token_ttl_s=args.token_hours * 3600,
+                           clock_offset_ms=args.clock_offset_ms)
         svc.start()
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +28,12 @@ SHARED = "*"  # record_id of a generated asset every record of its field may hol
 class AssetStore:
     """Asset files and rows of one application."""
 
-    def __init__(self, db: Database, folder: Path, app_id: str) -> None:
+    def __init__(self, db: Database, folder: Path, app_id: str,
+                 clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self.folder = private_dir(Path(folder))
         self.app_id = app_id
+        self.clock = clock  # the service's clock: ids and upload times read it
 
     def asset_raw(self, asset_id: str, atype: str, filename: str, size: int, thumb: bool,
                   field_key: str | None, base_url: str) -> dict[str, Any]:
@@ -49,7 +51,8 @@ class AssetStore:
     def add_asset(self, atype: str, filename: str, content: bytes,
                   thumb: bytes | None, asset_id: str | None = None) -> tuple[str, int]:
         """Store an uploaded file (and its thumbnail) -> (asset id, size)."""
-        asset_id = asset_id or new_id()
+        now = self.clock()
+        asset_id = asset_id or new_id(now)
         folder = self.folder / asset_id
         folder.mkdir(mode=DIR_MODE)
         write_private(folder / "content", content)
@@ -58,7 +61,7 @@ class AssetStore:
         self.db.write("INSERT INTO assets(id, type, filename, size, thumb, created) "
                       "VALUES (?,?,?,?,?,?)",
                       (asset_id, atype, filename, len(content), 1 if thumb is not None else 0,
-                       time.time()))
+                       now))
         return asset_id, len(content)
 
     def asset_file(self, asset_id: str, filename: str, thumb: bool = False) -> Path | None:

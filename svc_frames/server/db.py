@@ -49,9 +49,10 @@ CREATE TABLE IF NOT EXISTS user_tokens(token_hash TEXT PRIMARY KEY, obj TEXT NOT
 # ``tokens`` held tokens in plain text (before 0.1.1): dropped, its users log in again
 
 
-def new_id() -> str:
-    """A 24-hex record/asset id, time-prefixed like the hosted service's ids."""
-    return f"{int(time.time()):08x}{secrets.token_hex(8)}"
+def new_id(now: float | None = None) -> str:
+    """A 24-hex record/asset id, time-prefixed like the hosted service's ids (``now``: the
+    service's clock, epoch seconds; default this machine's)."""
+    return f"{int(time.time() if now is None else now):08x}{secrets.token_hex(8)}"
 
 
 class Database:

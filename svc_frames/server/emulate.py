@@ -3,6 +3,12 @@
 All knobs live on ``Emulation`` and may be changed while the service runs
 (``svc.emulation.rate_limit = 10``). The middleware runs before the routes:
 
+* the service keeps its own clock, ``clock_offset_ms`` ahead of this machine's
+  (``Emulation.now()``; negative: behind; at most ``MAX_CLOCK_OFFSET_MS``, an hour, either
+  way): its seconds (the rate limit's windows), its quota day, every reset header, the
+  ``Date`` header, record stamps and new ids all read that clock, as the hosted service's
+  do (it is not the client's: docs/hosted-behaviour.md §4);
+
 * every response carries ``X-RateLimit-Limit/Remaining/Reset`` (reset: epoch seconds of the
   next second) and ``X-PlanLimit-Limit/Remaining/Reset`` (reset: ms until the next UTC day);
 * over ``rate_limit`` requests in the same wall-clock second (per application) -> 429
@@ -54,7 +60,10 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
+from email.utils import formatdate
 from typing import Any
+
+from ..errors import UsageError
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -75,6 +84,11 @@ DAILY_LIMITED = "Daily limit exceeded"
 THROTTLED_403 = "Rate limit exceeded: too many requests, throttled; retry later"
 """The body of a throttling 403 (a token or right refusal names the token or the view)."""
 
+MAX_CLOCK_OFFSET_MS = 3_600_000
+"""How far (ms) the service's clock may be set from this machine's, either way: an hour,
+beyond which a client's reading of the service's clock from ``X-PlanLimit-Reset`` (which
+counts to its midnight) no longer tells a skew from another reset time."""
+
 _FAULT_BODIES = {"500": "Internal Server Error (emulated fault)",
                  "502": "Bad Gateway (emulated fault)",
                  "503": "Service Unavailable (emulated fault)",
@@ -87,7 +101,7 @@ _FAULT_BODIES = {"500": "Internal Server Error (emulated fault)",
 class LogEntry:
     """One request the service answered (or cut).
 
-    ``status``: what the client got (0: no complete answer); ``app_status``: what the
+    ``time``: when it arrived, in the service's clock (``Emulation.now()``); ``status``: what the client got (0: no complete answer); ``app_status``: what the
     routes answered (None: they never ran: refused or faulted first)."""
 
     time: float
@@ -179,8 +193,22 @@ class Emulation:
     #                             that do not expose it (clients then infer kinds)
     retry_after_s: int = 0  # > 0: throttling answers carry Retry-After and it is enforced
     throttle_status: int = 429  # 403: throttle as some hosted deployments do
+    clock_offset_ms: float = 0  # the service's clock less this machine's (module docstring)
     seed: int | None = None
     log: RequestLog = field(default_factory=RequestLog)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # a live change of the clock is checked as it is made: a bad offset would
+        # otherwise surface as a wrong stamp long after the assignment
+        if name == "clock_offset_ms":
+            check_clock_offset(value)
+        super().__setattr__(name, value)
+
+    def now(self) -> float:
+        """The service's clock: epoch seconds, ``clock_offset_ms`` ahead of ``time.time()``.
+
+        Usage: ``svc.emulation.now()``"""
+        return time.time() + self.clock_offset_ms / 1000.0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -193,7 +221,8 @@ class Emulation:
         self._rng = random.Random(self.seed)
 
     def validate(self) -> None:
-        """ValueError naming a knob out of range."""
+        """ValueError naming a knob out of range (UsageError for the clock offset)."""
+        check_clock_offset(self.clock_offset_ms)
         if self.rate_limit < 0:
             raise ValueError("rate_limit must be >= 0")
         if self.daily_quota < 0:
@@ -318,6 +347,15 @@ class Emulation:
         return (self.latency_ms + jitter) / 1000.0
 
 
+def check_clock_offset(value: Any) -> None:
+    """UsageError unless ``value`` is a finite number of ms within ``MAX_CLOCK_OFFSET_MS``."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or abs(value) > MAX_CLOCK_OFFSET_MS):
+        raise UsageError(f"clock_offset_ms must be a number of milliseconds between "
+                         f"-{MAX_CLOCK_OFFSET_MS} and {MAX_CLOCK_OFFSET_MS} (an hour), got "
+                         f"{value!r}", field="clock_offset_ms")
+
+
 class _DroppedConnection(Exception):
     """Raised after a started response so the server closes the connection (fault "drop")."""
 
@@ -337,8 +375,10 @@ class EmulationMiddleware:
         path = scope.get("path", "")
         has_token = any(k == b"authorization" and v.strip()
                         for k, v in scope.get("headers", ()))
-        now = time.time()
+        now = self.emu.now()
         refuse, body, headers, fault = self.emu.admit(now, method, path, has_token)
+        # uvicorn's own Date header is off (service.py): this one reads the service's clock
+        headers["Date"] = formatdate(now, usegmt=True)
         delay = self.emu.delay()
         if delay > 0:
             await asyncio.sleep(delay)

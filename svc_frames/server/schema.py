@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from collections.abc import Container, Iterator, Mapping
+import time
+from collections.abc import Callable, Container, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -142,6 +143,9 @@ class AppDef:
     users: list[dict[str, Any]]
     doc: dict[str, Any]
     profiles: dict[str, str] = field(default_factory=dict)
+    # the service's clock (epoch seconds): open_state sets ``Emulation.now``, so filters
+    # ("is today"), stamps and ids read the clock the service's limits count by
+    clock: Callable[[], float] = field(default=time.time, repr=False, compare=False)
 
     # ---- lookups --------------------------------------------------------------------
     def object(self, key: str) -> ObjectDef:
@@ -160,8 +164,10 @@ class AppDef:
         return zone_for(self.timezone)
 
     def local_now(self) -> dt.datetime:
-        """The application's wall-clock time now, naive (the hosted service's convention)."""
-        return dt.datetime.now(self.zone).replace(tzinfo=None, microsecond=0)
+        """The application's wall-clock time now by the service's clock, naive (the hosted
+        service's convention)."""
+        return dt.datetime.fromtimestamp(self.clock(), self.zone).replace(tzinfo=None,
+                                                                           microsecond=0)
 
     def public_document(self) -> dict[str, Any]:
         """The ``{"application": {...}}`` answer of the schema endpoint (no seed users)."""

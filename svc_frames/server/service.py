@@ -84,14 +84,15 @@ def open_state(data_dir: str | os.PathLike[str], *, app: Any = None, demo: bool 
     else:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     app_def = AppDef.from_document(meta["document"], app_id=meta["app_id"])
+    emu = emulation or Emulation()
+    emu.validate()
+    app_def.clock = emu.now   # stamps, ids and date filters read the service's clock
     known = ({str(u["email"]): str(u["password"]) for u in DEMO_USERS} if meta.get("demo")
              else {})
     renderer = Renderer(app_def)
     store = Store(data, app_def, renderer)
     if token_ttl_s is not None:
         store.accounts.token_ttl = float(token_ttl_s)
-    emu = emulation or Emulation()
-    emu.validate()
     profile_of = {o.key: o.profile_key or "" for o in app_def.objects.values()}
     state = ServiceState(app=app_def, store=store, renderer=renderer, emulation=emu,
                          api_key=meta["api_key"], utility_key=meta["utility_key"],
@@ -166,11 +167,11 @@ class LocalService:
                  app: Any = None, host: str = "127.0.0.1", port: int = 0,
                  daily_quota: int = 0, jitter_ms: float = 0,
                  upload_limit_bytes: int = 50 * 1024 * 1024,
-                 token_ttl_s: float | None = None) -> None:
+                 token_ttl_s: float | None = None, clock_offset_ms: float = 0) -> None:
         self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
                                    latency_ms=latency_ms, jitter_ms=jitter_ms,
                                    fault_rate=faults, upload_limit_bytes=upload_limit_bytes,
-                                   seed=seed)
+                                   clock_offset_ms=clock_offset_ms, seed=seed)
         self.emulation.validate()
         self._tmp: str | None = None
         if data_dir is None:
@@ -203,6 +204,7 @@ class LocalService:
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(build_app(self.state), log_level="critical", access_log=False,
                                 lifespan="off", timeout_keep_alive=30, http=BoundedH11Protocol,
+                                date_header=False,  # emulate.py sends the service's own
                                 h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         self._server = uvicorn.Server(config)
         log = logging.getLogger("uvicorn.error")

@@ -115,7 +115,8 @@ class Store:
         self.renderer = renderer
         self.db = Database(self.db_path)
         self.accounts = Accounts(self.db, app)
-        self.assets = AssetStore(self.db, self.data_dir / "assets", app.id)
+        self.assets = AssetStore(self.db, self.data_dir / "assets", app.id,
+                                 clock=lambda: self.app.clock())
         self._add_raw_fragments()
         self._add_value_indexes()
         # fields whose connection points at each object: (source object, field spec)
@@ -292,7 +293,7 @@ class Store:
                 raise ApiError.not_found(f"no record {record_id!r} in {obj.key}")
             raw = self.raw_of(json.loads(row[0]))
             secret = json.loads(row[1]) if row[1] else {}
-        rid = record_id or new_id()
+        rid = record_id or new_id(self.app.clock())
         hooks = _Hooks(self, conn, rid)
         errors: list[dict[str, Any]] = []
         for key, value in values.items():
