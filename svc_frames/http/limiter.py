@@ -18,14 +18,15 @@ from __future__ import annotations
 import math
 import threading
 import time
-from bisect import insort
+from bisect import bisect_left, insort
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from ..errors import UsageError
-from .paceledger import FileLedger, MemoryLedger, open_ledger
+from .paceledger import FileLedger, MemoryLedger, Start, open_ledger
 
 MAX_RATE = 1000.0
 """Highest pace a client may ask for (requests per second; the hosted limit is 10)."""
@@ -106,6 +107,8 @@ class RateLimiter:
 
     MAX_MARGIN = 0.2
     KEEP = 4.0  # seconds of past starts kept in the ledger (> the widest window)
+    ANSWERS = 256  # answers the offset is learned from (the window's phase drifts by the
+    #                margin each window: ~20 s meet every phase of the service's second)
 
     def __init__(self, rate: float = 10.0, margin: float = 0.05, *,
                  clock: Callable[[], float] = time.time,
@@ -122,6 +125,9 @@ class RateLimiter:
         self._base_margin = float(margin)
         self.margin = float(margin)
         self._offset: tuple[float, float] | None = None
+        # (lo, hi) bounds of the offset each recent answer gave
+        self._answers: deque[tuple[float, float]] = deque(maxlen=self.ANSWERS)
+        self._mine = threading.local()  # .booked: this thread's last booked start
         self.rate = rate
 
     @property
@@ -163,7 +169,10 @@ class RateLimiter:
         return self._clock()
 
     def acquire(self) -> float:
-        """Block until this request's booked start; returns the seconds waited."""
+        """Block until this request's booked start; returns the seconds waited. The start
+        is remembered for this thread, so that its ``observe`` notes which second of the
+        service counted it."""
+        self._mine.booked = None
         if not self._rate and self._blocked_until == 0.0:
             return 0.0
         waited = 0.0
@@ -173,6 +182,7 @@ class RateLimiter:
                 start = max(now, self._blocked_until)
                 if self._rate:
                     start = self._ledger.update(partial(self._book, t=start))
+                    self._mine.booked = start
             if start <= now:
                 return waited
             self._sleep(start - now)
@@ -180,26 +190,49 @@ class RateLimiter:
             if self._clock() >= self._blocked_until:  # no 429 came in meanwhile
                 return waited
 
-    def _book(self, starts: list[float], t: float) -> float:
-        """Book the earliest start at or after ``t`` keeping at most ``per_window`` starts
-        in any window (``starts`` sorted; lock held)."""
-        window, n = self.window, self._per_window
-        del starts[:_first_at_or_after(starts, t - self.KEEP)]
-        if len(starts) >= n:
-            t = max(t, starts[-n] + window)
+    def _book(self, starts: list[Start], t: float) -> float:
+        """Book the earliest start at or after ``t`` (``starts`` sorted; lock held) that
+        the sliding window allows or, once the offset is bounded, that the service's
+        seconds allow: either rule bounds every second of the service (the last start
+        booked in a second saw all the others of it). By seconds, a start whose answer
+        came counts in the second that counted it, one still out in every second the
+        offset bounds allow."""
+        del starts[:bisect_left(starts, t - self.KEEP, key=_time)]
         if starts:
-            t = max(t, starts[-1])  # starts stay sorted (a clock stepping back)
-        starts.append(t)
+            t = max(t, starts[-1][0])  # starts stay sorted (a clock stepping back)
+        n = self._per_window
+        by_window = max(t, starts[-n][0] + self.window) if len(starts) >= n else t
+        bounds = self._wide_bounds() if self._rate >= 1 else None
+        if bounds is None:
+            t = by_window
+        else:
+            lo, hi = bounds
+            while t < by_window:
+                first, last = math.floor(t + lo), math.floor(t + hi)
+                if all(_count_in(starts, s, lo, hi) < n for s in range(first, last + 1)):
+                    break
+                t = first + 1 - lo  # from here on it can no longer land in ``first``
+            t = min(t, by_window)
+        starts.append((t, math.nan))
         return t
+
+    def _wide_bounds(self) -> tuple[float, float] | None:
+        """The offset bounds widened by the margin (jitter), or None before any answer."""
+        bounds = self._offset
+        if bounds is None:
+            return None
+        return bounds[0] - self.margin, bounds[1] + self.margin
 
     def observe(self, headers: Mapping[str, str], *, sent: float | None = None,
                 answered: float | None = None) -> None:
         """Learn from an answer's ``X-RateLimit-Limit/-Remaining/-Reset`` headers.
 
-        ``sent`` and ``answered`` (on ``now()``) bracket when the service counted the
-        request: with the reset (the service's next second) they bound the offset between
-        the clocks. A lower limit lowers the rate; what the service counted in that second
-        beyond our own starts (other users of the application) is booked too."""
+        The request of this thread's last ``acquire``, which left at ``sent`` (on
+        ``now()``), was counted in the service's second before the reset: that is noted
+        with its start, and bounds the offset of the service's seconds from our starts.
+        A lower limit lowers the rate; what the service counted in that second beyond
+        our own starts (other users of the application) is booked as well, until that
+        second is surely over (``answered``: when the answer came)."""
         if not self._rate:
             return  # pacing switched off by the user: the headers do not bind us
         try:
@@ -207,67 +240,83 @@ class RateLimiter:
             if limit is not None and 0 < float(limit) < self._rate:
                 self.rate = float(limit)
             second = _second_of(headers)
-            if second is not None and sent is not None and answered is not None:
-                self._learn_offset(second, sent, answered)
+            if second is not None and sent is not None:
+                self._learn_offset(second, sent)
             remaining = headers.get("X-RateLimit-Remaining")
-            if remaining is None or sent is None:
-                return
-            used = int(float(limit or self._per_window)) - int(float(remaining))
-            self._book_others(used, second, sent)
+            used = (None if remaining is None else
+                    int(float(limit or self._per_window)) - int(float(remaining)))
+            if sent is not None:
+                self._settle(second, used, sent, answered or sent)
         except (TypeError, ValueError):
             pass  # headers are advisory; never fail a good response over them
 
-    def _learn_offset(self, second: int, sent: float, answered: float) -> None:
-        """Narrow the offset bounds: the service counted the request in ``second`` of its
-        clock, at some instant between ``sent`` and ``answered`` of ours."""
-        lo, hi = second - answered, second + 1 - sent
+    def _learn_offset(self, second: int, sent: float) -> None:
+        """Narrow the offset bounds: a request leaving at ``sent`` was counted in
+        ``second`` of the service's clock. The bounds are what the latest answers agree
+        on (back to the first that disagrees: a clock that stepped, ours or the
+        service's, is learned afresh)."""
         with self._lock:
-            if self._offset is not None:
-                both = (max(lo, self._offset[0]), min(hi, self._offset[1]))
-                # disjoint: a clock stepped (ours or theirs): start again from this answer
-                lo, hi = both if both[0] <= both[1] else (lo, hi)
+            self._answers.append((second - sent, second + 1 - sent))
+            lo, hi = -math.inf, math.inf
+            for a, b in reversed(self._answers):
+                if max(lo, a) > min(hi, b):
+                    break
+                lo, hi = max(lo, a), min(hi, b)
             self._offset = (lo, hi)
 
-    def _second_end(self, second: int | None, sent: float) -> float:
-        """The latest instant of our clock at which the service's ``second`` may end."""
+    def _second_start(self, second: int | None, answered: float) -> float:
+        """A start at or after which counts in ``second`` or later (never before), and
+        holds the sliding window until ``second`` is surely over."""
         with self._lock:
-            bounds = self._offset
+            bounds = self._wide_bounds()
         if second is None or bounds is None:
-            return sent + 1.0
-        return min(second + 1 - bounds[0], sent + 1.0 + self.MAX_MARGIN)
+            # that second began before the answer came, and lasts a second at most
+            return answered + 1.0 - self.window
+        return second - bounds[0]
 
-    def _book_others(self, used: int, second: int | None, sent: float) -> None:
-        """Book as phantom starts what the service counted in its second beyond our own
-        starts around ``sent`` (other users of the application), placed so that they hold
-        the window until that second ends."""
-        end = self._second_end(second, sent)
-        window = self.window
-        # a start at ``at`` holds the window until the second's end (at the latest)
-        at = max(end - window, sent - window + 1e-6)
+    def _settle(self, second: int | None, used: int | None, sent: float,
+                answered: float) -> None:
+        """Note the service's ``second`` on this thread's booked start, and book as
+        phantom starts what the service counted in it (``used``) beyond our own starts
+        (other users of the application): at the start of that second as far as we know
+        it, so they count in it and hold the sliding window to its end."""
+        booked, self._mine.booked = getattr(self._mine, "booked", None), None
+        window, n = self.window, self._per_window
+        at = max(self._second_start(second, answered), sent - window + 1e-6)
+        tag = math.nan if second is None else float(second)
 
-        def add(starts: list[float]) -> None:
-            ours = (_first_at_or_after(starts, max(sent, at) + 1e-6)
-                    - _first_at_or_after(starts, sent - window + 1e-6))
-            for _ in range(min(used, self._per_window) - ours):
-                insort(starts, at)
+        def change(starts: list[Start]) -> None:
+            if booked is not None and second is not None and booked <= sent:
+                i = bisect_left(starts, booked, key=_time)
+                while i < len(starts) and starts[i][0] == booked:
+                    if math.isnan(starts[i][1]):
+                        starts[i] = (booked, tag)
+                        break
+                    i += 1
+            if used is None:
+                return
+            ours = sum(1 for t, s in starts
+                       if s == tag or (math.isnan(s) and sent - window < t <= max(sent, at)))
+            for _ in range(min(used, n) - ours):
+                insort(starts, (at, tag), key=_time)
 
         with self._lock:
-            self._ledger.update(add)
+            self._ledger.update(change)
 
     def refused(self, headers: Mapping[str, str], *, sent: float,
                 answered: float) -> None:
         """After a 429: the rest of the service's second is booked full (for every
-        process sharing the pace), this process waits until it ends, and the margin
-        doubles (up to ``MAX_MARGIN``): the jitter was larger than allowed for."""
+        process sharing the pace), this process waits until it is surely over, and the
+        margin doubles (up to ``MAX_MARGIN``): the jitter was larger than allowed for."""
         if not self._rate:
             self.block_for(1.0 - (self._clock() % 1.0))  # unpaced: just the next second
             return
         with self._lock:
             self.margin = min(self.MAX_MARGIN, max(self._base_margin, self.margin * 2))
         second = _second_of(headers)
-        self._book_others(self._per_window, second, sent)
-        end = self._second_end(second, sent)
-        self.block_for(max(0.0, end - self._clock()) + self.margin)
+        self._settle(second, self._per_window, sent, answered)
+        over = self._second_start(second, answered) + self.window
+        self.block_for(max(0.0, over - self._clock()))
 
     def block_for(self, seconds: float) -> None:
         """Hold every thread of this process back for ``seconds`` (a ``Retry-After``)."""
@@ -284,16 +333,16 @@ def _second_of(headers: Mapping[str, str]) -> int | None:
     return int(value) - 1 if math.isfinite(value) else None
 
 
-def _first_at_or_after(starts: list[float], t: float) -> int:
-    """Index of the first start >= ``t`` (``starts`` sorted)."""
-    lo, hi = 0, len(starts)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if starts[mid] < t:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _time(start: Start) -> float:
+    return start[0]
+
+
+def _count_in(starts: list[Start], second: int, lo: float, hi: float) -> int:
+    """Starts that count in the service's ``second``: those it said so of, and those
+    still out that may land in it (the offset between ``lo`` and ``hi``)."""
+    return sum(1 for t, s in starts
+               if (s == second if not math.isnan(s)
+                   else math.floor(t + lo) <= second <= math.floor(t + hi)))
 
 
 def check_rate(value: object) -> None:

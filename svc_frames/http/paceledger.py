@@ -2,7 +2,9 @@
 or in a small locked file in the user's cache directory (every process of this machine
 that paces the same application).
 
-The file holds only recent start times (epoch seconds), rewritten whole under an
+Each start is (time, second): its epoch time on our clock and the second of the service's
+clock that counted it (NaN until its answer says). The file holds only recent starts,
+rewritten whole under an
 exclusive ``fcntl.flock``; the kernel drops that lock when its holder dies, and a dead
 process's starts age out within the pace window, so a crash never blocks the others.
 Where ``fcntl`` is missing (Windows) or the directory cannot be written, ``open_ledger``
@@ -39,7 +41,9 @@ PACE_DIR_ENV = "SVC_PACE_DIR"
 cache directory, ``$XDG_CACHE_HOME/svc_frames/pace`` or ``~/.cache/svc_frames/pace``)."""
 
 _HEADER = struct.Struct("<I")
-_START = struct.Struct("<d")
+_START = struct.Struct("<dd")
+Start = tuple[float, float]
+"""A booked start: (epoch time on our clock, the service's second that counted it or NaN)."""
 MAX_STARTS = 4096
 """Most starts a pace file holds (a corrupt count beyond it is read as empty)."""
 
@@ -54,9 +58,9 @@ class MemoryLedger:
     path: Path | None = None
 
     def __init__(self) -> None:
-        self._starts: list[float] = []
+        self._starts: list[Start] = []
 
-    def update(self, change: Callable[[list[float]], T]) -> T:
+    def update(self, change: Callable[[list[Start]], T]) -> T:
         """``change`` the starts in place; its result is returned."""
         return change(self._starts)
 
@@ -77,7 +81,7 @@ class FileLedger:
         # kept apart by the limiter's own lock, processes by the flock
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
-    def update(self, change: Callable[[list[float]], T]) -> T:
+    def update(self, change: Callable[[list[Start]], T]) -> T:
         """Read the starts, ``change`` them in place, write them back; all under the lock."""
         assert fcntl is not None
         fcntl.flock(self._fd, fcntl.LOCK_EX)
@@ -85,7 +89,7 @@ class FileLedger:
             starts = _decode(os.pread(self._fd, _HEADER.size + MAX_STARTS * _START.size, 0))
             out = change(starts)
             del starts[:-MAX_STARTS]
-            data = _HEADER.pack(len(starts)) + b"".join(_START.pack(s) for s in starts)
+            data = _HEADER.pack(len(starts)) + b"".join(_START.pack(*s) for s in starts)
             os.pwrite(self._fd, data, 0)
             return out
         finally:
@@ -95,14 +99,18 @@ class FileLedger:
         os.close(self._fd)
 
 
-def _decode(data: bytes) -> list[float]:
+def _decode(data: bytes) -> list[Start]:
     """The starts in a pace file's bytes; an empty, short or corrupt file holds none."""
     if len(data) < _HEADER.size:
         return []
     (n,) = _HEADER.unpack_from(data)
     if n > MAX_STARTS or len(data) < _HEADER.size + n * _START.size:
         return []
-    return [_START.unpack_from(data, _HEADER.size + i * _START.size)[0] for i in range(n)]
+    out: list[Start] = []
+    for i in range(n):
+        t, second = _START.unpack_from(data, _HEADER.size + i * _START.size)
+        out.append((t, second))
+    return out
 
 
 def pace_dir() -> Path:
