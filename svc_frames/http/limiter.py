@@ -48,10 +48,12 @@ class PaceState:
         Seconds added to the window for jitter between our clock and the service's
         count; doubled after each 429, up to 0.2.
     service_offset : float or None
-        The service's clock less ours (seconds), learned from ``X-RateLimit-Reset``:
-        the middle of ``offset_bounds``; None before the first answer.
+        Where the service's seconds fall against our clock: the service's clock less
+        ours, plus the trip of a request to it (seconds), learned from
+        ``X-RateLimit-Reset``: the middle of ``offset_bounds``; None before an answer.
     offset_bounds : tuple of float, or None
-        The narrowest interval the answers so far leave for that offset.
+        The narrowest interval the latest answers leave for that offset (answers at
+        every phase of the service's second narrow it most).
     shared_file : Path or None
         The file the pace is shared through with other processes (None: this process
         paces alone: pacing off, no ``fcntl``, or a cache directory that cannot be
@@ -68,19 +70,27 @@ class PaceState:
 
 
 class RateLimiter:
-    """At most ``per_window`` starts in any ``window`` = 1 s + ``margin`` (a sliding
-    window), so any second of the service's clock holds at most the limit, whatever its
-    phase against ours: no need to know where the service's second begins.
+    """At most ``per_window`` starts in any second of the service's clock, whatever
+    its offset from ours, first come first served across threads (and the processes
+    sharing the ledger), so a load sends each second's share together.
 
-    ``acquire`` books the earliest start that keeps every window within the limit, first
-    come first served across threads (and processes sharing the ledger), so a load
-    sends each window's share together. The service's ``X-RateLimit-Remaining`` says how
-    many starts its second counted: what is not ours (other users of the application)
-    is booked as phantom starts, placed where the learned offset says that second ends.
-    ``X-RateLimit-Reset`` (the service's next second) bounds the offset between the
-    clocks (``state``). After a 429 the rest of the service's second is booked full, the
-    margin doubles (up to ``MAX_MARGIN``), and this process waits out that second.
-    ``rate=0``: no pacing; a rate below 1 spaces starts ``1/rate`` apart.
+    A start may go when either rule allows it, and either bounds every second of the
+    service (the last start booked in a second saw all the others of it):
+
+    * the sliding window: at most ``per_window`` starts in any ``window`` (1 s +
+      ``margin``), whatever the phase of the service's second; the rule before the first
+      answer, and a little slower (one window per share, not one second);
+    * the service's seconds: each answer's ``X-RateLimit-Reset`` names the second that
+      counted the request (noted on its start) and bounds the offset of the service's
+      seconds from our starts (``state``); a start goes when every second it may land
+      in (the bounds widened by ``margin``) has room, counting the answered starts in
+      their own second and those still out in every second they may land in.
+
+    ``X-RateLimit-Remaining`` beyond our own starts (other users of the application) is
+    booked as phantom starts in that second. After a 429 the second is booked full, the
+    margin doubles (up to ``MAX_MARGIN``) and this process waits until that second is
+    surely over. ``rate=0``: no pacing; a rate below 1 spaces starts ``1/rate`` apart
+    (by the window only).
 
     Parameters
     ----------
@@ -107,8 +117,7 @@ class RateLimiter:
 
     MAX_MARGIN = 0.2
     KEEP = 4.0  # seconds of past starts kept in the ledger (> the widest window)
-    ANSWERS = 256  # answers the offset is learned from (the window's phase drifts by the
-    #                margin each window: ~20 s meet every phase of the service's second)
+    ANSWERS = 256  # latest answers the offset is learned from
 
     def __init__(self, rate: float = 10.0, margin: float = 0.05, *,
                  clock: Callable[[], float] = time.time,
