@@ -17,11 +17,16 @@ import pandas as pd
 import pytest
 
 from svc_frames.assets import upload_file, upload_image
-from svc_frames.errors import ConfigurationError, InvalidValue, UsageError, ValidationError
+from svc_frames.errors import (
+    ConfigurationError,
+    InvalidValue,
+    PaceWarning,
+    UsageError,
+    ValidationError,
+)
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
 from svc_frames.http.client import Client
-from svc_frames.http.paceledger import PaceWarning
 from svc_frames.loaders import read_object
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.server import LocalService

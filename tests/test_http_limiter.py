@@ -354,6 +354,39 @@ def test_a_process_killed_holding_the_pace_never_blocks_the_others(tmp_path: Pat
     assert counted == 12
 
 
+BOOKER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from svc_frames.http.limiter import RateLimiter
+    from svc_frames.http.paceledger import FileLedger
+    limiter = RateLimiter(10, ledger=FileLedger(Path(sys.argv[1])))
+    for _ in range(10):
+        limiter.acquire()
+    print(repr(time.time()), flush=True)
+    time.sleep(600)
+""")
+
+
+def test_the_slots_of_a_killed_process_age_out(tmp_path: Path) -> None:
+    # A process books every slot of the window, then dies before sending: the others
+    # wait for those slots to age out of the window (they may have been sent), no longer.
+    path = tmp_path / "app.pace"
+    kid = subprocess.Popen([sys.executable, "-c", BOOKER, str(path)],
+                           stdout=subprocess.PIPE, text=True)
+    assert kid.stdout is not None
+    booked_by = float(kid.stdout.readline())
+    os.kill(kid.pid, signal.SIGKILL)
+    kid.wait(10)
+    limiter = RateLimiter(10, ledger=FileLedger(path))
+    done = threading.Event()
+    waiter = threading.Thread(target=lambda: (limiter.acquire(), done.set()), daemon=True)
+    waiter.start()
+    assert done.wait(30), "the dead process's slots never aged out"
+    starts = FileLedger(path).update(lambda s: [t for t, _ in s])
+    assert len(starts) == 11 and starts[-1] >= starts[0] + limiter.window - 1e-6
+    assert starts[0] <= booked_by
+
+
 # ---- over loopback, the service's clock offset ---------------------------------------------
 @pytest.mark.parametrize("offset_ms", [-450, 1000])
 def test_a_load_against_an_offset_service_draws_no_429(offset_ms: int) -> None:

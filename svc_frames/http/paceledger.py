@@ -32,7 +32,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-from ..errors import SvcWarning
+from ..errors import PaceWarning
 
 T = TypeVar("T")
 
@@ -46,10 +46,6 @@ Start = tuple[float, float]
 """A booked start: (epoch time on our clock, the service's second that counted it or NaN)."""
 MAX_STARTS = 4096
 """Most starts a pace file holds (a corrupt count beyond it is read as empty)."""
-
-
-class PaceWarning(SvcWarning, UserWarning):
-    """Pacing could not be shared between processes; each process paces on its own."""
 
 
 class MemoryLedger:
@@ -173,4 +169,4 @@ def _warn_once(key: str, message: str) -> None:
         if key in _WARNED:
             return
         _WARNED.add(key)
-    warnings.warn(message, PaceWarning, stacklevel=4)
+    warnings.warn(message, PaceWarning, stacklevel=5)  # the caller of Client(...)
