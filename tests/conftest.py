@@ -8,6 +8,7 @@ records others may change: create your own, or use ``fresh_service``).
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,10 @@ if TYPE_CHECKING:
 #   same code always draws the same examples, so a landing is never blocked by a case no
 #   one has seen. The random version was run widely (thousands of examples, many seeds)
 #   before this was made the CI default; keep exploring with the "dev" profile.
+# Clients share their pace with other processes through files in the user's cache
+# directory: tests (and the processes they start) keep theirs in a directory of their own
+os.environ.setdefault("SVC_PACE_DIR", tempfile.mkdtemp(prefix="svc-frames-pace-"))
+
 settings.register_profile("dev", print_blob=True)
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")

@@ -17,7 +17,13 @@ import pandas as pd
 import pytest
 
 from svc_frames.assets import upload_file, upload_image
-from svc_frames.errors import ConfigurationError, InvalidValue, UsageError, ValidationError
+from svc_frames.errors import (
+    ConfigurationError,
+    InvalidValue,
+    PaceWarning,
+    UsageError,
+    ValidationError,
+)
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
 from svc_frames.http.client import Client
@@ -109,6 +115,21 @@ CASES = [
          ConfigurationError, ("max_retries", "-1")),
     Case("Client with a negative rate_limit", lambda env: _client_with(env, rate_limit=-1),
          ConfigurationError, ("rate_limit", "-1")),
+    Case("Client with a NaN rate_limit",
+         lambda env: _client_with(env, rate_limit=float("nan")),
+         ConfigurationError, ("rate_limit", "nan")),
+    Case("Client with a rate_limit above the highest pace",
+         lambda env: _client_with(env, rate_limit=5000),
+         ConfigurationError, ("rate_limit", "5000", "between 0")),
+    Case("Client with a rate_limit given as text",
+         lambda env: _client_with(env, rate_limit="10"),
+         ConfigurationError, ("rate_limit", "'10'")),
+    Case("a local service whose clock is offset by more than an hour",
+         lambda env: LocalService(records=0, clock_offset_ms=4_000_000),
+         UsageError, ("clock_offset_ms", "4000000")),
+    Case("a local service whose clock offset is not a number",
+         lambda env: LocalService(records=0, clock_offset_ms=float("inf")),
+         UsageError, ("clock_offset_ms", "inf")),
     Case("a date filter value that is not a date",
          lambda env: Field("field_29").is_after("not a date"), UsageError,
          ("field_29", "'not a date'", "as a date")),
@@ -192,3 +213,19 @@ def test_bad_input_gives_a_typed_error_naming_the_culprit(
         assert words not in text, (words, text)
     if not case.sends:
         assert svc.request_log.count() == 0, svc.request_log.counts()
+
+
+def test_a_pace_directory_that_cannot_be_written_paces_per_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("SVC_PACE_DIR", str(blocker / "pace"))
+    with pytest.warns(PaceWarning, match="not writable") as seen:
+        one = Client("app-nopace", api_key="k", base_url="http://127.0.0.1:9", rate_limit=10)
+        two = Client("app-nopace-2", api_key="k", base_url="http://127.0.0.1:9",
+                     rate_limit=10)
+    assert len([w for w in seen if issubclass(w.category, PaceWarning)]) == 1  # one warning
+    assert str(blocker / "pace") in str(seen[0].message)
+    assert one.pace.shared_file is None and two.pace.shared_file is None
+    assert one.pace.rate == 10  # still paced, in this process
+    assert blocker.read_text() == "not a directory"

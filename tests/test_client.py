@@ -7,10 +7,8 @@ Tests against the local service itself sit at the end.
 
 from __future__ import annotations
 
-import collections
 import datetime as dt
 import json
-import math
 import socket
 import threading
 from collections.abc import Iterator
@@ -35,7 +33,6 @@ from svc_frames.errors import (
     ValidationError,
 )
 from svc_frames.http.client import Client
-from svc_frames.http.limiter import RateLimiter
 from svc_frames.loaders import read_object
 from svc_frames.read.pager import Page, Paginator
 from svc_frames.server import LocalService
@@ -284,170 +281,13 @@ def test_ratelimit_headers_lower_the_pace(scripted: Scripted) -> None:
     assert client.limiter.rate == 4
 
 
-# ---- the limiter ---------------------------------------------------------------------
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-
-def starts_of(limiter: RateLimiter, clock: FakeClock, n: int) -> list[float]:
-    """When each of ``n`` requests, asked for one after another, would start."""
-    starts = []
-    for _ in range(n):
-        limiter.acquire()
-        starts.append(clock.now)
-    return starts
-
-
-def test_limiter_never_exceeds_rate_in_any_second() -> None:
-    clock = FakeClock()
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    starts = starts_of(limiter, clock, 21)
-    clock.now += 3.3  # idle, then more
-    starts += starts_of(limiter, clock, 24)
-    per_second = collections.Counter(math.floor(t) for t in starts)
-    assert max(per_second.values()) == 10
-    # each start inside its second, a margin from either end (clock skew, jitter)
-    assert all(0.05 - 1e-9 <= t % 1 < 0.95 for t in starts)
-    # and no slower than needed: each second's ten leave together, 21 requests in 3 s
-    assert per_second[1000] == per_second[1001] == 10 and starts[20] == 1002.05
-    assert starts[21] == pytest.approx(1005.35)  # after the idle time: at once
-
-
-def test_limiter_keeps_the_tail_of_a_second_for_the_trip() -> None:
-    # A request leaving late in a second could be counted in the next one, which then
-    # gets one too many: in the tail (as long as the shortest round trip) a request
-    # takes a slot of both seconds, or waits for the next when that one is full.
-    clock = FakeClock()
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    limiter.note_round_trip(0.3)
-    limiter.note_round_trip(0.2)
-    clock.now = 1000.7
-    limiter.acquire()
-    assert clock.now == 1000.7  # 0.7 + 0.2 < 0.95: lands in this second
-    clock.now = 1001.8
-    limiter.acquire()
-    assert clock.now == 1001.8  # 0.8 + 0.2 > 0.95: booked in 1001 and 1002, at once
-    # nine more alike; then 1002 is full too: the next waits for 1003
-    assert starts_of(limiter, clock, 10) == pytest.approx([1001.8] * 9 + [1003.05])
-    clock.now = 1003.97  # past the margin at the end of 1003: the head of 1004
-    limiter.acquire()
-    assert clock.now == pytest.approx(1004.05)
-    # the service counted nine in 1005 already: one tail request fits, the next waits
-    limiter.observe({"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "1",
-                     "X-RateLimit-Reset": "1006"})
-    clock.now = 1004.8
-    assert starts_of(limiter, clock, 2) == pytest.approx([1004.8, 1006.05])
-
-
-def test_limiter_counts_what_the_service_counted() -> None:
-    # Other clients of the application spend the same per-second limit: the headers say
-    # how much of this second is gone, and only the rest is booked.
-    clock = FakeClock()
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    clock.now = 1000.2
-    limiter.observe({"X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "3",
-                     "X-RateLimit-Reset": "1001"})
-    assert starts_of(limiter, clock, 5) == pytest.approx([1000.2] * 3 + [1001.05] * 2)
-
-
-def test_limiter_below_one_per_second_spaces_starts() -> None:
-    clock = FakeClock()
-    limiter = RateLimiter(0.5, clock=clock, sleep=clock.sleep)
-    assert starts_of(limiter, clock, 3) == pytest.approx([1000.05, 1002.05, 1004.05])
-
-
-def test_limiter_holds_everyone_after_a_429() -> None:
-    clock = FakeClock()
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    limiter.acquire()
-    limiter.block_for(0.7)
-    limiter.acquire()
-    assert clock.now >= 1000.7
-
-
-def test_limiter_is_shared_by_threads_in_order() -> None:
-    # Eight threads book at the same time; each books only after the previous one has
-    # (a known order), and the seconds come out in that order, three per second. The
-    # clock stands still, so each thread's wait is exactly its offset.
-    limiter = RateLimiter(3, clock=lambda: 1000.0, sleep=lambda s: held(s))
-    n = 8
-    turn = [threading.Event() for _ in range(n + 1)]
-    sleeping = threading.Barrier(n, timeout=10)
-    mine = threading.local()
-    waits: dict[int, float] = {}
-
-    def held(seconds: float) -> None:
-        turn[mine.i + 1].set()  # booked: the next thread may ask
-        sleeping.wait()
-
-    def worker(i: int) -> None:
-        mine.i = i
-        assert turn[i].wait(10)
-        waits[i] = limiter.acquire()
-        turn[i + 1].set()
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
-    turn[0].set()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
-    assert [waits[i] for i in range(n)] == pytest.approx(
-        [0.05] * 3 + [1.05] * 3 + [2.05] * 2)
-
-
-def test_limiter_rejects_negative_rate() -> None:
-    with pytest.raises(UsageError):
-        RateLimiter(-1)
-
-
-def test_clients_of_one_application_share_the_pace() -> None:
-    a = Client("appx", api_key=KEY, base_url="http://127.0.0.1:9", rate_limit=10)
-    b = Client("appx", api_key=KEY, base_url="http://127.0.0.1:9/", rate_limit=5)
-    c = Client("appy", api_key=KEY, base_url="http://127.0.0.1:9", rate_limit=10)
-    off = Client("appx", api_key=KEY, base_url="http://127.0.0.1:9", rate_limit=0)
-    assert a.limiter is b.limiter and a.limiter.rate == 5
-    assert c.limiter is not a.limiter and off.limiter is not a.limiter
-
-
-def test_remaining_zero_blocks_only_until_a_future_reset() -> None:
-    clock = FakeClock()
-    clock.now = epoch = 1_700_000_000.25  # the wall clock, a quarter into a second
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch - 1)})
-    limiter.acquire()
-    assert clock.now == epoch  # a reset already past: that second is over
-    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch + 0.5)})
-    limiter.acquire()
-    assert clock.now == pytest.approx(epoch + 0.51)  # until the reset, plus slack
-    limiter.observe({"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(epoch + 60)})
-    limiter.acquire()
-    assert clock.now == pytest.approx(epoch + 0.51 + 1.01)  # a far-off reset: 1 s at most
-
-
-def test_remaining_zero_without_reset_waits_for_the_next_second() -> None:
-    clock = FakeClock()
-    clock.now = 1_700_000_000.25
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    limiter.observe({"X-RateLimit-Remaining": "0"})
-    limiter.acquire()
-    assert clock.now == pytest.approx(1_700_000_001.05)  # the next second, past its margin
-
-
 def test_a_429_widens_the_margins(scripted: Scripted) -> None:
     scripted.script((429, "text/plain", "Rate limit exceeded"), (200, "application/json", PAGE))
     client = Client("app-widen", api_key=KEY, base_url=scripted.url, rate_limit=10,
                     backoff=0.01)
     before = client.limiter.margin
     client.get_page("object_1")
-    assert client.limiter.margin > before and client.status_counts[429] == 1
+    assert client.pace.margin > before and client.status_counts[429] == 1
 
 
 @pytest.mark.parametrize("status", [401, 403, 404])

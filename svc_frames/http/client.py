@@ -68,7 +68,7 @@ from ..errors import (
 from ..filters import Filters, encode_filters
 from ..keys import FIELD_KEY, Target, parse_target
 from .body import parse_json
-from .limiter import shared_limiter
+from .limiter import PaceState, check_rate, shared_limiter
 
 log = logging.getLogger(__name__)
 
@@ -187,6 +187,22 @@ class Client:
         self._token = value
 
     @property
+    def pace(self) -> PaceState:
+        """What this client's pacing believes now: rate, window, margin, the learned
+        offset of the service's clock from ours, the file shared with other processes.
+
+        Returns
+        -------
+        PaceState
+
+        Examples
+        --------
+        >>> client.pace.service_offset  # doctest: +SKIP
+        -0.298
+        """
+        return self.limiter.state
+
+    @property
     def has_api_key(self) -> bool:
         return bool(self._api_key)
 
@@ -276,16 +292,17 @@ class Client:
         uncertain = False  # an earlier try went unanswered or got a 5xx: it may have landed
         while True:
             self.limiter.acquire()
+            sent_at = self.limiter.now()  # with answered_at: when the service counted it
             with self._count_lock:
                 self.request_count += 1
                 seq = self.request_count
             sent = False
-            began = time.monotonic()
             try:
                 resp = self.session.request(
                     method, url, params=params, headers=headers,
                     data=json.dumps(json_body) if json_body is not None else None,
                     files=files, timeout=(min(10.0, self.timeout), self.timeout), stream=True)
+                answered_at = self.limiter.now()  # headers in
                 sent = True
                 body = _read_body(resp)  # the whole body: a cut-off body raises here
             except (requests.ConnectionError, requests.Timeout,
@@ -310,8 +327,7 @@ class Client:
                 attempt += 1
                 self._sleep_backoff(attempt, method, what, reason)
                 continue
-            self.limiter.note_round_trip(time.monotonic() - began)  # headers in
-            self.limiter.observe(resp.headers)
+            self.limiter.observe(resp.headers, sent=sent_at, answered=answered_at)
             self._note_quota(resp.headers, seq)
             status = resp.status_code
             uncertain = uncertain or status >= 500
@@ -327,11 +343,9 @@ class Client:
             retryable = status in _RETRY_STATUS and (idempotent or status == 429)
             if status == 429:
                 # refused before doing anything, so even a POST may be sent again;
-                # the hosted limit counts per second: wait for the next one, and leave
-                # more room from now on
-                self.limiter.block_until_next_second()
-                if self.limiter.rate:
-                    self.limiter.widen()
+                # the hosted limit counts per second of its clock: wait for its next
+                # one, and leave more room from now on
+                self.limiter.refused(resp.headers, sent=sent_at, answered=answered_at)
             if retryable and attempt < self.max_retries:
                 attempt += 1
                 self._sleep_backoff(attempt, method, what, f"HTTP {status}")
@@ -759,10 +773,10 @@ def _check_settings(*, timeout: Any, max_retries: Any, rate_limit: Any,
         raise ConfigurationError(f"timeout must be a number of seconds > 0, got {timeout!r}")
     if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
         raise ConfigurationError(f"max_retries must be an integer >= 0, got {max_retries!r}")
-    if not number(rate_limit) or rate_limit < 0:
-        raise ConfigurationError(
-            f"rate_limit must be a number of requests per second >= 0 (0: no pacing), got "
-            f"{rate_limit!r}")
+    try:
+        check_rate(rate_limit)
+    except UsageError as exc:
+        raise ConfigurationError(str(exc), field="rate_limit") from None
     if not number(backoff) or backoff < 0:
         raise ConfigurationError(f"backoff must be a number of seconds >= 0, got {backoff!r}")
 
