@@ -34,9 +34,13 @@ def test_the_listing_asked_again_decodes_as_the_load(svc: LocalService) -> None:
     source = frames.source
     assert source is not None and source.load is not None
     svc.request_log.clear()
-    records = list_all(client, source, source.load, 7)
-    again = decode(records, source)
+    again = list_all(client, source, source.load, 7)
     pd.testing.assert_frame_equal(again.main, frames.main)
+    for name, table in frames.tables.items():
+        pd.testing.assert_frame_equal(again.tables[name], table)
+    # decode: the records of a page as the load decodes them
+    page = client.get_page(source.object_key, 1, 7, filters=source.query)["records"]
+    pd.testing.assert_frame_equal(decode(page, source).main, frames.main.iloc[:7])
     ids = list_ids(client, source, source.load, 7)
     assert list(ids) == list(frames.main.index)
     queries = {e.query for e in svc.request_log.entries if e.path.endswith("/records")}

@@ -18,7 +18,7 @@ from ..frames import Frames, Source
 from ..http.client import Client
 from ..query import Query
 from .arrowcols import member
-from .listing import decode, list_all, list_ids, target_of
+from .listing import list_all, list_ids, target_of
 from .merge import Merger
 
 
@@ -47,7 +47,7 @@ def deletions(client: Client, frames: Frames, source: Source, load: Mapping[str,
     held = frames.original.main.index
     unseen = len(listed) - int(member(listed, held).sum())
     if unseen:
-        merger.merge(decode(list_all(client, source, load, rpp), source), complete=True)
+        merger.merge(list_all(client, source, load, rpp), complete=True)
     else:
         merger.drop(held[~member(held, listed)])
 

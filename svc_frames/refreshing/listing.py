@@ -19,6 +19,7 @@ from ..http.client import Client
 from ..keys import Target
 from ..kinds import codec_for
 from ..read.pager import Paginator
+from ..read.pipeline import PagePipeline
 
 OVERLAP_DAYS = 2
 """When the stamps must be asked for by date (blank stamps sorted first): ``is after`` the
@@ -59,12 +60,17 @@ def decode(records: Sequence[Any], source: Source, *, raw: bool = False) -> Fram
                         raw_format=raw)
 
 
-def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int
-             ) -> list[dict[str, Any]]:
-    """Every record of the load's listing (its filters and sort), consistent."""
-    return Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query,
-                     sort_field=load.get("sort_field"), sort_order=load.get("sort_order"),
-                     verify="first").records()
+def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int) -> Frames:
+    """Every record of the load's listing (its query and sort), consistent, decoded as
+    the load decoded them: the pipeline's ``format=raw`` pages, with display values where
+    a raw value needs them."""
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query,
+                      sort_field=load.get("sort_field"), sort_order=load.get("sort_order"),
+                      verify="first")
+    pipe = PagePipeline(pager, source.fields, source, tz)
+    pipe.settle(None)
+    return pipe.collect()
 
 
 def list_ids(client: Client, source: Source, load: Mapping[str, Any], rpp: int

@@ -52,7 +52,7 @@ from ..read.gcpause import paused_gc
 from ..read.pager import Paginator
 from ..schema import modified_field_of
 from .deletions import deletions
-from .listing import column_names, decode, describe, list_all, target_of
+from .listing import column_names, describe, list_all, target_of
 from .merge import Merger
 from .window import clock_skew, concat_parts, oldest_first, paged, recent, stamp_cutoff
 
@@ -170,8 +170,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     with paused_gc():  # the frames' many objects would be walked again and again
         if mod is None or full:
             report.full = True
-            records = list_all(client, source, load, rpp)
-            merger.merge(decode(records, source), complete=True)
+            merger.merge(list_all(client, source, load, rpp), complete=True)
         else:
             incremental(client, frames, source, load, mod, stamps_creates, rpp, merger,
                         report)
