@@ -139,3 +139,19 @@ def test_query_also_keeps_the_loads_bytes_and_splits_or() -> None:
     assert [len(json.loads(s.text or "")["rules"]) for s in split] == [2, 2]
     assert not Query.of(None)
     assert Query.of(None).also([]) == [Query(None)]
+
+
+def test_http_sits_below_the_filter_builder() -> None:
+    """http/ imports query.py (encoded queries), never filters.py (the builder and the
+    schema-aware preparation sit above it)."""
+    import ast
+
+    import svc_frames.http as http_pkg
+    root = Path(http_pkg.__file__).parent
+    for path in sorted(root.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert not (node.module or "").endswith("filters"), path.name
+            elif isinstance(node, ast.Import):
+                assert not any(a.name.endswith("filters") for a in node.names), path.name
