@@ -124,12 +124,6 @@ def latest_only(parts: list[Frames]) -> list[Frames]:
     return out
 
 
-def page_frames(pager: Paginator, page: Page, fields: list[FieldSpec], source: Source,
-                tz: ZoneInfo | None) -> Frames:
-    """The frames of one page (:meth:`PagePipeline.frames`, for a caller without one)."""
-    return PagePipeline(pager, fields, source, tz).frames(page)
-
-
 DECODER_MIN_PAGES = 8
 """Loads with fewer pages decode in process: a helper takes about half a second to start."""
 

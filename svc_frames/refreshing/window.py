@@ -162,6 +162,8 @@ def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
                 if on_part is not None:
                     on_part(part)
         except ConsistencyError:
+            if len(pager.passes) < MAX_WINDOW_PASSES:
+                raise  # a page fetched again with display values changed meanwhile
             raise ConsistencyError(
                 f"the records of {describe(source)} changed while the recently stamped "
                 f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again") from None
