@@ -19,6 +19,7 @@ from svc_frames.frames import Source
 from svc_frames.query import Query
 from svc_frames.refreshing.cache import load_cached
 from svc_frames.refreshing.policy import refresh
+from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.server import LocalService
 
@@ -76,6 +77,20 @@ def test_load_and_refresh_send_byte_identical_filters(svc: LocalService, case: s
         refresh(client, frames)
     refreshed = sent_filters(svc)
     assert refreshed and set(refreshed) == set(loaded)
+
+
+def test_an_export_sends_what_a_load_sends(svc: LocalService, tmp_path: object) -> None:
+    when, _ = CASES["near_midnight"]
+    flt = all_of(Field("field_29").is_after(when))
+    client = client_of(svc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        svc.request_log.clear()
+        read_object(client, WO, filters=flt, progress=False)
+        loaded = set(sent_filters(svc))
+        svc.request_log.clear()
+        export(client, WO, Path(str(tmp_path)) / "out", filters=flt, progress=False)
+    assert len(loaded) == 1 and set(sent_filters(svc)) == loaded
 
 
 def test_saved_frames_and_the_cache_send_the_loads_filters(svc: LocalService,
