@@ -100,7 +100,9 @@ class PagePipeline:
         if not kept:
             kept = [build_frames([], self.fields or [], self.source, tz=self.tz,
                                  keep_original=False)]
-        return concat_frames(latest_only(kept), self.source)
+        if self.pager.passes[-1].duplicates:  # pages shifted in a pass not verified
+            kept = latest_only(kept)
+        return concat_frames(kept, self.source)
 
 
 def latest_only(parts: list[Frames]) -> list[Frames]:
@@ -108,17 +110,17 @@ def latest_only(parts: list[Frames]) -> list[Frames]:
     without verification ran) kept on its last page only; its tables' rows follow it.
 
     Usage: ``concat_frames(latest_only(parts), source)``"""
-    seen: set[str] = set()
+    seen: pd.Index = pd.Index([], dtype="string")
     out: list[Frames] = []
     for f in reversed(parts):
         ids = f.main.index
-        if seen and ids.isin(list(seen)).any():
-            later = ids.isin(list(seen))
+        later = ids.isin(seen)
+        if later.any():
             gone = ids[later]
             f = Frames(f.main[~later], {k: t[~t[t.columns[0]].isin(gone)]
                                         .reset_index(drop=True)
                                         for k, t in f.tables.items()}, f.source)
-        seen.update(f.main.index)
+        seen = seen.append(f.main.index)
         out.append(f)
     out.reverse()
     return out
