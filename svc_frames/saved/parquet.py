@@ -75,6 +75,7 @@ from .layout import (
     safe_name,
     write_meta,
 )
+from .pqfile import read_table, write_table
 
 
 # ---- writing --------------------------------------------------------------------------
@@ -99,7 +100,7 @@ def _write_part(df: pd.DataFrame, path: Path, fmt: str, meta: Mapping[str, Any],
     table = frame_to_arrow(df, meta, schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
-        pq.write_table(table, path)
+        write_table(table, path)
     else:
         write_csv(arrow_to_frame(table, table_meta(table)["dtypes"], None), path, fields)
     return table
@@ -225,7 +226,7 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
             cols[name] = _typed_series(values, dtype)
         return pd.DataFrame(cols, columns=list(columns))
     try:
-        table = pq.read_table(path)
+        table = read_table(path)
     except (OSError, pa.ArrowException) as exc:
         raise UsageError(f"{path}: not a readable Parquet file ({exc})") from None
     own = table_meta(table).get("source")
@@ -248,11 +249,23 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
             try:
                 arr = conform(arr, want, tz)
             except (ValueError, pa.ArrowException):
-                raise UsageError(f"{path}: column {name!r} holds {arr.type} but was saved as "
-                                 f"{dtype}: its type changed (convert it back, or export "
-                                 "again)", field=name) from None
+                raise UsageError(_changed_type(path, name, arr.type, dtype, want),
+                                 field=name) from None
         arrays.append(arr)
     return arrow_to_frame(pa.table(arrays, names=list(columns)), columns, None)
+
+
+def _changed_type(path: Path, name: str, found: pa.DataType, dtype: str,
+                  want: pa.DataType) -> str:
+    if pa.types.is_timestamp(want) and not pa.types.is_timestamp(found):
+        # numbers or text in a date column: no unit or zone to read them by, and a guess
+        # would move every date that was not touched
+        return (f"{path}: column {name!r} holds {found}, not timestamps (saved as {dtype}): "
+                "what instant each value means cannot be known, so nothing is pushed; "
+                "write it back as a timestamp column (Spark: TimestampType, pandas: "
+                "datetime64, DuckDB: TIMESTAMPTZ)")
+    return (f"{path}: column {name!r} holds {found} but was saved as {dtype}: its type "
+            "changed (convert it back, or export again)")
 
 
 def _typed_series(values: list[Any], dtype: str) -> pd.Series:
