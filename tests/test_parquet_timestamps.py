@@ -177,6 +177,25 @@ def test_a_column_of_unknown_meaning_is_refused_before_any_request(
     assert fresh_service.request_log.count() == sent
 
 
+def test_utc_instants_that_lost_their_zone_are_refused(fresh_service: LocalService,
+                                                       exported: Path) -> None:
+    """Spark's INT96 read by pandas (no zone) and written back: unmarked timestamps, the
+    application's wall clock by the format, though they hold UTC. Pushing would move
+    every date by the UTC offset: refused before any request."""
+    table = ds.dataset(exported).to_table().replace_schema_metadata(None)
+    _replace_data(exported, table, "spark.parquet", use_deprecated_int96_timestamps=True)
+    df = pd.read_parquet(exported / "spark.parquet")
+    assert df[DATE].dt.tz is None  # how pandas reads INT96
+    df.loc[df.index[0], "field_12"] = "edited by pandas"
+    _replace_data(exported, pa.Table.from_pandas(df, preserve_index=False))
+    sent = fresh_service.request_log.count()
+    with pytest.raises(UsageError, match="look like UTC instants") as exc:
+        push(_client(fresh_service), exported)
+    assert exc.value.field in {DATE, "field_30", "field_30.to", "field_31", "field_31.to",
+                               "field_44", "field_46"}
+    assert fresh_service.request_log.count() == sent
+
+
 def test_other_writers_conventions_read_as_the_same_data(exported: Path) -> None:
     """Spark's part names, _SUCCESS and .crc files; Dask's part.N.parquet and index
     column; columns reordered; dictionary and large-string text; booleans with nulls."""

@@ -42,6 +42,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -251,8 +252,42 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
             except (ValueError, pa.ArrowException):
                 raise UsageError(_changed_type(path, name, arr.type, dtype, want),
                                  field=name) from None
+            raw = table.column(name)
+            if (loaded is not None and pa.types.is_timestamp(raw.type) and raw.type.tz is None
+                    and name in loaded.columns and meta.index in table.column_names):
+                _check_wall_clock(path, name, raw, arr, table.column(meta.index), loaded)
         arrays.append(arr)
     return arrow_to_frame(pa.table(arrays, names=list(columns)), columns, None)
+
+
+def _check_wall_clock(path: Path, name: str, wall: pa.ChunkedArray, read: pa.ChunkedArray,
+                      ids: pa.ChunkedArray, loaded: pd.DataFrame) -> None:
+    """Refuse timestamps without zone that are UTC instants in fact: a tool that read an
+    INT96 file (pandas, Dask, pyarrow give it no zone) and wrote it back unmarked, which
+    the format calls the application's wall clock, would move every date by the UTC
+    offset. Found when most dates that differ from the as-loaded copy equal it read as
+    UTC."""
+    rid = pd.Index(ids.to_pylist(), dtype=object)
+    known = np.asarray(rid.isin(loaded.index))
+    if not known.any():
+        return
+    def utc(values: Any) -> np.ndarray:
+        s = pd.to_datetime(pd.Series(values), utc=True).dt.tz_localize(None)
+        return np.asarray(s.to_numpy("datetime64[ns]"))
+
+    old = utc(loaded[name].reindex(rid[known]).to_numpy())
+    new = utc(read.to_pandas())[known]
+    as_utc = utc(wall.to_pandas())[known]
+    differ = (new != old) & ~(np.isnat(new) & np.isnat(old))
+    utc_like = int((differ & (as_utc == old)).sum())
+    if utc_like and 2 * utc_like >= int(differ.sum()):
+        raise UsageError(
+            f"{path}: column {name!r} holds timestamps without a zone, which mean the "
+            f"application's wall clock, but {utc_like} of them equal the as-loaded dates "
+            "read as UTC: they look like UTC instants whose zone was dropped (pandas and "
+            "Dask read Spark's INT96 that way); pushing would move every one. Write the "
+            "column with its zone (tz-aware), or export again; nothing was sent",
+            field=name)
 
 
 def _changed_type(path: Path, name: str, found: pa.DataType, dtype: str,
