@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest fuzz bench serve clean
+.PHONY: demo test test-engines lint typecheck pytest fuzz bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,15 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+# Spark and Dask read saved frames and push their edits back (needs Java 17: `java -version`)
+ENGINES_STAMP := $(VENV)/.installed-engines
+$(ENGINES_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,engines]'
+	touch $(ENGINES_STAMP)
+
+test-engines: $(ENGINES_STAMP)
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:cacheprovider tests_engines
 
 # the OpenAPI fuzzing of the local service on a longer budget (make test runs a short one)
 fuzz: $(STAMP)
