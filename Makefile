@@ -18,7 +18,7 @@ demo: $(STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check svc_frames tests benchmarks
+	$(BIN)/ruff check svc_frames tests tests_engines benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict svc_frames

@@ -27,8 +27,8 @@ def test_the_guide_examples_run(spark: Any, fresh_service: LocalService, client:
         try:
             exec(compile(code, f"{GUIDE.name}, example {n}", "exec"), namespace)
         except Exception as exc:
-            raise AssertionError(f"example {n} of {GUIDE.name} failed: {exc!r}\n{code}"
-                                 ) from exc
+            raise AssertionError(f"example {n} of {GUIDE.name} failed: "
+                                 f"{type(exc).__name__}: {exc}\n{code}") from exc
     # each push sent one record's update: three pushes, three writes
     writes = fresh_service.request_log.count(method="PUT")
     assert writes == 3
