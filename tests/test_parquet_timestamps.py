@@ -220,3 +220,23 @@ def test_other_writers_conventions_read_as_the_same_data(exported: Path) -> None
                               pa.array(range(half, table.num_rows), type=pa.int64()))
     pq.write_table(rest, exported / "part.1.parquet")
     assert diff(read_parquet(exported)).empty
+
+
+def test_duckdb_and_polars_read_the_dates_as_instants(exported: Path) -> None:
+    import duckdb
+    import polars as pl
+
+    want = read_parquet(exported).main[DATE]
+    micros = {rid: (None if pd.isna(v) else v.value // 1000) for rid, v in want.items()}
+    con = duckdb.connect()
+    glob = f"{exported}/*.parquet"
+    kinds = {r[0]: r[1] for r in
+             con.sql(f"DESCRIBE SELECT id, {DATE} FROM read_parquet('{glob}')").fetchall()}
+    assert kinds[DATE] == "TIMESTAMP WITH TIME ZONE"
+    got = dict(con.sql(f"SELECT id, epoch_us({DATE}) FROM read_parquet('{glob}')").fetchall())
+    assert got == micros
+    frame = pl.read_parquet(exported)
+    assert frame.schema[DATE] == pl.Datetime("us", str(want.dt.tz))
+    got_pl = dict(zip(frame["id"].to_list(), frame[DATE].dt.epoch("us").to_list(),
+                      strict=True))
+    assert got_pl == micros
