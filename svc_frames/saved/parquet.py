@@ -12,6 +12,10 @@ Layout of saved frames at ``orders`` (``to_parquet(frames, "orders")`` or
                                          timezone, each column's type, the tables
     orders.svc_frames/main/, /tables/    the as-loaded copy push diffs against (Parquet)
 
+Every Parquet file is written with its timestamps at microseconds, adjusted to UTC, and
+read back by what the file says they are (:mod:`.pqfile`: INT96 is a UTC instant), so a
+date that Spark, Dask or a SQL engine wrote back unchanged is no edit.
+
 ``orders`` holds the record parts alone because DuckDB reads a directory recursively and
 Polars refuses one with other files in it: ``pd.read_parquet("orders")``,
 ``pyarrow.dataset.dataset("orders")``, DuckDB ``read_parquet('orders/*.parquet')``,
@@ -271,13 +275,9 @@ def _check_wall_clock(path: Path, name: str, wall: pa.ChunkedArray, read: pa.Chu
     known = np.asarray(rid.isin(loaded.index))
     if not known.any():
         return
-    def utc(values: Any) -> np.ndarray:
-        s = pd.to_datetime(pd.Series(values), utc=True).dt.tz_localize(None)
-        return np.asarray(s.to_numpy("datetime64[ns]"))
-
-    old = utc(loaded[name].reindex(rid[known]).to_numpy())
-    new = utc(read.to_pandas())[known]
-    as_utc = utc(wall.to_pandas())[known]
+    old = _utc_ns(loaded[name].reindex(rid[known]).to_numpy())
+    new = _utc_ns(read.to_pandas())[known]
+    as_utc = _utc_ns(wall.to_pandas())[known]
     differ = (new != old) & ~(np.isnat(new) & np.isnat(old))
     utc_like = int((differ & (as_utc == old)).sum())
     if utc_like and 2 * utc_like >= int(differ.sum()):
@@ -288,6 +288,12 @@ def _check_wall_clock(path: Path, name: str, wall: pa.ChunkedArray, read: pa.Chu
             "Dask read Spark's INT96 that way); pushing would move every one. Write the "
             "column with its zone (tz-aware), or export again; nothing was sent",
             field=name)
+
+
+def _utc_ns(values: Any) -> np.ndarray:
+    """Timestamps (aware: their instant; naive: read as UTC) as naive UTC datetime64[ns]."""
+    s = pd.to_datetime(pd.Series(values), utc=True).dt.tz_localize(None)
+    return np.asarray(s.to_numpy("datetime64[ns]"))
 
 
 def _changed_type(path: Path, name: str, found: pa.DataType, dtype: str,

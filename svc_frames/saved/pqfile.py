@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
-def for_engines(table: pa.Table) -> pa.Table:
+def _for_engines(table: pa.Table) -> pa.Table:
     """``table`` with every timestamp column (top level) at microseconds, zone kept. A
     finer fraction is dropped: the service keeps milliseconds."""
     fields = []
@@ -43,10 +43,10 @@ def for_engines(table: pa.Table) -> pa.Table:
 def write_table(table: pa.Table, path: Path) -> None:
     """``table`` as the Parquet file ``path``, readable by Spark, Dask, DuckDB, Polars and
     pyarrow alike (module docstring)."""
-    pq.write_table(for_engines(table), path)
+    pq.write_table(_for_engines(table), path)
 
 
-def int96_columns(path: Path) -> set[str]:
+def _int96_columns(path: Path) -> set[str]:
     """The top-level columns of the Parquet file ``path`` stored as INT96 timestamps."""
     schema = pq.ParquetFile(path).schema
     cols = [schema.column(i) for i in range(len(schema))]
@@ -58,7 +58,7 @@ def read_table(path: Path) -> pa.Table:
     """The Parquet file ``path`` with each INT96 column read as the UTC instant it is
     (pyarrow gives it no zone, which would read as the application's wall clock)."""
     table = pq.read_table(path)
-    int96 = int96_columns(path)
+    int96 = _int96_columns(path)
     if not int96:
         return table
     for i, f in enumerate(table.schema):
