@@ -94,12 +94,16 @@ def test_every_writer_stores_microseconds_adjusted_to_utc(fresh_service: LocalSe
     assert str(read_parquet(tmp_path / "saved").main[DATE].dt.tz) == tz
 
 
-def test_the_cache_writes_microseconds(fresh_service: LocalService, tmp_path: Path) -> None:
+def test_the_cache_and_the_incremental_export_write_microseconds(
+        fresh_service: LocalService, tmp_path: Path) -> None:
     from svc_frames.loaders import read_object
+    from svc_frames.refreshing.cache import export_incremental
 
     read_object(_client(fresh_service), "object_3", cache=tmp_path / "cache", progress=False)
-    parts = [p for p in (tmp_path / "cache").rglob("*.parquet") if _timestamp_columns(p)]
-    assert parts
+    export_incremental(_client(fresh_service), "object_3", tmp_path / "inc", progress=False)
+    parts = [p for d in ("cache", "inc") for p in (tmp_path / d).rglob("*.parquet")
+             if _timestamp_columns(p)]
+    assert {p.relative_to(tmp_path).parts[0] for p in parts} == {"cache", "inc"}
     for p in parts:
         _assert_engine_timestamps(p)
 
