@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-browser lint typecheck pytest fuzz bench serve clean
+.PHONY: demo test test-browser test-engines lint typecheck pytest fuzz bench serve clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,7 +24,7 @@ demo: $(STAMP)
 test: lint typecheck pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check svc_frames tests tests_browser benchmarks
+	$(BIN)/ruff check svc_frames tests tests_browser tests_engines benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict svc_frames
@@ -38,6 +38,15 @@ pytest: $(STAMP)
 test-browser: $(BROWSER_STAMP)
 	test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests_browser
+
+# Spark and Dask read saved frames and push their edits back (needs Java 17: `java -version`)
+ENGINES_STAMP := $(VENV)/.installed-engines
+$(ENGINES_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,engines]'
+	touch $(ENGINES_STAMP)
+
+test-engines: $(ENGINES_STAMP)
+	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:cacheprovider tests_engines
 
 # the OpenAPI fuzzing of the local service on a longer budget (make test runs a short one)
 fuzz: $(STAMP)

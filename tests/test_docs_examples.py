@@ -2,7 +2,8 @@
 
 A guide's first block starts a local service (``svc``) and a client, as a reader would;
 the blocks after it use what the earlier ones defined, so each guide runs in one
-namespace, in a scratch directory. The service is stopped afterwards even when a block
+namespace, in a scratch directory. The guide to other engines needs Spark and Dask: its
+examples run in ``make test-engines`` (tests_engines/test_guide.py). The service is stopped afterwards even when a block
 fails. The reference documents (the service's contract) hold no runnable blocks.
 
 Usage: ``.venv/bin/python -m pytest -q tests/test_docs_examples.py``
@@ -19,7 +20,9 @@ import pytest
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 REFERENCE = {"docs/service-interface.md", "docs/hosted-behaviour.md"}
-GUIDES = sorted(p for p in DOCS.glob("*.md") if f"docs/{p.name}" not in REFERENCE and BLOCK.search(
+# its examples need Spark and Dask (the engines extra): tests_engines/test_guide.py runs them
+ELSEWHERE = {"docs/saved-frames-in-other-engines.md"}
+GUIDES = sorted(p for p in DOCS.glob("*.md") if f"docs/{p.name}" not in REFERENCE | ELSEWHERE and BLOCK.search(
     p.read_text(encoding="utf-8")))
 
 

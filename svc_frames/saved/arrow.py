@@ -21,7 +21,8 @@ META_KEY = b"svc_frames"
 _LIST = pa.list_(pa.string())
 
 
-PANDAS_INDEX = re.compile(r"^__index_level_\d+__$")
+# the row index pandas and Dask write beside the columns: not data
+PANDAS_INDEX = re.compile(r"^(__index_level_\d+__|__null_dask_index__)$")
 
 
 # ---- one frame <-> one Arrow table ---------------------------------------------------

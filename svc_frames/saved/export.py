@@ -36,6 +36,7 @@ from ..schema import Schema
 from .arrow import arrow_to_frame, frame_to_arrow, table_meta
 from .layout import SavedLayout, Staging, check_free, meta_doc, safe_name, write_meta
 from .parquet import column_fields, write_csv
+from .pqfile import write_table
 
 
 # ---- streaming export ----------------------------------------------------------------
@@ -69,7 +70,7 @@ class _PartWriter:
         if self.schema is None:
             self.schema = table.schema
         self.parts += 1
-        pq.write_table(table, self.root / f"part-{number:05d}.parquet")
+        write_table(table, self.root / f"part-{number:05d}.parquet")
 
 
 def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
@@ -212,7 +213,7 @@ def _keep_only(root: Path, tables_root: Path, final: np.ndarray) -> int:
                 keep.append(i)
         kept_by_part[part.name] = {ids[i] for i in keep}
         if len(keep) != len(ids):
-            pq.write_table(table.take(pa.array(keep, type=pa.int64())), part)
+            write_table(table.take(pa.array(keep, type=pa.int64())), part)
             removed += len(ids) - len(keep)
     for part in sorted(tables_root.glob("*/part-*.parquet")):
         table = pq.read_table(part)
@@ -220,5 +221,5 @@ def _keep_only(root: Path, tables_root: Path, final: np.ndarray) -> int:
         rids = table.column("record_id").to_pylist()
         keep = [i for i, rid in enumerate(rids) if rid in allowed]
         if len(keep) != len(rids):
-            pq.write_table(table.take(pa.array(keep, type=pa.int64())), part)
+            write_table(table.take(pa.array(keep, type=pa.int64())), part)
     return removed

@@ -12,6 +12,10 @@ Layout of saved frames at ``orders`` (``to_parquet(frames, "orders")`` or
                                          timezone, each column's type, the tables
     orders.svc_frames/main/, /tables/    the as-loaded copy push diffs against (Parquet)
 
+Every Parquet file is written with its timestamps at microseconds, adjusted to UTC, and
+read back by what the file says they are (:mod:`.pqfile`: INT96 is a UTC instant), so a
+date that Spark, Dask or a SQL engine wrote back unchanged is no edit.
+
 ``orders`` holds the record parts alone because DuckDB reads a directory recursively and
 Polars refuses one with other files in it: ``pd.read_parquet("orders")``,
 ``pyarrow.dataset.dataset("orders")``, DuckDB ``read_parquet('orders/*.parquet')``,
@@ -42,6 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -75,6 +80,7 @@ from .layout import (
     safe_name,
     write_meta,
 )
+from .pqfile import read_table, write_table
 
 
 # ---- writing --------------------------------------------------------------------------
@@ -99,7 +105,7 @@ def _write_part(df: pd.DataFrame, path: Path, fmt: str, meta: Mapping[str, Any],
     table = frame_to_arrow(df, meta, schema)
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
-        pq.write_table(table, path)
+        write_table(table, path)
     else:
         write_csv(arrow_to_frame(table, table_meta(table)["dtypes"], None), path, fields)
     return table
@@ -225,7 +231,7 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
             cols[name] = _typed_series(values, dtype)
         return pd.DataFrame(cols, columns=list(columns))
     try:
-        table = pq.read_table(path)
+        table = read_table(path)
     except (OSError, pa.ArrowException) as exc:
         raise UsageError(f"{path}: not a readable Parquet file ({exc})") from None
     own = table_meta(table).get("source")
@@ -248,11 +254,59 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
             try:
                 arr = conform(arr, want, tz)
             except (ValueError, pa.ArrowException):
-                raise UsageError(f"{path}: column {name!r} holds {arr.type} but was saved as "
-                                 f"{dtype}: its type changed (convert it back, or export "
-                                 "again)", field=name) from None
+                raise UsageError(_changed_type(path, name, arr.type, dtype, want),
+                                 field=name) from None
+            raw = table.column(name)
+            if (loaded is not None and pa.types.is_timestamp(raw.type) and raw.type.tz is None
+                    and name in loaded.columns and meta.index in table.column_names):
+                _check_wall_clock(path, name, raw, arr, table.column(meta.index), loaded)
         arrays.append(arr)
     return arrow_to_frame(pa.table(arrays, names=list(columns)), columns, None)
+
+
+def _check_wall_clock(path: Path, name: str, wall: pa.ChunkedArray, read: pa.ChunkedArray,
+                      ids: pa.ChunkedArray, loaded: pd.DataFrame) -> None:
+    """Refuse timestamps without zone that are UTC instants in fact: a tool that read an
+    INT96 file (pandas, Dask, pyarrow give it no zone) and wrote it back unmarked, which
+    the format calls the application's wall clock, would move every date by the UTC
+    offset. Found when most dates that differ from the as-loaded copy equal it read as
+    UTC."""
+    rid = pd.Index(ids.to_pylist(), dtype=object)
+    known = np.asarray(rid.isin(loaded.index))
+    if not known.any():
+        return
+    old = _utc_ns(loaded[name].reindex(rid[known]).to_numpy())
+    new = _utc_ns(read.to_pandas())[known]
+    as_utc = _utc_ns(wall.to_pandas())[known]
+    differ = (new != old) & ~(np.isnat(new) & np.isnat(old))
+    utc_like = int((differ & (as_utc == old)).sum())
+    if utc_like and 2 * utc_like >= int(differ.sum()):
+        raise UsageError(
+            f"{path}: column {name!r} holds timestamps without a zone, which mean the "
+            f"application's wall clock, but {utc_like} of them equal the as-loaded dates "
+            "read as UTC: they look like UTC instants whose zone was dropped (pandas and "
+            "Dask read Spark's INT96 that way); pushing would move every one. Write the "
+            "column with its zone (tz-aware), or export again; nothing was sent",
+            field=name)
+
+
+def _utc_ns(values: Any) -> np.ndarray:
+    """Timestamps (aware: their instant; naive: read as UTC) as naive UTC datetime64[ns]."""
+    s = pd.to_datetime(pd.Series(values), utc=True).dt.tz_localize(None)
+    return np.asarray(s.to_numpy("datetime64[ns]"))
+
+
+def _changed_type(path: Path, name: str, found: pa.DataType, dtype: str,
+                  want: pa.DataType) -> str:
+    if pa.types.is_timestamp(want) and not pa.types.is_timestamp(found):
+        # numbers or text in a date column: no unit or zone to read them by, and a guess
+        # would move every date that was not touched
+        return (f"{path}: column {name!r} holds {found}, not timestamps (saved as {dtype}): "
+                "what instant each value means cannot be known, so nothing is pushed; "
+                "write it back as a timestamp column (Spark: TimestampType, pandas: "
+                "datetime64, DuckDB: TIMESTAMPTZ)")
+    return (f"{path}: column {name!r} holds {found} but was saved as {dtype}: its type "
+            "changed (convert it back, or export again)")
 
 
 def _typed_series(values: list[Any], dtype: str) -> pd.Series:

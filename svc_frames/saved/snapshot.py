@@ -42,13 +42,13 @@ from typing import Any, Literal, Protocol
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ..errors import UsageError
 from ..frames import Frames, label_map
 from ..kinds.base import FieldSpec
 from ..schema import Connection
 from .arrow import frame_to_arrow
+from .pqfile import write_table
 
 TableKind = Literal["object", "connection", "choices", "meta"]
 
@@ -291,7 +291,7 @@ def app_to_parquet(app: AppLike, path: str | os.PathLike[str], *, overwrite: boo
     try:
         for t in tables:
             (tmp / t.name).mkdir()
-            pq.write_table(t.data, tmp / t.name / "part-00000.parquet")
+            write_table(t.data, tmp / t.name / "part-00000.parquet")
         if dest.exists():
             shutil.rmtree(dest)
         os.replace(tmp, dest)
