@@ -102,6 +102,26 @@ def _new_row_without(env: Env, value: object) -> object:
     return write_back(env.client, frames)
 
 
+def _blanked_required(env: Env, blank: object) -> object:
+    frames = env.frames()
+    frames.main.iloc[1, frames.main.columns.get_loc("field_12")] = blank
+    return diff(frames)
+
+
+def _cell_with(env: Env, column: str, text: str) -> object:
+    frames = env.frames()
+    # an Arrow-backed text column refuses the text itself; a column the user rebuilt as
+    # plain Python objects (a common result of .apply or list assignment) takes it
+    frames.main[column] = frames.main[column].astype(object)
+    frames.main.iloc[1, frames.main.columns.get_loc(column)] = text
+    return write_back(env.client, frames)
+
+
+def _new_row_with(env: Env, title: str) -> object:
+    frames = env.frames()
+    return add_rows(frames, [{"field_12": "fine"}, {"field_12": title}])
+
+
 CASES = [
     Case("Client with a negative timeout", lambda env: _client_with(env, timeout=-1),
          ConfigurationError, ("timeout", "-1")),
@@ -155,6 +175,25 @@ CASES = [
     Case("a new row without a field the schema marks required",
          lambda env: _new_row_without(env, None), InvalidValue,
          ("new row new:0", "field_12", "Title", "required", "'field_12'")),
+    Case("an update that empties a field the schema marks required",
+         lambda env: _blanked_required(env, ""), InvalidValue,
+         ("record {rid}", "field_12", "Title", "required", "'field_12' was emptied")),
+    Case("an update that sets a required field to NA",
+         lambda env: _blanked_required(env, pd.NA), InvalidValue,
+         ("record {rid}", "field_12", "required")),
+    Case("a cell holding a lone surrogate",
+         lambda env: _cell_with(env, "field_13", "bad \ud800 text"), InvalidValue,
+         ("record {rid}", "'field_13'", "cannot be encoded", "surrogate")),
+    Case("a new row whose text holds a lone surrogate",
+         lambda env: _new_row_with(env, "title \udfff"), InvalidValue,
+         ("new row 1", "'field_12'", "cannot be encoded", "surrogate")),
+    Case("a filter value built with a lone surrogate",
+         lambda env: Field("field_12").is_("a\ud800"), UsageError,
+         ("Field('field_12')", "field_12", "surrogate")),
+    Case("a hand-written filter rule with a lone surrogate",
+         lambda env: _filtered_load(env, {"field": "field_28", "operator": "is any",
+                                          "value": ["HVAC", "\udc80"]}),
+         UsageError, ("filter rule 1", "field_28", "surrogate")),
     Case("a new row whose required field is empty text",
          lambda env: _new_row_without(env, ""), InvalidValue,
          ("new row new:0", "field_12", "required")),
@@ -187,7 +226,7 @@ def test_bad_input_gives_a_typed_error_naming_the_culprit(
         case.call(env)
     text = str(err.value)
     for words in case.says:
-        assert words.format(tmp=tmp_path) in text, (words, text)
+        assert words.format(tmp=tmp_path, rid=loaded.main.index[1]) in text, (words, text)
     for words in case.never_says:
         assert words not in text, (words, text)
     if not case.sends:
