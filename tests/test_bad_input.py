@@ -23,6 +23,7 @@ from svc_frames.frames import Frames
 from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.saved.parquet import read_parquet, to_parquet
+from svc_frames.saved.push import push
 from svc_frames.server import LocalService
 from svc_frames.writeback import add_rows, diff, write_back
 
@@ -122,6 +123,27 @@ def _new_row_with(env: Env, title: str) -> object:
     return add_rows(frames, [{"field_12": "fine"}, {"field_12": title}])
 
 
+def _saved_edit(env: Env) -> Path:
+    dest = env.tmp / "orders"
+    to_parquet(_edited(env), dest)
+    return dest
+
+
+def _push_to_another_application(env: Env) -> object:
+    other = Client("another_application", api_key=env.svc.api_key,
+                   base_url=env.svc.base_url, rate_limit=0)
+    return push(other, _saved_edit(env))
+
+
+def _changed_as_loaded_copy(env: Env) -> object:
+    dest = _saved_edit(env)
+    part = next(iter(sorted((env.tmp / "orders.svc_frames" / "main").glob("*.parquet"))))
+    df = pd.read_parquet(part)
+    df.loc[0, "field_12"] = "reserve check"   # the edit, so the diff would show none
+    df.to_parquet(part, index=False)
+    return push(env.client, dest)
+
+
 CASES = [
     Case("Client with a negative timeout", lambda env: _client_with(env, timeout=-1),
          ConfigurationError, ("timeout", "-1")),
@@ -143,6 +165,13 @@ CASES = [
          UsageError, ("field_29", "'31st of Jan'")),
     Case("read_parquet of corrupt metadata", _corrupt_metadata, UsageError,
          ("orders.svc_frames.json", "corrupt svc_frames metadata", "not JSON")),
+
+    Case("push of saved frames to another application", _push_to_another_application,
+         UsageError, ("orders", "application {app}", "'another_application'",
+                      "object_3", "nothing was sent")),
+    Case("push of saved frames whose as-loaded copy was changed", _changed_as_loaded_copy,
+         UsageError, ("orders.svc_frames", "as-loaded copy was changed", "SHA-256",
+                      "nothing was sent")),
 
     Case("add_rows with a string", lambda env: add_rows(env.frames(), "text"),  # type: ignore[arg-type]
          UsageError, ("rows must be a list of dicts", "str")),
@@ -226,7 +255,7 @@ def test_bad_input_gives_a_typed_error_naming_the_culprit(
         case.call(env)
     text = str(err.value)
     for words in case.says:
-        assert words.format(tmp=tmp_path, rid=loaded.main.index[1]) in text, (words, text)
+        assert words.format(tmp=tmp_path, rid=loaded.main.index[1], app=repr(svc.app_id)) in text, (words, text)
     for words in case.never_says:
         assert words not in text, (words, text)
     if not case.sends:
