@@ -14,7 +14,7 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,19 +154,25 @@ class Staging:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def loaded_digest(root: Path) -> str:
-    """SHA-256 over the as-loaded copy at ``root``: each file a reader would read
-    (``data_files``), by its path inside ``root``, its size and its bytes. Recorded in the
-    metadata when the copy is written and checked when it is read back: push diffs against
-    this copy, so a changed one would silently drop or invent edits."""
+def files_digest(root: Path, files: Iterable[Path]) -> str:
+    """SHA-256 (hex) over ``files`` under ``root``: each by its path inside ``root``, its
+    size and its bytes, in path order (so a file renamed, added or dropped counts too)."""
     h = hashlib.sha256()
-    for p in data_files(root):
+    for p in sorted(files, key=lambda q: q.relative_to(root).as_posix()):
         rel = p.relative_to(root).as_posix()
         h.update(f"{rel}\0{p.stat().st_size}\0".encode())
         with open(p, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
     return h.hexdigest()
+
+
+def loaded_digest(root: Path) -> str:
+    """SHA-256 of the as-loaded copy at ``root``: the files a reader would read
+    (``data_files``). Recorded in the metadata when the copy is written and checked when
+    it is read back: push diffs against this copy, so a changed one would silently drop
+    or invent edits."""
+    return files_digest(root, data_files(root))
 
 
 def meta_doc(source: Source | None, fmt: str, columns: Mapping[str, str],
