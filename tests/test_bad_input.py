@@ -17,7 +17,13 @@ import pandas as pd
 import pytest
 
 from svc_frames.assets import upload_file, upload_image
-from svc_frames.errors import ConfigurationError, InvalidValue, UsageError, ValidationError
+from svc_frames.errors import (
+    ConfigurationError,
+    Forbidden,
+    InvalidValue,
+    UsageError,
+    ValidationError,
+)
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
 from svc_frames.http.client import Client
@@ -173,6 +179,11 @@ CASES = [
          UsageError, ("orders.svc_frames", "as-loaded copy was changed", "SHA-256",
                       "nothing was sent")),
 
+    Case("a view request with a token that is no longer valid",
+         lambda env: _client_with(env, token="expired-token-0000").get_page(
+             ("scene_3", "view_5")), Forbidden,
+         ("scene_3/view_5", "token expired", "48 hours", "client.login(email, password)"),
+         never_says=("expired-token-0000",), sends=True),
     Case("add_rows with a string", lambda env: add_rows(env.frames(), "text"),  # type: ignore[arg-type]
          UsageError, ("rows must be a list of dicts", "str")),
     Case("add_rows with a list of numbers", lambda env: add_rows(env.frames(), [1, 2]),  # type: ignore[list-item]

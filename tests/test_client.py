@@ -727,3 +727,88 @@ def test_public_view_load_is_not_held_to_the_quota(fresh_service: LocalService) 
     assert len(pages) > 2
     with pytest.raises(QuotaExceeded):
         client.get_page("object_3", rows_per_page=5)
+
+
+# ---- user tokens expire: renewal with the kept login ---------------------------------------
+def _expire_tokens_soon(svc: LocalService) -> None:
+    """Tokens issued from now on live a moment (hosted: 48 hours)."""
+    svc.set_token_ttl(0.5)
+
+
+def _wait_for_expiry() -> None:
+    import time
+
+    time.sleep(0.8)
+
+
+def test_an_expired_token_is_renewed_by_one_login(fresh_service: LocalService) -> None:
+    """A notebook left open: the token it logged in with has expired; the next view
+    request logs in again with the kept e-mail and password, once, and goes on."""
+    svc = fresh_service
+    user = svc.users[1]
+    _expire_tokens_soon(svc)
+    client = _local(svc, max_retries=5)
+    client.login(user["email"], user["password"])
+    first = client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    old = client.token
+    _wait_for_expiry()
+    svc.request_log.clear()
+    again = client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    assert again["total_records"] == first["total_records"]
+    assert client.token != old
+    assert svc.request_log.count(path_prefix="/v1/applications/") == 1   # one login
+    assert svc.request_log.count(path_prefix="/v1/pages/", status=403) == 1
+    assert svc.request_log.count() == 3 and client.retry_count == 0
+    for text in (repr(client), repr(vars(client).get("user"))):
+        assert user["password"] not in text and str(client.token) not in text
+
+
+def test_a_renewal_refused_is_not_tried_again(fresh_service: LocalService) -> None:
+    """The password changed since the login: the renewal's login is refused (401) and
+    said so, once; the kept password is dropped, never sent again, never shown."""
+    svc = fresh_service
+    user = svc.users[1]
+    _expire_tokens_soon(svc)
+    client = _local(svc)
+    me = client.login(user["email"], user["password"])
+    client.update_record("object_1", str(me["id"]), {"field_3": "Changed-2026!"})
+    _wait_for_expiry()
+    svc.request_log.clear()
+    with pytest.raises(AuthenticationError, match="expired.*refused") as err:
+        client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    assert user["password"] not in str(err.value)
+    assert svc.request_log.count(path_prefix="/v1/applications/") == 1
+    with pytest.raises(Forbidden, match="token expired"):
+        client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    assert svc.request_log.count(path_prefix="/v1/applications/") == 1   # not again
+
+
+def test_an_expired_token_without_credentials_says_how_to_renew(
+        fresh_service: LocalService) -> None:
+    """A token passed in (no e-mail and password kept): Forbidden says it expired, how
+    long tokens last and how to renew; nothing is retried."""
+    from svc_frames.testing import login
+
+    svc = fresh_service
+    _expire_tokens_soon(svc)
+    client = _local(svc, token=login(svc, 1), max_retries=5)
+    _wait_for_expiry()
+    svc.request_log.clear()
+    with pytest.raises(Forbidden) as err:
+        client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    text = str(err.value)
+    assert "token expired" in text and "48 hours" in text and "client.login(" in text
+    assert str(client.token) not in text
+    assert svc.request_log.count() == 1
+
+
+def test_a_profile_refusal_is_not_a_renewal(fresh_service: LocalService) -> None:
+    """403 for a view the user's profile may not use: the token is fine, so no login."""
+    svc = fresh_service
+    tech = next(u for u in svc.users if u["email"].startswith("tech"))
+    client = _local(svc)
+    client.login(tech["email"], tech["password"])
+    svc.request_log.clear()
+    with pytest.raises(Forbidden, match="profile"):
+        client.get_page(("scene_2", "view_3"), rows_per_page=5)
+    assert svc.request_log.count() == 1
