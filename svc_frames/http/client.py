@@ -176,6 +176,7 @@ class Client:
         # token is renewed with them (``_renew_token``); never shown in a repr, log or error
         self._credentials: tuple[str, str] | None = None
         self._renew_lock = threading.Lock()
+        self._replaced_tokens: set[str] = set()  # tokens renewed: the current one stands in
 
     # ---- construction / secrets ----------------------------------------------------------
     @classmethod
@@ -215,7 +216,7 @@ class Client:
 
     def _redact(self, text: str) -> str:
         password = self._credentials[1] if self._credentials else None
-        for secret in (self._api_key, self._token, password):
+        for secret in (self._api_key, self._token, password, *self._replaced_tokens):
             if secret and len(secret) >= 4:
                 text = text.replace(secret, "***")
         return text
@@ -262,8 +263,9 @@ class Client:
         method = method.upper()
         if idempotent is None:
             idempotent = method in ("GET", "PUT", "DELETE", "HEAD")
-        def send() -> Any:
-            headers = self.headers(view=view, token=token, key_required=key_required,
+
+        def send(tok: str | None) -> Any:
+            headers = self.headers(view=view, token=tok, key_required=key_required,
                                    bare=bare)
             if json_body is not None:
                 headers["Content-Type"] = "application/json"
@@ -272,19 +274,22 @@ class Client:
             return self._send(method, self.base_url + path, what or path, headers=headers,
                               params=params, json_body=json_body, files=files,
                               idempotent=idempotent, parse=parse, resend=resend, view=view,
-                              token=token)
+                              token=tok)
 
-        sent_with = self._token
+        if token is not None and token in self._replaced_tokens:
+            token = self._token  # renewed by this client (a write run holds the old one)
+        sent_with = token or self._token
         try:
-            return send()
+            return send(token)
         except Forbidden as exc:
             # an expired token is refused before anything is done, so even a POST may be
-            # sent again, once, with a renewed one
-            if not (view and token is None and sent_with and self._credentials
+            # sent again, once, with a renewed one; only the client's own token is renewed
+            own = token is None or token == self._token or token in self._replaced_tokens
+            if not (view and sent_with and own and self._credentials
                     and exc.message.endswith(_EXPIRED_HINT)):
                 raise
             self._renew_token(sent_with, what or path)
-        return send()
+        return send(None if token is None else self._token)
 
     def _renew_token(self, expired: str, what: str) -> None:
         """Log in again with the kept credentials, unless another thread already replaced
@@ -297,6 +302,7 @@ class Client:
             log.info("the user token expired (%s): logging in again", what)
             try:
                 self.login(email, password)
+                self._replaced_tokens.add(expired)
             except AuthenticationError as exc:
                 self._credentials = None
                 raise AuthenticationError(
