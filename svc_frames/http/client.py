@@ -582,7 +582,10 @@ class Client:
 
     # ---- the service's operations --------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:
-        """Remote login (docs/service-interface.md §4.5): keep the user token for view requests.
+        """Remote login (docs/service-interface.md §4.5): keep the user token for view
+        requests, and the e-mail and password (in memory only) to log in again when the
+        service refuses the token as expired (``request``). A refused login (401) keeps
+        nothing new.
 
         Usage: ``user = client.login("ann@example.org", "pw")``"""
         if not email or not password:
