@@ -29,6 +29,7 @@ from typing import Any
 
 from .errors import FilterWarning, UsageError
 from .keys import FIELD_KEY
+from .kinds import unencodable_text
 
 NO_VALUE = frozenset({"is blank", "is not blank", "is today", "is before today",
                       "is after today", "is today or before", "is today or after",
@@ -233,6 +234,11 @@ def validate_rule(rule: Any, where: str = "rule", *, hand_written: bool = True,
         if not isinstance(value, (str, int, float, bool, list, dict, dt.date)):
             raise UsageError(f"{where}: value for {field} must be JSON (str, number, bool, "
                              f"list) or a date, got {type(value).__name__}", field=field)
+        bad = unencodable_text(value)
+        if bad is not None:
+            raise UsageError(f"{where}: {op!r} on {field}: the value {bad!r} holds a lone "
+                             "surrogate, which no request can carry (text is sent as "
+                             "UTF-8): fix the text", field=field)
     if op in CHOICE:
         if (not isinstance(value, list) or not value
                 or not all(isinstance(v, str) for v in value)):

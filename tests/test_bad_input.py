@@ -19,6 +19,7 @@ import pytest
 from svc_frames.assets import upload_file, upload_image
 from svc_frames.errors import (
     ConfigurationError,
+    Forbidden,
     InvalidValue,
     PaceWarning,
     UsageError,
@@ -29,6 +30,7 @@ from svc_frames.frames import Frames
 from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.saved.parquet import read_parquet, to_parquet
+from svc_frames.saved.push import push
 from svc_frames.server import LocalService
 from svc_frames.writeback import add_rows, diff, write_back
 
@@ -108,6 +110,47 @@ def _new_row_without(env: Env, value: object) -> object:
     return write_back(env.client, frames)
 
 
+def _blanked_required(env: Env, blank: object) -> object:
+    frames = env.frames()
+    frames.main.iloc[1, frames.main.columns.get_loc("field_12")] = blank
+    return diff(frames)
+
+
+def _cell_with(env: Env, column: str, text: str) -> object:
+    frames = env.frames()
+    # an Arrow-backed text column refuses the text itself; a column the user rebuilt as
+    # plain Python objects (a common result of .apply or list assignment) takes it
+    frames.main[column] = frames.main[column].astype(object)
+    frames.main.iloc[1, frames.main.columns.get_loc(column)] = text
+    return write_back(env.client, frames)
+
+
+def _new_row_with(env: Env, title: str) -> object:
+    frames = env.frames()
+    return add_rows(frames, [{"field_12": "fine"}, {"field_12": title}])
+
+
+def _saved_edit(env: Env) -> Path:
+    dest = env.tmp / "orders"
+    to_parquet(_edited(env), dest)
+    return dest
+
+
+def _push_to_another_application(env: Env) -> object:
+    other = Client("another_application", api_key=env.svc.api_key,
+                   base_url=env.svc.base_url, rate_limit=0)
+    return push(other, _saved_edit(env))
+
+
+def _changed_as_loaded_copy(env: Env) -> object:
+    dest = _saved_edit(env)
+    part = next(iter(sorted((env.tmp / "orders.svc_frames" / "main").glob("*.parquet"))))
+    df = pd.read_parquet(part)
+    df.loc[0, "field_12"] = "reserve check"   # the edit, so the diff would show none
+    df.to_parquet(part, index=False)
+    return push(env.client, dest)
+
+
 CASES = [
     Case("Client with a negative timeout", lambda env: _client_with(env, timeout=-1),
          ConfigurationError, ("timeout", "-1")),
@@ -145,6 +188,18 @@ CASES = [
     Case("read_parquet of corrupt metadata", _corrupt_metadata, UsageError,
          ("orders.svc_frames.json", "corrupt svc_frames metadata", "not JSON")),
 
+    Case("push of saved frames to another application", _push_to_another_application,
+         UsageError, ("orders", "application {app}", "'another_application'",
+                      "object_3", "nothing was sent")),
+    Case("push of saved frames whose as-loaded copy was changed", _changed_as_loaded_copy,
+         UsageError, ("orders.svc_frames", "as-loaded copy was changed", "SHA-256",
+                      "nothing was sent")),
+
+    Case("a view request with a token that is no longer valid",
+         lambda env: _client_with(env, token="expired-token-0000").get_page(
+             ("scene_3", "view_5")), Forbidden,
+         ("scene_3/view_5", "token expired", "48 hours", "client.login(email, password)"),
+         never_says=("expired-token-0000",), sends=True),
     Case("add_rows with a string", lambda env: add_rows(env.frames(), "text"),  # type: ignore[arg-type]
          UsageError, ("rows must be a list of dicts", "str")),
     Case("add_rows with a list of numbers", lambda env: add_rows(env.frames(), [1, 2]),  # type: ignore[list-item]
@@ -176,6 +231,25 @@ CASES = [
     Case("a new row without a field the schema marks required",
          lambda env: _new_row_without(env, None), InvalidValue,
          ("new row new:0", "field_12", "Title", "required", "'field_12'")),
+    Case("an update that empties a field the schema marks required",
+         lambda env: _blanked_required(env, ""), InvalidValue,
+         ("record {rid}", "field_12", "Title", "required", "'field_12' was emptied")),
+    Case("an update that sets a required field to NA",
+         lambda env: _blanked_required(env, pd.NA), InvalidValue,
+         ("record {rid}", "field_12", "required")),
+    Case("a cell holding a lone surrogate",
+         lambda env: _cell_with(env, "field_13", "bad \ud800 text"), InvalidValue,
+         ("record {rid}", "'field_13'", "cannot be encoded", "surrogate")),
+    Case("a new row whose text holds a lone surrogate",
+         lambda env: _new_row_with(env, "title \udfff"), InvalidValue,
+         ("new row 1", "'field_12'", "cannot be encoded", "surrogate")),
+    Case("a filter value built with a lone surrogate",
+         lambda env: Field("field_12").is_("a\ud800"), UsageError,
+         ("Field('field_12')", "field_12", "surrogate")),
+    Case("a hand-written filter rule with a lone surrogate",
+         lambda env: _filtered_load(env, {"field": "field_28", "operator": "is any",
+                                          "value": ["HVAC", "\udc80"]}),
+         UsageError, ("filter rule 1", "field_28", "surrogate")),
     Case("a new row whose required field is empty text",
          lambda env: _new_row_without(env, ""), InvalidValue,
          ("new row new:0", "field_12", "required")),
@@ -208,7 +282,7 @@ def test_bad_input_gives_a_typed_error_naming_the_culprit(
         case.call(env)
     text = str(err.value)
     for words in case.says:
-        assert words.format(tmp=tmp_path) in text, (words, text)
+        assert words.format(tmp=tmp_path, rid=loaded.main.index[1], app=repr(svc.app_id)) in text, (words, text)
     for words in case.never_says:
         assert words not in text, (words, text)
     if not case.sends:

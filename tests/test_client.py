@@ -567,3 +567,136 @@ def test_public_view_load_is_not_held_to_the_quota(fresh_service: LocalService) 
     assert len(pages) > 2
     with pytest.raises(QuotaExceeded):
         client.get_page("object_3", rows_per_page=5)
+
+
+# ---- user tokens expire: renewal with the kept login ---------------------------------------
+def _short_lived_login(svc: LocalService, client: Client, user: dict[str, Any]
+                       ) -> dict[str, Any]:
+    """Log in for a token that lives a moment (hosted: 48 hours); tokens issued after it,
+    the renewal's, live the usual 48 hours, so a slow machine cannot expire them too."""
+    svc.set_token_ttl(0.5)
+    try:
+        return client.login(user["email"], user["password"])
+    finally:
+        svc.set_token_ttl(48 * 3600.0)
+
+
+def _wait_for_expiry() -> None:
+    import time
+
+    time.sleep(0.8)
+
+
+def test_an_expired_token_is_renewed_by_one_login(fresh_service: LocalService) -> None:
+    """A notebook left open: the token it logged in with has expired; the next view
+    request logs in again with the kept e-mail and password, once, and goes on."""
+    svc = fresh_service
+    user = svc.users[1]
+    client = _local(svc, max_retries=5)
+    client.login(user["email"], user["password"])
+    first = client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    _short_lived_login(svc, client, user)
+    old = client.token
+    _wait_for_expiry()
+    svc.request_log.clear()
+    again = client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    assert again["total_records"] == first["total_records"]
+    assert client.token != old
+    assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1   # one login
+    assert svc.request_log.count(path_prefix="/v1/pages/", status=403) == 1
+    assert svc.request_log.count() == 3 and client.retry_count == 0
+    for text in (repr(client), repr(vars(client).get("user"))):
+        assert user["password"] not in text and str(client.token) not in text
+
+
+def test_a_renewal_refused_is_not_tried_again(fresh_service: LocalService) -> None:
+    """The password changed since the login: the renewal's login is refused (401) and
+    said so, once; the kept password is dropped, never sent again, never shown."""
+    svc = fresh_service
+    user = svc.users[1]
+    client = _local(svc)
+    me = _short_lived_login(svc, client, user)
+    client.update_record("object_1", str(me["id"]), {"field_3": "Changed-2026!"})
+    _wait_for_expiry()
+    svc.request_log.clear()
+    with pytest.raises(AuthenticationError, match="expired.*refused") as err:
+        client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    assert user["password"] not in str(err.value)
+    assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1
+    with pytest.raises(Forbidden, match="token expired"):
+        client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1   # not again
+
+
+def test_an_expired_token_without_credentials_says_how_to_renew(
+        fresh_service: LocalService) -> None:
+    """A token passed in (no e-mail and password kept): Forbidden says it expired, how
+    long tokens last and how to renew; nothing is retried."""
+    from svc_frames.testing import login
+
+    svc = fresh_service
+    svc.set_token_ttl(0.5)
+    client = _local(svc, token=login(svc, 1), max_retries=5)
+    _wait_for_expiry()
+    svc.request_log.clear()
+    with pytest.raises(Forbidden) as err:
+        client.get_page(("scene_3", "view_5"), rows_per_page=5)
+    text = str(err.value)
+    assert "token expired" in text and "48 hours" in text and "client.login(" in text
+    assert str(client.token) not in text
+    assert svc.request_log.count() == 1
+
+
+def test_a_profile_refusal_is_not_a_renewal(fresh_service: LocalService) -> None:
+    """403 for a view the user's profile may not use: the token is fine, so no login."""
+    svc = fresh_service
+    tech = next(u for u in svc.users if u["email"].startswith("tech"))
+    client = _local(svc)
+    client.login(tech["email"], tech["password"])
+    svc.request_log.clear()
+    with pytest.raises(Forbidden, match="profile"):
+        client.get_page(("scene_2", "view_3"), rows_per_page=5)
+    assert svc.request_log.count() == 1
+
+
+def test_a_write_run_through_a_view_renews_an_expired_token(
+        fresh_service: LocalService) -> None:
+    """write_back through a view holds the token it started with; once it expires, the
+    client's renewal stands in for it, and the write goes through (guard re-read too)."""
+    from svc_frames.loaders import read_view
+    from svc_frames.writeback import write_back
+
+    svc = fresh_service
+    tech = next(u for u in svc.users if "profile_3" in u["profile_keys"])
+    client = _local(svc)
+    client.login(tech["email"], tech["password"])
+    view = read_view(client, "scene_3", "view_5", progress=False)
+    rid = view.main.index[0]
+    view.main.loc[rid, "field_12"] = "written after the token expired"
+    _short_lived_login(svc, client, tech)   # the token the run will start with
+    _wait_for_expiry()
+    svc.request_log.clear()
+    report = write_back(client, view, progress=False)
+    assert report.table["status"].tolist() == ["applied"], report.table
+    assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1   # one login
+    assert svc.request_log.count(method="PUT", path_prefix="/v1/pages/scene_3") == 1
+    again = read_object(client, "object_3", progress=False)
+    assert again.main.loc[rid, "field_12"] == "written after the token expired"
+
+
+def test_parallel_pages_renew_an_expired_token_once(fresh_service: LocalService) -> None:
+    """A load's page threads all meet the expired token: one of them logs in again, the
+    others wait for it and repeat with the new token."""
+    from svc_frames.loaders import read_view
+
+    svc = fresh_service
+    user = svc.users[1]
+    client = _local(svc, max_workers=6)
+    client.login(user["email"], user["password"])
+    want = read_view(client, "scene_3", "view_5", rows_per_page=3, progress=False)
+    _short_lived_login(svc, client, user)
+    _wait_for_expiry()
+    svc.request_log.clear()
+    got = read_view(client, "scene_3", "view_5", rows_per_page=3, progress=False)
+    assert got.main.index.tolist() == want.main.index.tolist() and len(want.main) > 6
+    assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1   # one login

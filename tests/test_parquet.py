@@ -372,3 +372,68 @@ def test_the_first_layout_still_reads_but_push_asks_to_convert(fixture_frames: F
     assert client.request_count == sent
     converted = to_parquet(read_parquet(old), tmp_path / "new")
     assert_frames_equal(read_parquet(converted), fixture_frames)
+
+
+# ---- push's refusals: another application, a changed as-loaded copy ------------------------
+def _edit_first_title(path: Path, title: str) -> str:
+    """Rewrite the saved records with one title changed, as a user's tool would."""
+    part = next(iter(sorted(path.glob("*.parquet"))))
+    df = pd.read_parquet(part)
+    rid = str(df["id"].iloc[0])
+    df.loc[0, "field_12"] = title
+    df.to_parquet(part, index=False)
+    return rid
+
+
+def test_push_refuses_frames_of_another_application(service: LocalService,
+                                                   fresh_service: LocalService,
+                                                   tmp_path: Path) -> None:
+    """Two demo applications give their records ids of the same shape: an export of one
+    pushed with a client of the other is refused before any request, naming both."""
+    from svc_frames.saved.push import push
+
+    export(_client(service), "object_3", tmp_path / "a", progress=False)
+    _edit_first_title(tmp_path / "a", "pushed to the wrong app")
+    other = _client(fresh_service)
+    fresh_service.request_log.clear()
+    with pytest.raises(UsageError) as err:
+        push(other, tmp_path / "a")
+    text = str(err.value)
+    assert service.app_id in text and fresh_service.app_id in text and "object_3" in text
+    assert fresh_service.request_log.count() == 0  # nothing asked, nothing written
+    # the same directory pushes to its own application
+    report = push(_client(service), tmp_path / "a")
+    assert report.table["status"].tolist() == ["applied"]
+
+
+def test_a_changed_as_loaded_copy_is_refused(client: Client, tmp_path: Path) -> None:
+    """push diffs against the as-loaded copy: one put in step with the edit would turn the
+    edit into no change. Its SHA-256 in the metadata catches it."""
+    from svc_frames.saved.push import push
+
+    export(client, "object_3", tmp_path / "t", progress=False)
+    _edit_first_title(tmp_path / "t", "an edit to keep")
+    _edit_first_title(tmp_path / "t.svc_frames" / "main", "an edit to keep")
+    with pytest.raises(UsageError, match="as-loaded copy was changed"):
+        read_parquet(tmp_path / "t")
+    with pytest.raises(UsageError, match="as-loaded copy was changed"):
+        push(client, tmp_path / "t", dry_run=True)
+
+
+def test_saved_frames_without_a_digest_are_read_as_before(client: Client,
+                                                          tmp_path: Path) -> None:
+    """Saved by the version before the digest (no ``loaded_sha256``): read and pushed as
+    they are; the push records a digest for next time."""
+    from svc_frames.saved.push import push
+
+    export(client, "object_3", tmp_path / "o", progress=False)
+    meta_path = tmp_path / "o.svc_frames.json"
+    doc = json.loads(meta_path.read_text())
+    assert len(doc.pop("loaded_sha256")) == 64
+    meta_path.write_text(json.dumps(doc))
+    _edit_first_title(tmp_path / "o", "edited in an old save")
+    assert read_parquet(tmp_path / "o").original is not None
+    report = push(client, tmp_path / "o")
+    assert report.table["status"].tolist() == ["applied"]
+    assert len(json.loads(meta_path.read_text())["loaded_sha256"]) == 64
+    assert len(push(client, tmp_path / "o").table) == 0  # the new digest fits the copy

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,6 +14,7 @@ from svc_frames import Client, diff, read_object, read_view, write_back
 from svc_frames.errors import UsageError
 from svc_frames.filters import format_filter_date
 from svc_frames.frames import Frames
+from svc_frames.refreshing.cache import CacheNotice, pointer_digest
 from svc_frames.refreshing.policy import RefreshNotice, refresh
 from svc_frames.saved.layout import SavedLayout
 from svc_frames.saved.parquet import read_parquet
@@ -352,13 +355,71 @@ def test_a_cache_made_for_something_else_is_not_used(svc: LocalService, tmp_path
         read_object(c, "object_2", cache=cache)
     pointer = cache / "CURRENT.json"
     meta = json.loads(pointer.read_text())
-    pointer.write_text(json.dumps(dict(meta, schema="0" * 20)))
+    changed = dict(meta, schema="0" * 20)   # as a cache of another schema version says
+    changed["pointer_sha256"] = pointer_digest(changed)
+    pointer.write_text(json.dumps(changed))
     with pytest.warns(RefreshNotice, match="schema changed"):
         read_object(c, "object_2", cache=cache)
-    pointer.write_text(json.dumps(dict(meta, format=0)))
+    older = {k: v for k, v in meta.items() if not k.endswith("_sha256")}
+    pointer.write_text(json.dumps(dict(older, format=0)))   # an old format had no checksum
     with pytest.warns(RefreshNotice, match="cache format 0"):
         parts = read_object(c, "object_2", cache=cache)
     same_frames(parts, read_object(c, "object_2"))
+
+
+def _flip_a_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def test_a_cache_with_a_flipped_byte_is_loaded_in_full(svc: LocalService, tmp_path) -> None:
+    """One flipped byte in any file of a cache (its pointer, the records, a table, the
+    metadata, the as-loaded copy) is caught by the checksums: a notice and a full load,
+    never other data; the cache is then whole again."""
+    cache = tmp_path / "c"
+    c = client_of(svc)
+    truth = read_object(c, WO)
+    read_object(c, WO, cache=cache)
+
+    def files() -> list[Path]:  # by role: the snapshot's name changes with each rewrite
+        return sorted((p for p in cache.rglob("*") if p.is_file()),
+                      key=lambda p: p.relative_to(cache).parts[1:] or ("",))
+
+    count = len(files())
+    assert count >= 5   # pointer, records, metadata, as-loaded records, tables
+    for i in range(count):
+        victim = files()[i]
+        _flip_a_byte(victim)
+        with pytest.warns(CacheNotice, match="changed or damaged|cannot be used"):
+            frames = read_object(c, WO, cache=cache)
+        same_frames(frames, truth)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RefreshNotice)
+        same_frames(read_object(client_of(svc), WO, cache=cache), truth)
+
+
+def test_a_cache_written_before_checksums_is_loaded_in_full_once(svc: LocalService,
+                                                                 tmp_path) -> None:
+    """A cache without checksums (the previous version's) cannot be verified: a notice
+    saying so, a full load, and from then on a checked cache."""
+    import json
+
+    cache = tmp_path / "c"
+    c = client_of(svc)
+    read_object(c, WO, cache=cache)
+    pointer = cache / "CURRENT.json"
+    meta = json.loads(pointer.read_text())
+    assert len(meta.pop("files_sha256")) == len(meta.pop("pointer_sha256")) == 64
+    pointer.write_text(json.dumps(meta))
+    with pytest.warns(CacheNotice, match="no checksum"):
+        frames = read_object(c, WO, cache=cache)
+    same_frames(frames, read_object(c, WO))
+    run = client_of(svc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RefreshNotice)
+        read_object(run, WO, cache=cache)
+    assert run.request_count <= 3   # refreshed, not loaded in full
 
 
 def test_bad_cache_paths_are_refused_before_any_request(svc: LocalService, tmp_path) -> None:
@@ -428,7 +489,6 @@ def test_a_cache_survives_a_crash_mid_write(svc: LocalService, tmp_path,
     assert len(list(cache.glob("snap-*"))) == 2  # the new snapshot, never pointed at
     # the previous cache is read and refreshed, not reloaded in full (no warning)
     run = client_of(svc)
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("error", RefreshNotice)
         frames = read_object(run, WO, cache=cache, rows_per_page=10)

@@ -10,13 +10,18 @@ Usage::
 
 Object requests send the application id and the API key; view requests send the literal
 ``service`` as key plus the user token in ``Authorization`` (docs/service-interface.md §5).
+A user token lasts 48 hours (docs/hosted-behaviour.md §5): a client that logged in itself
+keeps the e-mail and password in memory and, when a view request is refused for an
+expired token, logs in again once and repeats the request once (never after a refused
+login); otherwise Forbidden says the token expired and how to renew it.
 GET, PUT and DELETE are retried with backoff on 429, 502/503/504 and dropped connections;
 a POST is only retried when it surely did not reach the server (refused by the rate limit,
 the connection never opened, or the caller's ``resend`` check verified it absent), otherwise
 :class:`OutcomeUnknown` is raised. Every request of the package goes through this one
 policy (``request``; ``get_bytes`` for asset downloads), so ``retry_count`` and
 ``status_counts`` see them all.
-The API key and the token never appear in a repr, a log line or an error message.
+The API key, the token and the password never appear in a repr, a log line or an error
+message.
 
 Limits (docs/hosted-behaviour.md §4): every answer's ``X-RateLimit-*`` headers pace the
 client, its ``X-PlanLimit-*`` headers give ``client.quota`` (the daily quota), and
@@ -99,6 +104,14 @@ _DAILY_RE = re.compile(r"daily|plan limit|quota", re.I)
 _THROTTLE_RE = re.compile(r"throttl|rate limit|too many requests", re.I)
 
 
+_EXPIRED_HINT = (" (the user token expired (a token lasts 48 hours, two weeks with \"remember "
+                 "me\") or is not a token of this application: log in again with "
+                 "client.login(email, password) or pass a new token=; a client that logged "
+                 "in itself renews it on its own)")
+"""Ends the Forbidden of a view request whose token the service refused (by the server's
+own words), which ``request`` renews when it holds the credentials."""
+
+
 @dataclass(frozen=True)
 class Quota:
     """The application's daily request quota as the service last reported it
@@ -159,6 +172,11 @@ class Client:
         # are then inferred from the record shapes
         self._schema_loaded = not use_schema
         self.user: dict[str, Any] | None = None
+        # the e-mail and password of the last successful login, in memory only: an expired
+        # token is renewed with them (``_renew_token``); never shown in a repr, log or error
+        self._credentials: tuple[str, str] | None = None
+        self._renew_lock = threading.Lock()
+        self._replaced_tokens: set[str] = set()  # tokens renewed: the current one stands in
 
     # ---- construction / secrets ----------------------------------------------------------
     @classmethod
@@ -185,6 +203,7 @@ class Client:
     @token.setter
     def token(self, value: str | None) -> None:
         self._token = value
+        self._credentials = None  # a token set by hand is not renewed with an older login
 
     @property
     def pace(self) -> PaceState:
@@ -212,7 +231,8 @@ class Client:
                 f"token={'***' if self._token else None}, rate_limit={self.limiter.rate})")
 
     def _redact(self, text: str) -> str:
-        for secret in (self._api_key, self._token):
+        password = self._credentials[1] if self._credentials else None
+        for secret in (self._api_key, self._token, password, *self._replaced_tokens):
             if secret and len(secret) >= 4:
                 text = text.replace(secret, "***")
         return text
@@ -259,15 +279,53 @@ class Client:
         method = method.upper()
         if idempotent is None:
             idempotent = method in ("GET", "PUT", "DELETE", "HEAD")
-        headers = self.headers(view=view, token=token, key_required=key_required, bare=bare)
-        if json_body is not None:
-            headers["Content-Type"] = "application/json"
-        if extra_headers:
-            headers.update(extra_headers)
-        return self._send(method, self.base_url + path, what or path, headers=headers,
-                          params=params, json_body=json_body, files=files,
-                          idempotent=idempotent, parse=parse, resend=resend, view=view,
-                          token=token)
+
+        def send(tok: str | None) -> Any:
+            headers = self.headers(view=view, token=tok, key_required=key_required,
+                                   bare=bare)
+            if json_body is not None:
+                headers["Content-Type"] = "application/json"
+            if extra_headers:
+                headers.update(extra_headers)
+            return self._send(method, self.base_url + path, what or path, headers=headers,
+                              params=params, json_body=json_body, files=files,
+                              idempotent=idempotent, parse=parse, resend=resend, view=view,
+                              token=tok)
+
+        if token is not None and token in self._replaced_tokens:
+            token = self._token  # renewed by this client (a write run holds the old one)
+        sent_with = token or self._token
+        try:
+            return send(token)
+        except Forbidden as exc:
+            # an expired token is refused before anything is done, so even a POST may be
+            # sent again, once, with a renewed one; only the client's own token is renewed
+            own = token is None or token == self._token or token in self._replaced_tokens
+            if not (view and sent_with and own and self._credentials
+                    and exc.message.endswith(_EXPIRED_HINT)):
+                raise
+            self._renew_token(sent_with, what or path)
+        return send(None if token is None else self._token)
+
+    def _renew_token(self, expired: str, what: str) -> None:
+        """Log in again with the kept credentials, unless another thread already replaced
+        the ``expired`` token. A refused login (the password changed) forgets them and
+        raises AuthenticationError: it is never tried again with the same password."""
+        with self._renew_lock:
+            if self._token != expired or self._credentials is None:
+                return
+            email, password = self._credentials
+            log.info("the user token expired (%s): logging in again", what)
+            try:
+                self.login(email, password)
+                self._replaced_tokens.add(expired)
+            except AuthenticationError as exc:
+                self._credentials = None
+                raise AuthenticationError(
+                    f"{what}: the user token expired and logging in again with the kept "
+                    f"e-mail and password was refused ({exc.message}): call "
+                    "client.login(email, password) with the current password",
+                    status=exc.status, body=exc.body) from None
 
     def get_bytes(self, url: str, *, what: str = "") -> bytes:
         """The body of a GET as bytes (an asset download), paced and retried like every
@@ -429,6 +487,8 @@ class Client:
             if view and not has_token:
                 hint = " (this view is behind a login: call client.login(email, password) " \
                        "or pass token=)"
+            elif view and _names_token(msg):
+                hint = _EXPIRED_HINT
             elif view:
                 hint = " (the user token is invalid or expired, or the user may not use " \
                        "this view: log in again with client.login(email, password))"
@@ -536,7 +596,10 @@ class Client:
 
     # ---- the service's operations --------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:
-        """Remote login (docs/service-interface.md §4.5): keep the user token for view requests.
+        """Remote login (docs/service-interface.md §4.5): keep the user token for view
+        requests, and the e-mail and password (in memory only) to log in again when the
+        service refuses the token as expired (``request``). A refused login (401) keeps
+        nothing new.
 
         Usage: ``user = client.login("ann@example.org", "pw")``"""
         if not email or not password:
@@ -549,6 +612,7 @@ class Client:
             self._token = user["token"]
         except (KeyError, TypeError):
             raise ServerError("login: the answer has no session.user.token") from None
+        self._credentials = (email, password)
         self.user = {k: v for k, v in user.items() if k != "token"}
         return self.user
 
@@ -817,6 +881,13 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
             when = when.replace(tzinfo=dt.timezone.utc)
         seconds = (when - dt.datetime.now(dt.timezone.utc)).total_seconds()
     return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def _names_token(message: str) -> bool:
+    """A server's 403 message refusing the user token itself (``Invalid or Expired
+    Token``), not the user's rights on the view nor throttling."""
+    text = (message or "").lower()
+    return "token" in text and "profile" not in text
 
 
 def _is_throttling(message: str) -> bool:

@@ -9,7 +9,7 @@ import html
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -37,6 +37,28 @@ def is_na(value: Any) -> bool:
         return bool(pd.isna(value)) if not isinstance(value, (list, tuple, dict, str)) else False
     except (TypeError, ValueError):
         return False
+
+
+def unencodable_text(value: Any) -> str | None:
+    """The first text in ``value`` (a str, or one in a list, array or dict) that UTF-8 cannot
+    encode (a lone surrogate such as ``"\\ud800"``, e.g. from a badly decoded file), else
+    None. Usage: ``unencodable_text(["ok", "\\ud800"])  # '\\ud800'``"""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value
+        return None
+    if isinstance(value, Mapping):
+        value = [*value.keys(), *value.values()]
+    if isinstance(value, np.ndarray) and value.dtype == object:
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            bad = unencodable_text(v)
+            if bad is not None:
+                return bad
+    return None
 
 
 def is_empty_cell(value: Any) -> bool:

@@ -7,8 +7,14 @@ first run, or a cache made for something else, loads in full and writes the cach
 Layout of a cache directory::
 
     dir/CURRENT.json     what the cache holds (format, application, target, load
-                         parameters, schema fingerprint, loaded_at) and its snapshot
+                         parameters, schema fingerprint, loaded_at), its snapshot and
+                         their checksums
     dir/snap-<id>/data   to_parquet of the frames (and the siblings it writes beside)
+
+``CURRENT.json`` records the SHA-256 of every file of its snapshot and of itself; a
+cache whose files do not match (a flipped byte, a file edited or replaced), or that
+carries no checksum (written by a version before them), is not used: a CacheNotice says
+why, the load is made in full and the cache rewritten.
 
 A write never touches the current snapshot: the new one is written under ``.tmp-<id>``,
 fsynced, renamed to ``snap-<id>``, and then ``CURRENT.json`` is replaced atomically
@@ -43,7 +49,7 @@ from ..lookup import resolve_target
 from ..query import Filters, validate_filters
 from ..read.load import load
 from ..read.options import Columns, check_columns, user_timezone
-from ..saved.layout import SavedLayout
+from ..saved.layout import SavedLayout, files_digest
 from ..saved.parquet import read_parquet, to_parquet
 from ..schema import Schema
 from .policy import RefreshNotice, RefreshReport, refresh
@@ -56,11 +62,16 @@ CACHE_FORMAT = 1
 POINTER = "CURRENT.json"
 DATA = "data"
 """A snapshot holds ``to_parquet(frames, snap/DATA)``: DATA and the siblings it writes."""
+FILES_SHA = "files_sha256"
+"""Pointer member: SHA-256 of every file of the snapshot it names (``snapshot_digest``)."""
+POINTER_SHA = "pointer_sha256"
+"""Pointer member: SHA-256 of the pointer's other members (``pointer_digest``)."""
 
 
 class CacheNotice(RefreshNotice):
     """A cache that could not be used (another application, object, filter, schema version
-    or format, or unreadable): the load was made in full and the cache rewritten."""
+    or format, unreadable, failing its checksums, or written before caches had them): the
+    load was made in full and the cache rewritten."""
 
 
 def check_cache_dir(path: str | os.PathLike[str]) -> Path:
@@ -102,17 +113,50 @@ def _fsync_tree(root: Path) -> None:
         _fsync(Path(dirpath))
 
 
+def pointer_digest(pointer: Mapping[str, Any]) -> str:
+    """SHA-256 of the pointer's members other than its own digest, as JSON reads them."""
+    body = {k: v for k, v in pointer.items() if k != POINTER_SHA}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def snapshot_digest(snap: Path) -> str:
+    """SHA-256 of every file of a snapshot (records, tables, metadata, as-loaded copy)."""
+    return files_digest(snap, (p for p in snap.rglob("*") if p.is_file()))
+
+
+def check_integrity(root: Path, meta: Mapping[str, Any]) -> None:
+    """ValueError when the pointer or the snapshot it names is not as written (a flipped
+    byte, a file edited or replaced), or carries no checksum (written before caches had
+    one: it cannot be trusted, so it is loaded in full once and rewritten)."""
+    if meta.get(POINTER_SHA) is None or meta.get(FILES_SHA) is None:
+        raise ValueError("it carries no checksum (written by a version before caches had "
+                         "one)")
+    if meta[POINTER_SHA] != pointer_digest(meta):
+        raise ValueError(f"{POINTER} was changed or damaged (its checksum does not match)")
+    snap = root / str(meta["snapshot"])
+    if not snap.is_dir():
+        raise ValueError(f"its snapshot {snap.name} is missing")
+    if snapshot_digest(snap) != meta[FILES_SHA]:
+        raise ValueError(f"the files of {snap.name} were changed or damaged (their SHA-256 "
+                         f"is not the one {POINTER} records)")
+
+
 def read_cache(root: Path) -> tuple[dict[str, Any], Frames | None] | None:
     """(pointer, frames) of a cache (frames None for a cache of another format), or None
-    when it holds none. Raises ValueError/OSError when it is unreadable."""
+    when it holds none. Raises ValueError/OSError when it is unreadable or fails its
+    checksums (``check_integrity``)."""
     pointer = root / POINTER
     if not pointer.exists():
         return None
     meta = json.loads(pointer.read_text(encoding="utf-8"))
     if not isinstance(meta, dict):
         raise ValueError(f"{pointer} is not a JSON object")
+    if meta.get(POINTER_SHA) is not None and meta[POINTER_SHA] != pointer_digest(meta):
+        # before the format: a flipped byte there must not pass for another format
+        raise ValueError(f"{POINTER} was changed or damaged (its checksum does not match)")
     if meta.get("format") != CACHE_FORMAT:
         return meta, None
+    check_integrity(root, meta)
     frames = read_parquet(root / str(meta["snapshot"]) / DATA)
     if meta.get("original") == "main" or frames.original is None:
         frames.original = frames.snapshot()
@@ -127,13 +171,16 @@ def save_cache(root: Path, frames: Frames, meta: Mapping[str, Any], *,
                data_changed: bool = True) -> None:
     """Write ``frames`` (when ``data_changed``, else keep the snapshot) and point
     ``CURRENT.json`` at it, atomically (module docstring)."""
-    current = None
+    current, current_sha = None, None
     try:
-        current = json.loads((root / POINTER).read_text(encoding="utf-8")).get("snapshot")
+        old_pointer = json.loads((root / POINTER).read_text(encoding="utf-8"))
+        current, current_sha = old_pointer.get("snapshot"), old_pointer.get(FILES_SHA)
     except (OSError, ValueError, AttributeError):
         current = None
     snapshot = current if (not data_changed and current
                            and (root / str(current)).is_dir()) else None
+    # a kept snapshot was verified when read (load_cached): its digest carries over
+    files_sha = current_sha if snapshot is not None else None
     for stale in root.glob(".tmp-*"):  # a crashed write's leftovers
         shutil.rmtree(stale, ignore_errors=True)
     same = as_loaded(frames)
@@ -148,10 +195,16 @@ def save_cache(root: Path, frames: Frames, meta: Mapping[str, Any], *,
         snapshot = f"snap-{token}"
         os.rename(tmp, root / snapshot)
         _fsync(root)
+    if files_sha is None:
+        files_sha = snapshot_digest(root / snapshot)
     pointer = dict(meta, snapshot=snapshot, original="main" if same else "stored")
+    pointer[FILES_SHA] = files_sha
+    pointer.pop(POINTER_SHA, None)
+    pointer = json.loads(json.dumps(pointer, default=str))  # as a reader will see it
+    pointer[POINTER_SHA] = pointer_digest(pointer)
     tmp_pointer = root / ("." + POINTER + ".tmp")
     with open(tmp_pointer, "w", encoding="utf-8") as fh:
-        json.dump(pointer, fh, indent=1, sort_keys=True, default=str)
+        json.dump(pointer, fh, indent=1, sort_keys=True)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp_pointer, root / POINTER)
@@ -226,7 +279,7 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
     try:
         cached = read_cache(root)
     except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
-        why = f"it cannot be read ({exc})"
+        why = f"it cannot be used ({exc})"
     fingerprint = schema_fingerprint(app, target)
     frames: Frames | None = None
     report: RefreshReport | None = None

@@ -165,7 +165,8 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
             tables[name] = {"dir": w.root.name, "columns": table_meta(w.schema)["dtypes"]}
         main_schema = pq.read_schema(next(iter(sorted(loaded_main.glob("part-*.parquet")))))
         write_meta(st.meta, meta_doc(source, format, table_meta(main_schema)["dtypes"],
-                                       tables, layout.loaded, count, "export"))
+                                       tables, layout.loaded, count, "export",
+                                       staged_loaded=st.loaded))
         st.install()
     return ExportResult(layout.data, count, parts, list(table_writers), len(pager.passes),
                         removed, layout.tables if table_writers else None, layout.meta,

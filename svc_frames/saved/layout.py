@@ -7,13 +7,14 @@ Usage: ``layout = SavedLayout.of("out/orders"); meta = read_meta("out/orders")``
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,13 +154,38 @@ class Staging:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def files_digest(root: Path, files: Iterable[Path]) -> str:
+    """SHA-256 (hex) over ``files`` under ``root``: each by its path inside ``root``, its
+    size and its bytes, in path order (so a file renamed, added or dropped counts too)."""
+    h = hashlib.sha256()
+    for p in sorted(files, key=lambda q: q.relative_to(root).as_posix()):
+        rel = p.relative_to(root).as_posix()
+        h.update(f"{rel}\0{p.stat().st_size}\0".encode())
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def loaded_digest(root: Path) -> str:
+    """SHA-256 of the as-loaded copy at ``root``: the files a reader would read
+    (``data_files``). Recorded in the metadata when the copy is written and checked when
+    it is read back: push diffs against this copy, so a changed one would silently drop
+    or invent edits."""
+    return files_digest(root, data_files(root))
+
+
 def meta_doc(source: Source | None, fmt: str, columns: Mapping[str, str],
               tables: Mapping[str, Mapping[str, Any]], loaded: Path | None, records: int,
-              written_by: str) -> dict[str, Any]:
+              written_by: str, *, staged_loaded: Path | None) -> dict[str, Any]:
+    """The metadata document; ``staged_loaded``: where the as-loaded copy was just
+    written (its digest goes in ``loaded_sha256``), None when there is none."""
     return {"svc_frames": META_VERSION, "written_by": written_by, "format": fmt,
             "source": source.to_dict() if source else None, "index": "id",
             "columns": dict(columns), "tables": {k: dict(v) for k, v in tables.items()},
-            "loaded": loaded.name if loaded is not None else None, "records": records}
+            "loaded": loaded.name if loaded is not None else None, "records": records,
+            "loaded_sha256": (loaded_digest(staged_loaded) if loaded is not None
+                              and staged_loaded is not None else None)}
 
 
 def write_meta(path: Path, doc: Mapping[str, Any]) -> None:
@@ -178,6 +204,7 @@ class SavedMeta:
     tables: dict[str, dict[str, Any]]
     loaded: str | None
     index: str = "id"
+    loaded_sha256: str | None = None  # None: written before the as-loaded copy had one
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -221,6 +248,10 @@ def read_meta(path: str | os.PathLike[str]) -> SavedMeta:
                 or not isinstance(t.get("columns"), dict) or "/" in t["dir"]
                 or t["dir"] in ("", ".", "..")):
             raise corrupt(f, f"table {name!r} needs a 'dir' name and 'columns'")
+    digest = doc.get("loaded_sha256")
+    if digest is not None and not (isinstance(digest, str)
+                                   and re.fullmatch(r"[0-9a-f]{64}", digest)):
+        raise corrupt(f, f"'loaded_sha256' is {digest!r:.80}, not a SHA-256 hex digest")
     loaded = doc.get("loaded")
     if loaded is not None and loaded != layout.loaded.name:
         raise corrupt(f, f"'loaded' is {loaded!r}, expected {layout.loaded.name!r} "
@@ -237,4 +268,4 @@ def read_meta(path: str | os.PathLike[str]) -> SavedMeta:
             raise corrupt(f, f"'source' names kind {source.kind!r} / object "
                               f"{source.object_key!r}")
     return SavedMeta(f, source, doc["format"], dict(doc["columns"]), dict(doc["tables"]),
-                     loaded, index, doc)
+                     loaded, index, digest, doc)

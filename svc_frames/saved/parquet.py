@@ -75,6 +75,7 @@ from .layout import (
     check_free,
     corrupt,
     data_files,
+    loaded_digest,
     meta_doc,
     read_meta,
     safe_name,
@@ -183,7 +184,7 @@ def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
             write_frames(frames.original, st.loaded / "main", st.loaded / "tables", "parquet")
         write_meta(st.meta, meta_doc(frames.source, "parquet", dtypes, tables,
                                        layout.loaded if frames.original is not None else None,
-                                       len(frames.main), "to_parquet"))
+                                       len(frames.main), "to_parquet", staged_loaded=st.loaded))
         st.install()
     return layout.data
 
@@ -386,6 +387,14 @@ def _read_loaded(layout: SavedLayout, meta: SavedMeta) -> Frames:
     root = layout.loaded
     if not root.is_dir():
         raise corrupt(meta.path, f"it names the as-loaded copy {root}, which is missing")
+    # no digest: saved before the as-loaded copy had one, read as it is (it cannot be
+    # checked; the next save by push or to_parquet records one)
+    if meta.loaded_sha256 is not None and loaded_digest(root) != meta.loaded_sha256:
+        raise UsageError(f"{root}: the as-loaded copy was changed since it was saved (its "
+                         f"SHA-256 is not the one in {meta.path.name}); push diffs the edits "
+                         "against it, so a changed copy would drop or invent changes. Do not "
+                         "edit it: edit the records in "
+                         f"{layout.data.name}/; export again to start over; nothing was sent")
     main, spans = _read_dataset(root / "main", meta.columns, meta, "the as-loaded copy")
     original = Frames(_main_frame(main, spans, meta.index, None), {}, meta.source)
     for name, t in meta.tables.items():

@@ -57,6 +57,23 @@ def read_for_push(path: str | os.PathLike[str], *, overwrite: bool = False,
     return frames
 
 
+def check_application(frames: Frames, client: Client, path: str | os.PathLike[str]) -> None:
+    """UsageError, before any request, when the saved frames were loaded from another
+    application than the client's: record ids of two applications can coincide, so
+    pushing there would overwrite unrelated records. Frames that do not name their
+    application (saved without one) are let through."""
+    src = frames.source
+    assert src is not None  # read_for_push refuses frames without a source
+    if src.app_id and src.app_id != client.app_id:
+        what = (f"object {src.object_key}" if src.kind == "object"
+                else f"view {src.scene_key}/{src.view_key}")
+        name = f" ({src.name})" if src.name else ""
+        raise UsageError(f"{path}: these frames were saved from application {src.app_id!r} "
+                         f"({what}{name}), but the client is for application "
+                         f"{client.app_id!r}: push writes only to the application they were "
+                         "loaded from; nothing was sent")
+
+
 def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataFrame, *,
                 overwrite: bool = False) -> None:
     """After a push, so that pushing again sends nothing: with ``overwrite=True`` the data
@@ -84,7 +101,8 @@ def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataF
         write_frames(loaded, st.loaded / "main", st.loaded / "tables", "parquet")
         write_meta(st.meta, meta_doc(frames.source, meta.format, columns, tables,
                                        layout.loaded, len(frames.main),
-                                       str(meta.extra.get("written_by") or "push")))
+                                       str(meta.extra.get("written_by") or "push"),
+                                       staged_loaded=st.loaded))
         st.install(which)
 
 
@@ -125,6 +143,7 @@ def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
 
     Usage: ``push(Client.from_env(), "out/orders", dry_run=True).table``"""
     frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
+    check_application(frames, client, path)
     report = write_back(client, frames, dry_run=dry_run, **options)
     if save and not dry_run and (report.table["status"] == "applied").any():
         try:

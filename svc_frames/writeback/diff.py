@@ -12,7 +12,8 @@ codec that decoded them, so an unchanged frame plans nothing. Everything that ca
 written is refused here, naming the column and record: unknown columns, duplicate or
 unknown ids, a reset or re-typed index, values a kind does not accept, read-only kinds,
 missing upload files, frames without metadata, a new row without a field the schema marks
-required (the hosted service would create it blank: the refusal is about intent).
+required (the hosted service would create it blank: the refusal is about intent), an
+update that empties such a field, and text UTF-8 cannot encode (a lone surrogate).
 
 Reading order: ``source_and_base`` / ``Rows.of`` (validate), then ``PlanBuilder``
 (updates, creates, connections, required fields of creates, deletes).
@@ -31,7 +32,7 @@ import pandas as pd
 from ..errors import InvalidValue, ReadOnlyField, SvcError, UsageError
 from ..frames import Frames, Source
 from ..joins import refuse_join_result
-from ..kinds import is_empty_cell, values_equal
+from ..kinds import is_empty_cell, unencodable_text, values_equal
 from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
 from .retype import read_as_loaded
 from .uploads import UNCHANGED, placed_assets, plan_asset_value
@@ -129,6 +130,16 @@ def _encode(layout: Layout, key: str, values: dict[str, Any], rid: str,
     """Encode one field of one record, re-raising with the record id and column named."""
     f = layout.fields[key]
     codec = layout.codecs[key]
+    for k, v in values.items():
+        bad = unencodable_text(v)
+        if bad is not None:
+            # no request can carry it (JSON bodies and URLs are UTF-8): said here, with the
+            # culprit, rather than as a bare UnicodeEncodeError from deep in a codec
+            col = col_names.get(k, k)
+            raise InvalidValue(f"record {rid}: column {col!r} holds text that cannot be "
+                               f"encoded as UTF-8 ({bad!r:.60}: a lone surrogate, e.g. from "
+                               "a badly decoded file); fix the text (nothing was sent)",
+                               field=key, column=col, record_id=rid)
     try:
         out = codec.encode(values, f, layout.ctx)
         if f.kind not in _HOOKED_KINDS:
@@ -329,6 +340,8 @@ class PlanBuilder:
             rid = existing[p]
             new_v = {layout.col_key[c]: ed_vals[c][j] for c in cols_present}
             old_v = {layout.col_key[c]: b_vals[c][j] for c in cols_present}
+            if layout.fields[key].required and all(is_empty_cell(v) for v in new_v.values()):
+                self.refuse_blanked_required(rid, key, per[p])
             if layout.is_upload(key):
                 enc = plan_asset_value(new_v, old_v, layout.fields[key], rid,
                                               self.placed)
@@ -462,6 +475,8 @@ class PlanBuilder:
         action = self.actions.get(r, "update")
         if action == "create" and not new_ids:
             return
+        if action == "update" and not new_ids and self.layout.fields[conn_key].required:
+            self.refuse_blanked_required(r, conn_key, [name])
         enc = _encode(self.layout, conn_key, {conn_key: new_ids}, r, {conn_key: name})
         self.payloads.setdefault(r, {})[conn_key] = enc
         self.actions[r] = action
@@ -496,6 +511,17 @@ class PlanBuilder:
                     f"new row {rid}: {key} ({f.label}, {f.kind}) is required by the schema "
                     f"but empty: fill {where} or drop the row (nothing was sent)",
                     field=key, column=cols[0] if cols else None, record_id=rid)
+
+    def refuse_blanked_required(self, rid: str, key: str, cols: Sequence[str]) -> None:
+        """An update that empties a field the schema marks required is refused before any
+        request, like a new row without it: whatever the service makes of the blank, the
+        value as loaded would be lost, and a required field left empty is not intent."""
+        f = self.layout.fields[key]
+        where = ", ".join(repr(c) for c in cols)
+        raise InvalidValue(
+            f"record {rid}: {key} ({f.label}, {f.kind}) is required by the schema but "
+            f"{where} was emptied: put a value back, or leave the field as loaded "
+            "(nothing was sent)", field=key, column=cols[0] if cols else None, record_id=rid)
 
     # ---- deletes -----------------------------------------------------------------------------
     def deletes(self) -> None:
@@ -565,6 +591,14 @@ def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     unknown = {k for r in rows for k in r} - set(main.columns)
     if unknown:
         raise UsageError(f"unknown columns in new rows: {sorted(unknown)}")
+    for i, r in enumerate(rows):
+        for col, v in r.items():
+            bad = unencodable_text(v)
+            if bad is not None:   # the frame (Arrow text) could not even hold it
+                raise InvalidValue(f"new row {i}: column {col!r} holds text that cannot be "
+                                   f"encoded as UTF-8 ({bad!r:.60}: a lone surrogate, e.g. "
+                                   "from a badly decoded file); fix the text",
+                                   field=None, column=str(col))
     add = pd.DataFrame(list(rows), index=pd.Index(tmp, name=main.index.name),
                        columns=main.columns)
     for col in main.columns:
