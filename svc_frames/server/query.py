@@ -30,6 +30,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from .apierror import ApiError
+from .clienttext import check_text
 from .render import DATE_KINDS, NUMERIC_KINDS, Piece
 from .schema import AppDef, ObjectDef
 
@@ -449,7 +450,8 @@ def parse_filters_param(text: str | None) -> Any:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise ApiError.invalid(f"filters is not valid JSON: {exc}") from exc
+        raise ApiError.invalid(f"filters is not valid JSON: {exc}", "filters") from exc
+    check_text(data, "filters")
     if isinstance(data, list):
         return {"match": "and", "rules": data}
     if isinstance(data, dict):
