@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS assets(id TEXT PRIMARY KEY, type TEXT NOT NULL,
     field_key TEXT, record_id TEXT, created REAL NOT NULL);
 DROP TABLE IF EXISTS tokens;
 CREATE TABLE IF NOT EXISTS user_tokens(token_hash TEXT PRIMARY KEY, obj TEXT NOT NULL,
-    user_id TEXT NOT NULL, expires REAL NOT NULL);
+    user_id TEXT NOT NULL, expires REAL NOT NULL, stamp TEXT NOT NULL DEFAULT '');
 """
 # ``tokens`` held tokens in plain text (before 0.1.1): dropped, its users log in again
 
