@@ -29,10 +29,10 @@ def has_surrogate(text: str) -> bool:
     return False
 
 
-def check_text(value: Any, where: str) -> None:
-    """400 naming the place of the first infinite number, or string or key with a lone
-    surrogate, in parsed JSON (``where``: "" for a body, whose top keys are fields, or
-    the parameter's name)."""
+def check_text(value: Any, where: str, *, numbers: bool = True) -> None:
+    """400 naming the place of the first infinite number (unless ``numbers`` is False:
+    the caller names them better), or string or key with a lone surrogate, in parsed JSON
+    (``where``: "" for a body, whose top keys are fields, or the parameter's name)."""
     stack: list[tuple[Any, str]] = [(value, where)]
     while stack:
         item, at = stack.pop()
@@ -40,7 +40,7 @@ def check_text(value: Any, where: str) -> None:
             if has_surrogate(item):
                 raise ApiError.invalid(f"{at or 'the body'}: a string holds a lone UTF-16 "
                                        "surrogate, which is not text", _field_of(at))
-        elif isinstance(item, float):
+        elif isinstance(item, float) and numbers:
             if not math.isfinite(item):
                 raise ApiError.invalid(f"{at}: {item} is not a finite number", _field_of(at))
         elif isinstance(item, dict):

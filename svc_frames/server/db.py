@@ -35,7 +35,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(obj, id);
 CREATE INDEX IF NOT EXISTS records_obj ON records(obj);
 CREATE TABLE IF NOT EXISTS links(obj TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
     target TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS links_target ON links(field, target);
+DROP INDEX IF EXISTS links_target;
+CREATE INDEX IF NOT EXISTS links_target_src ON links(field, target, obj, id);
 CREATE INDEX IF NOT EXISTS links_src ON links(obj, id);
 CREATE TABLE IF NOT EXISTS counters(obj TEXT NOT NULL, field TEXT NOT NULL,
     value INTEGER NOT NULL, PRIMARY KEY(obj, field));
