@@ -425,3 +425,14 @@ def test_a_refused_body_is_drained_so_the_client_reads_the_answer(
             sock.sendall(chunk)  # a reset would raise here
         data = _read_all(sock)
     assert data.startswith(b"HTTP/1.1 413 "), data[:200]
+
+
+def test_a_request_that_is_not_http_gets_the_error_body(service: LocalService) -> None:
+    # h11 refuses it before any route; the answer is still the documented JSON shape
+    for head in (b"GET /v1/objects/object_3/records HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n",
+                 b"GET /v1/objects/object_3/records HTTP/1.1\r\nBad Name: x\r\n\r\n",
+                 b"GET /v1/objects/object_3/records HTTP/1.1\r\nX-A: a\nb\r\n\r\n"):
+        status, data = raw_request(service, head)
+        assert status == 400, data
+        assert _header(data, b"content-type") == b"application/json"
+        assert json.loads(data.split(b"\r\n\r\n", 1)[1])["errors"][0]["message"]

@@ -1,8 +1,8 @@
 """The HTTP/1.1 connection of the local service: uvicorn's h11 protocol with a bounded
 request line, a deadline for each request to arrive, and refusals the client can read.
 
-- A request line longer than ``MAX_REQUEST_LINE_BYTES`` is answered ``414`` with the
-  service's error body.
+- A request line longer than ``MAX_REQUEST_LINE_BYTES`` is answered ``414``, and a request
+  h11 cannot parse ``400``, both with the service's error body.
 - A request (line, headers and body) must arrive whole within ``request_timeout_s``
   (``REQUEST_TIMEOUT_S`` by default) of its first byte, or of the connection's opening:
   a half-sent request is answered ``408``, a connection that never sent a byte is
@@ -142,6 +142,12 @@ class BoundedH11Protocol(H11Protocol):
         super().data_received(data)
         if self.conn.their_state not in _STILL_SENDING:
             self._stop_deadline()  # the whole request is in
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 cannot parse (a header value with a control character, a bad
+        line): 400 in the service's error body, as every other refusal (uvicorn's own is
+        plain text), then a drained close."""
+        self._refuse(400, "Bad Request", f"the request is not valid HTTP/1.1 ({msg.rstrip('.')})")
 
     # ---- the request deadline -----------------------------------------------------------
     def _start_deadline(self) -> None:
