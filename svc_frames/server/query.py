@@ -442,8 +442,9 @@ class _Builder:
             # each option is looked for in the record's "|a|b|" text: a cost per value
             self.work += len(vals) - 1
             options = self.p(json.dumps(["|" + _text(v) + "|" for v in vals]))
-            return (f"(EXISTS (SELECT 1 FROM json_each({options}) o WHERE "
-                    f"instr(COALESCE({T}, ''), o.value) > 0))")
+            # the record's text read once, then each option looked for in it
+            return (f"(EXISTS (SELECT 1 FROM (SELECT COALESCE({T}, '') AS t LIMIT 1) x "
+                    f"JOIN json_each({options}) o ON instr(x.t, o.value) > 0))")
         if kind == "multiple_choice" and isinstance(value, list):
             if not value:
                 return "0"
