@@ -32,10 +32,15 @@ def line_length(path: str, filters: Any) -> int:
 
 
 def longest(path: str, make: Any, values: list[Any]) -> list[Any]:
-    """``values`` cut to what fits in the request line."""
-    while values and line_length(path, make(values)) > MAX_REQUEST_LINE_BYTES:
-        values = values[:-1]
-    return values
+    """The longest head of ``values`` that fits in the request line (bisected)."""
+    lo, hi = 0, len(values)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if line_length(path, make(values[:mid])) <= MAX_REQUEST_LINE_BYTES:
+            lo = mid
+        else:
+            hi = mid - 1
+    return values[:lo]
 
 
 def main(records: int, data_dir: str, cases: list[str]) -> None:
