@@ -154,20 +154,25 @@ def test_daily_quota_answers_like_hosted(fresh_service: LocalService) -> None:
     assert r.status_code == 200 and r.headers["X-PlanLimit-Remaining"] == "2"
 
 
-def test_daily_quota_counts_object_and_token_view_calls(fresh_service: LocalService) -> None:
+def test_daily_quota_counts_every_call(fresh_service: LocalService) -> None:
     svc = fresh_service
     token = login(svc, 0)
     svc.emulation.daily_quota = 100
     svc.emulation.new_quota_day()
     s = requests.Session()
     s.get(view_url(svc, "scene_1", "view_1"), headers=svc.headers(view=True), timeout=30)
-    assert svc.emulation.quota_used == 0  # a public view call without a token: free
+    # a public view call without a token counts too (hosted: every view-based call)
+    assert svc.emulation.quota_used == 1
     s.get(view_url(svc, "scene_3", "view_5"), headers=svc.headers(view=True, token=token),
           timeout=30)
-    assert svc.emulation.quota_used == 1
+    assert svc.emulation.quota_used == 2
     s.get(object_url(svc, "object_2"), headers=svc.headers(), timeout=30)
     s.get(object_url(svc, "object_2"), timeout=30)  # refused (no key): counted all the same
-    assert svc.emulation.quota_used == 3
+    assert svc.emulation.quota_used == 4
+    # once spent, a public view call is refused like any other
+    svc.emulation.daily_quota = 4
+    r = s.get(view_url(svc, "scene_1", "view_1"), headers=svc.headers(view=True), timeout=30)
+    assert r.status_code == 429 and r.text == "Daily limit exceeded"
 
 
 def test_retry_after_is_sent_and_enforced() -> None:

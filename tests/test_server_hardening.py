@@ -293,3 +293,146 @@ def test_an_image_that_is_not_one_is_refused(service: LocalService) -> None:
                       "upload", files={"files": ("x.svg", b"<svg><script/></svg>")},
                       headers=service.headers(), timeout=30)
     assert r.status_code == 400 and r.json()["errors"][0]["field"] == "files"
+
+
+# ---- text that is not text: every place the service reads it -----------------------------
+_SURROGATE_FILTERS = [
+    # (the filters parameter as the client writes it, the place the answer names)
+    ('[{"field": "field_12", "operator": "is", "value": "\\ud800"}]', "filters[0].value"),
+    ('[{"field": "\\ud800", "operator": "is", "value": "x"}]', "filters[0].field"),
+    ('{"match": "or", "rules": [{"field": "field_27", "operator": "is any", '
+     '"value": ["Open", "\\udfff"]}]}', "filters.rules[0].value[1]"),
+    ('[{"\\ud800": 1, "field": "field_12", "operator": "is", "value": "x"}]', "filters[0]"),
+]
+
+
+@pytest.mark.parametrize(("filters", "where"), _SURROGATE_FILTERS)
+@pytest.mark.parametrize("view", [False, True])
+def test_a_lone_surrogate_in_filters_is_400_naming_them(service: LocalService, filters: str,
+                                                        where: str, view: bool) -> None:
+    # a public view needs only the application id: anyone may send this
+    url = (view_url(service, "scene_1", "view_1") if view
+           else object_url(service, "object_3"))
+    r = requests.get(url, params={"filters": filters}, headers=service.headers(view=view),
+                     timeout=30)
+    assert r.status_code == 400, r.text
+    assert r.json()["errors"][0]["field"] == "filters"
+    assert where in message(r) and "surrogate" in message(r)
+
+
+@pytest.mark.parametrize("query", ["filters=%5B%7B%22field%22%3A%22field_12%22%2C%22operator"
+                                   "%22%3A%22is%22%2C%22value%22%3A%22%ED%A0%80%22%7D%5D",
+                                   "sort_field=%ED%A0%80", "format=%FF", "page=%C3"])
+def test_query_bytes_that_are_not_utf8_are_400_naming_the_parameter(
+        service: LocalService, query: str) -> None:
+    # the HTTP layer would read them as U+FFFD and go on with other text than was sent
+    r = requests.get(f"{object_url(service, 'object_3')}?{query}", headers=service.headers(),
+                     timeout=30)
+    name = query.split("=")[0]
+    assert r.status_code == 400, r.text
+    assert r.json()["errors"][0]["field"] == name and repr(name) in message(r)
+
+
+def test_path_bytes_that_are_not_utf8_are_400(service: LocalService) -> None:
+    for path in ("/v1/objects/object_3/records/%ED%A0%80", "/v1/objects/%FF/records"):
+        r = requests.get(service.base_url + path, headers=service.headers(), timeout=30)
+        assert r.status_code == 400 and "path" in message(r), r.text
+
+
+# ---- answers are built from the configured base URL, never from the Host header --------
+@pytest.mark.parametrize("host", ['evil"x', 'x","injected":"yes', "attacker.example"])
+def test_asset_urls_ignore_the_host_header(service: LocalService, host: str) -> None:
+    headers = {**service.headers(), "Host": host}
+    up = requests.post(f"{service.base_url}/v1/applications/{service.app_id}/assets/file/"
+                       "upload", files={"files": ("host.txt", b"hello")}, headers=headers,
+                       timeout=30)
+    assert up.status_code == 200, up.text
+    asset = up.json()  # valid JSON, or this raises
+    assert "injected" not in asset and asset["public_url"].startswith(service.base_url + "/")
+    rec = create(service, "object_3", {"field_12": "host check", "field_37": asset["id"]})
+    r = requests.get(object_url(service, "object_3", rec["id"]), headers=headers, timeout=30)
+    answer = r.json()
+    assert "injected" not in answer
+    assert answer["field_37_raw"]["url"].startswith(service.base_url + "/")
+    assert host not in r.text
+
+
+def test_a_configured_public_url_is_used(tmp_path: Path) -> None:
+    with LocalService(demo=True, records=0, public_url="https://data.example.org/") as svc:
+        up = requests.post(f"{svc.base_url}/v1/applications/{svc.app_id}/assets/file/upload",
+                           files={"files": ("a.txt", b"a")}, headers=svc.headers(), timeout=30)
+        assert up.json()["public_url"].startswith("https://data.example.org/v1/applications/")
+
+
+# ---- requests that never arrive whole; refusals the client can read ----------------------
+@pytest.fixture(scope="module")
+def short_deadline() -> Iterator[LocalService]:
+    with LocalService(demo=True, records=0, request_timeout_s=0.5) as svc:
+        yield svc
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_a_half_sent_request_is_answered_408(short_deadline: LocalService) -> None:
+    svc = short_deadline
+    h = svc.headers()
+    heads = [b"GET /v1/objects/object_3/records HTTP/1.1\r\nHost: x\r\n",
+             ("POST /v1/objects/object_3/records HTTP/1.1\r\nHost: x\r\ncontent-type: "
+              f"application/json\r\nX-Service-Application-Id: {svc.app_id}\r\n"
+              f"X-Service-REST-API-KEY: {h['X-Service-REST-API-KEY']}\r\n"
+              'content-length: 100\r\n\r\n{"field_12": ').encode()]
+    for head in heads:
+        with socket.create_connection(("127.0.0.1", svc.port), timeout=10) as sock:
+            sock.sendall(head)
+            data = _read_all(sock)  # returns: the service closed the connection
+        assert data.startswith(b"HTTP/1.1 408 "), data
+        assert json.loads(data.split(b"\r\n\r\n", 1)[1])["errors"][0]["message"]
+    assert not [e for e in svc.request_log.entries if e.status >= 500]
+
+
+def test_an_idle_connection_is_closed(short_deadline: LocalService) -> None:
+    with socket.create_connection(("127.0.0.1", short_deadline.port), timeout=10) as sock:
+        assert _read_all(sock) == b""
+
+
+def test_a_whole_request_on_a_kept_connection_is_served(short_deadline: LocalService) -> None:
+    svc = short_deadline
+    with requests.Session() as session:
+        for _ in range(2):
+            r = session.get(object_url(svc, "object_3"), headers=svc.headers(), timeout=10)
+            assert r.status_code == 200
+
+
+def test_a_refused_body_is_drained_so_the_client_reads_the_answer(
+        service: LocalService) -> None:
+    # refused before its body is read, with Connection: close: closing at once would
+    # reset the connection under the client's feet while it still sends
+    size = 8 * MAX_JSON_BODY_BYTES
+    head = (f"POST /v1/objects/object_3/records HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            f"content-type: application/json\r\nX-Service-Application-Id: {service.app_id}\r\n"
+            f"X-Service-REST-API-KEY: {service.api_key}\r\ncontent-length: {size}\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as sock:
+        sock.sendall(head.encode())
+        chunk = b" " * 65536
+        for _ in range(size // len(chunk)):
+            sock.sendall(chunk)  # a reset would raise here
+        data = _read_all(sock)
+    assert data.startswith(b"HTTP/1.1 413 "), data[:200]
+
+
+def test_a_request_that_is_not_http_gets_the_error_body(service: LocalService) -> None:
+    # h11 refuses it before any route; the answer is still the documented JSON shape
+    for head in (b"GET /v1/objects/object_3/records HTTP/1.1\r\nHost: x\r\nno colon\r\n\r\n",
+                 b"GET /v1/objects/object_3/records HTTP/1.1\r\nBad Name: x\r\n\r\n",
+                 b"GET /v1/objects/object_3/records HTTP/1.1\r\nX-A: a\nb\r\n\r\n"):
+        status, data = raw_request(service, head)
+        assert status == 400, data
+        assert _header(data, b"content-type") == b"application/json"
+        assert json.loads(data.split(b"\r\n\r\n", 1)[1])["errors"][0]["message"]

@@ -8,6 +8,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -396,3 +397,72 @@ def test_filters_nested_to_the_limit_work_in_a_view(service: LocalService) -> No
     near = _nested(MAX_DEPTH, {"field": "field_34", "operator": "near", "value": "30.27,-97.74",
                                "range": 40})
     assert _get(service, near).status_code == 200
+
+
+# ---- long value lists: one set each, never a long SQL expression; a bounded cost --------
+def _matching(svc: LocalService, rule: dict[str, Any]) -> set[str]:
+    # written compactly, commas and brackets unescaped: as much as fits in a request line
+    text = quote(json.dumps([rule], separators=(",", ":")), safe='[]{},:"')
+    r = requests.get(f"{object_url(svc, 'object_3')}?rows_per_page=1000&filters={text}",
+                     headers=svc.headers(), timeout=60)
+    assert r.status_code == 200, r.text[:300]
+    return {rec["id"] for rec in r.json()["records"]}
+
+
+def _linked(svc: LocalService) -> tuple[str, str]:
+    """(a record id, the id of a record its field_42 connects to)."""
+    rec = next(r for r in _all(svc) if r.get("field_42_raw"))
+    return rec["id"], rec["field_42_raw"][0]["id"]
+
+
+def test_a_connection_rule_of_many_ids_is_answered(service: LocalService) -> None:
+    # about 500 ids made SQLite's expression tree too large (a 500): a list is one set
+    rec_id, target = _linked(service)
+    alone = _matching(service, {"field": "field_42", "operator": "is", "value": [target]})
+    assert rec_id in alone
+    many = [f"a{i}" for i in range(600)] + [target]
+    assert _matching(service, {"field": "field_42", "operator": "is", "value": many}) == alone
+    others = _matching(service, {"field": "field_42", "operator": "is not", "value": many})
+    assert not others & alone and len(others | alone) == len(_all(service))
+
+
+@pytest.mark.parametrize("field", ["field_27", "field_28"])  # single, multi choice
+def test_a_choice_rule_of_many_options_is_answered(service: LocalService, field: str) -> None:
+    # a number is two bytes in the request line: thousands of options fit
+    few = _matching(service, {"field": field, "operator": "is", "value": ["Open", "Safety"]})
+    assert few
+    many = ["Open", "Safety", *[0] * 2500]
+    assert _matching(service, {"field": field, "operator": "is", "value": many}) == few
+
+
+def test_connection_ids_are_found_through_the_index(service: LocalService) -> None:
+    # the bound's mechanism, checked without a clock: ids of records read no record
+    from svc_frames.server.query import build_filters
+
+    svc, app = service, service.app
+    target = _linked(svc)[1]
+    where, params = build_filters(app, app.objects["object_3"], [
+        {"field": "field_42", "operator": "is", "value": [target, target]}],
+        app.local_now(), known_ids=svc.store.known_ids)
+    plan = " | ".join(str(row[3]) for row in svc.store.reader.execute(
+        f"EXPLAIN QUERY PLAN SELECT r.seq FROM records r WHERE r.obj = ? AND ({where})",
+        ["object_3", *params]))
+    assert "SEARCH r USING COVERING INDEX records_id" in plan, plan
+    assert "links_target_src" in plan and "SCAN r" not in plan, plan
+
+
+def test_a_filter_over_the_work_limit_is_400(service: LocalService,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from svc_frames.server import query
+
+    records = len(_all(service))
+    rules = [{"field": "field_12", "operator": "contains", "value": str(i)} for i in range(4)]
+    monkeypatch.setattr(query, "MAX_FILTER_WORK", 4 * records - 1)
+    r = _get(service, {"match": "or", "rules": rules})
+    assert r.status_code == 400 and r.json()["errors"][0]["field"] == "filters"
+    message = r.json()["errors"][0]["message"]
+    assert f"4 tests per record over the {records} records" in message, message
+    assert _get(service, {"match": "or", "rules": rules[:3]}).status_code == 200
+    # one test is always taken, however many records
+    monkeypatch.setattr(query, "MAX_FILTER_WORK", 1)
+    assert _get(service, rules[:1]).status_code == 200

@@ -433,13 +433,12 @@ class Paginator:
         ``wanted - 1`` pages, plus page 1 again for ``verify="first"`` or a whole second
         pass for ``"full"``) exceed what is surely left of the daily quota
         (``client.quota_left()``, which counts requests still in flight, the schema
-        included). No quota reported, or a view read without a user token (the quota
-        does not count those): no check.
+        included). Every view-based call counts too, with a user token or without
+        (docs/hosted-behaviour.md §4). No quota reported: no check.
 
         Usage: ``pager.check_quota(pager.pages_wanted(first))``"""
         left = self.client.quota_left()
-        if left is None or (self.client.records_path(self.target)[1]
-                            and not self.client.token):
+        if left is None:
             return
         verify = {"first": 1 if wanted > 1 else 0, "full": wanted, "none": 0}[self.verify]
         needed = wanted - 1 + verify

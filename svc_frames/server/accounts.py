@@ -1,10 +1,18 @@
-"""Users and their sessions: password hashes, finding a user by email, and user tokens.
+"""Users and their sessions: password hashes, login, and user tokens.
+
+A token lives 48 hours (two weeks with "remember me", docs/hosted-behaviour.md §5). Each
+use checks its user as it is now: the token does not work while the user is inactive (a
+status other than ``active``; active again, its unexpired tokens work again), and stops
+for good when the user is deleted or given another password. Login
+costs one password hash whether or not the e-mail is known, so its time does not tell
+which e-mails have an account.
 
 Usage::
 
     stored = hash_password("Manager-2024!")
     verify_password("Manager-2024!", stored)            # True
-    token = accounts.new_token("object_1", user_id)
+    obj, uid = accounts.login("manager@example.com", "Manager-2024!")
+    token = accounts.new_token(obj.key, uid)
     accounts.token_user(token)                          # ("object_1", user_id)
 """
 
@@ -16,12 +24,25 @@ import json
 import secrets
 import sqlite3
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from .db import Database
 from .schema import AppDef, ObjectDef
 
 DEFAULT_TOKEN_TTL_S = 48 * 3600.0
+REMEMBER_TTL_S = 14 * 24 * 3600.0  # "remember me" tokens live two weeks
+# checked when there is no hash to check against (unknown e-mail, no password set), so
+# that login costs one scrypt either way; no password hashes to all zeros
+_NO_HASH = "scrypt$" + "00" * 16 + "$" + "00" * 32
+
+
+class LoginRefused(Exception):
+    """Login refused: ``reason`` is the message to answer (no account detail leaks)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def hash_password(password: str, *, salt: bytes | None = None) -> str:
@@ -31,22 +52,47 @@ def hash_password(password: str, *, salt: bytes | None = None) -> str:
     return f"scrypt${salt.hex()}${h.hex()}"
 
 
-def verify_password(password: str, stored: str | None) -> bool:
-    """Whether a password matches a ``hash_password`` hash."""
-    if not stored or not stored.startswith("scrypt$"):
-        return False
+def _salt_of(stored: str | None) -> bytes | None:
+    if not stored or stored.count("$") != 2 or not stored.startswith("scrypt$"):
+        return None
     try:
-        _, salt_hex, h_hex = stored.split("$")
-        expected = hash_password(password, salt=bytes.fromhex(salt_hex))
+        return bytes.fromhex(stored.split("$")[1])
     except ValueError:
-        return False
-    return hmac.compare_digest(expected, f"scrypt${salt_hex}${h_hex}")
+        return None
+
+
+def verify_password(password: str, stored: str | None) -> bool:
+    """Whether a password matches a ``hash_password`` hash; one scrypt whatever
+    ``stored`` holds (None or malformed is checked against a hash nothing matches)."""
+    salt = _salt_of(stored)
+    target = stored if salt is not None and stored else _NO_HASH
+    expected = hash_password(password, salt=_salt_of(target))
+    return salt is not None and hmac.compare_digest(expected, target)
 
 
 def token_hash(token: str) -> str:
     """What is stored of a user token: its SHA-256 (tokens are 256 random bits, so a fast
     hash suffices; the stored value no longer lets anyone act as the user)."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def inactive_status(obj: ObjectDef, record: Mapping[str, Any]) -> str | None:
+    """The user's status when it is not active (a multiple choice named like "status"
+    holding another value than ``active``), else None."""
+    for f in obj.fields:
+        if f.kind == "multiple_choice" and "status" in f.name.lower():
+            status = record.get(f.key + "_raw")
+            if status not in (None, "", "active"):
+                return str(status)
+    return None
+
+
+def password_stamp(obj: ObjectDef, secret: Mapping[str, str]) -> str:
+    """What a token remembers of its user's password: a digest of the stored hash, so a
+    new password (a new salt, always) ends every token issued before it."""
+    keys = obj.fields_of("password")
+    stored = secret.get(keys[0].key, "") if keys else ""
+    return hashlib.sha256(stored.encode()).hexdigest()[:32]
 
 
 class Accounts:
@@ -56,6 +102,8 @@ class Accounts:
         self.db = db
         self.app = app
         self.token_ttl = DEFAULT_TOKEN_TTL_S
+        if "stamp" not in db.columns("user_tokens"):  # a data directory made before
+            db.write("ALTER TABLE user_tokens ADD COLUMN stamp TEXT NOT NULL DEFAULT ''")
 
     def find_user(self, email: str) -> tuple[ObjectDef, str, dict[str, Any], dict[str, str]]:
         """(user object, record id, parsed record, secrets) for an email; KeyError if none."""
@@ -74,21 +122,50 @@ class Accounts:
                 return obj, row[0], json.loads(row[1]), json.loads(row[2] or "{}")
         raise KeyError(email)
 
+    def login(self, email: str, password: str) -> tuple[ObjectDef, str]:
+        """(user object, user id) of matching credentials of an active user, else
+        ``LoginRefused``. One password hash in every case (unknown e-mail included)."""
+        try:
+            obj, uid, rec, secret = self.find_user(email)
+        except KeyError:
+            verify_password(password, None)  # as long as a known e-mail takes
+            raise LoginRefused("Email or password incorrect.") from None
+        keys = obj.fields_of("password")
+        if not verify_password(password, secret.get(keys[0].key) if keys else None):
+            raise LoginRefused("Email or password incorrect.")
+        status = inactive_status(obj, rec)
+        if status is not None:
+            raise LoginRefused(f"Account is {status}.")
+        return obj, uid
+
     def new_token(self, obj_key: str, user_id: str, ttl: float | None = None) -> str:
         """A new user token living ``ttl`` seconds (default ``token_ttl``); only its hash
-        is stored."""
+        is stored, with the stamp of the user's password."""
+        obj = self.app.objects[obj_key]
+        row = self.db.reader.execute("SELECT secret FROM records WHERE obj = ? AND id = ?",
+                                     (obj_key, user_id)).fetchone()
+        stamp = password_stamp(obj, json.loads(row[0] or "{}") if row else {})
         token = secrets.token_urlsafe(32)
-        self.db.write("INSERT INTO user_tokens(token_hash, obj, user_id, expires) "
-                      "VALUES (?,?,?,?)",
+        self.db.write("INSERT INTO user_tokens(token_hash, obj, user_id, expires, stamp) "
+                      "VALUES (?,?,?,?,?)",
                       (token_hash(token), obj_key, user_id,
-                       time.time() + (self.token_ttl if ttl is None else ttl)))
+                       time.time() + (self.token_ttl if ttl is None else ttl), stamp))
         return token
 
     def token_user(self, token: str) -> tuple[str, str] | None:
-        """(user object key, user id) of a live token, else None (looked up by hash)."""
-        row = self.db.reader.execute("SELECT obj, user_id, expires FROM user_tokens "
-                                     "WHERE token_hash = ?", (token_hash(token),)).fetchone()
+        """(user object key, user id) of a live token, else None: unknown (looked up by
+        hash), expired, its user inactive now, or since deleted or given a new password."""
+        conn = self.db.reader
+        row = conn.execute("SELECT obj, user_id, expires, stamp FROM user_tokens "
+                           "WHERE token_hash = ?", (token_hash(token),)).fetchone()
         if row is None or row[2] < time.time():
+            return None
+        obj = self.app.objects.get(row[0])
+        user = conn.execute("SELECT frag, secret FROM records WHERE obj = ? AND id = ?",
+                            (row[0], row[1])).fetchone()
+        if obj is None or user is None or inactive_status(obj, json.loads(user[0])):
+            return None
+        if not hmac.compare_digest(row[3], password_stamp(obj, json.loads(user[1] or "{}"))):
             return None
         return row[0], row[1]
 

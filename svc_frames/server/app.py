@@ -11,15 +11,17 @@ Usage::
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.routing import Match
 
 from .apierror import ApiError
 from .emulate import ASGIApp, EmulationMiddleware
 from .routes import ROUTERS
+from .routes.http import valid_url_text
 from .routes.openapi import service_openapi
 from .state import ServiceState
 
@@ -52,6 +54,13 @@ async def http_error(request: Request, exc: Exception) -> Response:
                         status_code=exc.status_code, headers=headers)
 
 
+async def client_gone(request: Request, exc: Exception) -> Response:
+    """The client left (or its request timed out: ``protocol.py`` answered 408) before its
+    body was read: nothing reaches it, but the log shows 408 rather than a 500."""
+    return JSONResponse({"errors": [{"message": "the request's body did not arrive"}]},
+                        status_code=408)
+
+
 def allowed_methods(request: Request) -> list[str]:
     """Methods the application's routes answer on the request's path."""
     allowed = []
@@ -71,7 +80,8 @@ def build_app(state: ServiceState) -> ASGIApp:
     api.add_exception_handler(ApiError, api_error)
     api.add_exception_handler(RequestValidationError, validation_error)
     api.add_exception_handler(StarletteHTTPException, http_error)
+    api.add_exception_handler(ClientDisconnect, client_gone)
     for router in ROUTERS:
-        api.include_router(router)
+        api.include_router(router, dependencies=[Depends(valid_url_text)])
     api.openapi = lambda: service_openapi(api, state)  # type: ignore[method-assign]
     return EmulationMiddleware(api, state.emulation)

@@ -35,7 +35,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS records_id ON records(obj, id);
 CREATE INDEX IF NOT EXISTS records_obj ON records(obj);
 CREATE TABLE IF NOT EXISTS links(obj TEXT NOT NULL, id TEXT NOT NULL, field TEXT NOT NULL,
     target TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS links_target ON links(field, target);
+DROP INDEX IF EXISTS links_target;
+CREATE INDEX IF NOT EXISTS links_target_src ON links(field, target, obj, id);
 CREATE INDEX IF NOT EXISTS links_src ON links(obj, id);
 CREATE TABLE IF NOT EXISTS counters(obj TEXT NOT NULL, field TEXT NOT NULL,
     value INTEGER NOT NULL, PRIMARY KEY(obj, field));
@@ -44,7 +45,7 @@ CREATE TABLE IF NOT EXISTS assets(id TEXT PRIMARY KEY, type TEXT NOT NULL,
     field_key TEXT, record_id TEXT, created REAL NOT NULL);
 DROP TABLE IF EXISTS tokens;
 CREATE TABLE IF NOT EXISTS user_tokens(token_hash TEXT PRIMARY KEY, obj TEXT NOT NULL,
-    user_id TEXT NOT NULL, expires REAL NOT NULL);
+    user_id TEXT NOT NULL, expires REAL NOT NULL, stamp TEXT NOT NULL DEFAULT '');
 """
 # ``tokens`` held tokens in plain text (before 0.1.1): dropped, its users log in again
 

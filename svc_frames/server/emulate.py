@@ -16,11 +16,11 @@ All knobs live on ``Emulation`` and may be changed while the service runs
   throttling: ``THROTTLED_403``); with ``retry_after_s`` set, those answers carry
   ``Retry-After`` and the service keeps refusing until it has passed (never kinder than a
   deployment that sends one);
-* the daily quota (``daily_quota``; docs/hosted-behaviour.md §4): object calls, view calls
-  with a user token, uploads, the schema and logins count (everything but a view call
-  without a token), refused and faulted ones too; once spent, every counted request is
-  429 ``Daily limit exceeded`` until the next UTC day or ``new_quota_day()`` (tests and
-  benchmarks cannot wait a day); ``daily_quota=0`` (off): the headers show a full 25,000;
+* the daily quota (``daily_quota``; docs/hosted-behaviour.md §4): every request counts
+  (object calls, view calls with or without a user token, uploads, the schema, logins),
+  refused and faulted ones too; once spent, every request is 429 ``Daily limit
+  exceeded`` until the next UTC day or ``new_quota_day()`` (tests and benchmarks cannot
+  wait a day); ``daily_quota=0`` (off): the headers show a full 25,000;
 * ``latency_ms`` (+ uniform ``jitter_ms``) is added before the request is handled;
 * ``expose_schema=False`` makes ``GET /v1/applications/<id>`` answer 404 (deployments
   that do not expose the schema);
@@ -33,7 +33,7 @@ All knobs live on ``Emulation`` and may be changed while the service runs
   lost): "cut" (the routes' answer is cut mid-body and the connection closed) and
   "500-after" (a 500 instead of the routes' answer). Only for ``inject()``: "quota" (the
   day's quota, when one is set, is spent by someone else just before the request: it and
-  every later counted request get the daily 429 until the next quota day).
+  every later request get the daily 429 until the next quota day).
 
 The request log records each request before the client can see its answer: ``status``
 (what the client got, 0 = no complete answer), ``fault`` and ``app_status`` (what the
@@ -169,13 +169,6 @@ class _Injected:
     times: int
 
 
-def _counts_for_quota(path: str, has_token: bool) -> bool:
-    """Whether the daily quota counts a request: all but a view call without a token
-    (docs/hosted-behaviour.md §4: object calls and view calls with a user token count; what else
-    counts is not documented, so the rest counts too: never kinder than hosted)."""
-    return has_token or not path.startswith("/v1/pages/")
-
-
 @dataclass
 class Emulation:
     """Live emulation knobs (0 disables a limit).
@@ -284,7 +277,6 @@ class Emulation:
 
     # ---- admission ---------------------------------------------------------------------
     def admit(self, now: float, method: str = "GET", path: str = "",
-              has_token: bool = False,
               ) -> tuple[int | None, str, dict[str, str], str | None]:
         """Decide one request: (status to refuse with or None, body, headers, fault)."""
         with self._lock:
@@ -297,9 +289,10 @@ class Emulation:
             self._in_second += 1
             limit = int(self.rate_limit) if self.rate_limit else 0
             quota = int(self.daily_quota) if self.daily_quota else 0
-            counted = _counts_for_quota(path, has_token)
-            spent = bool(quota) and counted and self._in_day >= quota
-            if counted and not spent:
+            # every call counts, view calls without a token too (docs/hosted-behaviour.md
+            # §4; what else counts is not documented, so everything does: never kinder)
+            spent = bool(quota) and self._in_day >= quota
+            if not spent:
                 self._in_day += 1  # a refusal of a spent quota costs nothing (hosted)
             tomorrow = (dt.datetime.fromtimestamp(now, dt.timezone.utc)
                         .replace(hour=0, minute=0, second=0, microsecond=0)
@@ -321,7 +314,7 @@ class Emulation:
                 return (*self._throttle(now, headers, self.throttle_status), None)
             fault = self._pick_fault(method, path)
             if fault == "quota":
-                if not (quota and counted):
+                if not quota:
                     return None, "", headers, None
                 # someone else spent the day's quota just before this request; the
                 # refusal itself costs nothing (hosted), so this request is not counted
@@ -375,10 +368,8 @@ class EmulationMiddleware:
         method = scope.get("method", "GET")
         path = scope.get("path", "")
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
-        has_token = any(k == b"authorization" and v.strip()
-                        for k, v in scope.get("headers", ()))
         now = self.emu.now()
-        refuse, body, headers, fault = self.emu.admit(now, method, path, has_token)
+        refuse, body, headers, fault = self.emu.admit(now, method, path)
         # uvicorn's own Date header is off (service.py): this one reads the service's clock
         headers["Date"] = formatdate(now, usegmt=True)
         delay = self.emu.delay()

@@ -26,10 +26,11 @@ import datetime as dt
 import json
 import math
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from .apierror import ApiError
+from .clienttext import check_text
 from .render import DATE_KINDS, NUMERIC_KINDS, Piece
 from .schema import AppDef, ObjectDef
 
@@ -60,6 +61,15 @@ MAX_RANGE = 100_000
 """The largest ``range`` of a relative date rule (``is during the previous`` ...)."""
 MAX_NEAR_MILES = 25_000.0
 """The largest ``near`` distance: farther than any two points on Earth."""
+MAX_FILTER_WORK = 2_000_000
+"""The most a request's filters may cost: tests per record (one per rule; a multiple
+choice list of several options looked for in a multi-choice field, one per option)
+times the object's records. Over it: 400 naming both, before any SQL runs (the measured
+cost is in docs/local-service.md); a filter of one test is always taken. A list of
+connection ids, or of options of a single-choice field, is one test however long (a set
+probed once per record; ids of records read no record at all)."""
+KnownIds = Callable[[str, list[str]], set[str]]
+"""``(object key, ids) -> the ids that are records of that object``."""
 _EPOCH = dt.datetime(1970, 1, 1)
 _DAY_MS = 86_400_000
 # the hosted service reads filter dates as MM/DD/YYYY; a time part after the date is read
@@ -232,10 +242,14 @@ def _text(value: Any) -> str:
 
 
 class _Builder:
-    def __init__(self, app: AppDef, obj: ObjectDef, now: dt.datetime) -> None:
+    def __init__(self, app: AppDef, obj: ObjectDef, now: dt.datetime,
+                 known_ids: KnownIds | None) -> None:
         self.app, self.obj, self.now = app, obj, now
+        self.known_ids: KnownIds = known_ids or (lambda obj_key, ids: set())
         self.params: list[Any] = []
         self.count = 0  # rules seen, all groups counted
+        self.work = 0  # tests per record the filter costs (a rule, or a value of a list
+        #                looked for one by one)
 
     def p(self, value: Any) -> str:
         self.params.append(value)
@@ -248,6 +262,7 @@ class _Builder:
         if "rules" in rule and "field" not in rule:  # a nested group
             return self.group(rule, allowed, depth + 1)
         self.count += 1
+        self.work += 1
         if self.count > MAX_RULES:
             raise ApiError.invalid(f"filters: at most {MAX_RULES} rules in all")
         fkey = rule.get("field")
@@ -382,19 +397,29 @@ class _Builder:
 
     def _equals(self, kind: str, fkey: str, value: Any, T: str, N: str) -> str:
         if kind == "connection":
-            ids = value if isinstance(value, list) else [value]
-            conds = []
-            for v in ids:
+            ids = []
+            for v in value if isinstance(value, list) else [value]:
                 if isinstance(v, Mapping):
                     v = v.get("id")
                 if not isinstance(v, str):
                     raise ApiError.invalid(f"filters: {fkey} is compared with a record id",
                                            fkey)
-                conds.append("EXISTS (SELECT 1 FROM links l WHERE l.obj = r.obj AND "
-                             f"l.id = r.id AND l.field = {self.p(fkey)} AND "
-                             f"l.target = {self.p(v)})")
-                conds.append(f"(COALESCE({T}, '') = {self.p(v.lower())})")
-            return "(" + " OR ".join(conds) + ")" if conds else "0"
+                ids.append(v)
+            if not ids:
+                return "0"
+            # however many ids, one set (one node of the expression tree): the records
+            # linked to them are found through the links' (field, target) index and the
+            # records' (obj, id) one, reading no record; a value that is no record of
+            # the connected object is compared with the shown text instead, which costs
+            # a read of every record, so only when there is such a value
+            target = str((self.obj.field(fkey).relationship or {}).get("object") or "")
+            known = self.known_ids(target, ids) if target else set()
+            cond = (f"r.id IN (SELECT l.id FROM links l WHERE l.field = {self.p(fkey)} AND "
+                    f"+l.obj = {self.p(self.obj.key)} AND l.target IN {self.values(ids)})")
+            shown = [v.lower() for v in ids if v not in known]
+            if shown:
+                cond += f" OR COALESCE({T}, '') IN {self.values(shown)}"
+            return f"({cond})"
         if kind in NUMERIC_KINDS:
             return f"({N} = {self.p(_number(value, fkey))})"
         if kind in DATE_KINDS:
@@ -412,13 +437,24 @@ class _Builder:
         if kind == "multiple_choice" and bool((self.obj.field(fkey).format or {}).get("type")
                                               == "multi"):
             vals = value if isinstance(value, list) else [value]
-            return "(" + " OR ".join(
-                f"instr(COALESCE({T}, ''), {self.p('|' + _text(v) + '|')}) > 0"
-                for v in vals) + ")" if vals else "0"
+            if not vals:
+                return "0"
+            # each option is looked for in the record's "|a|b|" text: a cost per value
+            self.work += len(vals) - 1
+            options = self.p(json.dumps(["|" + _text(v) + "|" for v in vals]))
+            # the record's text read once, then each option looked for in it
+            return (f"(EXISTS (SELECT 1 FROM (SELECT COALESCE({T}, '') AS t LIMIT 1) x "
+                    f"JOIN json_each({options}) o ON instr(x.t, o.value) > 0))")
         if kind == "multiple_choice" and isinstance(value, list):
-            return "(" + " OR ".join(f"COALESCE({T}, '') = {self.p(_text(v))}"
-                                     for v in value) + ")" if value else "0"
+            if not value:
+                return "0"
+            return f"(COALESCE({T}, '') IN {self.values([_text(v) for v in value])})"
         return f"(COALESCE({T}, '') = {self.p(_text(value))})"
+
+    def values(self, items: list[str]) -> str:
+        """A set of values as one parameter (``IN`` this): a list of any length is one
+        node of the expression tree, and SQLite probes it as a set."""
+        return f"(SELECT value FROM json_each({self.p(json.dumps(items))}))"
 
     def group(self, spec: Mapping[str, Any], allowed: Collection[str] | None,
               depth: int = 1) -> str:
@@ -449,7 +485,8 @@ def parse_filters_param(text: str | None) -> Any:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise ApiError.invalid(f"filters is not valid JSON: {exc}") from exc
+        raise ApiError.invalid(f"filters is not valid JSON: {exc}", "filters") from exc
+    check_text(data, "filters", numbers=False)  # the rules name a bad number's field
     if isinstance(data, list):
         return {"match": "and", "rules": data}
     if isinstance(data, dict):
@@ -458,16 +495,25 @@ def parse_filters_param(text: str | None) -> Any:
 
 
 def build_filters(app: AppDef, obj: ObjectDef, filters: Any, now: dt.datetime,
-                  allowed: Collection[str] | None = None) -> tuple[str, list[Any]]:
-    """SQL condition over ``records r`` and its parameters for parsed ``filters``."""
+                  allowed: Collection[str] | None = None, records: int = 0,
+                  known_ids: KnownIds | None = None) -> tuple[str, list[Any]]:
+    """SQL condition over ``records r`` and its parameters for parsed ``filters``; 400
+    when their cost over ``records`` records would pass ``MAX_FILTER_WORK``.
+    ``known_ids(object_key, ids)``: which ids are records (``Store.known_ids``), so that a
+    connection rule on record ids reads no record."""
     if filters is None:
         return "1", []
-    b = _Builder(app, obj, now)
+    b = _Builder(app, obj, now, known_ids)
     if isinstance(filters, list):
         filters = {"match": "and", "rules": filters}
     if not isinstance(filters, Mapping):
         raise ApiError.invalid("filters must be a JSON object {match, rules} or an array")
     sql = b.group(filters, allowed)
+    if b.work > 1 and b.work * records > MAX_FILTER_WORK:
+        raise ApiError.invalid(
+            f"filters: {b.work} tests per record over the {records} records of {obj.key} "
+            f"pass the limit of {MAX_FILTER_WORK:,} (tests x records); use fewer rules or "
+            "options, or split the request", "filters")
     return sql, b.params
 
 

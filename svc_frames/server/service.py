@@ -35,7 +35,7 @@ from .emulate import Emulation, RequestLog
 from .generate import generate_generic, seed_users
 from .pages import AppPages
 from .private import private_dir, write_private
-from .protocol import MAX_HEAD_BYTES, BoundedH11Protocol
+from .protocol import MAX_HEAD_BYTES, REQUEST_TIMEOUT_S, bounded_protocol
 from .render import Renderer
 from .schema import AppDef
 from .state import ServiceState
@@ -198,7 +198,9 @@ class LocalService:
                  daily_quota: int = 0, jitter_ms: float = 0,
                  upload_limit_bytes: int = 50 * 1024 * 1024,
                  token_ttl_s: float | None = None, clock_offset_ms: float = 0,
-                 activity: Activity | Mapping[str, Any] | str | None = None) -> None:
+                 activity: Activity | Mapping[str, Any] | str | None = None,
+                 public_url: str | None = None,
+                 request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
                                    latency_ms=latency_ms, jitter_ms=jitter_ms,
                                    fault_rate=faults, upload_limit_bytes=upload_limit_bytes,
@@ -214,6 +216,9 @@ class LocalService:
         self._opts = {"app": app, "demo": demo, "records": records, "seed": seed,
                       "token_ttl_s": token_ttl_s}
         self.host, self.port = host, port
+        # asset URLs in answers start with this, never with a request's Host header
+        self.public_url = public_url
+        self.request_timeout_s = float(request_timeout_s)
         self.state: ServiceState | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -236,8 +241,10 @@ class LocalService:
         self._sock = sock
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
+        self.state.base_url = (self.public_url or self.base_url).rstrip("/")
         config = uvicorn.Config(build_app(self.state), log_level="critical", access_log=False,
-                                lifespan="off", timeout_keep_alive=30, http=BoundedH11Protocol,
+                                lifespan="off", timeout_keep_alive=30,
+                                http=bounded_protocol(self.request_timeout_s),
                                 date_header=False,  # emulate.py sends the service's own
                                 h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         self._server = uvicorn.Server(config)

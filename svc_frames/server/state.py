@@ -35,3 +35,4 @@ class ServiceState:
     users: list[dict[str, Any]] = field(default_factory=list)
     created: bool = False
     counts: dict[str, int] = field(default_factory=dict)
+    base_url: str = ""  # what asset URLs start with ("": the address served on)

@@ -234,6 +234,13 @@ class Store:
                                             (obj_key, record_id)).fetchone()
         return row[0] if row else None
 
+    def known_ids(self, obj_key: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are records of ``obj_key`` (read from the index only)."""
+        rows = self.reader.execute("SELECT value FROM json_each(?) WHERE EXISTS (SELECT 1 "
+                                   "FROM records k WHERE k.obj = ? AND k.id = value)",
+                                   (json.dumps(list(ids)), obj_key))
+        return {r[0] for r in rows}
+
     def records(self, obj_key: str, ids: Sequence[str],
                 conn: sqlite3.Connection | None = None) -> dict[str, dict[str, Any]]:
         """{id: parsed record (both format)} for existing ids."""

@@ -20,6 +20,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from ..apierror import ApiError
+from ..clienttext import check_text, check_url_text
 from ..render import dumps, format_record
 from ..state import ServiceState
 from ..store import BASE_URL_PLACEHOLDER
@@ -67,46 +68,17 @@ async def read_json(request: Request) -> dict[str, Any]:
     return data
 
 
+def valid_url_text(request: Request) -> None:
+    """Every route's first check: a path and query parameters that are UTF-8 text once
+    percent-decoded (400 naming the parameter otherwise)."""
+    check_url_text(request.scope.get("raw_path") or b"", request.scope.get("query_string")
+                   or b"")
+
+
 def body_too_large() -> ApiError:
     """The 413 answer of a JSON body over the limit."""
     return ApiError(413, {"errors": [{"message": f"the body exceeds the limit of "
                                                  f"{MAX_JSON_BODY_BYTES} bytes"}]})
-
-
-def check_text(value: Any, where: str) -> None:
-    """400 naming the key of the first infinite number or string with a lone surrogate
-    (these parse from JSON but cannot be stored or sent back as UTF-8)."""
-    stack: list[tuple[Any, str]] = [(value, where)]
-    while stack:
-        item, at = stack.pop()
-        if isinstance(item, str):
-            if _has_surrogate(item):
-                raise ApiError.invalid(f"{at or 'the body'}: a string holds a lone UTF-16 "
-                                       "surrogate, which is not text", _field_of(at))
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise ApiError.invalid(f"{at}: {item} is not a finite number", _field_of(at))
-        elif isinstance(item, dict):
-            for k, v in item.items():
-                key = f"{at}.{k}" if at else k
-                if _has_surrogate(k):
-                    raise ApiError.invalid(f"the key {ascii(k)} holds a lone UTF-16 "
-                                           "surrogate, which is not text")
-                stack.append((v, key))
-        elif isinstance(item, list):
-            stack.extend((v, f"{at}[{i}]") for i, v in enumerate(item))
-
-
-def _has_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
-def _field_of(where: str) -> str | None:
-    return re.split(r"[.\[]", where, maxsplit=1)[0] or None
 
 
 def parse_paging(page: str | None, rows: str | None, default_rows: int = 25) -> tuple[int, int]:
@@ -150,8 +122,14 @@ def reformat(frag: str, fmt: str) -> str:
 
 
 def base_of(request: Request) -> str:
-    """The base URL the client used (asset URLs are answered with it)."""
-    return str(request.base_url).rstrip("/")
+    """The base URL asset URLs are answered with: the service's configured one
+    (``ServiceState.base_url``), else the address the socket serves on; never a request
+    header (a ``Host`` the client chose would be copied into answers)."""
+    configured = state_of(request).base_url
+    if configured:
+        return configured.rstrip("/")
+    host, port = request.scope.get("server") or ("127.0.0.1", 80)
+    return f"http://{host}:{port}"
 
 
 def finish(text: str, request: Request) -> Response:

@@ -34,7 +34,8 @@ def list_object(object_key: str, request: Request, page: str | None = Query(None
     fmt = check_format(format)
     app_def = state.app
     where, params = build_filters(app_def, obj, parse_filters_param(filters),
-                                  app_def.local_now())
+                                  app_def.local_now(), records=state.store.count(obj.key),
+                                  known_ids=state.store.known_ids)
     order = sort_sql(obj, sort_field, sort_order)
     # the raw fragments are stored too: format=raw pages are spliced like the default
     total, frags = state.store.page(obj.key, where, params, order, r, (p - 1) * r,

@@ -51,17 +51,19 @@ ERROR_BODY: dict[str, Any] = {"type": "object", "required": ["errors"], "propert
 _JSON_ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
 _TEXT = {"text/plain": {"schema": {"type": "string"}}}
 _WHY = {
-    400: "invalid input: the message names the field or value",
+    400: "invalid input (the message names the field, value or parameter), a path or "
+         "query parameter that is not UTF-8 text, or a request that is not valid HTTP",
     401: "missing or wrong application id or API key",
     403: "the view needs a logged-in user (token) of an allowed profile",
     404: "unknown application, object, view, record or asset",
+    408: "the request did not arrive whole in time (server.protocol.REQUEST_TIMEOUT_S)",
     413: f"a JSON body over {MAX_JSON_BODY_BYTES} bytes, or an upload over the limit",
     414: "a request line over the limit",
     415: "a body declared as another media type than application/json",
     429: "rate limit or daily quota spent (emulated, as the hosted service)",
 }
 # every status each operation answers besides 200 (auth failures are plain text, except
-# login's 401); 414 and 429 may answer any operation
+# login's 401); EVERY_OPERATION may answer any operation
 _READ = [401, 404]
 _WRITE = [400, 401, 404, 413, 415]
 ANSWERS: dict[tuple[str, str], list[int]] = {
@@ -80,6 +82,8 @@ ANSWERS: dict[tuple[str, str], list[int]] = {
     ("post", "/v1/pages/{scene_key}/views/{view_key}/records"): [*_WRITE, 403],
     ("put", "/v1/pages/{scene_key}/views/{view_key}/records/{record_id}"): [*_WRITE, 403],
 }
+EVERY_OPERATION = (400, 408, 414, 429)  # text that is not text, HTTP the connection
+#                                        refuses, a late request, a long line, the limits
 _TEXT_STATUSES = {401, 403, 429}
 _OBJECT = "{object_key}"
 _VIEW = "{scene_key}/views/{view_key}"
@@ -87,7 +91,7 @@ _VIEW = "{scene_key}/views/{view_key}"
 
 def _answers(method: str, path: str, success: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"200": success}
-    for status in sorted({*ANSWERS.get((method, path), []), 414, 429}):
+    for status in sorted({*ANSWERS.get((method, path), []), *EVERY_OPERATION}):
         text = status in _TEXT_STATUSES and not path.endswith("/session")
         out[str(status)] = {"description": _WHY[status],
                             "content": copy.deepcopy(_TEXT if text else _JSON_ERROR)}

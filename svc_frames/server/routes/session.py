@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from ..accounts import verify_password
+from ..accounts import REMEMBER_TTL_S, LoginRefused
 from ..apierror import ApiError
 from ..state import ServiceState
 from .auth import check_app_path, user_profiles
@@ -20,7 +20,6 @@ from .http import read_json, state_of
 from .openapi import LOGIN_BODY
 
 router = APIRouter(tags=["users"])
-REMEMBER_TTL_S = 14 * 24 * 3600.0  # "remember me" tokens live two weeks
 
 
 @router.post("/v1/applications/{app_id}/session", openapi_extra=LOGIN_BODY)
@@ -39,22 +38,14 @@ async def login(app_id: str, request: Request) -> Response:
 
 
 def open_session(state: ServiceState, email: str, password: str, remember: bool) -> Response:
-    """Check the credentials and answer the session (401 when they do not match)."""
-    store = state.store
-    fail = ApiError(401, {"errors": [{"message": "Email or password incorrect."}]})
+    """Check the credentials and answer the session (401 when they do not match, or the
+    user is not active)."""
+    accounts = state.store.accounts
     try:
-        obj, uid, rec, secrets_ = store.accounts.find_user(email)
-    except KeyError:
-        raise fail from None
-    pw_fields = obj.fields_of("password")
-    if not pw_fields or not verify_password(password, secrets_.get(pw_fields[0].key)):
-        raise fail
-    for f in obj.fields:
-        if f.kind == "multiple_choice" and "status" in f.name.lower():
-            status = rec.get(f.key + "_raw")
-            if status not in (None, "", "active"):
-                raise ApiError(401, {"errors": [{"message": f"Account is {status}."}]})
-    token = store.accounts.new_token(obj.key, uid, REMEMBER_TTL_S if remember else None)
+        obj, uid = accounts.login(email, password)
+    except LoginRefused as exc:
+        raise ApiError(401, {"errors": [{"message": exc.reason}]}) from None
+    token = accounts.new_token(obj.key, uid, REMEMBER_TTL_S if remember else None)
     user = {"approval_status": "approved", "empty_pass": False, "id": uid,
             "profile_keys": user_profiles(state, obj.key, uid),
             "profile_objects": [{"entry_id": uid, "object": obj.key}],

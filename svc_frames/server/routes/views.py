@@ -121,7 +121,8 @@ def list_view(scene_key: str, view_key: str, request: Request,
     allowed = {c.key for c in view.columns if not c.connection_field}
     where, params, ids = view_scope(state, view, user)
     fw, fp = build_filters(app_def, obj, parse_filters_param(filters),
-                           app_def.local_now(), allowed)
+                           app_def.local_now(), allowed, records=state.store.count(obj.key),
+                           known_ids=state.store.known_ids)
     if not sort_field and view.default_sort:
         order = sort_sql(obj, view.default_sort[0], sort_order or view.default_sort[1])
     else:
