@@ -1,0 +1,138 @@
+"""Timers of several intervals over real HTTP: every interval is in the frames, an edit
+never merges or drops one, and a summary edit that cannot be applied faithfully is refused
+naming the record."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from svc_frames.errors import UsageError
+from svc_frames.http.client import Client
+from svc_frames.loaders import read_object
+from svc_frames.server import LocalService
+from svc_frames.testing import client_for
+from svc_frames.writeback import diff, write_back
+
+TZ = "America/New_York"
+DOC: dict[str, Any] = {
+    "settings": {"timezone": TZ},
+    "objects": [{"key": "object_1", "name": "Shifts", "identifier": "field_1", "fields": [
+        {"key": "field_1", "type": "short_text", "name": "Who"},
+        {"key": "field_2", "type": "timer", "name": "Work Time"}]}],
+}
+
+
+def _wall(h: int, m: int = 0) -> dict[str, Any]:
+    hour12 = h % 12 or 12
+    return {"date": "03/02/2026", "hours": f"{hour12:02d}", "minutes": f"{m:02d}",
+            "am_pm": "AM" if h < 12 else "PM"}
+
+
+def _ts(h: int, m: int = 0) -> pd.Timestamp:
+    return pd.Timestamp(2026, 3, 2, h, m).tz_localize(TZ)
+
+
+@pytest.fixture(scope="module")
+def svc() -> Iterator[LocalService]:
+    with LocalService(demo=False, app=DOC, records=0) as s:
+        yield s
+
+
+def _two_intervals(client: Client) -> str:
+    rec = client.create_record("object_1", {
+        "field_1": "two", "field_2": {"times": [{"from": _wall(9), "to": _wall(10)},
+                                                {"from": _wall(14), "to": _wall(15)}]}})
+    return str(rec["id"])
+
+
+def _stored(client: Client, rid: str) -> list[tuple[int, int]]:
+    raw = client.get_record("object_1", rid)["field_2_raw"]
+    return [(t["from"]["unix_timestamp"], t["to"]["unix_timestamp"]) for t in raw["times"]]
+
+
+@pytest.mark.parametrize("columns", ["keys", "labels"])
+def test_every_interval_is_in_the_frames(svc: LocalService, columns: str) -> None:
+    client = client_for(svc)
+    rid = _two_intervals(client)
+    frames = read_object(client, "object_1", columns=columns)  # type: ignore[arg-type]
+    name = "field_2" if columns == "keys" else "Work Time"
+    t = frames.tables[name]
+    mine = t[t["record_id"] == rid]
+    assert mine["from"].tolist() == [_ts(9), _ts(14)]
+    assert mine["to"].tolist() == [_ts(10), _ts(15)]
+    assert frames.main.loc[rid, name] == _ts(9)
+    assert frames.main.loc[rid, f"{name}.to"] == _ts(15)
+    assert frames.main.loc[rid, f"{name}.total"] == pd.Timedelta(hours=2)
+
+
+@pytest.mark.parametrize("columns", ["keys", "labels"])
+def test_editing_the_end_keeps_every_interval(svc: LocalService, columns: str) -> None:
+    client = client_for(svc)
+    rid = _two_intervals(client)
+    before = _stored(client, rid)
+    frames = read_object(client, "object_1", columns=columns)  # type: ignore[arg-type]
+    name = "field_2" if columns == "keys" else "Work Time"
+    frames.main.loc[rid, f"{name}.to"] = _ts(15, 30)
+    report = write_back(client, frames)
+    assert set(report.table["status"]) == {"applied"}
+    after = _stored(client, rid)
+    assert after[0] == before[0] and after[1][0] == before[1][0]
+    assert after[1][1] - before[1][1] == 30 * 60_000
+    rec = client.get_record("object_1", rid)
+    assert rec["field_2_raw"]["total_time"] == 150 * 60_000
+    # the frames follow the server: the table too, and nothing is left to send
+    t = frames.tables[name]
+    assert t[t["record_id"] == rid]["to"].tolist() == [_ts(10), _ts(15, 30)]
+    assert diff(frames).empty
+
+
+def test_editing_intervals_in_the_table_writes_them_all(svc: LocalService) -> None:
+    client = client_for(svc)
+    rid = _two_intervals(client)
+    frames = read_object(client, "object_1")
+    t = frames.tables["field_2"]
+    extra = pd.DataFrame({"record_id": [rid], "from": [_ts(16)], "to": [_ts(16, 45)]})
+    frames.tables["field_2"] = pd.concat([t, extra.astype(t.dtypes.to_dict())],
+                                         ignore_index=True)
+    other = frames.main.index[frames.main.index != rid][0] if len(frames.main) > 1 else None
+    plan = diff(frames)
+    assert plan.record_ids == [rid]
+    report = write_back(client, frames)
+    assert set(report.table["status"]) == {"applied"}
+    assert len(_stored(client, rid)) == 3
+    assert client.get_record("object_1", rid)["field_2_raw"]["total_time"] == 165 * 60_000
+    if other is not None:
+        assert diff(frames).empty
+
+
+@pytest.mark.parametrize("col, value, needle", [
+    (".total", pd.Timedelta(hours=5), "total"),
+    (".to", _ts(13), "start must stay in the first and the end in the last"),
+    ("", _ts(10, 30), "start must stay in the first"),
+])
+def test_an_unfaithful_summary_edit_is_refused_naming_the_record(
+        svc: LocalService, col: str, value: Any, needle: str) -> None:
+    client = client_for(svc)
+    rid = _two_intervals(client)
+    frames = read_object(client, "object_1")
+    frames.main.loc[rid, f"field_2{col}"] = value
+    sent = client.request_count
+    with pytest.raises(UsageError, match=needle) as err:
+        write_back(client, frames)
+    assert rid in str(err.value) and "tables['field_2']" in str(err.value)
+    assert client.request_count == sent
+
+
+def test_both_summary_and_intervals_edited_is_refused(svc: LocalService) -> None:
+    client = client_for(svc)
+    rid = _two_intervals(client)
+    frames = read_object(client, "object_1")
+    frames.main.loc[rid, "field_2.to"] = _ts(15, 30)
+    t = frames.tables["field_2"]
+    frames.tables["field_2"] = t[~((t["record_id"] == rid) & (t["from"] == _ts(9)))]
+    with pytest.raises(UsageError, match="edit the intervals only"):
+        diff(frames)
