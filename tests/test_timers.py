@@ -136,3 +136,50 @@ def test_both_summary_and_intervals_edited_is_refused(svc: LocalService) -> None
     frames.tables["field_2"] = t[~((t["record_id"] == rid) & (t["from"] == _ts(9)))]
     with pytest.raises(UsageError, match="edit the intervals only"):
         diff(frames)
+
+
+# ---- wall times the timezone skips or repeats ---------------------------------------------
+DST_DOC: dict[str, Any] = {
+    "settings": {"timezone": TZ},
+    "objects": [{"key": "object_1", "name": "Events", "identifier": "field_1", "fields": [
+        {"key": "field_1", "type": "short_text", "name": "What"},
+        {"key": "field_2", "type": "date_time", "name": "When", "format": {"calendar": True}},
+        {"key": "field_3", "type": "timer", "name": "Clock"}]}],
+}
+
+
+def _at(day: str, h: int, m: int = 0) -> dict[str, Any]:
+    return {"date": day, "hours": f"{h % 12 or 12:02d}", "minutes": f"{m:02d}",
+            "am_pm": "AM" if h < 12 else "PM"}
+
+
+def _members(raw: Any) -> tuple[Any, ...]:
+    return tuple(raw[k] for k in ("date", "hours", "minutes", "am_pm"))
+
+
+@pytest.mark.parametrize("day, hour", [("03/08/2026", 2), ("11/01/2026", 1)])  # gap, fold
+@pytest.mark.parametrize("columns", ["keys", "labels"])
+def test_editing_one_part_never_changes_another(day: str, hour: int, columns: str) -> None:
+    with LocalService(demo=False, app=DST_DOC, records=0) as svc:
+        client = client_for(svc)
+        rid = client.create_record("object_1", {
+            "field_1": "x", "field_2": {**_at(day, hour, 30), "to": _at(day, 5)},
+            "field_3": {"times": [{"from": _at(day, hour, 30), "to": _at(day, 4)},
+                                  {"from": _at(day, 6), "to": _at(day, 7)}]}})["id"]
+        before = client.get_record("object_1", rid)
+        frames = read_object(client, "object_1", columns=columns)  # type: ignore[arg-type]
+        when = "field_2" if columns == "keys" else "When"
+        clock = "field_3" if columns == "keys" else "Clock"
+        frames.main.loc[rid, f"{when}.to"] = frames.main.loc[rid, f"{when}.to"] \
+            + pd.Timedelta(hours=1)
+        frames.main.loc[rid, f"{clock}.to"] = frames.main.loc[rid, f"{clock}.to"] \
+            + pd.Timedelta(minutes=30)
+        report = write_back(client, frames)
+        assert set(report.table["status"]) == {"applied"}
+        after = client.get_record("object_1", rid)
+        assert _members(after["field_2_raw"]) == _members(before["field_2_raw"])
+        assert _members(after["field_2_raw"]["to"])[1:] == ("06", "00", "AM")
+        t0, t1 = before["field_3_raw"]["times"], after["field_3_raw"]["times"]
+        assert _members(t1[0]["from"]) == _members(t0[0]["from"])
+        assert _members(t1[0]["to"]) == _members(t0[0]["to"])
+        assert _members(t1[1]["to"])[1:] == ("07", "30", "AM")

@@ -606,7 +606,9 @@ def instants(wall_ms: Sequence[int], ctx: ReadContext) -> pd.Series:
     """Wall-clock ms (app-local, NaT sentinel for empty) -> tz-aware instants, ns.
 
     Ambiguous wall times (the repeated hour) take the first (daylight) reading; wall times
-    that do not exist (the skipped hour) move forward to the first valid instant."""
+    that do not exist (the skipped hour) move forward to the first valid instant. A write
+    sends the parts it did not edit as the server stores them (writeback/walls.py), so
+    neither changes on the server unless edited."""
     ms = np.array(wall_ms, dtype="int64")
     # outside what nanoseconds hold (about 1678-2261): NaT rather than a wrapped value
     ms[(ms != _NAT) & ((ms < _MIN_MS) | (ms > _MAX_MS))] = _NAT
