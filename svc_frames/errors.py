@@ -165,6 +165,11 @@ class FilterWarning(SvcWarning, UserWarning):
     of the wrong kind, an ISO date converted, a time the hosted service may ignore."""
 
 
+class PrecisionWarning(SvcWarning, UserWarning):
+    """A value the service holds that the frame cannot hold exactly: an integer past 2**53
+    in a float column."""
+
+
 # The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it
 # is an HTTP answer in the making, turned into a response before it leaves the server, and
 # a client meets it only as the ServiceError subclass its status maps to.
@@ -176,5 +181,5 @@ __all__ = [
     "OutcomeUnknown", "ServiceUnreachable",
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
-    "SvcWarning", "FilterWarning",
+    "SvcWarning", "FilterWarning", "PrecisionWarning",
 ]

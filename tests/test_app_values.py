@@ -1,6 +1,7 @@
-"""Timers of several intervals over real HTTP: every interval is in the frames, an edit
-never merges or drops one, and a summary edit that cannot be applied faithfully is refused
-naming the record."""
+"""Values as the service holds them, over real HTTP: timers of several intervals (every
+interval in the frames, an edit never merges or drops one, an unfaithful summary edit
+refused naming the record), wall times the timezone skips or repeats, numbers to the
+range of a double."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from svc_frames.errors import UsageError
+from svc_frames.errors import InvalidValue, PrecisionWarning, UsageError
 from svc_frames.http.client import Client
+from svc_frames.kinds import FieldSpec, ReadContext, codec_for
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
@@ -183,3 +185,39 @@ def test_editing_one_part_never_changes_another(day: str, hour: int, columns: st
         assert _members(t1[0]["from"]) == _members(t0[0]["from"])
         assert _members(t1[0]["to"]) == _members(t0[0]["to"])
         assert _members(t1[1]["to"])[1:] == ("07", "30", "AM")
+
+
+# ---- numbers to the range of a double -----------------------------------------------------
+NUM_DOC: dict[str, Any] = {"objects": [{"key": "object_1", "name": "N", "fields": [
+    {"key": "field_1", "type": "number", "name": "Value"}]}]}
+
+
+def test_numbers_the_service_holds_are_written_back() -> None:
+    with LocalService(demo=False, app=NUM_DOC, records=0) as svc:
+        client = client_for(svc)
+        ids = [client.create_record("object_1", {"field_1": v})["id"]
+               for v in (1e19, 1e308, -1e308, 2**53, 0.1)]
+        frames = read_object(client, "object_1")
+        assert frames.main.loc[ids[1], "field_1"] == 1e308
+        frames.main.loc[ids[0], "field_1"] = 2e19
+        frames.main.loc[ids[2], "field_1"] = -1.5e308
+        report = write_back(client, frames)
+        assert set(report.table["status"]) == {"applied"}
+        assert client.get_record("object_1", ids[0])["field_1_raw"] == 2e19
+        assert client.get_record("object_1", ids[2])["field_1_raw"] == -1.5e308
+        assert client.get_record("object_1", ids[1])["field_1_raw"] == 1e308  # untouched
+        assert diff(frames).empty
+
+
+def test_numbers_encode_to_float_range_and_warn_where_precision_is_lost() -> None:
+    f = FieldSpec("field_1", "number", "Value")
+    codec, ctx = codec_for(f), ReadContext()
+    assert codec.encode({"field_1": 2e19}, f, ctx) == 2e19
+    assert codec.normalize(codec.encode({"field_1": 1e308}, f, ctx), f) == 1e308
+    assert codec.encode({"field_1": 3.0}, f, ctx) == 3 and type(codec.encode(
+        {"field_1": 3.0}, f, ctx)) is int
+    assert codec.normalize(10**19, f) == 1e19
+    with pytest.raises(InvalidValue, match="beyond a double"):
+        codec.normalize(10**400, f)
+    with pytest.warns(PrecisionWarning, match="field_1 .Value.: 1 integers past 2..53"):
+        codec.decode([2**53 + 1, 5], ["", ""], f, ctx)
