@@ -221,3 +221,45 @@ def test_numbers_encode_to_float_range_and_warn_where_precision_is_lost() -> Non
         codec.normalize(10**400, f)
     with pytest.warns(PrecisionWarning, match="field_1 .Value.: 1 integers past 2..53"):
         codec.decode([2**53 + 1, 5], ["", ""], f, ctx)
+
+
+# ---- CSV round trips exactly ----------------------------------------------------------------
+TEXTS = ["lone\rreturn", "line\nfeed", "crlf\r\nboth", 'say "hi", twice', "form\x0cfeed",
+         "tab\tbell\x07", " padded ", "plain"]
+CSV_DOC: dict[str, Any] = {"objects": [{"key": "object_1", "name": "T", "fields": [
+    {"key": "field_1", "type": "paragraph_text", "name": "Text"},
+    {"key": "field_2", "type": "multiple_choice", "name": "Tags",
+     "format": {"type": "multi", "options": ["a, b", "a", "b", "[x]", "c"]}}]}]}
+
+
+def test_csv_export_round_trips_text_and_choices_exactly(tmp_path: Any) -> None:
+    from svc_frames.saved.export import export
+    from svc_frames.saved.parquet import read_parquet
+    from svc_frames.saved.push import push
+
+    tags = [["a, b"], ["a", "b"], ["[x]", "c"], ["a, b", "c"], [], ["a"], ["b", "a, b"], []]
+    with LocalService(demo=False, app=CSV_DOC, records=0) as svc:
+        client = client_for(svc)
+        ids = [client.create_record("object_1", {"field_1": t, "field_2": g})["id"]
+               for t, g in zip(TEXTS, tags, strict=True)]
+        export(client, "object_1", tmp_path / "t", format="csv", progress=False)
+        back = read_parquet(tmp_path / "t")
+        assert len(back.main) == len(TEXTS)
+        for rid, text, tag in zip(ids, TEXTS, tags, strict=True):
+            assert back.main.loc[rid, "field_1"] == client.get_record(
+                "object_1", rid)["field_1_raw"], text
+            assert list(back.main.loc[rid, "field_2"] or []) == tag
+        assert diff(back).empty
+        report = push(client, tmp_path / "t")
+        assert report.table.empty or set(report.table["status"]) <= {"applied"}
+        # an edited cell with a control character and a choice holding the separator
+        csv = next((tmp_path / "t").glob("*.csv"))
+        data = csv.read_bytes().decode("utf-8")
+        assert '"lone\rreturn"' in data and '"[""a, b""]"' in data
+        data = data.replace('"lone\rreturn"', '"new\rvalue"').replace(
+            '"[""a, b""]"', '"[""a, b"", ""c""]"', 1)
+        csv.write_bytes(data.encode("utf-8"))
+        report = push(client, tmp_path / "t")
+        assert set(report.table["status"]) == {"applied"}
+        assert client.get_record("object_1", ids[0])["field_1_raw"] == "new\rvalue"
+        assert client.get_record("object_1", ids[0])["field_2_raw"] == ["a, b", "c"]

@@ -60,7 +60,7 @@ from .arrow import (
     frame_to_arrow,
     table_meta,
 )
-from .csvtext import format_column, parse_column
+from .csvtext import csv_text, format_column, parse_column
 from .layout import (
     DATA_SUFFIXES,
     NEW_ID_PREFIX,
@@ -107,7 +107,7 @@ def _write_part(df: pd.DataFrame, path: Path, fmt: str, meta: Mapping[str, Any],
 
 def write_csv(df: pd.DataFrame, path: Path, fields: Mapping[str, FieldSpec]) -> None:
     texts = {str(c): format_column(df[c], fields.get(str(c))) for c in df.columns}
-    pd.DataFrame(texts, columns=list(texts), dtype=object).to_csv(path, index=False)
+    path.write_bytes(csv_text(list(texts), list(texts.values())).encode("utf-8"))
 
 
 def _dataset_columns(table: pa.Table) -> dict[str, str]:
