@@ -106,15 +106,20 @@ def resolve_objects(schema: dict[str, Any] | None, objects: Sequence[str] | None
 def object_key_of(listed: Sequence[tuple[str, str]], want: Any, have_schema: bool = True
                   ) -> str:
     """The key of the object named ``want`` (a key or a name, names case-insensitively
-    when unambiguous); UsageError listing the objects otherwise."""
+    when unambiguous); UsageError listing the objects otherwise, or the keys of the
+    objects sharing an ambiguous name."""
     if not isinstance(want, str) or not want:
         raise UsageError(f"an object is named by its key or name, got {want!r}")
-    for key, name in listed:
-        if want in (key, name):
+    for key, _name in listed:
+        if want == key:
             return key
-    folded = [key for key, name in listed if name.casefold() == want.casefold()]
+    exact = [key for key, name in listed if name == want]
+    folded = exact or [key for key, name in listed if name.casefold() == want.casefold()]
     if len(folded) == 1:
         return folded[0]
+    if len(folded) > 1:   # two objects share the name: which one is meant cannot be told
+        keys = ", ".join(f"{k} ({n})" for k, n in listed if k in folded)
+        raise UsageError(f"the object name {want!r} is ambiguous: {keys}; name it by key")
     if not have_schema and want.startswith("object_") and want[7:].isdigit():
         return want  # no schema to check against: the service will say if it is unknown
     have = ", ".join(f"{k} ({n})" if n else k for k, n in listed) or "none"

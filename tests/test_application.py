@@ -368,3 +368,18 @@ def test_join_with_partial_frames_on_either_side(app: App, client: Client) -> No
     got = few.join("field_41", app["Parts"], how="inner")
     assert_same_rows(got, hand_merge(few, "field_41", app["Parts"], "Parts", how="inner"))
     assert set(got["id"]) <= set(few.main.index)
+
+
+def test_an_ambiguous_object_name_is_an_error_listing_the_keys() -> None:
+    from svc_frames.application import object_key_of
+
+    listed = [("object_1", "Contacts"), ("object_2", "Orders"), ("object_3", "Contacts"),
+              ("object_4", "contacts")]
+    with pytest.raises(UsageError, match=r"'Contacts' is ambiguous: object_1 \(Contacts\), "
+                                         r"object_3 \(Contacts\); name it by key"):
+        object_key_of(listed, "Contacts")
+    with pytest.raises(UsageError, match="object_1 .*object_3 .*object_4"):
+        object_key_of(listed, "CONTACTS")
+    assert object_key_of(listed, "contacts") == "object_4"   # the exact name is one
+    assert object_key_of(listed, "object_3") == "object_3"
+    assert object_key_of(listed, "orders") == "object_2"

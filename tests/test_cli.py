@@ -380,3 +380,17 @@ def test_push_of_an_edited_connection_table(fresh_service: LocalService, tmp_pat
     assert linked == have | {extra}
     assert main(["push", str(out)]) == 0  # the as-loaded table followed: nothing to send
     assert _writes(fresh_service) - before == 1
+
+
+def test_a_closed_pipe_ends_the_command_quietly(service: LocalService) -> None:
+    env = {**__import__("os").environ, "SVC_APP_ID": service.app_id,
+           "SVC_API_KEY": service.api_key, "SVC_BASE_URL": service.base_url}
+    with subprocess.Popen([sys.executable, "-m", "svc_frames.cli", "schema"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()   # `| head -1`: the reader is gone
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert code in (0, 141)

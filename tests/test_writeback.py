@@ -1066,3 +1066,28 @@ def test_progress_shows_writes_and_a_summary_and_false_silences_both(
     assert shown.err.rstrip().splitlines()[-1] == \
         f"write_back {obj}: 3 applied; {sent} requests"
     assert shown.out == ""
+
+
+def test_a_public_inline_editing_view_is_written_without_a_token() -> None:
+    from svc_frames.errors import ConfigurationError
+    from svc_frames.server.demo_app import demo_document
+
+    doc = demo_document()
+    board = next(v for sc in doc["scenes"] for v in sc["views"] if v["key"] == "view_1")
+    board["options"]["cell_editor"] = True   # the public board, with inline editing
+    with LocalService(demo=False, app=doc, records=8) as s:
+        client = client_for(s)
+        assert client.token is None
+        frames = read_view(client, "scene_1", "view_1")
+        rid = frames.main.index[0]
+        set_cell(frames, rid, "field_12", "edited on the public board")
+        report = write_back(client, frames)
+        assert set(report.table["status"]) == {"applied"}
+        assert client.get_record("object_3", rid)["field_12"] == "edited on the public board"
+        # behind a login a token is still asked for, before any request
+        search = read_object(client, "object_3")
+        set_cell(search, rid, "field_12", "again")
+        sent = client.request_count
+        with pytest.raises(ConfigurationError, match="needs a user token"):
+            write_back(client, search, target=("scene_3", "view_5"))
+        assert client.request_count == sent
