@@ -25,6 +25,7 @@ from ..frames import Source, build_frames, decodes_raw_alone
 from ..http.client import Client
 from ..keys import Target, parse_target
 from ..kinds.base import FieldSpec
+from ..names import path_names
 from ..progress import PageProgress, want_progress
 from ..read.gcpause import paused_gc
 from ..read.options import Columns, check_columns, user_timezone
@@ -32,7 +33,7 @@ from ..read.pager import Page, Paginator, Verify
 from ..read.target import describe
 from ..schema import Schema
 from .arrow import arrow_to_frame, frame_to_arrow, table_meta
-from .layout import SavedLayout, Staging, check_free, meta_doc, safe_name, write_meta
+from .layout import SavedLayout, Staging, check_free, meta_doc, write_meta
 from .parquet import column_fields, write_csv
 
 
@@ -143,7 +144,10 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                 main_writer.write(frames.main, number)
                 for name, tdf in frames.tables.items():
                     if name not in table_writers:
-                        table_writers[name] = _PartWriter(loaded_tables / safe_name(name),
+                        # every page has every table (the codecs make one, even empty):
+                        # the first page's names are all of them
+                        dirs = path_names([*table_writers, *frames.tables])
+                        table_writers[name] = _PartWriter(loaded_tables / dirs[name],
                                                           {"table": name})
                     table_writers[name].write(tdf.reset_index(drop=True), number)
         finally:

@@ -50,6 +50,7 @@ from ..errors import UsageError
 from ..frames import Frames, Source, label_map, relabel
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
+from ..names import path_names
 from ..read.options import Columns, check_columns
 from .arrow import (
     PANDAS_INDEX,
@@ -72,7 +73,6 @@ from .layout import (
     data_files,
     meta_doc,
     read_meta,
-    safe_name,
     write_meta,
 )
 
@@ -122,8 +122,9 @@ def write_frames(frames: Frames, data: Path, tables: Path, fmt: str
     meta = {"source": frames.source.to_dict() if frames.source else None}
     main = _write_part(frames.main, data / f"part-00001.{fmt}", fmt, meta, fields)
     out_tables: dict[str, dict[str, Any]] = {}
+    dirs = path_names(frames.tables)
     for name, tdf in frames.tables.items():
-        sub = safe_name(name)
+        sub = dirs[name]
         t = _write_part(tdf.reset_index(drop=True), tables / sub / f"part-00001.{fmt}", fmt,
                         {"table": name}, fields)
         out_tables[name] = {"dir": sub, "columns": _dataset_columns(t)}

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -47,6 +46,7 @@ import pyarrow.parquet as pq
 from ..errors import UsageError
 from ..frames import Frames, label_map
 from ..kinds.base import FieldSpec
+from ..names import bounded_sql, sql_name
 from ..schema import Connection
 from .arrow import frame_to_arrow
 
@@ -88,19 +88,13 @@ class TableSpec:
     foreign_keys: list[tuple[str, str, str]] = dc_field(default_factory=list)
 
 
-def slug(name: str) -> str:
-    """A SQL-friendly table name: lower case, ``_`` for anything else."""
-    out = re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_") or "t"
-    return f"t_{out}" if out[0].isdigit() else out
-
-
 def object_table_names(app: AppLike) -> dict[str, str]:
     """object key -> table name (its name as a slug, unique; its key when it has none)."""
     names: dict[str, str] = {}
     taken = {"svc_tables", "svc_connections", "svc_sources"}
     for key in app.keys():
-        base = slug(app.names.get(key) or key)
-        name = base if base not in taken else f"{base}_{key}"
+        base = sql_name(app.names.get(key) or key)
+        name = base if base not in taken else bounded_sql(f"{base}_{key}")
         taken.add(name)
         names[key] = name
     return names
@@ -133,9 +127,9 @@ def app_tables(app: AppLike) -> list[TableSpec]:
         for tname, tdf in frames.tables.items():
             spec = table_field(frames, tname)
             label = spec.label if spec is not None else tname
-            name = f"{names[key]}__{slug(label)}"
+            name = bounded_sql(f"{names[key]}__{sql_name(label)}")
             if name in taken:
-                name = f"{names[key]}__{slug(spec.key if spec else tname)}"
+                name = bounded_sql(f"{names[key]}__{sql_name(spec.key if spec else tname)}")
             taken.add(name)
             fks = [("record_id", names[key], "id")]
             if spec is not None and spec.kind == "connection":
