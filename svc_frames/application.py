@@ -31,7 +31,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .errors import UsageError
-from .frames import Frames
+from .frames import Frames, label_map
 from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
 from .progress import Progress, want_progress
@@ -312,16 +312,24 @@ class App:
 
     # ---- summary ---------------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
-        """One row per loaded object: key, name, rows, columns, tables, connections out.
+        """One row per loaded object: key, name, rows, columns, tables, connections out,
+        and ``renamed``: the labels that clash as column names and the names given
+        instead (``'ID' -> 'ID (field_1)'``; names.unique_labels), in labels mode.
 
         Usage: ``app.summary()``"""
         rows = []
         for key, f in self.frames.items():
+            renamed = ""
+            if f.source is not None and f.source.columns == "labels":
+                labels = label_map(f.source.fields)
+                renamed = "; ".join(f"{s.label!r} -> {labels[s.key]!r}"
+                                    for s in f.source.fields if labels[s.key] != s.label)
             rows.append({"object": key, "name": self.name(key), "rows": len(f.main),
                          "columns": f.main.shape[1], "tables": len(f.tables),
-                         "connections": sum(c.from_object == key for c in self.connections)})
+                         "connections": sum(c.from_object == key for c in self.connections),
+                         "renamed": renamed})
         return pd.DataFrame(rows, columns=["object", "name", "rows", "columns", "tables",
-                                           "connections"])
+                                           "connections", "renamed"])
 
     def connections_table(self) -> pd.DataFrame:
         """The connections as a table: field, label, from, to, has, both ends loaded."""

@@ -137,6 +137,12 @@ def test_read_app_duckdb_and_parquet_with_long_and_shared_names(hostile: Any, co
                                          r"object_2 \(Contacts\)"):
         app["Contacts"]
     assert len(app["object_4"].main) == 0
+    renamed = app.summary().set_index("object").loc["object_1", "renamed"]
+    if columns == "labels":   # the discovery frame shows the names given instead
+        assert "'ID' -> 'ID (field_1)'" in renamed and "'status' -> 'status (field_3)'" \
+            in renamed and "'Site.city' -> 'Site.city (field_5)'" in renamed
+    else:
+        assert renamed == ""
     db = app.to_duckdb(tmp_path / "app.duckdb")
     out = app.to_parquet(tmp_path / "app")
     assert all(len(p.name.encode()) <= 120 for p in out.rglob("*"))
@@ -178,3 +184,49 @@ def test_connection_edit_lands_on_its_own_field(hostile: Any, columns: str) -> N
     raw = _raw(client, rid)
     assert other in [x["id"] for x in raw["field_7_raw"]]
     assert raw["field_6_raw"] == before6
+
+
+@pytest.mark.parametrize("columns", MODES)
+def test_cli_export_edit_push_and_schema(hostile: Any, columns: str, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    from svc_frames.cli import main
+
+    svc, ids = hostile
+    monkeypatch.setenv("SVC_APP_ID", svc.app_id)
+    monkeypatch.setenv("SVC_API_KEY", svc.api_key)
+    monkeypatch.setenv("SVC_BASE_URL", svc.base_url)
+    assert main(["schema"]) == 0
+    assert "Site.city" in capsys.readouterr().out
+    out = tmp_path / "c"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NameWarning)
+        assert main(["export", "object_1", "--out", str(out), "--format", "csv",
+                     "--columns", columns, "--no-progress"]) == 0
+    capsys.readouterr()
+    back = read_parquet(out)
+    rid = ids["object_1"][4]
+    col = "field_5" if columns == "keys" else "Site.city (field_5)"
+    back.main.loc[rid, col] = f"edited\r{columns}"
+    to_parquet(back, out, overwrite=True)   # as a tool would leave the directory
+    assert main(["push", str(out)]) == 0
+    client = client_for(svc)
+    assert _raw(client, rid)["field_5_raw"] == f"edited\r{columns}"
+    assert _raw(client, rid)["field_4_raw"]["city"] == "Austin"   # the address untouched
+
+
+@pytest.mark.parametrize("columns", MODES)
+def test_plots_on_the_hostile_app(hostile: Any, columns: str) -> None:
+    pytest.importorskip("matplotlib")
+    from svc_frames.plot import plot_counts, plot_over_time
+
+    svc, _ids = hostile
+    frames = _load(client_for(svc), columns)
+    ax = plot_over_time(frames, "field_13", freq="D")   # 1900 to 2249: bins from the data
+    assert 0 < len(ax.patches) <= 600 and "per day would be" in ax.get_title()
+    assert sum(p.get_height() for p in ax.patches) == frames.main[
+        "field_13" if columns == "keys" else "When"].notna().sum()
+    # by label: "In Out" is not "In/Out" (the two normalise alike in a path)
+    counts = plot_counts(frames, "field_7" if columns == "keys" else "In Out")
+    assert "In Out" in counts.get_title() and "In/Out" not in counts.get_title()
+    assert len(counts.patches) >= 1
