@@ -681,10 +681,12 @@ def test_bad_missing_upload_file(svc: LocalService, obj: str, tmp_path: Path) ->
 
 
 def test_bad_view_target_without_token(svc: LocalService, obj: str) -> None:
-    frames = load(client_for(svc), obj)
+    client = client_for(svc)
+    frames = load(client, obj)   # the schema it read says which scenes need a login
     text = field_of(frames, "short_text")
     set_cell(frames, frames.main.index[0], text.key, "via view")
-    _bad(svc, frames, ConfigurationError, "token", target=("scene_1", "view_1"))
+    _bad(svc, frames, ConfigurationError, "token", client=client,
+         target=("scene_3", "view_5"))
 
 
 def test_bad_frames_without_metadata(svc: LocalService, obj: str) -> None:
