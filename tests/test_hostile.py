@@ -156,6 +156,12 @@ def test_read_app_duckdb_and_parquet_with_long_and_shared_names(hostile: Any, co
         assert got == {rid: _raw(client, rid)["field_1_raw"] for rid in ids["object_1"]}
         cols = [r[0] for r in con.execute(f'DESCRIBE "{contacts}"').fetchall()]
         assert len({c.casefold() for c in cols}) == len(cols)
+        (timer, kind), = con.execute("SELECT table_name, kind FROM svc_tables "
+                                     "WHERE field = 'field_12'").fetchall()
+        assert kind == "intervals"
+        spans = con.execute(f'SELECT "from", "to" FROM "{timer}" WHERE record_id = ?',
+                            [ids["object_1"][0]]).fetchall()
+        assert len(spans) == 2   # every interval of the timer
     finally:
         con.close()
     t = app["object_1"].tables

@@ -6,7 +6,7 @@ connection (``record_id`` -> the object, ``connected_id`` -> the connected objec
 keys declared when the connected object is loaded and holds every connected id) and per
 multi-choice exploded table, plus three tables describing the rest:
 
-* ``svc_tables``: every table, its kind (object/connection/choices), object, field,
+* ``svc_tables``: every table, its kind (object/connection/choices/intervals), object, field,
   primary key and foreign keys (JSON);
 * ``svc_connections``: field, label, from/to object and table, one or many;
 * ``svc_sources``: each object's Source (JSON: fields, kinds, timezone), as read_parquet
@@ -50,7 +50,7 @@ from ..names import bounded_sql, sql_name
 from ..schema import Connection
 from .arrow import frame_to_arrow
 
-TableKind = Literal["object", "connection", "choices", "meta"]
+TableKind = Literal["object", "connection", "choices", "intervals", "meta"]
 
 
 class AppLike(Protocol):
@@ -142,7 +142,9 @@ def app_tables(app: AppLike) -> list[TableSpec]:
                 out.append(TableSpec(name, frame_to_arrow(tdf), "connection", key,
                                      spec.key, pk, fks))
             else:
-                out.append(TableSpec(name, frame_to_arrow(tdf), "choices", key,
+                kind: TableKind = ("intervals" if spec is not None and spec.kind == "timer"
+                                   else "choices")
+                out.append(TableSpec(name, frame_to_arrow(tdf), kind, key,
                                      spec.key if spec else tname, [], fks))
     out.extend(meta_tables(app, names, conn_tables, out))
     return out
