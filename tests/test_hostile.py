@@ -80,13 +80,21 @@ def test_a_write_changes_exactly_the_edited_cells(hostile: Any, columns: str) ->
     num = "field_11" if columns == "keys" else "select"
     big = 2e19 if columns == "keys" else -3e300
     frames.main.loc[rid, num] = big
+    tags = ["a, b", "[x]"] if columns == "keys" else ["b", "a, b"]
+    frames.main.at[rid, "field_14" if columns == "keys" else "Tags"] = tags
+    day = pd.Timestamp("2249-12-31" if columns == "keys" else "1900-01-02").tz_localize(
+        "America/New_York")
+    frames.main.loc[rid, "field_29" if columns == "keys" else "Day"] = day
     report = write_back(client, frames)
     assert set(report.table["status"]) == {"applied"}
     after = {r: _raw(client, r) for r in ids["object_1"]}
     for r in ids["object_1"]:
         changed = {k for k in after[r] if after[r][k] != before[r].get(k)}
         if r == rid:
-            assert changed == {"field_1", "field_1_raw", "field_11", "field_11_raw"}, changed
+            assert changed == {f"field_{n}{raw}" for n in (1, 11, 14, 29)
+                               for raw in ("", "_raw")}, changed
+            assert after[r]["field_14_raw"] == tags
+            assert after[r]["field_29_raw"]["date"] == day.strftime("%m/%d/%Y")
             assert after[r]["field_1_raw"] == f"edited {columns}"
             assert after[r]["field_11_raw"] == big
         else:
