@@ -244,3 +244,25 @@ def test_plots_on_the_hostile_app(hostile: Any, columns: str) -> None:
     counts = plot_counts(frames, "field_7" if columns == "keys" else "In Out")
     assert "In Out" in counts.get_title() and "In/Out" not in counts.get_title()
     assert len(counts.patches) >= 1
+
+
+@pytest.mark.parametrize("columns", MODES)
+def test_a_saved_connection_edit_is_pushed_to_its_own_field(hostile: Any, columns: str,
+                                                            tmp_path: Path) -> None:
+    svc, ids = hostile
+    client = client_for(svc)
+    to_parquet(_load(client, columns), tmp_path / "s")
+    frames = read_parquet(tmp_path / "s")
+    name = "field_7" if columns == "keys" else "In Out"
+    rid = ids["object_1"][3 if columns == "keys" else 5]   # both linked to p and q
+    gone = ids["object_2"][0]
+    before = _raw(client, rid)
+    assert gone in [x["id"] for x in before["field_7_raw"]]
+    t = frames.tables[name]
+    frames.tables[name] = t[~((t["record_id"] == rid) & (t["connected_id"] == gone))]
+    to_parquet(frames, tmp_path / "s", overwrite=True)
+    report = push(client, tmp_path / "s")
+    assert set(report.table["status"]) == {"applied"}
+    after = _raw(client, rid)
+    assert [x["id"] for x in after["field_7_raw"]] == [ids["object_2"][1]]
+    assert after["field_6_raw"] == before["field_6_raw"]   # "In/Out" untouched
