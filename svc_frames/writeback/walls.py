@@ -5,7 +5,8 @@ gap, 2:30 am on the day clocks go forward) has no instant, so it loads as the fi
 one (3:00) and would be written back as that. Once the guard has re-read a record, the
 parts of a date_time (start, ``to``) or of a timer's intervals whose frame values were
 not edited are replaced by the server's own wall-clock members: editing a range's end
-never rewrites its start.
+never rewrites its start. Without the guard (``write_back(guard=False)``) nothing is
+re-read, and such a part goes as the frame holds it.
 
 Usage::
 
