@@ -266,3 +266,26 @@ def test_a_saved_connection_edit_is_pushed_to_its_own_field(hostile: Any, column
     after = _raw(client, rid)
     assert [x["id"] for x in after["field_7_raw"]] == [ids["object_2"][1]]
     assert after["field_6_raw"] == before["field_6_raw"]   # "In/Out" untouched
+
+
+@pytest.mark.parametrize("columns", MODES)
+def test_read_view_and_write_through_the_public_view(hostile: Any, columns: str) -> None:
+    from svc_frames.loaders import read_view
+
+    svc, ids = hostile
+    client = client_for(svc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NameWarning)
+        frames = read_view(client, "scene_1", "view_1", columns=columns)  # type: ignore[arg-type]
+    cols = [str(c) for c in frames.main.columns]
+    assert len({fold(c) for c in cols}) == len(cols)
+    low = "field_3" if columns == "keys" else "status"
+    timer = "field_12" if columns == "keys" else "Work/Time"
+    for rid in ids["object_1"]:
+        assert frames.main.loc[rid, low] == _raw(client, rid)["field_3_raw"]
+    assert (frames.tables[timer]["record_id"] == ids["object_1"][0]).sum() == 2
+    rid = ids["object_1"][1]
+    frames.main.loc[rid, low] = f"via view {columns}"
+    report = write_back(client, frames)   # a public view: no token asked for
+    assert set(report.table["status"]) == {"applied"}
+    assert _raw(client, rid)["field_3_raw"] == f"via view {columns}"
