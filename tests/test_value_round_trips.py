@@ -125,3 +125,19 @@ def test_csv_cells_read_back_as_written(texts: list[str], choices: list[list[str
     assert parse_column(read["t"].tolist(), "string", f_text) == texts
     got = parse_column(read["m"].tolist(), "list", f_multi)
     assert [g or [] for g in got] == choices
+
+
+def test_timer_tables_read_from_raw_page_structs_equal_the_dict_path() -> None:
+    from svc_frames.kinds.rawvalues import DateEnd, TimerSpan, TimerValue
+
+    f = FieldSpec("field_1", "timer", "T")
+    ms = 1_772_900_000_000
+    structs = [TimerValue(total_time=1, times=[
+        TimerSpan(start=DateEnd(unix_timestamp=ms + i), to=DateEnd(unix_timestamp=ms + 2 * i))
+        for i in range(k)]) if k else None for k in (2, 0, 1, 3)]
+    ids = ["a", "b", "c", "d"]
+    codec = codec_for(f)
+    fast = codec.tables(ids, structs, [None] * 4, f, CTX)["field_1"]
+    slow = codec.tables(ids, [s.as_dict() if s else None for s in structs], [None] * 4, f,
+                        CTX)["field_1"]
+    assert fast.equals(slow) and fast["record_id"].tolist() == ["a", "a", "c", "d", "d", "d"]

@@ -445,14 +445,15 @@ class TimerCodec(Codec):
     def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
                field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
         raws = raw_values(raws, displays)
-        rec: list[str] = []
-        starts: list[int] = []
-        ends: list[int] = []
-        for rid, r, d in zip(ids, raws, displays, strict=False):
-            for a, b in timer_intervals(r, d, field):
-                rec.append(rid)
-                starts.append(a)
-                ends.append(b)
+        spans = _struct_spans(ids, raws)
+        if spans is None:
+            spans = ([], [], [])
+            for rid, r, d in zip(ids, raws, displays, strict=False):
+                for a, b in timer_intervals(r, d, field):
+                    spans[0].append(rid)
+                    spans[1].append(a)
+                    spans[2].append(b)
+        rec, starts, ends = spans
         return {field.key: pd.DataFrame({"record_id": string_series(rec),
                                          "from": instants(starts, ctx),
                                          "to": instants(ends, ctx)})}
@@ -557,6 +558,31 @@ def _walls_from_display(display: str, field: FieldSpec) -> tuple[int, int]:
 
 _TIMER_LINE = re.compile(r"(\d{1,2}/\d{1,2}/\d{2,4})\s*(.+?)\s+to\s+(.+?)\s*(?:=|$)")
 _TIMER_TOTAL = re.compile(r"=\s*(\d+):(\d{2})\s*hours")
+
+
+def _struct_spans(ids: Sequence[str], raws: Sequence[Any]
+                  ) -> tuple[list[str], list[int], list[int]] | None:
+    """(record ids, starts, ends) of every interval when the values are rawpages'
+    TimerValues (or None) with int timestamps: the common case, read without dicts."""
+    rec: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    try:
+        for rid, r in zip(ids, raws, strict=False):
+            if r is None:
+                continue
+            if type(r) is not TimerValue:
+                return None
+            for t in r.times or ():
+                a, b = t.start.unix_timestamp, t.to.unix_timestamp  # type: ignore[union-attr]
+                if type(a) is not int or type(b) is not int:
+                    return None
+                rec.append(rid)
+                starts.append(a)
+                ends.append(b)
+    except AttributeError:   # an end that is text, not a DateEnd
+        return None
+    return rec, starts, ends
 
 
 def timer_intervals(raw: Any, display: Any, field: FieldSpec) -> list[tuple[int, int]]:
