@@ -31,9 +31,10 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .errors import UsageError
-from .frames import Frames
+from .frames import Frames, label_map
 from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
+from .lookup import match, object_key
 from .progress import Progress, want_progress
 from .read.load import load
 from .read.options import Columns, check_columns, user_timezone
@@ -97,28 +98,12 @@ def resolve_objects(schema: dict[str, Any] | None, objects: Sequence[str] | None
         return [k for k, _ in listed]
     out: list[str] = []
     for want in objects:
-        key = object_key_of(listed, want, schema is not None)
+        key = object_key(Schema.of(schema), want)
         if key not in out:
             out.append(key)
     return out
 
 
-def object_key_of(listed: Sequence[tuple[str, str]], want: Any, have_schema: bool = True
-                  ) -> str:
-    """The key of the object named ``want`` (a key or a name, names case-insensitively
-    when unambiguous); UsageError listing the objects otherwise."""
-    if not isinstance(want, str) or not want:
-        raise UsageError(f"an object is named by its key or name, got {want!r}")
-    for key, name in listed:
-        if want in (key, name):
-            return key
-    folded = [key for key, name in listed if name.casefold() == want.casefold()]
-    if len(folded) == 1:
-        return folded[0]
-    if not have_schema and want.startswith("object_") and want[7:].isdigit():
-        return want  # no schema to check against: the service will say if it is unknown
-    have = ", ".join(f"{k} ({n})" if n else k for k, n in listed) or "none"
-    raise UsageError(f"unknown object {want!r}; the application's objects: {have}")
 
 
 def connections_of(schema: dict[str, Any] | None) -> list[Connection]:
@@ -195,7 +180,9 @@ class App:
     # ---- mapping -------------------------------------------------------------------------
     def key(self, name: str) -> str:
         """The object key for a key or a name; UsageError listing the objects."""
-        return object_key_of(list(self.names.items()), name)
+        if not isinstance(name, str) or not name.strip():
+            raise UsageError(f"an object is named by its key or name, got {name!r}")
+        return match(name, list(self.names.items()), "object", "app.summary()")
 
     def __getitem__(self, name: str) -> Frames:
         key = self.key(name)
@@ -307,16 +294,24 @@ class App:
 
     # ---- summary ---------------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
-        """One row per loaded object: key, name, rows, columns, tables, connections out.
+        """One row per loaded object: key, name, rows, columns, tables, connections out,
+        and ``renamed``: the labels that clash as column names and the names given
+        instead (``'ID' -> 'ID (field_1)'``; names.unique_labels), in labels mode.
 
         Usage: ``app.summary()``"""
         rows = []
         for key, f in self.frames.items():
+            renamed = ""
+            if f.source is not None and f.source.columns == "labels":
+                labels = label_map(f.source.fields)
+                renamed = "; ".join(f"{s.label!r} -> {labels[s.key]!r}"
+                                    for s in f.source.fields if labels[s.key] != s.label)
             rows.append({"object": key, "name": self.name(key), "rows": len(f.main),
                          "columns": f.main.shape[1], "tables": len(f.tables),
-                         "connections": sum(c.from_object == key for c in self.connections)})
+                         "connections": sum(c.from_object == key for c in self.connections),
+                         "renamed": renamed})
         return pd.DataFrame(rows, columns=["object", "name", "rows", "columns", "tables",
-                                           "connections"])
+                                           "connections", "renamed"])
 
     def connections_table(self) -> pd.DataFrame:
         """The connections as a table: field, label, from, to, has, both ends loaded."""

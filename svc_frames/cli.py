@@ -452,7 +452,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "handler", None) is None:
         parser.print_help()
         return 2
-    return int(args.handler(args))
+    try:
+        code = int(args.handler(args))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader went away (`svc-frames schema | head`): stop quietly, as a Unix tool
+        # ended by SIGPIPE does; stdout goes to devnull so the exit's flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    return code
 
 
 if __name__ == "__main__":

@@ -170,6 +170,16 @@ class PaceWarning(SvcWarning, UserWarning):
     that cannot be written): this process paces on its own."""
 
 
+class PrecisionWarning(SvcWarning, UserWarning):
+    """A value the service holds that the frame cannot hold exactly: an integer past 2**53
+    in a float column."""
+
+
+class NameWarning(SvcWarning, UserWarning):
+    """Names from the application that clash once a target normalises them (columns,
+    tables, files): the ones svc_frames gave instead are listed."""
+
+
 # The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it
 # is an HTTP answer in the making, turned into a response before it leaves the server, and
 # a client meets it only as the ServiceError subclass its status maps to.
@@ -181,5 +191,5 @@ __all__ = [
     "OutcomeUnknown", "ServiceUnreachable",
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
-    "SvcWarning", "FilterWarning", "PaceWarning",
+    "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import operator
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
@@ -20,12 +21,13 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from .errors import DisplayValuesNeeded
+from .errors import DisplayValuesNeeded, NameWarning
 from .joins import join
 from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
+from .names import unique_labels
 from .query import Query
 from .read.rawpages import RawRecord, column_getter
 
@@ -174,12 +176,24 @@ def resolve_fields(records: Sequence[Mapping[str, Any]], known: Mapping[str, Fie
 
 
 def label_map(fields: Sequence[FieldSpec]) -> dict[str, str]:
-    """field key -> unique label (``"Label (field_N)"`` when two fields share a label, or
-    when a field is labelled ``id``, the name of the record id column)."""
-    counts: dict[str, int] = {"id": 1}
+    """field key -> unique label: ``"Label (field_N)"`` when a field's columns would equal
+    another's case-insensitively (a shared label, ``Status``/``status``, a label ``Site.city``
+    beside an address ``Site``) or the record id column ``id`` (names.unique_labels)."""
+    entries = []
     for f in fields:
-        counts[f.label] = counts.get(f.label, 0) + 1
-    return {f.key: (f.label if counts[f.label] == 1 else f"{f.label} ({f.key})") for f in fields}
+        cols = codec_for(f).columns(f)
+        entries.append((f.key, f.label, [c[len(f.key):] for c in cols if c.startswith(f.key)]))
+    return unique_labels(entries)
+
+
+def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec]) -> None:
+    """A NameWarning listing the fields whose label had to change to stay unique."""
+    renamed = [f"{f.label!r} -> {labels[f.key]!r}" for f in fields
+               if f.key in labels and labels[f.key] != f.label]
+    if renamed:
+        warnings.warn(f"{len(renamed)} field labels clash as column names (case-insensitively, "
+                      f"with the record id or a part column): {', '.join(renamed[:5])}"
+                      + (" ..." if len(renamed) > 5 else ""), NameWarning, stacklevel=4)
 
 
 def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] = "keys"
@@ -188,7 +202,8 @@ def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] 
     ``read_only`` (computed by the service), ``choices`` (a choice field's options),
     ``connects_to`` (a connection's object key), ``columns`` (the main-frame columns a
     load gives for the field, named as ``columns=`` names them; empty for a field held in
-    a table) and ``table`` (the key of its exploded table in ``frames.tables``, if any).
+    a table only) and ``table`` (the key of its exploded table in ``frames.tables``: a
+    connection, a multi choice, a timer's intervals).
 
     Usage: ``field_table(source.fields, "labels")``"""
     labels = label_map(fields) if columns == "labels" else {}
@@ -198,7 +213,9 @@ def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] 
         cols = [relabel(c, labels) for c in codec.columns(f)]
         options = f.format.get("options") if f.kind == "multiple_choice" else None
         table = None
-        if f.kind == "connection" or (f.kind == "multiple_choice" and is_multi(f)):
+        # the kinds whose codec gives an exploded table (kinds/: connection, multi choice,
+        # a timer's intervals)
+        if f.kind in ("connection", "timer") or (f.kind == "multiple_choice" and is_multi(f)):
             table = f.key
         rows.append({"key": f.key, "label": f.label, "kind": f.kind,
                      "required": bool(f.required), "unique": bool(f.unique),

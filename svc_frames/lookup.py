@@ -58,6 +58,8 @@ def match(want: str, candidates: Sequence[tuple[str, str]], what: str, lister: s
     close = difflib.get_close_matches(fold(want), list(by_fold), n=3, cutoff=0.6)
     hint = (" did you mean " + " or ".join(f"{by_fold[c][1]!r} ({by_fold[c][0]})"
                                            for c in close) + "?") if close else ""
+    if not close and 0 < len(candidates) <= 12:
+        hint = f" the known ones are {_listed(candidates)};"
     raise UsageError(f"unknown {what} {want!r};{hint} {lister} lists them all")
 
 

@@ -36,6 +36,8 @@ TIME_KINDS = ("date_time", "timer")
 
 # Period frequencies offered, and the word used in titles.
 _FREQS = {"D": "day", "W": "week", "M": "month", "Q": "quarter", "Y": "year"}
+_DAYS = {"D": 1.0, "W": 7.0, "M": 30.44, "Q": 91.31, "Y": 365.25}  # a bin's mean length
+MAX_BARS = 600  # more bars draw slowly and no screen shows them apart
 _MAX_LEGEND = 12  # categorical colours beyond this are folded into "other"
 
 
@@ -464,8 +466,10 @@ def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
     """Records per day/week/month/quarter/year of a date field (``freq`` D, W, M, Q or Y).
 
     Dates are counted in the application's timezone (the frame's tz-aware values); records
-    without a date are left out and counted in the title. ``title`` replaces the
-    generated title.
+    without a date are left out and counted in the title. Bins come from the data: when
+    ``freq`` would draw more than ``MAX_BARS`` bars, the finest coarser period that fits
+    is used, and the title says so (and how many records fell outside, if even years do
+    not fit). ``title`` replaces the generated title.
 
     Usage: ``plot_over_time(frames, "Order Date", freq="M")``
     """
@@ -499,6 +503,11 @@ def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
     tz = getattr(dated.dtype, "tz", None)
     # Count on the app's wall clock (the frame is tz-aware in the app timezone) by period.
     wall = dated.dt.tz_localize(None) if tz is not None else dated
+    freq, wall, said = _bins(wall, freq)
+    if said:
+        unit = _FREQS[freq]
+        _title(ax, f"Records per {unit} by {spec.label}", frames, f"{note}; {said}", title)
+        ax.set_ylabel(f"Records per {unit}")
     periods = wall.dt.to_period(freq)
     full = pd.period_range(periods.min(), periods.max(), freq=freq)
     counts = periods.value_counts().reindex(full, fill_value=0)
@@ -516,3 +525,26 @@ def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
     ax.set_xlabel(f"{spec.label}" + (f" ({tz})" if tz is not None else ""))
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     return ax
+
+
+def _bins(wall: pd.Series, freq: str) -> tuple[str, pd.Series, str]:
+    """(freq, dates, what was changed) so that at most ``MAX_BARS`` bars are drawn: the
+    asked bins when they fit, else the finest coarser ones that do; when even years do
+    not, the ``MAX_BARS`` years around the median, the records outside left out (said)."""
+    days = (wall.max() - wall.min()).total_seconds() / 86400
+    order = list(_FREQS)
+    asked = freq
+    for f in order[order.index(freq):]:
+        freq = f
+        if days / _DAYS[f] + 2 <= MAX_BARS:
+            break
+    said = "" if freq == asked else (f"per {_FREQS[freq]}: per {_FREQS[asked]} would be "
+                                     f"{int(days / _DAYS[asked]) + 1:,} bars")
+    if days / _DAYS[freq] + 2 <= MAX_BARS:
+        return freq, wall, said
+    mid = pd.Timestamp(wall.median())
+    half = pd.Timedelta(days=_DAYS["Y"] * (MAX_BARS - 2) / 2)
+    lo, hi = mid - half, mid + half
+    keep = (wall >= lo) & (wall <= hi)
+    said += (f"; {int((~keep).sum()):,} records outside {lo:%Y}-{hi:%Y} not shown")
+    return freq, wall[keep], said.lstrip("; ")

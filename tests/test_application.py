@@ -197,7 +197,7 @@ def test_unknown_objects_are_refused_before_any_record_request(service: LocalSer
     for bad in (["Work Orders", "Invoices"], ["object_99"]):
         with pytest.raises(UsageError, match=repr(bad[-1])) as exc:
             read_app(c, bad, progress=False)
-        assert "object_3 (Work Orders)" in str(exc.value)  # the objects that exist
+        assert "'Work Orders' (object_3)" in str(exc.value)  # the objects that exist
     assert service.request_log.count(path_prefix=RECORDS_PATH) == before
 
 
@@ -380,3 +380,19 @@ def test_join_with_partial_frames_on_either_side(app: App, client: Client) -> No
     got = few.join("field_41", app["Parts"], how="inner")
     assert_same_rows(got, hand_merge(few, "field_41", app["Parts"], "Parts", how="inner"))
     assert set(got["id"]) <= set(few.main.index)
+
+
+def test_an_ambiguous_object_name_is_an_error_listing_the_keys() -> None:
+    from svc_frames.lookup import match
+
+    listed = [("object_1", "Contacts"), ("object_2", "Orders"), ("object_3", "Contacts"),
+              ("object_4", "contacts")]
+    with pytest.raises(UsageError, match=r"'Contacts' is ambiguous: 'Contacts' \(object_1\), "
+                                         r"'Contacts' \(object_3\) share that name; name one "
+                                         r"by its key"):
+        match("Contacts", listed, "object", "x")
+    with pytest.raises(UsageError, match="object_1.*object_3.*object_4"):
+        match("CONTACTS", listed, "object", "x")
+    assert match("contacts", listed, "object", "x") == "object_4"   # the exact name is one
+    assert match("object_3", listed, "object", "x") == "object_3"
+    assert match("orders", listed, "object", "x") == "object_2"

@@ -400,3 +400,17 @@ def test_export_and_incremental_export_take_names(monkeypatch: pytest.MonkeyPatc
     assert main(["export", "Work Order", "--out", str(tmp_path / "c"), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "did you mean 'Work Orders' (object_3)?" in err and not (tmp_path / "c").exists()
+
+
+def test_a_closed_pipe_ends_the_command_quietly(service: LocalService) -> None:
+    env = {**__import__("os").environ, "SVC_APP_ID": service.app_id,
+           "SVC_API_KEY": service.api_key, "SVC_BASE_URL": service.base_url}
+    with subprocess.Popen([sys.executable, "-m", "svc_frames.cli", "schema"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.readline()
+        proc.stdout.close()   # `| head -1`: the reader is gone
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert code in (0, 141)

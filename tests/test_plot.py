@@ -322,3 +322,32 @@ def test_a_map_without_tiles_reads_as_a_map() -> None:
     assert any(line.get_visible() for line in ax.get_xgridlines())
     legend = ax.get_legend().get_window_extent()
     assert legend.x0 >= ax.get_window_extent().x1  # beside the points, not over them
+
+
+def test_over_time_chooses_bins_from_the_data_and_says_so() -> None:
+    frames = synthetic()
+    n = len(frames.main)
+    span = pd.date_range("1900-01-01", "2249-12-31", periods=n).tz_localize(TZ)
+    frames.main["field_5"] = pd.Series(span, index=frames.main.index)
+    ax = plot_over_time(frames, "Visit Date", freq="W")
+    assert len(ax.patches) <= 600
+    assert sum(p.get_height() for p in ax.patches) == n
+    assert "per year: per week would be 18," in ax.get_title()
+    assert ax.get_ylabel() == "Records per year"
+    ax = plot_over_time(frames, "Visit Date", freq="M")   # 4,200 months: years again
+    assert len(ax.patches) == 350 and "per month would be 4,2" in ax.get_title()
+
+
+def test_over_time_leaves_out_what_no_bins_fit_and_says_how_many(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import svc_frames.plot as plot
+
+    monkeypatch.setattr(plot, "MAX_BARS", 100)
+    frames = synthetic()
+    n = len(frames.main)
+    span = pd.date_range("1900-01-01", "2249-12-31", periods=n).tz_localize(TZ)
+    frames.main["field_5"] = pd.Series(span, index=frames.main.index)
+    ax = plot_over_time(frames, "Visit Date", freq="Y")
+    shown = sum(p.get_height() for p in ax.patches)
+    assert len(ax.patches) <= 100 and 0 < shown < n
+    assert f"{n - int(shown):,} records outside" in ax.get_title()

@@ -681,10 +681,12 @@ def test_bad_missing_upload_file(svc: LocalService, obj: str, tmp_path: Path) ->
 
 
 def test_bad_view_target_without_token(svc: LocalService, obj: str) -> None:
-    frames = load(client_for(svc), obj)
+    client = client_for(svc)
+    frames = load(client, obj)   # the schema it read says which scenes need a login
     text = field_of(frames, "short_text")
     set_cell(frames, frames.main.index[0], text.key, "via view")
-    _bad(svc, frames, ConfigurationError, "token", target=("scene_1", "view_1"))
+    _bad(svc, frames, ConfigurationError, "token", client=client,
+         target=("scene_3", "view_5"))
 
 
 def test_bad_frames_without_metadata(svc: LocalService, obj: str) -> None:
@@ -1079,3 +1081,28 @@ def test_a_run_with_nothing_to_send_says_so(svc: LocalService, obj: str,
     assert "nothing to send: the frames equal what was loaded; 0 requests" in \
         capsys.readouterr().out
     assert write_back(client, frames, dry_run=True, progress=False).counts == {"planned": 0}
+
+
+def test_a_public_inline_editing_view_is_written_without_a_token() -> None:
+    from svc_frames.errors import ConfigurationError
+    from svc_frames.server.demo_app import demo_document
+
+    doc = demo_document()
+    board = next(v for sc in doc["scenes"] for v in sc["views"] if v["key"] == "view_1")
+    board["options"]["cell_editor"] = True   # the public board, with inline editing
+    with LocalService(demo=False, app=doc, records=8) as s:
+        client = client_for(s)
+        assert client.token is None
+        frames = read_view(client, "scene_1", "view_1")
+        rid = frames.main.index[0]
+        set_cell(frames, rid, "field_12", "edited on the public board")
+        report = write_back(client, frames)
+        assert set(report.table["status"]) == {"applied"}
+        assert client.get_record("object_3", rid)["field_12"] == "edited on the public board"
+        # behind a login a token is still asked for, before any request
+        search = read_object(client, "object_3")
+        set_cell(search, rid, "field_12", "again")
+        sent = client.request_count
+        with pytest.raises(ConfigurationError, match="needs a user token"):
+            write_back(client, search, target=("scene_3", "view_5"))
+        assert client.request_count == sent

@@ -112,8 +112,12 @@ def to_number(value: Any, field: FieldSpec) -> int | float:
     if isinstance(value, bool):
         raise invalid(field, f"expected a number, got a boolean {value!r}")
     if isinstance(value, int):
-        if abs(value) > 2**63:
-            raise invalid(field, f"number out of range: {str(value)[:30]}...")
+        if abs(value) > 2**63:   # past a 64-bit integer: stored as a double, like 1e19
+            try:
+                return float(value)
+            except OverflowError:
+                raise invalid(field, f"number out of range (beyond a double): "
+                                     f"{str(value)[:30]}...") from None
         return value
     if isinstance(value, float):
         if not math.isfinite(value):

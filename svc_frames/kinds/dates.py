@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ._util import html_to_text, invalid, is_blank, is_na, raw_values
+from ._util import html_to_text, invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 from .rawvalues import DateEnd, DateValue, TimerValue
 
@@ -326,7 +326,11 @@ class DateTimeCodec(Codec):
 
 class TimerCodec(Codec):
     """timer: ``{total_time (ms), times: [{from, to}]}``; writes like date_time (one
-    interval), or ``{times: [{from, to}, ...]}``."""
+    interval), or ``{times: [{from, to}, ...]}``.
+
+    The main frame holds a summary (first start, last end, total); every interval is in
+    the exploded table ``tables[field_N]`` (record_id, from, to), the truth for a timer
+    of several intervals: ``encode_times`` writes them all."""
 
     kinds: ClassVar[tuple[str, ...]] = ("timer",)
 
@@ -438,6 +442,22 @@ class TimerCodec(Codec):
                     np.array(totals, dtype="int64").view("timedelta64[ms]")
                     .astype("timedelta64[ns]"))}
 
+    def tables(self, ids: Sequence[str], raws: Sequence[Any], displays: Sequence[Any],
+               field: FieldSpec, ctx: ReadContext) -> dict[str, pd.DataFrame]:
+        raws = raw_values(raws, displays)
+        spans = _struct_spans(ids, raws)
+        if spans is None:
+            spans = ([], [], [])
+            for rid, r, d in zip(ids, raws, displays, strict=False):
+                for a, b in timer_intervals(r, d, field):
+                    spans[0].append(rid)
+                    spans[1].append(a)
+                    spans[2].append(b)
+        rec, starts, ends = spans
+        return {field.key: pd.DataFrame({"record_id": string_series(rec),
+                                         "from": instants(starts, ctx),
+                                         "to": instants(ends, ctx)})}
+
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         start, end = values.get(field.key), values.get(f"{field.key}.to")
         if start is None or is_na(start):
@@ -447,6 +467,19 @@ class TimerCodec(Codec):
         payload = _encode_wall(start, field, ctx)
         payload["to"] = _encode_wall(end, field, ctx)
         return payload
+
+    def encode_times(self, intervals: Sequence[tuple[Any, Any]], field: FieldSpec,
+                     ctx: ReadContext) -> Any:
+        """Every interval (start, end) of one record -> ``{times: [{from, to}, ...]}``
+        ("" for none); InvalidValue for an interval without both ends or ending first."""
+        times = []
+        for a, b in intervals:
+            if a is None or is_na(a) or b is None or is_na(b):
+                raise invalid(field, f"an interval needs a start and an end, got {a!r}, {b!r}")
+            if pd.Timestamp(b) < pd.Timestamp(a):
+                raise invalid(field, f"an interval ends ({b}) before it starts ({a})")
+            times.append({"from": _encode_wall(a, field, ctx), "to": _encode_wall(b, field, ctx)})
+        return {"times": times} if times else ""
 
 
 def _timer_fast(raws: Sequence[Any],
@@ -527,10 +560,46 @@ _TIMER_LINE = re.compile(r"(\d{1,2}/\d{1,2}/\d{2,4})\s*(.+?)\s+to\s+(.+?)\s*(?:=
 _TIMER_TOTAL = re.compile(r"=\s*(\d+):(\d{2})\s*hours")
 
 
-def _timer_from_display(display: str, field: FieldSpec) -> tuple[int, int, int]:
-    """(first start, last end, total) in ms from a timer's display HTML."""
+def _struct_spans(ids: Sequence[str], raws: Sequence[Any]
+                  ) -> tuple[list[str], list[int], list[int]] | None:
+    """(record ids, starts, ends) of every interval when the values are rawpages'
+    TimerValues (or None) with int timestamps: the common case, read without dicts."""
+    rec: list[str] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    try:
+        for rid, r in zip(ids, raws, strict=False):
+            if r is None:
+                continue
+            if type(r) is not TimerValue:
+                return None
+            for t in r.times or ():
+                a, b = t.start.unix_timestamp, t.to.unix_timestamp  # type: ignore[union-attr]
+                if type(a) is not int or type(b) is not int:
+                    return None
+                rec.append(rid)
+                starts.append(a)
+                ends.append(b)
+    except AttributeError:   # an end that is text, not a DateEnd
+        return None
+    return rec, starts, ends
+
+
+def timer_intervals(raw: Any, display: Any, field: FieldSpec) -> list[tuple[int, int]]:
+    """Every interval of one timer value as wall-clock ms (start, end), in order."""
+    if type(raw) is TimerValue:
+        raw = raw.as_dict()
+    if isinstance(raw, Mapping):
+        return [(_ms(t.get("from"), field), _ms(t.get("to"), field))
+                for t in raw.get("times") or [] if isinstance(t, Mapping)]
+    if raw is None and isinstance(display, str) and display:
+        return _display_intervals(display, field)
+    return []
+
+
+def _display_intervals(display: str, field: FieldSpec) -> list[tuple[int, int]]:
     epoch = datetime(1970, 1, 1)
-    walls: list[datetime] = []
+    out: list[tuple[int, int]] = []
     for line in re.split(r"<br\s*/?>", display, flags=re.I):
         m = _TIMER_LINE.search(html_to_text(line).replace("\xa0", " "))
         if not m:
@@ -542,21 +611,30 @@ def _timer_from_display(display: str, field: FieldSpec) -> tuple[int, int, int]:
         except ValueError:
             continue
         base = datetime.combine(day, datetime.min.time())
-        walls += [base.replace(hour=h1, minute=m1), base.replace(hour=h2, minute=m2)]
-    if not walls:
+        a, b = base.replace(hour=h1, minute=m1), base.replace(hour=h2, minute=m2)
+        out.append((int((a - epoch).total_seconds() * 1000),
+                    int((b - epoch).total_seconds() * 1000)))
+    return out
+
+
+def _timer_from_display(display: str, field: FieldSpec) -> tuple[int, int, int]:
+    """(first start, last end, total) in ms from a timer's display HTML."""
+    spans = _display_intervals(display, field)
+    if not spans:
         return _NAT, _NAT, _NAT
     total = _TIMER_TOTAL.search(display)
     total_ms = ((int(total.group(1)) * 60 + int(total.group(2))) * 60000 if total
-                else int((walls[-1] - walls[0]).total_seconds() * 1000))
-    return (int((walls[0] - epoch).total_seconds() * 1000),
-            int((walls[-1] - epoch).total_seconds() * 1000), total_ms)
+                else sum(b - a for a, b in spans))
+    return spans[0][0], spans[-1][1], total_ms
 
 
 def instants(wall_ms: Sequence[int], ctx: ReadContext) -> pd.Series:
     """Wall-clock ms (app-local, NaT sentinel for empty) -> tz-aware instants, ns.
 
     Ambiguous wall times (the repeated hour) take the first (daylight) reading; wall times
-    that do not exist (the skipped hour) move forward to the first valid instant."""
+    that do not exist (the skipped hour) move forward to the first valid instant. A write
+    sends the parts it did not edit as the server stores them (writeback/walls.py), so
+    neither changes on the server unless edited."""
     ms = np.array(wall_ms, dtype="int64")
     # outside what nanoseconds hold (about 1678-2261): NaT rather than a wrapped value
     ms[(ms != _NAT) & ((ms < _MIN_MS) | (ms > _MAX_MS))] = _NAT

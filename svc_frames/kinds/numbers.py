@@ -3,13 +3,15 @@ and boolean."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
-from ..errors import ReadOnlyField
+from ..errors import PrecisionWarning, ReadOnlyField
 from ._util import (
     float_series,
     get_value,
@@ -21,6 +23,8 @@ from ._util import (
     to_number,
 )
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
+
+_EXACT = 2**53   # every integer up to this is exact in a double
 
 
 def _slow_number(raw: Any, display: Any) -> float | None:
@@ -67,7 +71,16 @@ class NumberCodec(Codec):
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
-        return {field.key: float_series(self._numbers(raws, displays))}
+        nums = self._numbers(raws, displays)
+        out = float_series(nums)
+        big = np.flatnonzero(np.abs(out.to_numpy(dtype="float64", na_value=0.0)) >= _EXACT)
+        lost = [nums[i] for i in big.tolist() if type(nums[i]) is int
+                and int(float(nums[i])) != nums[i]]
+        if lost:
+            warnings.warn(f"{field.key} ({field.label}): {len(lost)} integers past 2**53 "
+                          f"(e.g. {lost[0]}) lose precision in the float column",
+                          PrecisionWarning, stacklevel=2)
+        return {field.key: out}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         if self.read_only:
@@ -76,8 +89,10 @@ class NumberCodec(Codec):
         if value is None:
             return ""
         number = to_number(value, field)
-        # 3.0 from a Float64 column goes back as 3, as it was stored
-        return int(number) if isinstance(number, float) and number.is_integer() else number
+        # 3.0 from a Float64 column goes back as 3, as it was stored; past 2**53 a float
+        # is no exact integer, and it stays a float (up to 1e308, as the service holds)
+        return int(number) if isinstance(number, float) and number.is_integer() \
+            and abs(number) <= _EXACT else number
 
 
 class ComputedNumberCodec(NumberCodec):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..frames import Source, resolve_fields
+from ..frames import Source, label_map, resolve_fields, warn_renamed
 from ..http.client import Client
 from ..keys import Target, parse_target
 from ..kinds.base import FieldSpec
@@ -46,4 +46,6 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
                         timezone=tz_name, app_id=client.app_id, base_url=client.base_url,
                         columns=columns, kinds_inferred=inferred or app is None,
                         name=schema.view_name(a, b))
+    if columns == "labels":   # once per load: the labels that had to change
+        warn_renamed(label_map(fields), fields)
     return fields, source

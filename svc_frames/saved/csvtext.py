@@ -9,8 +9,14 @@ shows them, so a spreadsheet or a plain ``pd.read_csv`` reads what the console s
   the service rounds them, other numbers to 15 significant digits (``842.85``, never
   ``842.8499999999999``); integers without a decimal point;
 - yes/no fields in the field's own words (``Yes``/``No``, ``On``/``Off`` ...);
-- multi choices and user roles joined as the service displays them (``A, B``);
+- multi choices and user roles joined as the service displays them (``A, B``), or, when
+  an item holds a comma or starts with ``[``, as a JSON array (``["a, b", "c"]``), so an
+  option holding the separator comes back as one option;
 - an empty cell for an empty value.
+
+Cells are quoted as RFC 4180 says, and also whenever they hold any control character
+(a lone carriage return, a form feed, ...), so no reader takes one record for two; records
+end in CRLF (:func:`csv_text`).
 
 :func:`parse_column` reads such text back (and what a spreadsheet makes of it: naive
 times in the application's timezone, ``TRUE``/``FALSE``, ``1,234.50``) into the values of
@@ -24,9 +30,10 @@ Usage::
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -40,6 +47,7 @@ from ..kinds.choices import MULTI_JOIN
 COMPUTED_NUMBERS = frozenset({"equation", "sum", "count", "average", "min", "max"})
 _DURATION = re.compile(r"^(-)?(\d+):([0-5]\d)(?::([0-5]\d(?:\.\d+)?))?$")
 _NUMBER_JUNK = re.compile(r"[,$\s]")  # thousands separators and a currency sign
+_QUOTE = re.compile('[",\x00-\x1f\x7f\x85\u2028\u2029]')  # separators, quotes, controls
 _TRUE = {"true", "yes", "on", "1", "y", "t"}
 _FALSE = {"false", "no", "off", "0", "n", "f"}
 
@@ -103,7 +111,7 @@ def format_column(values: pd.Series, field: FieldSpec | None) -> list[str]:
     for v in values:
         if isinstance(v, (list, tuple)) or hasattr(v, "tolist") and not isinstance(v, str):
             items = v.tolist() if hasattr(v, "tolist") else list(v)
-            out.append(MULTI_JOIN.join(str(x) for x in items if not _empty(x)))
+            out.append(list_text([str(x) for x in items if not _empty(x)]))
         elif _empty(v):
             out.append("")
         else:
@@ -111,9 +119,40 @@ def format_column(values: pd.Series, field: FieldSpec | None) -> list[str]:
     return out
 
 
+def list_text(items: Sequence[str]) -> str:
+    """A list cell: ``A, B`` as the service displays it, or a JSON array when an item
+    holds a comma or starts with ``[`` (so the items come back as they were).
+
+    Usage: ``list_text(["a, b", "c"]) == '["a, b", "c"]'``"""
+    if any("," in x or x.startswith("[") for x in items):
+        return json.dumps(list(items), ensure_ascii=False)
+    return MULTI_JOIN.join(items)
+
+
+def csv_text(header: Sequence[str], columns: Sequence[Sequence[str]]) -> str:
+    """CSV text (RFC 4180: CRLF, quotes doubled) of cells already formatted; a cell is
+    quoted when it holds a separator, a quote or any control character.
+
+    Usage: ``csv_text(["id", "a"], [["1", "2"], ["x\rz", ""]])``"""
+    def cell(text: str) -> str:
+        return f'"{text.replace(chr(34), chr(34) * 2)}"' if _QUOTE.search(text) else text
+
+    lines: Iterable[Sequence[str]] = zip(*columns, strict=True) if columns else ()
+    rows = [",".join(map(cell, header))]
+    rows.extend(",".join(map(cell, row)) for row in lines)
+    return "\r\n".join(rows) + "\r\n"
+
+
 def _split_choices(text: str, options: Sequence[str]) -> list[str]:
     """``"A, B"`` -> ["A", "B"], matching the field's options first, so an option that
-    itself holds ", " is kept whole."""
+    itself holds ", " is kept whole; a JSON array (``list_text``) is read as one."""
+    if text.startswith("["):
+        try:
+            items = json.loads(text)
+        except ValueError:
+            items = None
+        if isinstance(items, list) and all(isinstance(x, str) for x in items):
+            return [x for x in items if x]
     parts = [p.strip() for p in text.split(MULTI_JOIN.strip())]
     if not options or all(p in options for p in parts):
         return [p for p in parts if p]
@@ -145,8 +184,12 @@ def parse_column(texts: Sequence[str], dtype: str, field: FieldSpec | None, *,
 
     Usage: ``parse_column(["1:30:00", ""], "timedelta64[ns]", None, column="t", where="a.csv")``"""
     out: list[Any] = []
+    plain = not dtype.startswith(("datetime64", "timedelta64", "bool", "float", "Float",
+                                  "int", "Int", "list"))
     for row, raw in enumerate(texts):
-        text = "" if _empty(raw) else str(raw).strip()
+        text = "" if _empty(raw) else str(raw)
+        if not plain:   # a text's own spaces and controls are its value: kept
+            text = text.strip()
         if text == "" or (skip is not None and skip[row]):
             out.append(None)
             continue

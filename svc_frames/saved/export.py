@@ -25,6 +25,7 @@ from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
 from ..lookup import resolve_target
+from ..names import path_names
 from ..progress import PageProgress, want_progress
 from ..query import Filters, validate_filters
 from ..read.gcpause import paused_gc
@@ -34,7 +35,7 @@ from ..read.pipeline import PagePipeline
 from ..read.target import describe
 from ..schema import Schema
 from .arrow import arrow_to_frame, frame_to_arrow, table_meta
-from .layout import SavedLayout, Staging, check_free, meta_doc, safe_name, write_meta
+from .layout import SavedLayout, Staging, check_free, meta_doc, write_meta
 from .parquet import column_fields, write_csv
 from .pqfile import write_table
 
@@ -138,7 +139,10 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                 main_writer.write(frames.main, number)
                 for name, tdf in frames.tables.items():
                     if name not in table_writers:
-                        table_writers[name] = _PartWriter(loaded_tables / safe_name(name),
+                        # every page has every table (the codecs make one, even empty):
+                        # the first page's names are all of them
+                        dirs = path_names([*table_writers, *frames.tables])
+                        table_writers[name] = _PartWriter(loaded_tables / dirs[name],
                                                           {"table": name})
                     table_writers[name].write(tdf.reset_index(drop=True), number)
         finally:

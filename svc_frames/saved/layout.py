@@ -32,10 +32,6 @@ NEW_ID_PREFIX = "new:"  # rows to create (writeback's convention)
 
 
 # ---- the saved layout -----------------------------------------------------------------
-def safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name) or "_"
-
-
 @dataclass(frozen=True)
 class SavedLayout:
     """Where each part of saved frames lives: everything sits beside ``data``.

@@ -55,6 +55,7 @@ from ..errors import UsageError
 from ..frames import Frames, Source, label_map, relabel
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
+from ..names import path_names
 from ..read.options import Columns, check_columns
 from .arrow import (
     PANDAS_INDEX,
@@ -65,7 +66,7 @@ from .arrow import (
     frame_to_arrow,
     table_meta,
 )
-from .csvtext import format_column, parse_column
+from .csvtext import csv_text, format_column, parse_column
 from .layout import (
     DATA_SUFFIXES,
     NEW_ID_PREFIX,
@@ -78,7 +79,6 @@ from .layout import (
     loaded_digest,
     meta_doc,
     read_meta,
-    safe_name,
     write_meta,
 )
 from .pqfile import read_table, write_table
@@ -114,7 +114,7 @@ def _write_part(df: pd.DataFrame, path: Path, fmt: str, meta: Mapping[str, Any],
 
 def write_csv(df: pd.DataFrame, path: Path, fields: Mapping[str, FieldSpec]) -> None:
     texts = {str(c): format_column(df[c], fields.get(str(c))) for c in df.columns}
-    pd.DataFrame(texts, columns=list(texts), dtype=object).to_csv(path, index=False)
+    path.write_bytes(csv_text(list(texts), list(texts.values())).encode("utf-8"))
 
 
 def _dataset_columns(table: pa.Table) -> dict[str, str]:
@@ -129,8 +129,9 @@ def write_frames(frames: Frames, data: Path, tables: Path, fmt: str
     meta = {"source": frames.source.to_dict() if frames.source else None}
     main = _write_part(frames.main, data / f"part-00001.{fmt}", fmt, meta, fields)
     out_tables: dict[str, dict[str, Any]] = {}
+    dirs = path_names(frames.tables)
     for name, tdf in frames.tables.items():
-        sub = safe_name(name)
+        sub = dirs[name]
         t = _write_part(tdf.reset_index(drop=True), tables / sub / f"part-00001.{fmt}", fmt,
                         {"table": name}, fields)
         out_tables[name] = {"dir": sub, "columns": _dataset_columns(t)}

@@ -6,7 +6,7 @@ connection (``record_id`` -> the object, ``connected_id`` -> the connected objec
 keys declared when the connected object is loaded and holds every connected id) and per
 multi-choice exploded table, plus three tables describing the rest:
 
-* ``svc_tables``: every table, its kind (object/connection/choices), object, field,
+* ``svc_tables``: every table, its kind (object/connection/choices/intervals), object, field,
   primary key and foreign keys (JSON);
 * ``svc_connections``: field, label, from/to object and table, one or many;
 * ``svc_sources``: each object's Source (JSON: fields, kinds, timezone), as read_parquet
@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -46,11 +45,12 @@ import pyarrow as pa
 from ..errors import UsageError
 from ..frames import Frames, label_map
 from ..kinds.base import FieldSpec
+from ..names import bounded_sql, sql_name
 from ..schema import Connection
 from .arrow import frame_to_arrow
 from .pqfile import write_table
 
-TableKind = Literal["object", "connection", "choices", "meta"]
+TableKind = Literal["object", "connection", "choices", "intervals", "meta"]
 
 
 class AppLike(Protocol):
@@ -88,19 +88,13 @@ class TableSpec:
     foreign_keys: list[tuple[str, str, str]] = dc_field(default_factory=list)
 
 
-def slug(name: str) -> str:
-    """A SQL-friendly table name: lower case, ``_`` for anything else."""
-    out = re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_") or "t"
-    return f"t_{out}" if out[0].isdigit() else out
-
-
 def object_table_names(app: AppLike) -> dict[str, str]:
     """object key -> table name (its name as a slug, unique; its key when it has none)."""
     names: dict[str, str] = {}
     taken = {"svc_tables", "svc_connections", "svc_sources"}
     for key in app.keys():
-        base = slug(app.names.get(key) or key)
-        name = base if base not in taken else f"{base}_{key}"
+        base = sql_name(app.names.get(key) or key)
+        name = base if base not in taken else bounded_sql(f"{base}_{key}")
         taken.add(name)
         names[key] = name
     return names
@@ -133,9 +127,9 @@ def app_tables(app: AppLike) -> list[TableSpec]:
         for tname, tdf in frames.tables.items():
             spec = table_field(frames, tname)
             label = spec.label if spec is not None else tname
-            name = f"{names[key]}__{slug(label)}"
+            name = bounded_sql(f"{names[key]}__{sql_name(label)}")
             if name in taken:
-                name = f"{names[key]}__{slug(spec.key if spec else tname)}"
+                name = bounded_sql(f"{names[key]}__{sql_name(spec.key if spec else tname)}")
             taken.add(name)
             fks = [("record_id", names[key], "id")]
             if spec is not None and spec.kind == "connection":
@@ -148,7 +142,9 @@ def app_tables(app: AppLike) -> list[TableSpec]:
                 out.append(TableSpec(name, frame_to_arrow(tdf), "connection", key,
                                      spec.key, pk, fks))
             else:
-                out.append(TableSpec(name, frame_to_arrow(tdf), "choices", key,
+                kind: TableKind = ("intervals" if spec is not None and spec.kind == "timer"
+                                   else "choices")
+                out.append(TableSpec(name, frame_to_arrow(tdf), kind, key,
                                      spec.key if spec else tname, [], fks))
     out.extend(meta_tables(app, names, conn_tables, out))
     return out

@@ -36,6 +36,7 @@ from ..kinds import is_empty_cell, unencodable_text, values_equal
 from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
 from .retype import read_as_loaded
 from .uploads import UNCHANGED, placed_assets, plan_asset_value
+from .values import interval_lists, intervals_key, same_intervals
 
 __all__ = ["diff", "add_rows"]
 
@@ -180,10 +181,12 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     source, base = source_and_base(edited, base)
     layout = Layout.of(source)
     rows = Rows.of(edited.main, base.main, layout, source)
-    b = PlanBuilder(layout, rows, placed=placed_assets(base, layout), base_main=base.main)
+    b = PlanBuilder(layout, rows, placed=placed_assets(base, layout), base_main=base.main,
+                    base=base)
     b.updates(edited.main, base.main)
     b.creates(edited.main)
     b.connections(edited, base)
+    b.timers(edited, base)
     b.required_of_creates()
     b.deletes()
     return b.plan(source, edited, base)
@@ -250,9 +253,11 @@ class PlanBuilder:
     """Collects a Plan phase by phase: updates, creates, connections, deletes."""
 
     def __init__(self, layout: Layout, rows: Rows, placed: Any,
-                 base_main: pd.DataFrame | None = None) -> None:
+                 base_main: pd.DataFrame | None = None, base: Frames | None = None) -> None:
         self.layout, self.rows, self.placed = layout, rows, placed
         self.base_main = base_main   # to tell a cleared id from a new row
+        self.base = base
+        self._spans: dict[str, dict[Any, list[tuple[Any, Any]]]] = {}  # timer -> record -> ...
         self.changes: dict[str, list[Any]] = {c: [] for c in CHANGE_COLUMNS}
         self.payloads: dict[str, dict[str, Any]] = {}
         self.actions: dict[str, Action] = {}
@@ -349,6 +354,10 @@ class PlanBuilder:
                     continue
                 if enc is None:   # cleared: the kind's empty write value
                     enc = _encode(layout, key, {key: pd.NA}, rid, {key: key})
+            elif layout.fields[key].kind == "timer":
+                enc = self._timer_update(key, rid, new_v, old_v, per[p])
+                if enc is UNCHANGED:
+                    continue
             else:
                 enc = _encode(layout, key, new_v, rid, self.inv_cols)
                 if bare is not None and bare not in per[p] and self._same_write(
@@ -363,6 +372,122 @@ class PlanBuilder:
             for c in per[p]:
                 self.add_change(rid, "update", key, c, old_v[layout.col_key[c]],
                                 new_v[layout.col_key[c]])
+
+    # ---- timers: summary columns and the intervals table ------------------------------------
+    def base_spans(self, key: str) -> dict[Any, list[tuple[Any, Any]]]:
+        """record id -> the loaded intervals of timer ``key``."""
+        spans = self._spans.get(key)
+        if spans is None:
+            table = self.layout.table_of(key, self.base) if self.base is not None else None
+            spans = self._spans[key] = interval_lists(table)
+        return spans
+
+    def _timer_update(self, key: str, rid: str, new_v: dict[str, Any], old_v: dict[str, Any],
+                      changed: list[str]) -> Any:
+        """The write of a timer whose summary columns changed. One interval (or none):
+        the start and end are its ends. Several: the start moves the first interval's
+        start and the end the last one's end; anything else (the total, an end inside
+        another interval, a cleared end) cannot be applied faithfully and is refused."""
+        layout = self.layout
+        spans = self.base_spans(key).get(rid, [])
+        start, end = new_v.get(key), new_v.get(f"{key}.to")
+        table = next((n for n, k in layout.intervals.items() if k == key), key)
+        how = (f"edit its intervals in tables[{table!r}] (record_id, from, to) instead; "
+               "the total is computed from them")
+        total_changed = any(layout.col_key[c] == f"{key}.total" for c in changed)
+        ends_changed = any(layout.col_key[c] in (key, f"{key}.to") for c in changed)
+        if len(spans) <= 1:
+            enc = _encode(layout, key, new_v, rid, self.inv_cols)
+            new_spans = [] if is_empty_cell(start) else [(start, end)]
+        elif is_empty_cell(start) or is_empty_cell(end):
+            raise UsageError(f"record {rid}: timer {key} has {len(spans)} intervals; a "
+                             f"cleared start or end cannot say which to drop: {how}",
+                             field=key)
+        else:
+            new_spans = list(spans)
+            new_spans[0] = (start, spans[0][1])
+            new_spans[-1] = (new_spans[-1][0], end)
+            a, b = pd.Timestamp(str(start)), pd.Timestamp(str(end))
+            if a > pd.Timestamp(spans[0][1]) or b < pd.Timestamp(spans[-1][0]):
+                raise UsageError(f"record {rid}: timer {key} has {len(spans)} intervals; the "
+                                 "start must stay in the first and the end in the last: "
+                                 + how, field=key)
+            enc = self._encode_times(key, rid, new_spans)
+        if total_changed and not values_equal(new_v.get(f"{key}.total"),
+                                              _total(new_spans)):
+            raise UsageError(f"record {rid}: the total of timer {key} is computed by the "
+                             f"service from the intervals: {how}", field=key)
+        if not ends_changed:
+            return UNCHANGED   # the total alone, and it already is what the intervals make
+        old_v[intervals_key(key)] = spans
+        new_v[f"{key}.total"] = _total(new_spans) if new_spans else pd.NA
+        new_v[intervals_key(key)] = new_spans
+        return enc
+
+    def _encode_times(self, key: str, rid: str, spans: Sequence[tuple[Any, Any]]) -> Any:
+        layout = self.layout
+        codec = layout.codecs[key]
+        try:
+            return codec.encode_times(spans, layout.fields[key], layout.ctx)  # type: ignore[attr-defined]
+        except InvalidValue as exc:
+            exc.record_id = exc.record_id or rid
+            exc.field = exc.field or key
+            if rid not in exc.message:
+                exc.message = f"record {rid}: {exc.message}"
+                exc.args = (exc.message,)
+            raise
+
+    def timers(self, edited: Frames, base: Frames) -> None:
+        """A timer's intervals are edited in its table (record_id, from, to): each record
+        whose intervals changed writes them all (``{times: [...]}``)."""
+        all_ids = set(self.rows.ids)
+        dropped = set(self.rows.removed)
+        for name, key in self.layout.intervals.items():
+            table = edited.tables.get(name)
+            if table is None:
+                continue
+            btable = base.tables.get(name)
+            if btable is not None and table.equals(btable):
+                continue
+            missing = {"record_id", "from", "to"} - set(table.columns)
+            if missing:
+                raise UsageError(f"timer table {name!r} lacks columns {sorted(missing)}",
+                                 field=key)
+            new, old = interval_lists(table), interval_lists(btable)
+            for r in sorted(set(new) | set(old), key=str):
+                if same_intervals(new.get(r, []), old.get(r, [])) or r in dropped:
+                    continue
+                if r not in all_ids:
+                    raise UsageError(f"timer table {name!r}: record_id {r!r} is not a row of "
+                                     "the main frame", field=key)
+                if key in self.payloads.get(r, {}):
+                    raise UsageError(f"record {r}: both the summary columns and the "
+                                     f"intervals (tables[{name!r}]) of timer {key} changed: "
+                                     "edit the intervals only", field=key)
+                self._timer_change(r, name, key, new.get(r, []), old.get(r, []))
+
+    def _timer_change(self, r: str, name: str, key: str, new: list[tuple[Any, Any]],
+                      old: list[tuple[Any, Any]]) -> None:
+        action = self.actions.get(r, "update")
+        if action == "create" and not new:
+            return
+        enc = self._encode_times(key, r, new)
+        self.payloads.setdefault(r, {})[key] = enc
+        self.actions[r] = action
+        if action == "update":
+            self.loaded.setdefault(r, {})[key] = self._summary(key, r, old)
+        self.wanted.setdefault(r, {})[key] = _summary_of(key, new)
+        self.add_change(r, action, key, name, old if action == "update" else pd.NA, new)
+
+    def _summary(self, key: str, rid: str, spans: list[tuple[Any, Any]]) -> dict[str, Any]:
+        """A record's loaded timer values (summary columns and intervals)."""
+        out: dict[str, Any] = {}
+        base = self.base_main
+        for c in self.layout.field_cols[key]:
+            if base is not None and c in base.columns and rid in base.index:
+                out[self.layout.col_key[c]] = base.at[rid, c]
+        out[intervals_key(key)] = spans
+        return out
 
     def _same_write(self, key: str, old_v: dict[str, Any], enc: Any) -> bool:
         try:
@@ -536,6 +661,19 @@ class PlanBuilder:
             frame[c] = frame[c].astype("string")
         return Plan(frame, self.payloads, self.actions, source, edited, base, self.loaded,
                     self.wanted, self.create_rows)
+
+
+def _total(spans: Sequence[tuple[Any, Any]]) -> Any:
+    """A timer's total: the sum of its intervals (the service computes it so)."""
+    return sum((pd.Timestamp(b) - pd.Timestamp(a) for a, b in spans), pd.Timedelta(0))
+
+
+def _summary_of(key: str, spans: Sequence[tuple[Any, Any]]) -> dict[str, Any]:
+    """A timer's summary columns (keys mode) and intervals as the service makes them."""
+    if not spans:
+        return {key: pd.NA, f"{key}.to": pd.NA, f"{key}.total": pd.NA, intervals_key(key): []}
+    return {key: spans[0][0], f"{key}.to": spans[-1][1], f"{key}.total": _total(spans),
+            intervals_key(key): list(spans)}
 
 
 def _connection_lists(name: str, conn_key: str, table: pd.DataFrame, all_ids: set[str],

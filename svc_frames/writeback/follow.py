@@ -92,6 +92,13 @@ def _take_server_values(edited: Frames, layout: Layout, applied: Mapping[str, Ou
         return
     main = edited.main
     present = {r["id"]: {k[:-4] if k.endswith("_raw") else k for k in r} for r in recs}
+    for name, timer in layout.intervals.items():   # a timer's intervals as stored
+        if name not in edited.tables or name not in dec.tables:
+            continue
+        ids = [i for i in dec.main.index if timer in present[i]]
+        t, st = edited.tables[name], dec.tables[name]
+        edited.tables[name] = pd.concat([t[~t["record_id"].isin(ids)],
+                                         st[st["record_id"].isin(ids)]], ignore_index=True)
     for col in main.columns:
         key = layout.col_field.get(col)
         if key is None or col not in dec.main.columns:

@@ -31,6 +31,7 @@ from .report import Counter, Outcome
 from .state import RunState
 from .target import where as where_of
 from .values import Values, decode_records, holds, same, short
+from .walls import keep_stored_parts
 
 __all__ = ["guard", "check_unanswered", "reread", "fetch_all"]
 
@@ -106,6 +107,12 @@ def _guard_update(run: RunState, rid: str, srv: Values | None, on_conflict: str)
                                   "server": short(now), "new": short(want)})
     for key in done:  # already on the server (e.g. a resumed run): not re-sent
         del payload[key]
+    for key, val in payload.items():
+        f = run.layout.fields[key]
+        if f.kind in ("date_time", "timer"):
+            payload[key] = keep_stored_parts(f, val, run.server_now[rid].get(f"{key}_raw"),
+                                             run.plan.loaded.get(rid, {}).get(key, {}),
+                                             run.plan.wanted.get(rid, {}).get(key, {}))
     if clash and on_conflict == "skip":
         run.outcomes[rid] = Outcome(rid, "update", clash, "conflict",
                                     "changed on the server since loaded: " + ", ".join(clash))

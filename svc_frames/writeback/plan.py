@@ -62,6 +62,7 @@ class Layout:
     col_key: dict[str, str]                 # frame column name -> keys-mode column name
     tables: dict[str, str]                  # table name -> connection field key
     ctx: ReadContext
+    intervals: dict[str, str] = dc_field(default_factory=dict)  # table name -> timer key
 
     @classmethod
     def of(cls, source: Source) -> Layout:
@@ -71,6 +72,7 @@ class Layout:
         col_field: dict[str, str] = {}
         col_key: dict[str, str] = {}
         tables: dict[str, str] = {}
+        intervals: dict[str, str] = {}
         labels = source.columns == "labels"
         names = label_map(source.fields)
         for f in source.fields:
@@ -84,12 +86,21 @@ class Layout:
                 col_field[col] = f.key
                 col_key[col] = key_col
             field_cols[f.key] = cols
-            if f.kind == "connection":
-                tables[f.key] = f.key
+            if f.kind in ("connection", "timer"):
+                named = intervals if f.kind == "timer" else tables
+                named[f.key] = f.key
                 if labels:
-                    tables[relabel(f.key, names)] = f.key
+                    named[relabel(f.key, names)] = f.key
         tz = ZoneInfo(source.timezone) if source.timezone else None
-        return cls(fields, codecs, field_cols, col_field, col_key, tables, ReadContext(tz))
+        return cls(fields, codecs, field_cols, col_field, col_key, tables, ReadContext(tz),
+                   intervals)
+
+    def table_of(self, key: str, frames: Frames) -> pd.DataFrame | None:
+        """The exploded table of field ``key`` in ``frames`` (keys or labels name)."""
+        for name, k in {**self.tables, **self.intervals}.items():
+            if k == key and name in frames.tables:
+                return frames.tables[name]
+        return None
 
     def is_upload(self, key: str) -> bool:
         f = self.fields[key]

@@ -66,7 +66,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     ``delete_missing``: rows removed from the frame are deleted (otherwise reported as
     skipped). ``journal``: a JSON-lines file of acknowledged writes; re-running with it
     resumes an interrupted run without re-sending. ``target``: write through a form or an
-    inline-editing view (needs a user token: ``client.login`` or ``token=``).
+    inline-editing view (behind a login it needs a user token: ``client.login`` or
+    ``token=``; a public view takes none).
     ``progress``: a bar of writes done / planned and a one-line summary at the end
     (default: on in notebooks and terminals; False silences both).
 

@@ -55,11 +55,22 @@ def resolve_target(client: Client, source: Source, target: Any, token: str | Non
             isinstance(x, str) and x for x in target)):
         raise UsageError(f"target must be 'object_N' or ('scene_N', 'view_N'), got {target!r}")
     tok = token or getattr(client, "token", None)
-    if not tok:
+    if not tok and _behind_login(client, target[0]):
         raise ConfigurationError(
             f"writing through the view {target[0]}/{target[1]} needs a user token: call "
             "client.login(email, password) or pass token=")
     return Target(source.object_key, target[0], target[1], tok)
+
+
+def _behind_login(client: Client, scene_key: str) -> bool:
+    """Whether the scene is nested under a login (the schema's ``authenticated``), so its
+    views take a user token (docs/service-interface.md §4.4); a public view takes none.
+    Without a schema it cannot be told, and a token is asked for (a refusal before any
+    write beats a Forbidden after some)."""
+    app = client.schema() or {}
+    scene = next((sc for sc in app.get("scenes") or []
+                  if isinstance(sc, dict) and sc.get("key") == scene_key), None)
+    return bool(scene.get("authenticated")) if scene is not None else not app
 
 
 def where(source: Source) -> Where:

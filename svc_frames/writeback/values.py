@@ -23,7 +23,8 @@ from ..kinds import is_empty_cell, values_equal
 from ..kinds.base import FieldSpec
 from .plan import Layout
 
-__all__ = ["Values", "decode_records", "same", "holds", "short", "response_record"]
+__all__ = ["Values", "decode_records", "same", "holds", "short", "response_record",
+           "interval_lists", "intervals_key", "same_intervals"]
 
 # Kinds whose stored value needs the service to normalize (connected ids, assets).
 _SERVICE_NORMALIZED = ("connection", "file", "image")
@@ -33,6 +34,29 @@ def decode_records(records: Sequence[Mapping[str, Any]], source: Source) -> Fram
     """Server records as frames of ``source`` (no original kept)."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
     return build_frames(list(records), source.fields, source, tz=tz, keep_original=False)
+
+
+def intervals_key(key: str) -> str:
+    """The entry of a timer's intervals among its values (beside its summary columns)."""
+    return f"{key}.intervals"
+
+
+def interval_lists(table: pd.DataFrame | None) -> dict[Any, list[tuple[Any, Any]]]:
+    """record id -> its timer intervals [(from, to), ...] in table order."""
+    out: dict[Any, list[tuple[Any, Any]]] = {}
+    if table is None or not {"record_id", "from", "to"} <= set(table.columns):
+        return out
+    for r, a, b in zip(table["record_id"].astype(object).tolist(), table["from"].tolist(),
+                       table["to"].tolist(), strict=True):
+        if not is_empty_cell(r):
+            out.setdefault(r, []).append((a, b))
+    return out
+
+
+def same_intervals(a: Sequence[tuple[Any, Any]], b: Sequence[tuple[Any, Any]]) -> bool:
+    """Equal interval lists (same order) by the kinds' rule."""
+    return len(a) == len(b) and all(values_equal(x[0], y[0]) and values_equal(x[1], y[1])
+                                    for x, y in zip(a, b, strict=True))
 
 
 class Values:
@@ -45,6 +69,7 @@ class Values:
     def __init__(self, frames: Frames, layout: Layout) -> None:
         self.frames, self.layout = frames, layout
         self._links: dict[str, dict[Any, list[Any]]] = {}   # field -> record -> connected
+        self._spans: dict[str, dict[Any, list[tuple[Any, Any]]]] = {}  # timer intervals
         self._row_id: str | None = None
         self._row: Any = None
 
@@ -55,6 +80,16 @@ class Values:
             if links is None:
                 links = self._links[key] = self._group(key)
             return {key: sorted(str(x) for x in links.get(rid, ()))}
+        out = self._cells(rid, key)
+        if layout.fields[key].kind == "timer":
+            spans = self._spans.get(key)
+            if spans is None:
+                spans = self._spans[key] = interval_lists(layout.table_of(key, self.frames))
+            out[intervals_key(key)] = spans.get(rid, [])
+        return out
+
+    def _cells(self, rid: str, key: str) -> dict[str, Any]:
+        layout = self.layout
         if self._row is None or self._row_id != rid:   # a record's fields come in a row
             self._row, self._row_id = self.frames.main.loc[rid], rid
         row = self._row
