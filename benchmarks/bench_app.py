@@ -1,4 +1,4 @@
-"""Whole-application benchmarks (issue 11). Run: ``.venv/bin/python -m benchmarks.bench_app
+"""Whole-application benchmarks. Run: ``.venv/bin/python -m benchmarks.bench_app
 [--quick] [--only 1,2,3,4]``
 
 Every figure is measured in this one run, on this machine:

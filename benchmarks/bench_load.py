@@ -1,10 +1,10 @@
-"""Load benchmarks (issue 3). Run: ``.venv/bin/python -m benchmarks.bench_load [--quick]``
+"""Load benchmarks. Run: ``.venv/bin/python -m benchmarks.bench_load [--quick]``
 
 Every figure is a ratio measured in this one run, on this machine:
 
 1. Paced load: 50,000 demo records, the local service emulating the hosted service
    (10 requests/s, 100 ms latency): wall time / ceiling (pages / 10 per s); goal <= 1.06
-   (issue 11), with zero 429 answers (from the service's request log). Best and median of
+   with zero 429 answers (from the service's request log). Best and median of
    three runs (where a run starts within the wall-clock second moves it by a few %).
 2. Unpaced load (service limit off, 100 ms latency): a naive loader (sequential requests +
    ``pd.json_normalize``) / ``read_object``; goal >= 5x.

@@ -1,4 +1,4 @@
-"""Incremental refresh benchmarks (issue 12).
+"""Incremental refresh benchmarks.
 Run: ``.venv/bin/python -m benchmarks.bench_refresh [--quick]``
 
 The local service (in its own process) holds 100,000 demo work orders and emulates the

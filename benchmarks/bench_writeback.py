@@ -1,17 +1,17 @@
-"""Write-back benchmarks (issue 4). Run: ``.venv/bin/python -m benchmarks.bench_writeback``
+"""Write-back benchmarks. Run: ``.venv/bin/python -m benchmarks.bench_writeback``
 
 1. ``diff`` of a 100,000 x 20 frame with 1% of the cells changed: seconds (goal <= 1 s).
 2. Requests sent / records changed, from the local service's request log: exactly 1.0,
    plus the lost-update guard's re-reads, counted separately (batched).
 3. 2,000 updates with the service emulating 50 requests/s (client rate_limit=50): wall
    time / ceiling (requests / 50) -- goal <= 1.15.
-4. Faults (issues 9 and 10): (a) with 20% of all requests faulted (every kind, before and
+4. Faults: (a) with 20% of all requests faulted (every kind, before and
    after the write), one ``write_back`` of 200 updates and 40 creates: calls needed (goal
    1) and each change applied exactly once (request log + a clean re-read); (b) with 30%
    of write answers lost (``cut``/``500-after``; no retries, so every lost answer is
    settled by the re-read or the create proof): records whose reported status a clean
    re-read contradicts (goal 0).
-5. Budgeted writes (issue 9): 8,000 updates against a daily quota of 5,000 requests at
+5. Budgeted writes: 8,000 updates against a daily quota of 5,000 requests at
    10 requests/s (``quota_reserve`` default, 100): requests sent never exceed quota minus
    reserve, every change is applied or ``not_applied`` (none lost or doubled), and the
    second call after the emulated reset applies exactly the rest, counted from the

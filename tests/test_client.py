@@ -342,7 +342,7 @@ def test_get_bytes_paced_retried_counted_and_keyless(scripted: Scripted) -> None
     scripted.script((404, "text/plain", "no such asset"))
     with pytest.raises(NotFound, match="a.bin"):
         client.get_bytes("/assets/a.bin")
-# ---- quota, throttling, Retry-After, unreachable service (issues 9, 10, 14) ---------------
+# ---- quota, throttling, Retry-After, unreachable service ---------------
 def _local(svc: LocalService, **kw: Any) -> Client:
     kw.setdefault("rate_limit", 0)
     kw.setdefault("backoff", 0.01)

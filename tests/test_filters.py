@@ -81,7 +81,7 @@ def test_builder_rejects_bad_key_where_written() -> None:
         Field("Customer")
 
 
-# ---- dates in the hosted format, the hosted operators, schema warnings (issues 9, 14) -------
+# ---- dates in the hosted format, the hosted operators, schema warnings -------
 CHICAGO = ZoneInfo("America/Chicago")
 
 

@@ -133,7 +133,7 @@ def test_schema_can_be_hidden(fresh_service: LocalService) -> None:
     fresh_service.emulation.expose_schema = True
 
 
-# ---- daily quota, Retry-After, throttling 403, faults after the write (issue 9, 10) -------
+# ---- daily quota, Retry-After, throttling 403, faults after the write -------
 def test_daily_quota_answers_like_hosted(fresh_service: LocalService) -> None:
     svc = fresh_service
     svc.emulation.daily_quota = 3

@@ -189,7 +189,7 @@ def test_raw_format_is_stored_and_kept_up_to_date(service: LocalService) -> None
     assert one["field_12"] == "raw check 2" and one["field_16"] == 7 and one["field_26"] is True
 
 
-# ---- hosted date format, new operators, and no 500 (issues 9, 10) ---------------------------
+# ---- hosted date format, new operators, and no 500 ---------------------------
 def _due(d: dt.datetime) -> dict[str, str]:
     """A date_time write value of an app-local wall clock."""
     hour = d.hour % 12 or 12

@@ -1,4 +1,4 @@
-"""Budgeted writes over real HTTP (issue 9): ``plan.requests`` against the requests a clean
+"""Budgeted writes over real HTTP: ``plan.requests`` against the requests a clean
 run sends, ``quota_reserve`` stopping a run before the daily quota falls below it, the
 resume after the (emulated) reset applying exactly the rest, and a quota spent by someone
 else mid-run reported as ``not_applied``, never ``failed``."""
@@ -286,7 +286,7 @@ def test_unknown_quota_is_told_by_the_first_answer(svc: LocalService) -> None:
     assert svc.request_log.count(status=429) == 0
 
 
-# ---- issue 14: required fields of creates (the refusals are in tests/test_bad_input.py) --------
+# ---- required fields of creates (the refusals are in tests/test_bad_input.py) --------
 def test_a_new_row_with_its_required_fields_is_created(svc: LocalService) -> None:
     client, obj, frames = load_orders(svc)
     assert frames.source is not None
