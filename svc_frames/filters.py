@@ -38,7 +38,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import UsageError
+from .keys import FIELD_KEY
 from .kinds.base import FieldSpec
+from .lookup import field_key
 from .query import (
     CHOICE,
     CURRENT,
@@ -132,12 +134,16 @@ def _check_kind(rule: dict[str, Any], where: str, field: FieldSpec) -> None:
 
 
 def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | None = None,
-                    tz: dt.tzinfo | None = None) -> FilterSet | None:
+                    tz: dt.tzinfo | None = None, *,
+                    own: Sequence[FieldSpec] | None = None, where: str = "") -> FilterSet | None:
     """``validate_filters`` and then what needs the application: aware times converted to
     ``tz`` (the application's timezone: the loaders give ``timezone=`` or the schema's; UTC,
     with a warning, when None), values on date fields read as dates, and warnings for a
     choice the field does not list or a value of the wrong kind. ``fields``: the schema's
-    fields by key (``Schema.all_fields()``); None when unknown.
+    fields by key (``Schema.all_fields()``); None when unknown. A field named by label, or
+    a key the schema does not hold, is looked up (``lookup.field_key``) among ``own`` (the
+    target's fields; ``where`` names it in errors), else among every field: an unknown or
+    ambiguous name is a UsageError before any request but the schema's.
 
     Usage: ``prepare_filters(flt, Schema.of(client.schema()).all_fields(), tz)``"""
     checked = validate_filters(filters)
@@ -145,20 +151,47 @@ def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | N
         return None
     rules = []
     for i, rule in enumerate(checked["rules"]):
-        where = f"filter rule {i + 1}"
+        rule = _keyed(rule, fields, own, where)
+        where_rule = f"filter rule {i + 1}"
         field = (fields or {}).get(rule["field"])
         if field is not None:
-            _check_kind(rule, where, field)
+            _check_kind(rule, where_rule, field)
         value = rule.get("value")
         if (rule["operator"] in MAYBE_DATE_VALUE and _kind(field) in DATE_KINDS
                 and not is_hosted_date(value)):  # a number or a word is refused here, by name
             rule = {**rule, "value": date_value(value, rule["field"], rule["operator"],
-                                                 where, tz, True, not isinstance(rule, Rule))}
+                                                 where_rule, tz, True,
+                                                 not isinstance(rule, Rule))}
         elif isinstance(value, dt.datetime) and value.tzinfo is not None:
             rule = {**rule, "value": date_value(value, rule["field"], rule["operator"],
-                                                 where, tz, True, False)}
+                                                 where_rule, tz, True, False)}
         rules.append(rule)
     return FilterSet(match=checked["match"], rules=rules)
+
+
+def _keyed(rule: dict[str, Any], fields: Mapping[str, FieldSpec] | None,
+           own: Sequence[FieldSpec] | None, where: str) -> dict[str, Any]:
+    """The rule with its field as a key: a label (or a key the schema does not hold)
+    looked up among the target's fields, else every field of the schema."""
+    name = rule["field"]
+    known = fields or {}
+    if FIELD_KEY.match(name) and (not known or name in known):
+        return rule
+    if not known:
+        return rule  # no schema: Query.encode refuses a label, the service a bad key
+    pool = list(own) if own else list(known.values())
+    try:
+        key = field_key(pool, name, where or "the application")
+    except UsageError as not_own:
+        if not own:
+            raise
+        try:  # a view may filter on a field of another object
+            key = field_key(list(known.values()), name, where or "the application")
+        except UsageError:
+            raise not_own from None
+    out: dict[str, Any] = Rule(rule) if isinstance(rule, Rule) else dict(rule)
+    out["field"] = key
+    return out
 
 
 def encode_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | None = None,
@@ -170,7 +203,8 @@ def encode_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | No
 
 def prepare_query(filters: Filters | Query | None,
                   fields: Mapping[str, FieldSpec] | None = None,
-                  tz: dt.tzinfo | None = None) -> Query:
+                  tz: dt.tzinfo | None = None, *, own: Sequence[FieldSpec] | None = None,
+                  where: str = "") -> Query:
     """The :class:`Query` a load sends, prepared once (``prepare_filters``: dates in ``tz``,
     the application's timezone) and kept in its frames' Source; a Query is taken as it is
     (prepared already: a refresh or a cache load sends the load's bytes again).
@@ -178,7 +212,7 @@ def prepare_query(filters: Filters | Query | None,
     Usage: ``prepare_query(flt, Schema.of(app).all_fields(), ZoneInfo("America/Chicago"))``"""
     if isinstance(filters, Query):
         return filters
-    return Query.encode(prepare_filters(filters, fields, tz))
+    return Query.encode(prepare_filters(filters, fields, tz, own=own, where=where))
 
 
 def all_of(*rules: Mapping[str, Any]) -> FilterSet:
@@ -208,6 +242,8 @@ class Field:
     loaders convert them before the request)."""
 
     def __init__(self, key: str) -> None:
+        # a key or a label: a label is looked up in the schema when the load prepares
+        # its filters (before any request but the schema's)
         validate_rule({"field": key, "operator": "is blank"}, "Field")
         self.key = key
 

@@ -60,11 +60,38 @@ _ISO = re.compile(r"\s*\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)
                   r"(?:Z|[+-]\d{2}(?::?\d{2})?)?\s*\Z", re.I)
 
 
-class FilterSet(dict):  # type: ignore[type-arg]
+class Composable:
+    """``a & b`` (every condition must hold) and ``a | b`` (at least one) over rules and
+    rule sets; the service takes one flat list with one ``match``, so ``&`` and ``|`` are
+    not mixed in one filter."""
+
+    def _parts(self, match: str) -> list[Any]:
+        if isinstance(self, FilterSet):
+            if self.get("match") == match or len(self.get("rules") or ()) <= 1:
+                return list(self.get("rules") or ())
+            raise UsageError("a filter is one list of conditions that all hold (&) or of "
+                             "which one holds (|): the service takes no groups inside, so "
+                             "& and | cannot be mixed in one filter")
+        return [self]
+
+    def _join(self, other: Any, match: str) -> FilterSet:
+        if not isinstance(other, (Composable, Mapping)):
+            return NotImplemented  # type: ignore[no-any-return]
+        theirs = other._parts(match) if isinstance(other, Composable) else [other]
+        return FilterSet(match=match, rules=self._parts(match) + theirs)
+
+    def __and__(self, other: Any) -> FilterSet:
+        return self._join(other, "and")
+
+    def __or__(self, other: Any) -> FilterSet:
+        return self._join(other, "or")
+
+
+class FilterSet(Composable, dict):  # type: ignore[type-arg]
     """A validated ``{"match", "rules"}`` dict (what the builder returns)."""
 
 
-class Rule(dict):  # type: ignore[type-arg]
+class Rule(Composable, dict):  # type: ignore[type-arg]
     """A rule made by the builder (``Field``): its text values were written for the field,
     so the schema check converts an ISO date in it without a warning."""
 
@@ -214,9 +241,12 @@ def validate_rule(rule: Any, where: str = "rule", *, hand_written: bool = True,
     if not isinstance(rule, Mapping):
         raise UsageError(f"{where}: a filter rule must be a dict, got {type(rule).__name__}")
     field = rule.get("field")
-    if not isinstance(field, str) or not FIELD_KEY.match(field):
-        raise UsageError(f"{where}: bad field key {field!r} in filter (expected 'field_N')",
-                         field=field if isinstance(field, str) else None)
+    if not isinstance(field, str) or not field.strip():
+        raise UsageError(f"{where}: a filter names its field by key ('field_N') or label, "
+                         f"got {field!r}", field=field if isinstance(field, str) else None)
+    if unencodable_text(field) is not None:
+        raise UsageError(f"{where}: the field name {field!r} holds a lone surrogate, which "
+                         "no request can carry: fix the text", field=field)
     op = rule.get("operator")
     if op not in OPERATORS:
         raise UsageError(f"{where}: unknown filter operator {op!r} for {field} (known: "
@@ -279,6 +309,8 @@ def _parse(filters: Filters) -> tuple[str, Sequence[Any]]:
             filters = json.loads(filters)
         except ValueError as exc:
             raise UsageError(f"filters is not valid JSON: {exc}") from None
+    if isinstance(filters, Mapping) and "field" in filters and "operator" in filters:
+        return "and", [filters]  # one condition
     if isinstance(filters, Mapping):
         match = filters.get("match", "and")
         if match not in ("and", "or"):
@@ -312,8 +344,9 @@ def validate_filters(filters: Filters | None) -> FilterSet | None:
 
 
 def needs_schema(filters: FilterSet | None) -> bool:
-    """Whether ``prepare_filters`` would use the schema: some rule has a value to check."""
-    return bool(filters) and any("value" in r for r in filters["rules"])  # type: ignore[index]
+    """Whether ``prepare_filters`` would use the schema: any rule does (its field named by
+    key or label must be one of the target's, a value is checked against its kind)."""
+    return bool(filters) and bool(filters["rules"])  # type: ignore[index]
 
 
 @dataclass(frozen=True)
@@ -348,6 +381,12 @@ class Query:
         their values are JSON). Usage: ``Query.encode(prepare_filters(flt, fields, tz))``"""
         if not checked or not checked.get("rules"):
             return cls(None)
+        named = [r["field"] for r in checked["rules"] if not FIELD_KEY.match(str(r["field"]))]
+        if named:  # a label reaches the wire only resolved (filters.prepare_filters)
+            raise UsageError(f"filter field {named[0]!r} is named by label, which needs the "
+                             "application's schema to find its key, and it is not known here "
+                             "(the service does not expose it): name the field by key "
+                             "('field_N')", field=str(named[0]))
         try:
             text = json.dumps(dict(checked), separators=(",", ":"), ensure_ascii=False)
         except TypeError as exc:

@@ -26,7 +26,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from .errors import ConfigurationError
-from .keys import FIELD_KEY
+from .keys import FIELD_KEY, Target, parse_target
 from .kinds.base import FieldSpec
 from .kinds.tz import resolve_timezone
 
@@ -250,6 +250,16 @@ class Schema:
         return list(dict.fromkeys(c.key for c in cols))
 
     # ---- targets ---------------------------------------------------------------------
+    def target_fields(self, target: Target) -> tuple[list[FieldSpec], str]:
+        """(the fields a target holds, its name for messages): an object's fields, or the
+        fields a view shows; the name is the object's or view's, else its key."""
+        kind, a, b = parse_target(target)
+        if kind == "object":
+            return self.object_fields(str(a)) or [], self.object_name(str(a)) or str(a)
+        every = self.all_fields()
+        shown = [every[k] for k in self.view_field_keys(str(a), str(b)) or () if k in every]
+        return shown, self.view_name(str(a), str(b)) or f"{a}/{b}"
+
     def target_name(self, object_key: str, scene: str | None = None,
                     view: str | None = None) -> str:
         """The name of a load's target: the view's name for a view, else the object's."""

@@ -60,8 +60,8 @@ def test_empty_rules_send_nothing() -> None:
 
 @pytest.mark.parametrize("bad, culprit", [
     ([{"field": "field_1", "operator": "equals", "value": 1}], "equals"),
-    ([{"field": "Name", "operator": "is", "value": 1}], "Name"),
-    ([{"field": "field_1.x", "operator": "is", "value": 1}], "field_1.x"),
+    ([{"field": "", "operator": "is", "value": 1}], "by key ('field_N') or label"),
+    ([{"field": 7, "operator": "is", "value": 1}], "got 7"),
     ([{"field": "field_1", "operator": "is"}], "needs a value"),
     ([{"field": "field_1", "operator": "is during the next", "range": 2, "type": "eons"}],
      "eons"),
@@ -77,8 +77,18 @@ def test_bad_filters_name_the_culprit(bad: object, culprit: str) -> None:
 
 
 def test_builder_rejects_bad_key_where_written() -> None:
-    with pytest.raises(UsageError, match="Customer"):
-        Field("Customer")
+    with pytest.raises(UsageError, match="by key"):
+        Field("")
+
+
+def test_a_label_without_the_schema_is_never_sent() -> None:
+    """A field named by label needs the schema to find its key: without one it is refused,
+    naming it, rather than sent for the service to refuse."""
+    from svc_frames.query import Query
+
+    rule = Field("Customer").is_("x")
+    with pytest.raises(UsageError, match="'Customer' is named by label"):
+        Query.of([rule])
 
 
 # ---- dates in the hosted format, the hosted operators, schema warnings -------
@@ -314,3 +324,33 @@ def test_hosted_operators_filter_through_the_loader(client: Client) -> None:
     assert got == set(main.index[main["field_29"] < today])
     with pytest.warns(FilterWarning, match="has no option 'Closed'"):
         assert _ids_of(client, [Field("field_27").is_("Closed")]) == set()
+
+
+def test_filters_as_people_write_them(service: LocalService) -> None:
+    """One condition, a list (all must hold), & and |, fields by key or label (any case):
+    the same records as the key-and-wire form; a typo is refused naming the target and the
+    closest field, with no request but the schema's."""
+    from svc_frames import Client, read_object
+
+    c = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+               rate_limit=0)
+
+    def ids(filters: object) -> list[str]:
+        return sorted(read_object(c, "Work Orders", filters=filters, progress=False).main.index)
+
+    wire = ids({"match": "and", "rules": [
+        {"field": "field_27", "operator": "is", "value": "Open"},
+        {"field": "field_26", "operator": "is", "value": True}]})
+    assert ids([Field("Status").is_("Open"), Field("urgent").is_(True)]) == wire
+    assert ids(Field("Status").is_("Open") & Field("Urgent").is_(True)) == wire
+    assert ids(Field("status").is_("Open")) == ids({"field": "field_27", "operator": "is",
+                                                    "value": "Open"})
+    either = ids(Field("Status").is_("Open") | Field("Status").is_("Done"))
+    assert either == ids(any_of(Field("field_27").is_("Open"), Field("field_27").is_("Done")))
+    with pytest.raises(UsageError, match="cannot be mixed"):
+        (Field("Status").is_("Open") & Field("Urgent").is_(True)) | Field("Status").is_("Done")
+    c.schema()
+    before = service.request_log.count(path_prefix="/v1/objects/object_3/records")
+    with pytest.raises(UsageError, match=r"Work Orders.*did you mean 'Status' \(field_27\)"):
+        read_object(c, "object_3", filters=Field("Stauts").is_("Open"), progress=False)
+    assert service.request_log.count(path_prefix="/v1/objects/object_3/records") == before

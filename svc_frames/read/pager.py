@@ -200,8 +200,10 @@ class Paginator:
             self.query = filters
         elif schema_checks and needs_schema(checked):
             schema = Schema.of(client.schema())
+            # labels and unknown keys are looked up among the target's own fields first
+            own, where = schema.target_fields(target)
             self.query = prepare_query(checked, schema.all_fields(),
-                                       timezone or schema.timezone)
+                                       timezone or schema.timezone, own=own, where=where)
         else:
             self.query = Query.of(checked)
         # the filters every page request of this pager sends, prepared once

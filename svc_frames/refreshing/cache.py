@@ -269,7 +269,9 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
     schema = Schema.of(app)
     # prepared once, as the load prepares them (dates in the application's timezone): the
     # cache is checked against the query a load sends, and a full load sends this one
-    query = prepare_query(checked, schema.all_fields(), tz or schema.timezone)
+    own, where = schema.target_fields(target)
+    query = prepare_query(checked, schema.all_fields(), tz or schema.timezone, own=own,
+                          where=where)
     want = {"app_id": client.app_id, "target": target_name(target),
             "filters": query.filters,
             "sort_field": sort_field, "sort_order": sort_order, "columns": columns,
