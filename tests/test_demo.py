@@ -176,4 +176,7 @@ def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     exec(compile(example, "README.md example", "exec"), {"__name__": "readme"})
     out = capsys.readouterr().out
     assert "applied" in out and "record_id" in out
-    assert (tmp_path / "status.png").stat().st_size > 5000
+    assert "Work Orders" in out and "multiple_choice" in out   # the first steps: listings
+    saved = pd.read_parquet(tmp_path / "orders")
+    assert len(saved) and (saved["field_27"] == "Open").all()   # loaded by name and label
+    assert saved.loc[saved["field_25"] >= 4, "field_26"].all()
