@@ -13,7 +13,8 @@ from svc_frames import errors
 
 # Exceptions that are not errors for a user to catch, each with its reason in errors.py
 # (ApiError) or at its definition (private signals of the emulator).
-NOT_UNDER_ROOT = {"ApiError", "_DroppedConnection"}
+# the local service's own answers in the making, never raised to a toolkit caller
+NOT_UNDER_ROOT = {"ApiError", "_DroppedConnection", "LoginRefused"}
 
 
 def test_all_is_an_explicit_list_of_every_error_class() -> None:
