@@ -32,9 +32,10 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
-# JupyterLab on 127.0.0.1 with the project's kernel, driven by playwright in Debian's
-# Chromium (installed with apt when missing; playwright downloads no browser):
-# the review widget as a person uses it, and every notebook run there (tests_browser/)
+# JupyterLab and Notebook 7 on 127.0.0.1 with the project's kernel, driven by playwright in
+# Debian's Chromium (installed with apt when missing; playwright downloads no browser):
+# the review widget as a person uses it (JupyterLab light and dark, Notebook 7), and every
+# notebook run in JupyterLab (tests_browser/)
 test-browser: $(BROWSER_STAMP)
 	test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests_browser

@@ -1,7 +1,10 @@
-"""JupyterLab on 127.0.0.1 with the project's kernel, driven by playwright in Debian's
-Chromium (``make test-browser`` installs both; nothing is downloaded by playwright).
+"""JupyterLab and Notebook 7 on 127.0.0.1 with the project's kernel, driven by playwright
+in Debian's Chromium (``make test-browser`` installs them; nothing is downloaded by
+playwright). Fixtures: ``lab`` (JupyterLab, light), ``lab_dark`` (its dark theme set by a
+settings override), ``notebook7``; ``browser`` is a page on ``lab``, ``front`` a page on
+each of the three in turn.
 
-The lab serves a temporary root holding copies of notebooks/*.ipynb (runs there do not
+Each server serves a temporary root holding copies of notebooks/*.ipynb (runs there do not
 touch the repository); its config, data, runtime, settings and workspaces live in the
 same temporary tree. ``window.jupyterapp`` is exposed so a test can run JupyterLab's own
 commands (open a document, run all cells, change the theme).
@@ -20,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +41,11 @@ SVC_VARS = ("SVC_APP_ID", "SVC_API_KEY", "SVC_BASE_URL", "SVC_TOKEN", "SVC_EMAIL
             "SVC_FORM", "SVC_EDIT_FIELD", "SVC_EDIT_FROM", "SVC_EDIT_TO", "SVC_TITLE_FIELD",
             "SVC_FILE_FIELD", "SVC_IMAGE_FIELD", "SVC_LOCAL")
 
+# Notebook 7.6's keyboard-shortcuts plugin throws this (an unhandled rejection) as
+# /notebooks/<path> loads, with none of the project's code or settings involved (seen on an
+# unrun notebook with the user settings removed): on Notebook 7 pages it is not counted
+NOTEBOOK7_LOAD_ERROR = "page error: Cannot read properties of undefined (reading 'schema')"
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -46,13 +55,15 @@ def free_port() -> int:
 
 @dataclass
 class Lab:
-    """A running JupyterLab: its URL, token and root directory."""
+    """A running Jupyter server: its URL, token, root directory and front end, ``"lab"``
+    (JupyterLab) or ``"notebook"`` (Notebook 7: one document a page, /notebooks/<path>)."""
 
     url: str
     token: str
     root: Path
     log: Path
     proc: subprocess.Popen[bytes] = field(repr=False)
+    ui: str = "lab"
 
     def api(self, path: str) -> Any:
         req = urllib.request.Request(f"{self.url}{path}",
@@ -61,9 +72,20 @@ class Lab:
             return json.loads(resp.read())
 
 
-@pytest.fixture(scope="session")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    base = tmp_path_factory.mktemp("lab")
+def _settings(base: Path, plugin: str, values: dict[str, Any]) -> None:
+    """A user setting of JupyterLab's ``plugin`` (``@jupyterlab/x-extension:name``)."""
+    package, name = plugin.split(":")
+    folder = base / "settings" / package
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.jupyterlab-settings").write_text(json.dumps(values))
+
+
+@contextmanager
+def serve(base: Path, ui: str = "lab", theme: str | None = None) -> Iterator[Lab]:
+    """Start JupyterLab (``ui="lab"``) or Notebook 7 (``ui="notebook"``) under ``base``
+    and stop it on exit. ``theme`` (e.g. ``"JupyterLab Dark"``) becomes the default of the
+    themes setting: a default_setting_overrides.json in the temporary Jupyter config dir,
+    the layer JupyterLab reads under the user's own settings."""
     root = base / "root"
     root.mkdir()
     for nb in sorted((REPO / "notebooks").glob("*.ipynb")):
@@ -75,15 +97,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "Python 3 (svc_frames venv)", "language": "python"}))
     # no "get Jupyter news?" prompt over the page: the news are not fetched at all
-    notify = base / "settings" / "@jupyterlab" / "apputils-extension"
-    notify.mkdir(parents=True)
-    (notify / "notification.jupyterlab-settings").write_text(json.dumps(
-        {"fetchNews": "false", "checkForUpdates": False}))
+    _settings(base, "@jupyterlab/apputils-extension:notification",
+              {"fetchNews": "false", "checkForUpdates": False})
     # every cell drawn (no windowing): what is checked in the page is all there
-    tracker = base / "settings" / "@jupyterlab" / "notebook-extension"
-    tracker.mkdir(parents=True)
-    (tracker / "tracker.jupyterlab-settings").write_text(json.dumps(
-        {"windowingMode": "none"}))
+    _settings(base, "@jupyterlab/notebook-extension:tracker", {"windowingMode": "none"})
+    if theme is not None:
+        labconfig = base / "config" / "labconfig"
+        labconfig.mkdir(parents=True)
+        (labconfig / "default_setting_overrides.json").write_text(json.dumps(
+            {"@jupyterlab/apputils-extension:themes": {"theme": theme}}))
     env = {k: v for k, v in os.environ.items() if k not in SVC_VARS}
     env.update(JUPYTER_CONFIG_DIR=str(base / "config"), JUPYTER_DATA_DIR=str(base / "data"),
                JUPYTER_RUNTIME_DIR=str(base / "runtime"), JUPYTER_PATH=str(base / "data"),
@@ -91,18 +113,22 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                SVC_NOTEBOOK_OUT=str(base / "out"), PYTHONUNBUFFERED="1")
     token = secrets.token_hex(16)
     port = free_port()
-    log = base / "jupyterlab.log"
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+    log = base / f"jupyter{ui}.log"
+    # Notebook 7 is a JupyterLab-based app of its own class; its page, settings and
+    # workspaces take the same options under that class's name
+    app = {"lab": "LabApp", "notebook": "JupyterNotebookApp"}[ui]
+    cmd = [sys.executable, "-m", {"lab": "jupyterlab", "notebook": "notebook"}[ui],
+           "--no-browser", "--ServerApp.ip=127.0.0.1",
            f"--ServerApp.port={port}", "--ServerApp.port_retries=0", "--ServerApp.allow_root=True",
            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-           "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+           f"--{app}.expose_app_in_browser=True", "--LabApp.news_url=",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
            "--LabApp.extension_manager=readonly",
-           f"--LabApp.workspaces_dir={base / 'workspaces'}",
-           f"--LabApp.user_settings_dir={base / 'settings'}"]
+           f"--{app}.workspaces_dir={base / 'workspaces'}",
+           f"--{app}.user_settings_dir={base / 'settings'}"]
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-    running = Lab(f"http://127.0.0.1:{port}", token, root, log, proc)
+    running = Lab(f"http://127.0.0.1:{port}", token, root, log, proc, ui)
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -111,7 +137,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                 break
             except (urllib.error.URLError, ConnectionError, OSError):
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("JupyterLab did not start:\n"
+                    raise RuntimeError(f"jupyter {ui} did not start:\n"
                                        + log.read_text(errors="replace")[-3000:]) from None
                 time.sleep(0.3)
         yield running
@@ -122,6 +148,27 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab, light theme."""
+    with serve(tmp_path_factory.mktemp("lab")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def lab_dark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab with "JupyterLab Dark" as its theme from the start."""
+    with serve(tmp_path_factory.mktemp("lab_dark"), theme="JupyterLab Dark") as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """Notebook 7 (``jupyter notebook``), light theme."""
+    with serve(tmp_path_factory.mktemp("notebook7"), ui="notebook") as running:
+        yield running
 
 
 @dataclass
@@ -151,6 +198,26 @@ class Browser:
                  app.shell.activateById(panel.id);
                  return panel.id;
                }""", name))
+
+    def open(self, name: str) -> str:
+        """Open notebook ``name`` as its front end does and wait for its kernel: in
+        JupyterLab, the lab then the document; in Notebook 7, the document's own page.
+        Returns the notebook panel's DOM id."""
+        if self.lab.ui == "lab":
+            self.open_lab()
+            return self.open_notebook(name)
+        self.page.goto(f"{self.lab.url}/notebooks/{name}?token={self.lab.token}")
+        self.page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell"
+                                    " && window.jupyterapp.shell.currentWidget"
+                                    " && window.jupyterapp.shell.currentWidget.context",
+                                    timeout=60_000)
+        return str(self.page.evaluate(
+            """async () => {
+                 const panel = window.jupyterapp.shell.currentWidget;
+                 await panel.context.ready;
+                 await panel.sessionContext.ready;
+                 return panel.id;
+               }"""))
 
     def run_all(self) -> bool:
         """Run every cell of the active notebook and wait for the last; True when none
@@ -195,15 +262,18 @@ def chromium() -> Iterator[Any]:
             browser.close()
 
 
-@pytest.fixture()
-def browser(chromium: Any, lab: Lab) -> Iterator[Browser]:
+@contextmanager
+def browsing(chromium: Any, lab: Lab) -> Iterator[Browser]:
+    """A fresh page on ``lab``; on exit, fails if a request left 127.0.0.1."""
     context = chromium.new_context(viewport={"width": 1400, "height": 1500})
     page = context.new_page()
     page.set_default_timeout(60_000)
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(f"console.{msg.type}: {msg.text}")
             if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    known = {NOTEBOOK7_LOAD_ERROR} if lab.ui == "notebook" else set()
+    page.on("pageerror", lambda exc: None if f"page error: {exc}" in known
+            else errors.append(f"page error: {exc}"))
     # everything stays on 127.0.0.1: any other address is refused and reported
     outside: list[str] = []
 
@@ -221,3 +291,22 @@ def browser(chromium: Any, lab: Lab) -> Iterator[Browser]:
     finally:
         context.close()
     assert outside == [], f"requests left 127.0.0.1: {outside}"
+
+
+@pytest.fixture()
+def browser(chromium: Any, lab: Lab) -> Iterator[Browser]:
+    """A page on JupyterLab (light)."""
+    with browsing(chromium, lab) as running:
+        yield running
+
+
+# the front ends a look-and-feel test runs in: id -> the server fixture serving it
+FRONTS = {"lab-light": "lab", "lab-dark": "lab_dark", "notebook7": "notebook7"}
+
+
+@pytest.fixture(params=list(FRONTS))
+def front(request: pytest.FixtureRequest, chromium: Any) -> Iterator[Browser]:
+    """A page on each front end of FRONTS in turn (JupyterLab light and dark, Notebook 7);
+    ``front.lab.ui`` and the parameter id say which."""
+    with browsing(chromium, request.getfixturevalue(FRONTS[request.param])) as running:
+        yield running

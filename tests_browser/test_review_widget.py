@@ -1,11 +1,13 @@
-"""The review widget as a person sees it in JupyterLab: a 60-record plan is readable and
-scrollable, three records unticked, Apply sends exactly the others to the local service
+"""The review widget as a person sees it: a 60-record plan is readable and scrollable in
+JupyterLab (light and dark themes) and Notebook 7, its text with enough contrast; in
+JupyterLab, three records unticked, Apply sends exactly the others to the local service
 (but one a colleague changed meanwhile, reported as a conflict), and the progress bar and
 report appear in the widget (nothing on stderr or in the log
 console, no browser errors). Screenshots go to build/browser/."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +18,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from svc_frames.server import LocalService
 
-from .conftest import Browser, Lab
+from .conftest import SHOTS, Browser, Lab
 
 ORDERS, TITLE, NOTES = "object_3", "field_12", "field_13"   # Work Orders: Title, Description
 N = 60
@@ -32,7 +34,7 @@ def service() -> Iterator[LocalService]:
 
 def review_notebook(lab: Lab, svc: LocalService) -> str:
     setup = f"""
-from svc_frames.client import Client
+from svc_frames import Client
 from svc_frames.loaders import read_object
 from svc_frames.widgets import review
 from svc_frames.writeback import diff
@@ -68,21 +70,35 @@ def box_of(el: Any) -> dict[str, float]:
     return dict(b)
 
 
-def test_a_60_record_plan_is_readable_and_apply_sends_the_ticked_ones(
-        browser: Browser, lab: Lab, service: LocalService) -> None:
+def open_review(browser: Browser, svc: LocalService) -> tuple[str, Any]:
+    """Open and run the 60-record review notebook; returns the panel's DOM id and the
+    widget, once its first page of 50 rows is drawn."""
     page = browser.page
-    name = review_notebook(lab, service)
-    titles = {rid: str(t) for rid, t in _titles(service).items()}
-    browser.open_lab()
-    panel = browser.open_notebook(name)
+    panel = browser.open(review_notebook(browser.lab, svc))
     assert browser.run_all()
     widget = page.locator(f"#{panel} .svcf-review")
     widget.wait_for()
-    rows = widget.locator(".svcf-row")
     page.wait_for_function(f"() => document.querySelectorAll('#{panel} .svcf-row').length"
                            " === 50")
     assert "60 records selected" in widget.inner_text()
     assert "1–50 of 60" in widget.inner_text()          # page 1 of 2
+    return panel, widget
+
+
+# the text of a row read against what is behind it: the record's identifier, id and
+# action, and the changes table's headers and cells
+READ = (".svcf-ident", ".svcf-id", ".svcf-act", "th", "td", "td.svcf-old", "td.svcf-new")
+
+
+def test_a_60_record_plan_is_readable(front: Browser, service: LocalService,
+                                      request: pytest.FixtureRequest) -> None:
+    which = request.node.callspec.id
+    page = front.page
+    titles = {rid: str(t) for rid, t in _titles(service).items()}
+    panel, widget = open_review(front, service)
+    theme = page.evaluate("() => document.body.dataset.jpThemeName")
+    assert theme == ("JupyterLab Dark" if which == "lab-dark" else "JupyterLab Light"), theme
+    rows = widget.locator(".svcf-row")
 
     # rows keep their height: checkboxes at least a text line apart, each reachable
     line = float(page.evaluate(
@@ -115,6 +131,32 @@ def test_a_60_record_plan_is_readable_and_apply_sends_the_ticked_ones(
         assert heads == ["field", "value as loaded", "new value"], heads
     gaps = [b - a for a, b in zip(tops, tops[1:], strict=False)]
     assert min(gaps) >= line, gaps
+
+    # WCAG AA for text: a contrast ratio of at least 4.5 against what is behind it
+    measured = {}
+    for i in (0, 7):       # a row with short values, one with long ones
+        ratios = {sel: round(contrast(rows.nth(i).locator(sel).first), 2) for sel in READ}
+        measured[f"row {i}"] = ratios
+        low = {sel: r for sel, r in ratios.items() if r < 4.5}
+        assert low == {}, f"row {i} in {which}: {low}"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / f"contrast_{which}.json").write_text(json.dumps(measured, indent=1))
+
+    listbox.evaluate("e => { e.scrollTop = 0; }")
+    widget.scroll_into_view_if_needed()
+    shot = front.shot(widget, f"review_{which}.png")
+    assert shot.stat().st_size > 10_000
+    assert page.locator(f"#{panel} [data-mime-type='application/vnd.jupyter.stderr']") \
+        .count() == 0
+    assert front.errors == []
+
+
+def test_apply_in_the_widget_sends_the_ticked_ones(
+        browser: Browser, service: LocalService) -> None:
+    page = browser.page
+    panel, widget = open_review(browser, service)
+    rows = widget.locator(".svcf-row")
+    listbox = widget.locator(".svcf-list")
 
     listbox.evaluate("e => { e.scrollTop = 0; }")
     before = browser.shot(widget, "review_before.png")
@@ -175,10 +217,52 @@ def test_a_60_record_plan_is_readable_and_apply_sends_the_ticked_ones(
     page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'")
     page.wait_for_timeout(500)
     browser.shot(widget, "review_after_dark.png")
+    # the choice is saved in the lab's settings: back to light for whatever runs next
+    page.evaluate("() => window.jupyterapp.commands.execute('apputils:change-theme',"
+                  " {theme: 'JupyterLab Light'})")
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'true'")
+
+
+def _rgba(css: str) -> tuple[float, float, float, float]:
+    """A computed CSS colour, ``rgb(r, g, b)`` or ``rgba(r, g, b, a)``."""
+    m = re.fullmatch(r"rgba?\(([^)]*)\)", css.strip())
+    assert m, f"not an rgb() colour: {css!r}"
+    parts = [float(x) for x in re.split(r"[\s,/]+", m.group(1).strip()) if x]
+    return parts[0], parts[1], parts[2], parts[3] if len(parts) > 3 else 1.0
+
+
+def _over(top: tuple[float, float, float, float],
+          under: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    """``top`` painted over the opaque colour ``under``."""
+    a = top[3]
+    return (top[0] * a + under[0] * (1 - a), top[1] * a + under[1] * (1 - a),
+            top[2] * a + under[2] * (1 - a), 1.0)
+
+
+def _luminance(c: tuple[float, float, float, float]) -> float:
+    """WCAG relative luminance of an sRGB colour."""
+    lin = [v / 255 / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4
+           for v in c[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def contrast(el: Any) -> float:
+    """WCAG contrast ratio of ``el``'s text colour against what is behind it: the
+    backgrounds of it and its ancestors painted from the page's white canvas up."""
+    seen = el.evaluate("""e => {
+        const bgs = [];
+        for (let n = e; n; n = n.parentElement) bgs.push(getComputedStyle(n).backgroundColor);
+        return {fg: getComputedStyle(e).color, bgs};
+    }""")
+    back = (255.0, 255.0, 255.0, 1.0)
+    for bg in reversed(seen["bgs"]):
+        back = _over(_rgba(bg), back)
+    lum = sorted((_luminance(_over(_rgba(seen["fg"]), back)), _luminance(back)))
+    return (lum[1] + 0.05) / (lum[0] + 0.05)
 
 
 def _client(svc: LocalService) -> Any:
-    from svc_frames.client import Client
+    from svc_frames import Client
 
     return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
 
