@@ -29,8 +29,9 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict svc_frames
 
+# both cores: every test starts its own local service or uses its worker's one
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
 
 # JupyterLab and Notebook 7 on 127.0.0.1 with the project's kernel, driven by playwright in
 # Debian's Chromium (installed with apt when missing; playwright downloads no browser):
