@@ -26,6 +26,7 @@ from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
+from .query import Query
 from .read.rawpages import RawRecord, column_getter
 
 
@@ -44,9 +45,22 @@ class Source:
     columns: Literal["keys", "labels"] = "keys"
     kinds_inferred: bool = False  # True when no schema was available
     name: str = ""  # the object's or view's name in the schema, for titles and summaries
-    # what the load asked for (filters, sort_field, sort_order, limit, rows_per_page) and
-    # when it started (loaded_at, ISO UTC): what ``refresh`` repeats. None: not from a load
+    # what the load asked for (filters, query: the filters as sent, sort_field, sort_order,
+    # limit, rows_per_page) and when it started (loaded_at, ISO UTC): what ``refresh``
+    # repeats. None: not from a load
     load: dict[str, Any] | None = None
+
+    @property
+    def query(self) -> Query:
+        """The filters the load sent (``load["query"]``), which a refresh, a cache check
+        and an export of these frames send again byte for byte. Frames saved before the
+        query was kept hold the rules alone: they are encoded without the application
+        (an aware time in UTC), as those loads' refreshes always did."""
+        load = self.load or {}
+        if "query" in load:
+            text = load["query"]
+            return Query(text if isinstance(text, str) else None)
+        return Query.of(load.get("filters"))
 
     def field(self, key: str) -> FieldSpec:
         for f in self.fields:

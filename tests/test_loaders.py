@@ -386,6 +386,7 @@ def test_name_like_connection_pages_keep_display_values(service: LocalService) -
     from raw pages; had page 1 looked fine, a raw page showing one is fetched again with
     display values (the check is forced past page 1 here)."""
     import svc_frames.read.load as loaders
+    import svc_frames.read.pipeline as pipeline
 
     manager = next(u for u in service.users if "profile_2" in u["profile_keys"])
     client = make_client(service)
@@ -394,17 +395,17 @@ def test_name_like_connection_pages_keep_display_values(service: LocalService) -
     plain = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False)
     assert not any("format=raw" in u for u in urls)
 
-    real = loaders.decodes_raw_alone
+    real = pipeline.decodes_raw_alone  # the format decision is the pipeline's
 
     def page_one_looks_fine(records: Any, fields: Any) -> bool:
         return True  # raw pages are then checked by build_frames (DisplayValuesNeeded)
 
     urls.clear()
-    loaders.decodes_raw_alone = page_one_looks_fine  # type: ignore[assignment]
+    pipeline.decodes_raw_alone = page_one_looks_fine  # type: ignore[assignment]
     try:
         again = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False)
     finally:
-        loaders.decodes_raw_alone = real
+        pipeline.decodes_raw_alone = real
     assert any("format=raw" in u for u in urls)  # raw pages were asked for ...
     assert_same(again, plain)  # ... and fetched again with display values
     assert again.tables["field_42"]["connected_id"].notna().all()

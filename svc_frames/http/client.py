@@ -65,8 +65,8 @@ from ..errors import (
     UsageError,
     ValidationError,
 )
-from ..filters import Filters, encode_filters
 from ..keys import FIELD_KEY, Target, parse_target
+from ..query import Filters, Query
 from .body import parse_json
 from .limiter import shared_limiter
 
@@ -565,9 +565,11 @@ class Client:
         return f"/v1/objects/{a}/records", False, str(a)
 
     def page_params(self, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
-                    filters: Filters | None = None, sort_field: str | None = None,
+                    filters: Filters | Query | None = None, sort_field: str | None = None,
                     sort_order: str | None = None) -> dict[str, Any]:
-        """Validated query parameters of a list request (UsageError before any request)."""
+        """Validated query parameters of a list request (UsageError before any request).
+        ``filters``: a :class:`~svc_frames.query.Query` (sent as it is) or any filter form
+        (encoded without the application: an aware time in UTC, with a warning)."""
         if not isinstance(page, int) or page < 1:
             raise UsageError(f"page must be an integer >= 1, got {page!r}")
         if (not isinstance(rows_per_page, int) or isinstance(rows_per_page, bool)
@@ -576,7 +578,9 @@ class Client:
                              f"got {rows_per_page!r}")
         params: dict[str, Any] = {"page": page, "rows_per_page": rows_per_page}
         if filters is not None:
-            encoded = encode_filters(filters)
+            # a Query goes out as it was prepared (a load's, with the application's
+            # timezone); other forms are checked and encoded here without the schema
+            encoded = Query.of(filters).text
             if encoded is not None:
                 params["filters"] = encoded
         if sort_field is not None:
@@ -590,7 +594,7 @@ class Client:
         return params
 
     def get_page(self, target: Target, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
-                 filters: Filters | None = None, sort_field: str | None = None,
+                 filters: Filters | Query | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, *, params: Mapping[str, Any] | None = None,
                  parse: Callable[[bytes], Any] | None = None) -> dict[str, Any]:
         """One page of a record list: ``{total_pages, current_page, total_records, records}``.

@@ -19,22 +19,22 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from ..errors import UsageError
-from ..filters import Filters, validate_filters
-from ..frames import Frames, Source, build_frames, decodes_raw_alone
+from ..frames import Frames, Source, build_frames
 from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
 from ..progress import PageProgress, want_progress
+from ..query import Filters, Query
 from ..schema import Schema
 from .gcpause import paused_gc
 from .options import Columns, check_columns, user_timezone
 from .pager import Page, Paginator, Verify
-from .pipeline import concat_frames, decode_helpers, page_frames
+from .pipeline import PagePipeline, concat_frames, decode_helpers
 from .target import describe
 from .workers import PageDecoder
 
 
-def load(client: Client, target: Target, *, filters: Filters | None = None,
+def load(client: Client, target: Target, *, filters: Filters | Query | None = None,
          sort_field: str | None = None, sort_order: str | None = None,
          limit: int | None = None, columns: Columns = "keys",
          timezone: str | ZoneInfo | None = None, progress: bool | None = None,
@@ -62,7 +62,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     if processes is not None and (not isinstance(processes, int) or processes < 0):
         raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
     tz = user_timezone(timezone)
-    asked = load_params(filters, sort_field, sort_order, limit, rows_per_page)
+    started = dt.datetime.now(dt.timezone.utc)
     bar = PageProgress(want_progress(progress) and on_page is None,
                        client.records_path(target)[2])
     # the Paginator checks target, filters, sort and limit, before any request
@@ -70,6 +70,9 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,
                       on_page=on_page or bar, verify=verify, schema_checks=True, timezone=tz,
                       max_workers=max_workers)
+    asked = load_params(pager.query, sort_field, sort_order, limit, rows_per_page)
+    asked["loaded_at"] = started.isoformat(timespec="seconds")
+    pipe = PagePipeline(pager, tz=tz)
     parts: list[tuple[int, Frames]] = []
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None
@@ -96,12 +99,15 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                 return
             tz = tz or Schema.of(app).timezone
             fields, source = describe(client, target, app, page.records, columns, tz)
-            if (raw_pages and not source.kinds_inferred
-                    and decodes_raw_alone(page.records, fields)):
+            pipe.tz = tz
+
+            def start_decoder() -> Callable[[bytes], Any] | None:
+                assert fields is not None and source is not None
                 helpers = decode_helpers(processes, pager, page)
                 decoder = stack.enter_context(
                     PageDecoder(fields, source, tz, helpers=helpers)) if helpers else None
-                pager.ask_raw(fields, decoder.decode if decoder else None)
+                return decoder.decode if decoder else None
+            pipe.settle(page, fields, source, raw_pages=raw_pages, decoder=start_decoder)
 
         pager.on_first = lambda first: settle(first, wait=False)
         try:
@@ -111,7 +117,7 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
                     collected.append(page)
                 else:
                     assert fields is not None and source is not None
-                    parts.append((page.pass_no, page_frames(pager, page, fields, source, tz)))
+                    parts.append((page.pass_no, pipe.frames(page)))
         finally:
             bar.close()
     final_pass = pager.passes[-1].pass_no
@@ -135,13 +141,17 @@ def load(client: Client, target: Target, *, filters: Filters | None = None,
     return frames
 
 
-def load_params(filters: Filters | None, sort_field: str | None, sort_order: str | None,
-                limit: int | None, rows_per_page: int) -> dict[str, Any]:
+def load_params(filters: Filters | Query | None, sort_field: str | None,
+                sort_order: str | None, limit: int | None, rows_per_page: int
+                ) -> dict[str, Any]:
     """What a load asked for, and when it started (``Source.load``; ``refresh`` repeats it).
+    ``filters`` as prepared (``Paginator.query``: dates in the application's timezone) are
+    kept twice: ``filters`` the rules, ``query`` the bytes sent, which later requests for
+    the same listing send again (``Source.query``).
 
-    Usage: ``source.load = load_params(filters, None, None, None, 1000)``"""
-    checked = validate_filters(filters)
-    return {"filters": dict(checked) if checked and checked["rules"] else None,
+    Usage: ``source.load = load_params(pager.query, None, None, None, 1000)``"""
+    query = filters if isinstance(filters, Query) else Query.of(filters)
+    return {"filters": query.filters, "query": query.text,
             "sort_field": sort_field, "sort_order": sort_order, "limit": limit,
             "rows_per_page": rows_per_page,
             "loaded_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}

@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from ..errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
-from ..filters import encode_filters, needs_schema, prepare_filters, validate_filters
+from ..filters import prepare_query
 from ..http.body import parse_json
+from ..query import Query, needs_schema, validate_filters
 from ..schema import Schema
 from .rawpages import RawRecord, raw_page_parser
 
@@ -119,28 +120,37 @@ class PassReport:
     duplicates: int = 0
     consistent: bool = False
     reason: str = ""
+    stopped: bool = False  # the caller's stop condition ended it (see Paginator)
 
 
 class Paginator:
     """Fetch every page of an object or a view (see module docstring).
 
     ``schema_checks=True`` (the loaders and export) checks filters against the schema and
-    puts aware times in the application's timezone (``timezone``, else the schema's).
+    puts aware times in the application's timezone (``timezone``, else the schema's); the
+    result is ``query``, which a refresh passes back as ``filters`` to send the same bytes.
 
     ``on_first`` is called with page 1 of the first pass (one of several pages) before any
     other page is requested: a consumer that learns from it that raw values will do
     (``ask_raw``) gets every later page in that format, not only those requested after it
-    has seen page 1."""
+    has seen page 1.
+
+    ``stop`` is the caller's own stop condition: asked with each page of a pass (in order,
+    before the next page is requested), True ends the pass after that page. A stopped pass
+    holds the pages it needed: it is judged by its totals and repeats alone, and no quota
+    check is made for pages it will not ask for (a refresh's stamp window: the listing
+    newest first, down to the cutoff)."""
 
     def __init__(self, client: Client, target: Target, *, rows_per_page: int = 1000,
-                 filters: Filters | None = None, sort_field: str | None = None,
+                 filters: Filters | Query | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, limit: int | None = None,
                  max_workers: int | None = None, max_passes: int = 3,
                  verify: Verify = "first", prefetch: int | None = None,
                  keep_ids: bool = True, schema_checks: bool = False,
                  timezone: ZoneInfo | None = None,
                  on_page: Callable[[Page], None] | None = None,
-                 on_first: Callable[[Page], None] | None = None) -> None:
+                 on_first: Callable[[Page], None] | None = None,
+                 stop: Callable[[Page], bool] | None = None) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
             raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
@@ -155,7 +165,8 @@ class Paginator:
         # validates target, rows_per_page, filters and sort before any request
         client.records_path(target)
         self._params = client.page_params(1, rows_per_page, None, sort_field, sort_order)
-        checked = validate_filters(filters)
+        # a Query was prepared already (a refresh, a cache load: the load's own bytes)
+        checked = None if isinstance(filters, Query) else validate_filters(filters)
         self._params["rows_per_page"] = self.rows_per_page
         self.max_workers = max_workers or client.max_workers
         # pages requested ahead of the one being consumed: bounds memory (a parsed page of
@@ -171,6 +182,7 @@ class Paginator:
         self._raw_parser: Callable[[bytes], Any] | None = None
         self.on_page = on_page
         self.on_first = on_first
+        self.stop = stop
         self.passes: list[PassReport] = []
         self.final_ids: list[str] | None = None
         # keep_ids=False (streaming export): ids are tracked as 64-bit hashes in numpy
@@ -184,12 +196,17 @@ class Paginator:
         # schema_checks (the loaders, export; not internal re-reads), last, once everything
         # else is checked: a rule with a value is checked against the schema (a request),
         # its dates put in the application's timezone (``timezone`` or the schema's)
-        if schema_checks and needs_schema(checked):
+        if isinstance(filters, Query):
+            self.query = filters
+        elif schema_checks and needs_schema(checked):
             schema = Schema.of(client.schema())
-            checked = prepare_filters(checked, schema.all_fields(), timezone or schema.timezone)
-        encoded = encode_filters(checked)
-        if encoded is not None:
-            self._params["filters"] = encoded
+            self.query = prepare_query(checked, schema.all_fields(),
+                                       timezone or schema.timezone)
+        else:
+            self.query = Query.of(checked)
+        # the filters every page request of this pager sends, prepared once
+        if self.query.text is not None:
+            self._params["filters"] = self.query.text
 
     # ---- fetching ------------------------------------------------------------------------
     def _fetch(self, number: int, pass_no: int, notify: bool = True) -> Page:
@@ -258,12 +275,12 @@ class Paginator:
         first = self._fetch(1, pass_no)
         if pass_no == 1:
             self.total_records, self.total_pages = first.total_records, first.total_pages
-        if (not first.records or self.limit == 0
+        if self._stopped(first) or (not first.records or self.limit == 0
                 or (self.limit is not None and len(first.records) >= self.limit)):
             yield first
             return
         wanted = self.pages_wanted(first)
-        if pass_no == 1:
+        if pass_no == 1 and self.stop is None:
             self.check_quota(wanted)
             if self.on_first is not None:
                 self.on_first(first)
@@ -312,6 +329,9 @@ class Paginator:
                         self._early_stale = True
                         continue
                     page = pending.pop(number).result()
+                    if self._stopped(page):
+                        yield page
+                        break
                     if (len(page.records) >= self.rows_per_page and number < wanted
                             and (self.limit is None
                                  or got + len(page.records) < self.limit)):
@@ -330,6 +350,14 @@ class Paginator:
             finally:
                 for fut in pending.values():
                     fut.cancel()
+
+    def _stopped(self, page: Page) -> bool:
+        """Whether the caller's stop condition ends the pass at ``page`` (noted in its
+        report: a stopped pass is not expected to hold every record)."""
+        if self.stop is None or not self.stop(page):
+            return False
+        self.passes[-1].stopped = True
+        return True
 
     def iter_pages(self) -> Iterator[Page]:
         """Every page of every pass, in order; passes repeat until one is consistent.
@@ -456,7 +484,7 @@ class Paginator:
             return False, f"{r.duplicates} record(s) came twice (pages shifted)"
         total = next(iter(r.totals))
         expected = total if self.limit is None else min(total, self.limit)
-        if r.distinct < expected:
+        if r.distinct < expected and not r.stopped:
             return False, f"{r.distinct} distinct records for total_records {total}"
         return True, ""
 

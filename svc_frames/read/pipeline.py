@@ -1,42 +1,129 @@
-"""Pages to frames: the decisions every reader of pages shares.
+"""Pages to frames: the decisions every reader of pages shares, in one place.
 
-A page's frames (decoded in a helper process already, or here), the fallback to display
-values for a raw page that needs them, when helper processes pay (``decode_helpers``), and
-joining the frames of many pages into one (``concat_frames``).
+A :class:`Paginator` owns the page plan, the request window, the consistency passes, the
+quota check and the caller's stop condition; :class:`PagePipeline` owns what turns its
+pages into frames: the raw/display format decision (``settle``, once, from page 1), the
+decoding (in a helper process already, or here), and the fallback to display values for
+a raw page that needs them (``frames``). Loads, exports, the cache and the refresh's
+listings are callers with their own stop conditions; ``collect`` is the whole listing
+as one Frames. Also here: when helper processes pay (``decode_helpers``) and joining
+the frames of many pages (``concat_frames``).
 
-Usage: ``parts = [page_frames(pager, page, fields, source, tz) for page in pager]``
+Usage::
+
+    pipe = PagePipeline(pager, fields, source, tz)
+    pipe.settle(first_page)                    # raw pages from now on, when they will do
+    parts = [pipe.frames(page) for page in pager.iter_pages()]
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pandas as pd
 
 from ..errors import DisplayValuesNeeded
-from ..frames import Frames, Source, build_frames
+from ..frames import Frames, Source, build_frames, decodes_raw_alone
 from ..kinds.base import FieldSpec
-from .pager import Page, Paginator
+from .pager import Page, Paginator, record_ids
 
 
-def page_frames(pager: Paginator, page: Page, fields: list[FieldSpec], source: Source,
-                tz: ZoneInfo | None) -> Frames:
-    """The frames of one page: decoded already (PageDecoder), or decoded here; a raw page
-    that needs display values (a name-like connection: its ids are only in the display
-    HTML) is fetched again with them, as are the pages still to come."""
-    if page.decoded and page.frames is not None:
-        return page.frames
-    if not page.decoded:
-        try:
-            return build_frames(page.records, fields, source, tz=tz, keep_original=False,
-                                raw_format=page.format == "raw")
-        except DisplayValuesNeeded:
-            if page.format != "raw":
-                raise
-    pager.ask_both()
-    page = pager.refetch(page)
-    return build_frames(page.records, fields, source, tz=tz, keep_original=False)
+class PagePipeline:
+    """The pages of one Paginator run turned into frames of ``source`` (``fields`` decoded
+    in ``tz``): the format decision and its fallback kept with the pager whose pages they
+    change. ``fields``/``source`` may be given later (``settle``: a load learns them from
+    the schema and page 1)."""
+
+    def __init__(self, pager: Paginator, fields: Sequence[FieldSpec] | None = None,
+                 source: Source | None = None, tz: ZoneInfo | None = None) -> None:
+        self.pager = pager
+        self.fields = list(fields) if fields is not None else None
+        self.source = source
+        self.tz = tz
+
+    def settle(self, first: Page | None, fields: Sequence[FieldSpec] | None = None,
+               source: Source | None = None, *, raw_pages: bool = True,
+               decoder: Callable[[], Callable[[bytes], Any] | None] | None = None) -> bool:
+        """Decide, once, the format of the pages still to come: ``format=raw`` (about 40%
+        fewer bytes) when the schema gave every kind and ``first`` (raw and display values;
+        None: nothing to look at, the kinds alone decide) shows that raw values alone will
+        do. ``decoder`` is asked only then, for a helper's decode function (None: parse
+        here). Returns whether raw pages come."""
+        if fields is not None:
+            self.fields = list(fields)
+        if source is not None:
+            self.source = source
+        assert self.fields is not None and self.source is not None
+        if not raw_pages or self.source.kinds_inferred:
+            return False
+        if first is not None and not decodes_raw_alone(first.records, self.fields):
+            return False
+        self.pager.ask_raw(self.fields, decoder() if decoder is not None else None)
+        return True
+
+    def frames(self, page: Page, records: Sequence[Any] | None = None) -> Frames:
+        """The frames of ``page`` (or of ``records``, some of its records in page order):
+        decoded already (PageDecoder), or decoded here. A raw page that needs display
+        values (a name-like connection: its ids are only in the display HTML) is fetched
+        again with them, as are the pages still to come."""
+        assert self.fields is not None and self.source is not None
+        if page.decoded and page.frames is not None and records is None:
+            return page.frames
+        wanted = page.records if records is None else records
+        if not page.decoded:
+            try:
+                return build_frames(wanted, self.fields, self.source, tz=self.tz,
+                                    keep_original=False, raw_format=page.format == "raw")
+            except DisplayValuesNeeded:
+                if page.format != "raw":
+                    raise
+        self.pager.ask_both()
+        again = self.pager.refetch(page).records
+        if records is not None:
+            keep = set(record_ids(records))
+            again = [r for r in again if r["id"] in keep]
+        return build_frames(again, self.fields, self.source, tz=self.tz, keep_original=False)
+
+    def collect(self) -> Frames:
+        """Every page of the listing (the pager's stop condition and passes) decoded, as
+        one Frames of the consistent pass, each record once, in order.
+
+        Usage: ``PagePipeline(pager, source.fields, source, tz).collect()``"""
+        assert self.source is not None
+        parts: list[tuple[int, Frames]] = [(page.pass_no, self.frames(page))
+                                           for page in self.pager.iter_pages()]
+        final = self.pager.passes[-1].pass_no
+        kept = [f for n, f in parts if n == final]
+        if not kept:
+            kept = [build_frames([], self.fields or [], self.source, tz=self.tz,
+                                 keep_original=False)]
+        if self.pager.passes[-1].duplicates:  # pages shifted in a pass not verified
+            kept = latest_only(kept)
+        return concat_frames(kept, self.source)
+
+
+def latest_only(parts: list[Frames]) -> list[Frames]:
+    """Page frames with a record listed on several pages (pages shifted while a pass
+    without verification ran) kept on its last page only; its tables' rows follow it.
+
+    Usage: ``concat_frames(latest_only(parts), source)``"""
+    seen: pd.Index = pd.Index([], dtype="string")
+    out: list[Frames] = []
+    for f in reversed(parts):
+        ids = f.main.index
+        later = ids.isin(seen)
+        if later.any():
+            gone = ids[later]
+            f = Frames(f.main[~later], {k: t[~t[t.columns[0]].isin(gone)]
+                                        .reset_index(drop=True)
+                                        for k, t in f.tables.items()}, f.source)
+        seen = seen.append(f.main.index)
+        out.append(f)
+    out.reverse()
+    return out
 
 
 DECODER_MIN_PAGES = 8

@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..filters import Filters, validate_filters
+from ..filters import prepare_query
 from ..frames import Frames
 from ..http.client import Client
 from ..keys import Target, parse_target
 from ..lookup import resolve_target
+from ..query import Filters, validate_filters
 from ..read.load import load
 from ..read.options import Columns, check_columns, user_timezone
 from ..saved.layout import SavedLayout
@@ -211,8 +212,13 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
     checked = validate_filters(filters)
     check_columns(columns)
     root = check_cache_dir(cache)  # after every other check: nothing made for bad input
+    app = client.schema()
+    schema = Schema.of(app)
+    # prepared once, as the load prepares them (dates in the application's timezone): the
+    # cache is checked against the query a load sends, and a full load sends this one
+    query = prepare_query(checked, schema.all_fields(), tz or schema.timezone)
     want = {"app_id": client.app_id, "target": target_name(target),
-            "filters": dict(checked) if checked and checked["rules"] else None,
+            "filters": query.filters,
             "sort_field": sort_field, "sort_order": sort_order, "columns": columns,
             "timezone": tz.key if tz is not None else None}
     why = ""
@@ -221,7 +227,6 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
         cached = read_cache(root)
     except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
         why = f"it cannot be read ({exc})"
-    app = client.schema()
     fingerprint = schema_fingerprint(app, target)
     frames: Frames | None = None
     report: RefreshReport | None = None
@@ -236,7 +241,7 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
         if why:
             warnings.warn(f"cache {str(root)!r} not used: {why}; loading in full",
                           CacheNotice, stacklevel=3)
-        frames = load(client, target, filters=filters, sort_field=sort_field,
+        frames = load(client, target, filters=query, sort_field=sort_field,
                       sort_order=sort_order, columns=columns,
                       timezone=timezone, **load_options)
     assert frames.source is not None

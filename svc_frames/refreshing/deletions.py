@@ -16,8 +16,9 @@ import pandas as pd
 
 from ..frames import Frames, Source
 from ..http.client import Client
+from ..query import Query
 from .arrowcols import member
-from .listing import decode, list_all, list_ids, target_of, with_rules
+from .listing import list_all, list_ids, target_of
 from .merge import Merger
 
 
@@ -33,8 +34,7 @@ def deletions(client: Client, frames: Frames, source: Source, load: Mapping[str,
     held = frames.original.main.index
     missing = merger.server_count() - total
     listing_cost = -(-max(total, 1) // rpp) + 1  # the pages and page 1 again (verify)
-    filters = load.get("filters")
-    windows = with_rules(filters, [])
+    windows = source.query.also([])
     if (missing > 0 and auto is not None and auto_col is not None and len(windows) == 1
             and bisect_cost(len(held), missing) < listing_cost):
         values = frames.original.main[auto_col]
@@ -47,7 +47,7 @@ def deletions(client: Client, frames: Frames, source: Source, load: Mapping[str,
     held = frames.original.main.index
     unseen = len(listed) - int(member(listed, held).sum())
     if unseen:
-        merger.merge(decode(list_all(client, source, load, rpp), source), complete=True)
+        merger.merge(list_all(client, source, load, rpp), complete=True)
     else:
         merger.drop(held[~member(held, listed)])
 
@@ -63,7 +63,7 @@ def bisect_cost(held: int, missing: int) -> int:
     return missing * (levels + 2)
 
 
-def find_missing(client: Client, source: Source, filters: Mapping[str, Any], auto: str,
+def find_missing(client: Client, source: Source, query: Query, auto: str,
                  values: pd.Series, missing: int, *, budget: int) -> pd.Index | None:
     """The held records the service no longer lists, found by counting the records of
     auto-increment ranges (one row per request: only ``total_records`` is read) and
@@ -76,7 +76,7 @@ def find_missing(client: Client, source: Source, filters: Mapping[str, Any], aut
     repeated, a range holds more than here (a record came in unseen), or the records found
     are not the ``missing`` count (the records changed meanwhile).
 
-    Usage: ``find_missing(client, source, {"match": "and", "rules": []}, "field_24",
+    Usage: ``find_missing(client, source, Query(), "field_24",
     frames.original.main["field_24"], 1, budget=101)``"""
     if values.isna().any() or not values.is_unique or not len(values):
         return None
@@ -88,7 +88,7 @@ def find_missing(client: Client, source: Source, filters: Mapping[str, Any], aut
     def count(lo_val: int, hi_val: int) -> int:
         rules = [{"field": auto, "operator": "higher than", "value": int(lo_val) - 1},
                  {"field": auto, "operator": "lower than", "value": int(hi_val) + 1}]
-        page = client.get_page(target, 1, 1, filters=with_rules(filters, rules)[0])
+        page = client.get_page(target, 1, 1, filters=query.also(rules)[0])
         return int(page.get("total_records") or 0)
 
     # a node: (first, end) positions of held records, its value bounds, its count (None:

@@ -1,7 +1,8 @@
-"""The load's listing asked again: its target and column names, its filters with extra
-rules, and its records decoded as the load decoded them. Shared by the refresh's phases.
+"""The load's listing asked again: its target and column names, and its records decoded
+as the load decoded them. Shared by the refresh's phases; its filters are the load's own
+query (``source.query``, with ``Query.also`` for extra rules).
 
-Usage: ``decode(records, source)``; ``with_rules(load["filters"], [rule])``
+Usage: ``decode(records, source)``; ``list_ids(client, source, source.load, 1000)``
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..http.client import Client
 from ..keys import Target
 from ..kinds import codec_for
 from ..read.pager import Paginator
+from ..read.pipeline import PagePipeline
 
 OVERLAP_DAYS = 2
 """When the stamps must be asked for by date (blank stamps sorted first): ``is after`` the
@@ -58,12 +60,17 @@ def decode(records: Sequence[Any], source: Source, *, raw: bool = False) -> Fram
                         raw_format=raw)
 
 
-def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int
-             ) -> list[dict[str, Any]]:
-    """Every record of the load's listing (its filters and sort), consistent."""
-    return Paginator(client, target_of(source), rows_per_page=rpp, filters=load.get("filters"),
-                     sort_field=load.get("sort_field"), sort_order=load.get("sort_order"),
-                     verify="first").records()
+def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int) -> Frames:
+    """Every record of the load's listing (its query and sort), consistent, decoded as
+    the load decoded them: the pipeline's ``format=raw`` pages, with display values where
+    a raw value needs them."""
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query,
+                      sort_field=load.get("sort_field"), sort_order=load.get("sort_order"),
+                      verify="first")
+    pipe = PagePipeline(pager, source.fields, source, tz)
+    pipe.settle(None)
+    return pipe.collect()
 
 
 def list_ids(client: Client, source: Source, load: Mapping[str, Any], rpp: int
@@ -72,22 +79,10 @@ def list_ids(client: Client, source: Source, load: Mapping[str, Any], rpp: int
     and parsed for their ids alone (the cheapest listing the service offers: it has no
     field selection, so each page still carries whole records)."""
     pager = Paginator(client, target_of(source), rows_per_page=rpp,
-                      filters=load.get("filters"), sort_field=load.get("sort_field"),
+                      filters=source.query, sort_field=load.get("sort_field"),
                       sort_order=load.get("sort_order"), verify="first")
     pager.ask_raw([])
     for _page in pager.iter_pages():
         pass
     ids: pd.Index = pd.Index(np.asarray(pager.final_ids or [], dtype=object))
     return ids
-
-
-def with_rules(filters: Mapping[str, Any] | None, extra: list[dict[str, Any]]
-               ) -> list[dict[str, Any]]:
-    """Filters = the load's filters AND ``extra``: one filter for an "and" (or no) filter;
-    for an "or" filter, one per rule (A or B) and X == (A and X) or (B and X), since the
-    service's filters are flat."""
-    if not filters or not filters.get("rules"):
-        return [{"match": "and", "rules": list(extra)}]
-    if filters.get("match", "and") == "and" or len(filters["rules"]) == 1:
-        return [{"match": "and", "rules": [*filters["rules"], *extra]}]
-    return [{"match": "and", "rules": [rule, *extra]} for rule in filters["rules"]]

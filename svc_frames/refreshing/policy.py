@@ -52,7 +52,7 @@ from ..read.gcpause import paused_gc
 from ..read.pager import Paginator
 from ..schema import modified_field_of
 from .deletions import deletions
-from .listing import column_names, decode, describe, list_all, target_of, with_rules
+from .listing import column_names, describe, list_all, target_of
 from .merge import Merger
 from .window import clock_skew, concat_parts, oldest_first, paged, recent, stamp_cutoff
 
@@ -139,8 +139,9 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     if modified_field is not None:
         check_modified_field(source, modified_field)
     rpp = int(rows_per_page or load.get("rows_per_page") or 1000)
-    Paginator(client, target_of(source), rows_per_page=rpp,
-              filters=load.get("filters"))  # validates everything before any request
+    # validates target and rows_per_page before any request; the filters are the load's
+    # query, prepared once when it was loaded (the same bytes are sent again)
+    Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query)
     sent = client.request_count
     started = dt.datetime.now(dt.timezone.utc)
     report = RefreshReport()
@@ -169,8 +170,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     with paused_gc():  # the frames' many objects would be walked again and again
         if mod is None or full:
             report.full = True
-            records = list_all(client, source, load, rpp)
-            merger.merge(decode(records, source), complete=True)
+            merger.merge(list_all(client, source, load, rpp), complete=True)
         else:
             incremental(client, frames, source, load, mod, stamps_creates, rpp, merger,
                         report)
@@ -230,11 +230,11 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
 
     def cutoff() -> pd.Timestamp:  # after the first answer: it tells the service's clock
         return stamp_cutoff(load.get("loaded_at"), stamps, clock_skew(client))
-    filters = load.get("filters")
+    query = source.query
     # the load's own listing, newest stamps first: its first page also gives the total
-    # the deletion check needs; an "or" filter is asked rule by rule (with_rules), so its
+    # the deletion check needs; an "or" filter is asked rule by rule (Query.also), so its
     # total comes from one row of the load's listing (no sort: none is needed for it)
-    windows = with_rules(filters, [])
+    windows = query.also([])
     single = len(windows) == 1
     lock = threading.Lock()
 
@@ -247,14 +247,13 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
             merger.update(part)
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
         head_future = (None if single else
-                       pool.submit(client.get_page, target, 1, 1, filters=filters))
+                       pool.submit(client.get_page, target, 1, 1, filters=query))
         futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff, update)
                    for flt in windows]
         if cursor is not None:
             futures += [pool.submit(lambda flt: (paged(client, source, rpp, flt), 0), flt)
-                        for flt in with_rules(filters, [{"field": cursor,
-                                                         "operator": "higher than",
-                                                         "value": top}])]
+                        for flt in query.also([{"field": cursor, "operator": "higher than",
+                                                "value": top}])]
         results = [f.result() for f in futures]
         total = (results[0][1] if head_future is None
                  else int(head_future.result().get("total_records") or 0))

@@ -1,6 +1,7 @@
 """The stamp window: records stamped since the last load (newest first, down to the
-cutoff), the service's clock read from its headers (``clock_skew``), and the cutoff
-itself (``stamp_cutoff``).
+cutoff: ``recent``, an ordinary run of the Paginator whose stop condition is
+:class:`StampWindow`), the service's clock read from its headers (``clock_skew``), and the
+cutoff itself (``stamp_cutoff``).
 
 Usage: ``cutoff = stamp_cutoff(frames.source.loaded_at, stamps, clock_skew(client))``
 """
@@ -8,24 +9,22 @@ Usage: ``cutoff = stamp_cutoff(frames.source.loaded_at, stamps, clock_skew(clien
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import numpy as np
 import pandas as pd
 
-from ..errors import ConsistencyError, DisplayValuesNeeded, ServerError
-from ..filters import format_filter_date
+from ..errors import ConsistencyError
 from ..frames import Frames, Source, build_frames
-from ..http.body import parse_json
 from ..http.client import Client
 from ..kinds.base import FieldSpec
-from ..read.pager import Paginator
-from ..read.rawpages import raw_page_parser
+from ..query import Query, format_filter_date
+from ..read.pager import Page, Paginator
+from ..read.pipeline import PagePipeline
 from .arrowcols import member
-from .listing import OVERLAP_DAYS, decode, describe, target_of, with_rules
+from .listing import OVERLAP_DAYS, decode, describe, target_of
 
 STAMP_MARGIN = dt.timedelta(seconds=30)
 """How far before the last load's start (in the service's clock) stamps are read: stamps
@@ -84,131 +83,121 @@ def stamp_cutoff(loaded_at: Any, stamps: pd.Series, skew: dt.timedelta | None = 
     return when.tz_convert("UTC").floor("min") - UNKNOWN_CLOCK_MARGIN
 
 
-def recent(client: Client, source: Source, rpp: int, filters: Mapping[str, Any], mod: str,
+class StampWindow:
+    """The stop condition of the stamp window: the state of one refresh's walk down the
+    listing, newest stamp first (a small state object; the Paginator runs the loop).
+
+    A page ends the walk when it holds a stamp older than the cutoff (every later page is
+    older still) or ends in blanks after a stamp (blanks sort last there). A first page of
+    blanks alone (blanks sort first, as they may on the hosted service) ends it too, and
+    asks for ``switch``: the stamped records alone, ``is after`` the cutoff's day. The
+    cutoff is asked for (``cutoff_of``) once the first page is in: that answer tells the
+    service's clock."""
+
+    def __init__(self, source: Source, spec: FieldSpec,
+                 cutoff_of: Callable[[], pd.Timestamp]) -> None:
+        self.source = source
+        self.spec = spec
+        self.cutoff_of = cutoff_of
+        self.cutoff: pd.Timestamp | None = None
+        self.switch = False        # a first page of blanks: ask for the stamped alone
+        self.may_switch = True     # False once the listing is the stamped records alone
+        self.stamps: dict[tuple[int, int], pd.Series] = {}
+
+    def reached(self, page: Page) -> bool:
+        """The Paginator's ``stop``: whether this page is the last one wanted."""
+        stamps = decode_stamps(page.records, self.source, self.spec,
+                               raw=page.format == "raw")
+        self.stamps[page.pass_no, page.number] = stamps
+        if self.cutoff is None:
+            self.cutoff = self.cutoff_of()
+        seen = stamps.notna().to_numpy(dtype=bool)
+        if page.number == 1 and len(seen) and not seen.any() and self.may_switch:
+            self.switch = True
+            return True
+        return bool(seen.any() and (bool((stamps[seen] < self.cutoff).any())
+                                    or not seen[-1]))
+
+    def recent(self, page: Page) -> list[Any]:
+        """The records of ``page`` stamped at or after the cutoff, or blank: the others
+        were last written before the last load began, which read them as they are."""
+        stamps = self.stamps.pop((page.pass_no, page.number))
+        assert self.cutoff is not None
+        older = (stamps < self.cutoff).to_numpy(dtype=bool)  # NaT: False, kept
+        if not older.any():
+            return list(page.records)
+        return [r for r, old in zip(page.records, older, strict=True) if not old]
+
+
+def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
            cutoff_of: Callable[[], pd.Timestamp],
            on_part: Callable[[Frames], None] | None = None) -> tuple[Frames, int]:
-    """(decoded records stamped at or after ``cutoff``, or blank; the listing's
-    ``total_records``): the listing sorted by ``mod``, newest first, paged until a page
-    holds a stamp older than the cutoff (every later page is older still). Records stamped
-    before the cutoff were last written before the last load began, which read them as
-    they are: they are not decoded. ``cutoff_of`` is asked once the first page is in (it
-    may read the service's clock). ``on_part`` is given each page's decoded records as
-    they come (while the next page is on its way): the caller may merge them meanwhile.
+    """(decoded records stamped at or after the cutoff, or blank; the listing's
+    ``total_records``): the load's listing (``query``) sorted by ``mod``, newest first, as
+    one run of the Paginator that stops where :class:`StampWindow` says, one page ahead
+    while a page is decoded. ``on_part`` is given each page's decoded records as they come
+    (while the next page is on its way): the caller may merge them meanwhile.
 
-    Blank stamps (records no rule has stamped since it was added) are sorted first or last
-    as the service sorts blanks: a page that ends in blanks after a stamp ends the paging;
-    a first page of blanks alone switches to the stamps ``is after`` the cutoff's day (a
-    day early: filter dates are whole days, §1.4). A pass whose pages report different
-    totals (a record inserted or deleted while paging may shift another past a page
-    boundary) is fetched again; after ``MAX_WINDOW_PASSES`` a ConsistencyError."""
-    tz: dt.tzinfo = ZoneInfo(source.timezone) if source.timezone else dt.timezone.utc
-    cutoff: pd.Timestamp | None = None
-    after: dict[str, Any] | None = None
-    passes_left = MAX_WINDOW_PASSES
-    listing = dict(filters)
-    total = -1
-    spec = next(f for f in source.fields if f.key == mod)
-    parser = raw_page_parser(source.fields, parse_json)
-    ahead = ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-window")
-    try:
-        while True:
-            parts: list[Frames] = []
-            totals: set[int] = set()
-            number = 1
-            records, page_total, pages = stamp_page(client, source, rpp, listing, mod, 1,
-                                                    parser=parser)
-            while True:
-                totals.add(page_total)
-                if cutoff is None:
-                    cutoff = cutoff_of()
-                    since = cutoff.tz_convert(tz).date() - dt.timedelta(days=OVERLAP_DAYS)
-                    after = with_rules(filters, [{
-                        "field": mod, "operator": "is after",
-                        "value": format_filter_date(since, with_time=False)}])[0]
-                # the stamps alone decide whether the next page is wanted; it is asked
-                # for while this page is decoded
-                stamps = decode_stamps(records, source, spec)
-                seen = stamps.notna().to_numpy(dtype=bool)
-                if number == 1 and len(seen) and not seen.any() and listing is not after:
-                    # blanks sort first here: ask for the stamped records alone
-                    assert after is not None
-                    total = page_total
-                    listing = after
+    A first page of blanks alone switches to the stamps ``is after`` the cutoff's day (a
+    day early: filter dates are whole days, §1.4), a second run. A pass whose pages report
+    different totals (a record inserted or deleted while paging may shift another past a
+    page boundary) is fetched again; after ``MAX_WINDOW_PASSES`` a ConsistencyError."""
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    window = StampWindow(source, source.field(mod), cutoff_of)
+    listing = query
+    total: int | None = None
+    while True:
+        pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=listing,
+                          sort_field=mod, sort_order="desc", verify="none", max_workers=1,
+                          prefetch=1, max_passes=MAX_WINDOW_PASSES, stop=window.reached)
+        pipe = PagePipeline(pager, source.fields, source, tz)
+        pipe.settle(None)  # the frames' kinds are the schema's: raw pages from page 1
+        parts: list[tuple[int, Frames]] = []
+        try:
+            for page in pager.iter_pages():
+                if window.switch:
                     break
-                last = (len(records) < rpp or number >= pages or bool(
-                    seen.any() and (bool((stamps[seen] < cutoff).any()) or not seen[-1])))
-                following = None if last else ahead.submit(
-                    stamp_page, client, source, rpp, listing, mod, number + 1,
-                    parser=parser)
-                older = (stamps < cutoff).to_numpy(dtype=bool)  # NaT: False, kept
-                part = decode_page(client, source, rpp, listing, mod, number, records
-                                   if not older.any() else
-                                   [r for r, old in zip(records, older, strict=True)
-                                    if not old])
-                parts.append(part)
+                part = pipe.frames(page, window.recent(page))
+                parts.append((page.pass_no, part))
                 if on_part is not None:
                     on_part(part)
-                if following is None:
-                    break
-                records, page_total, pages = following.result()
-                number += 1
-            if not parts:  # switched to the stamped records alone
-                continue
-            if len(totals) == 1:
-                break
-            passes_left -= 1
-            if passes_left <= 0:
-                raise ConsistencyError(
-                    f"the records of {describe(source)} changed while the recently stamped "
-                    f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again")
-    finally:
-        ahead.shutdown(wait=True)
-    if listing is not after:
-        total = totals.pop()
-    return concat_parts(parts), total
+        except ConsistencyError:
+            if len(pager.passes) < MAX_WINDOW_PASSES:
+                raise  # a page fetched again with display values changed meanwhile
+            raise ConsistencyError(
+                f"the records of {describe(source)} changed while the recently stamped "
+                f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again") from None
+        if window.switch:
+            # blanks sort first here: the listing's total is the first page's, and the
+            # stamped records alone are asked for
+            assert window.cutoff is not None
+            total = pager.passes[-1].totals.pop()
+            since = window.cutoff.tz_convert(tz or dt.timezone.utc).date() \
+                - dt.timedelta(days=OVERLAP_DAYS)
+            listing = query.also([{"field": mod, "operator": "is after",
+                                   "value": format_filter_date(since, with_time=False)}])[0]
+            window.switch, window.may_switch = False, False
+            continue
+        final = pager.passes[-1]
+        if total is None:
+            total = min(final.totals) if final.totals else 0
+        kept = [f for n, f in parts if n == final.pass_no]
+        if not kept:
+            kept = [decode([], source, raw=True)]
+        return concat_parts(kept), total
 
 
-def stamp_page(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
-               mod: str, number: int, *, raw: bool = True,
-               parser: Callable[[bytes], Any] | None = None
-               ) -> tuple[list[Any], int, int]:
-    """(records, total_records, total_pages) of one page sorted by ``mod``, newest first,
-    in ``format=raw`` (parsed per field by ``parser``, default rawpages') unless ``raw``
-    is False."""
-    params = client.page_params(number, rpp, dict(filters) or None, mod, "desc")
-    if raw:
-        params["format"] = "raw"
-        parser = parser or raw_page_parser(source.fields, parse_json)
-    env = client.get_page(target_of(source), number, params=params,
-                          parse=parser if raw else None)
-    try:
-        return (list(env["records"]), int(env.get("total_records") or 0),
-                int(env.get("total_pages") or 0))
-    except (TypeError, ValueError):
-        raise ServerError(f"page {number} of {describe(source)}: total_pages/total_records "
-                          "are not numbers") from None
-
-
-def decode_stamps(records: Sequence[Any], source: Source, spec: FieldSpec) -> pd.Series:
-    """The decoded stamps of a raw page (that field alone), in page order."""
+def decode_stamps(records: Sequence[Any], source: Source, spec: FieldSpec, *,
+                  raw: bool = True) -> pd.Series:
+    """The decoded stamps of a page (that field alone), in page order: a ``format=raw``
+    page, or one with raw and display values (``raw=False``)."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
     got = build_frames(list(records), [spec], source, tz=tz, keep_original=False,
-                       raw_format=True)
+                       raw_format=raw)
     # the field's first column is its date (a label alone may be named otherwise than
     # among all the fields, where labels that repeat are told apart)
     return got.main.iloc[:, 0] if len(got.main.columns) else \
         pd.Series([pd.NaT] * len(records), dtype="datetime64[ns, UTC]")
-
-
-def decode_page(client: Client, source: Source, rpp: int, filters: Mapping[str, Any],
-                mod: str, number: int, records: list[Any]) -> Frames:
-    """A raw page decoded; asked again with display values when a raw value needs them
-    (a name-like connection: its ids are only in the display HTML)."""
-    try:
-        return decode(records, source, raw=True)
-    except DisplayValuesNeeded:
-        again, _, _ = stamp_page(client, source, rpp, filters, mod, number, raw=False)
-        return decode(again, source)
 
 
 def oldest_first(ids: pd.Index) -> np.ndarray:
@@ -245,15 +234,12 @@ def concat_parts(parts: list[Frames]) -> Frames:
     return Frames(main, tables, parts[0].source)
 
 
-def paged(client: Client, source: Source, rpp: int, filters: Mapping[str, Any]) -> Frames:
-    """The decoded records of a filtered listing, asked for with ``format=raw`` (~40% fewer
-    bytes); again with display values when a raw value needs its display (a name-like
-    connection: its ids are only in the display HTML)."""
-    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=dict(filters),
+def paged(client: Client, source: Source, rpp: int, query: Query) -> Frames:
+    """The decoded records of a filtered listing (the pipeline: ``format=raw`` pages, ~40%
+    fewer bytes, again with display values when a raw value needs its display)."""
+    tz = ZoneInfo(source.timezone) if source.timezone else None
+    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=query,
                       verify="none")
-    pager.ask_raw(source.fields)
-    try:
-        return decode(pager.records(), source, raw=True)
-    except DisplayValuesNeeded:
-        return decode(Paginator(client, target_of(source), rows_per_page=rpp,
-                                filters=dict(filters), verify="none").records(), source)
+    pipe = PagePipeline(pager, source.fields, source, tz)
+    pipe.settle(None)
+    return pipe.collect()

@@ -19,17 +19,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import DisplayValuesNeeded, UsageError
-from ..filters import Filters, validate_filters
-from ..frames import Source, build_frames, decodes_raw_alone
+from ..errors import UsageError
+from ..frames import Source, build_frames
 from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
 from ..lookup import resolve_target
 from ..progress import PageProgress, want_progress
+from ..query import Filters, validate_filters
 from ..read.gcpause import paused_gc
 from ..read.options import Columns, check_columns, user_timezone
 from ..read.pager import Page, Paginator, Verify
+from ..read.pipeline import PagePipeline
 from ..read.target import describe
 from ..schema import Schema
 from .arrow import arrow_to_frame, frame_to_arrow, table_meta
@@ -104,6 +105,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                       keep_ids=False, schema_checks=True, timezone=tz)
     app = client.schema()  # first: every part must share the schema it fixes
     tz = tz or Schema.of(app).timezone
+    pipe = PagePipeline(pager, tz=tz)
     fields = None
     source: Source | None = None
     main_writer: _PartWriter | None = None
@@ -124,21 +126,12 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                 if fields is None or source is None:
                     fields, source = describe(client, tgt, app, new, columns, tz)
                     main_writer = _PartWriter(loaded_main, {"source": source.to_dict()})
-                    if (app is not None and not source.kinds_inferred
-                            and decodes_raw_alone(new, fields)):
-                        pager.ask_raw(fields)  # as the loaders do
+                    # as the loaders decide it (without a schema: display values stay)
+                    pipe.settle(page, fields, source, raw_pages=app is not None)
                 if not new:
                     continue
                 count += len(new)
-                try:
-                    frames = build_frames(new, fields, source, tz=tz, keep_original=False,
-                                          raw_format=page.format == "raw")
-                except DisplayValuesNeeded:
-                    if page.format != "raw":
-                        raise
-                    pager.ask_both()  # a name-like connection: ids in the display values
-                    new = pager.refetch(page).records[: len(new)]
-                    frames = build_frames(new, fields, source, tz=tz, keep_original=False)
+                frames = pipe.frames(page, None if len(new) == len(page.records) else new)
                 assert main_writer is not None
                 number = main_writer.parts + 1
                 main_writer.write(frames.main, number)

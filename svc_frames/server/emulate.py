@@ -110,6 +110,7 @@ class LogEntry:
     status: int
     fault: str | None = None
     app_status: int | None = None
+    query: str = ""  # the query string as sent (percent-encoded): what a request asked for
 
     @property
     def applied(self) -> bool:
@@ -373,6 +374,7 @@ class EmulationMiddleware:
             return
         method = scope.get("method", "GET")
         path = scope.get("path", "")
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
         has_token = any(k == b"authorization" and v.strip()
                         for k, v in scope.get("headers", ()))
         now = self.emu.now()
@@ -407,7 +409,8 @@ class EmulationMiddleware:
                 # logged before the client can see the answer, so a test that reads the log
                 # right after a response never races the log entry
                 status = int(message["status"])
-                self.emu.log.add(LogEntry(now, method, path, status, app_status=status))
+                self.emu.log.add(LogEntry(now, method, path, status, app_status=status,
+                                          query=query))
                 logged[0] = True
             await send(message)
 

@@ -1,0 +1,155 @@
+"""read/pipeline.py: pages to frames over the local service (real HTTP): the format
+decision, the display-value fallback, whole listings collected, and a pager run that
+ends at the caller's stop condition."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+import pytest
+
+from svc_frames import Client, read_object, read_view
+from svc_frames.errors import QuotaInsufficient
+from svc_frames.frames import Frames, Source
+from svc_frames.read.pager import Page, Paginator
+from svc_frames.read.pipeline import PagePipeline, latest_only
+from svc_frames.read.target import describe
+from svc_frames.server import LocalService
+
+WO = "object_3"
+PATH = f"/v1/objects/{WO}/records"
+
+
+@pytest.fixture(scope="module")
+def svc() -> Iterator[LocalService]:
+    with LocalService(demo=True, records=45, rate_limit=0, seed=11) as s:
+        yield s
+
+
+def client_of(svc: LocalService) -> Client:
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
+                  backoff=0.01)
+
+
+def page_queries(svc: LocalService, path: str = PATH) -> list[str]:
+    return [e.query for e in svc.request_log.entries
+            if e.method == "GET" and e.path == path and e.status == 200]
+
+
+def fields_and_source(client: Client, target: Any) -> tuple[list[Any], Source, ZoneInfo]:
+    app = client.schema()
+    first = client.get_page(target, 1, 5)["records"]
+    tz = ZoneInfo("America/Chicago")
+    fields, source = describe(client, target, app, first, "keys", tz)
+    return fields, source, tz
+
+
+def test_settled_raw_pages_decode_like_a_load(svc: LocalService) -> None:
+    client = client_of(svc)
+    want = read_object(client, WO, progress=False)
+    pager = Paginator(client, WO, rows_per_page=10, verify="none")
+    fields, source, tz = fields_and_source(client, WO)
+    pipe = PagePipeline(pager, fields, source, tz)
+    first: list[Page] = []
+
+    def settle(page: Page) -> None:
+        first.append(page)
+        assert pipe.settle(page)  # the demo's work orders decode from raw values
+    pager.on_first = settle
+    svc.request_log.clear()
+    got = pipe.collect()
+    queries = page_queries(svc)
+    assert len(queries) == 5 and "format=raw" not in queries[0]
+    assert all("format=raw" in q for q in queries[1:])  # every later page came raw
+    pd.testing.assert_frame_equal(got.main, want.main)
+    for name, table in want.tables.items():
+        pd.testing.assert_frame_equal(got.tables[name], table)
+
+
+def test_without_raw_pages_the_format_stays(svc: LocalService) -> None:
+    client = client_of(svc)
+    pager = Paginator(client, WO, rows_per_page=20, verify="none")
+    fields, source, tz = fields_and_source(client, WO)
+    pipe = PagePipeline(pager, fields, source, tz)
+    assert not pipe.settle(None, raw_pages=False)
+    svc.request_log.clear()
+    got = pipe.collect()
+    assert len(got.main) == 45
+    assert not any("format=raw" in q for q in page_queries(svc))
+
+
+def test_a_raw_page_that_needs_display_values_is_fetched_again(svc: LocalService) -> None:
+    """A view whose connection shows a name (its ids are only in the display HTML): forced
+    to raw pages, each page is fetched again with display values, as are later pages."""
+    manager = next(u for u in svc.users if "profile_2" in u["profile_keys"])
+    client = client_of(svc)
+    client.login(manager["email"], manager["password"])
+    target = ("scene_2", "view_3")
+    plain = read_view(client, *target, rows_per_page=5, progress=False)
+    if not len(plain.main):
+        pytest.skip("the manager has no work orders in this demo")
+    pager = Paginator(client, target, rows_per_page=5, verify="none")
+    fields, source, tz = fields_and_source(client, target)
+    pipe = PagePipeline(pager, fields, source, ZoneInfo(plain.source.timezone or "UTC")
+                        if plain.source else tz)
+    pipe.settle(None)  # no page 1 to look at: the kinds alone say raw values will do
+    assert pager.page_format == "raw"
+    got = pipe.collect()
+    assert pager.page_format == "both"  # the fallback switched the pages still to come
+    pd.testing.assert_frame_equal(got.main, plain.main)
+    assert got.tables["field_42"]["connected_id"].notna().all()
+
+
+def test_a_stop_condition_ends_the_pass_without_more_requests(svc: LocalService) -> None:
+    client = client_of(svc)
+    seen: list[int] = []
+
+    def second(page: Page) -> bool:
+        seen.append(page.number)
+        return page.number == 2
+    pager = Paginator(client, WO, rows_per_page=5, verify="first", max_workers=1,
+                      prefetch=1, stop=second)
+    svc.request_log.clear()
+    pages = list(pager.iter_pages())
+    assert [p.number for p in pages] == [1, 2] and seen == [1, 2]
+    assert pager.passes[-1].stopped and pager.passes[-1].consistent
+    # pages 1 and 2, and page 1 again to verify: page 3 was never asked for
+    assert len(page_queries(svc)) == 3
+
+
+def test_a_stopped_pass_is_not_refused_for_the_quota(svc: LocalService) -> None:
+    """The quota check counts the pages a whole listing needs; a run that stops at page 1
+    needs none of them."""
+    client = client_of(svc)
+    svc.emulation.daily_quota = 10_000
+    try:
+        svc.emulation.new_quota_day()
+        client.get_page(WO, 1, 1)  # the quota is known
+        used = svc.emulation.quota_used
+        svc.emulation.daily_quota = used + 3
+        with pytest.raises(QuotaInsufficient):
+            Paginator(client, WO, rows_per_page=1, verify="none").records()
+        svc.emulation.daily_quota = svc.emulation.quota_used + 3
+        client.get_page(WO, 1, 1)
+        pages = list(Paginator(client, WO, rows_per_page=1, verify="none",
+                               stop=lambda page: True).iter_pages())
+        assert len(pages) == 1
+    finally:
+        svc.emulation.daily_quota = 0
+
+
+def test_latest_only_keeps_a_repeated_record_on_its_last_page() -> None:
+    source = Source("object", WO, [])
+
+    def part(ids: list[str], value: str) -> Frames:
+        main = pd.DataFrame({"v": [value] * len(ids)},
+                            index=pd.Index(ids, dtype="string", name="id"))
+        table = pd.DataFrame({"record_id": ids, "x": [value] * len(ids)})
+        return Frames(main, {"t": table}, source)
+    a, b = latest_only([part(["1", "2"], "old"), part(["2", "3"], "new")])
+    assert list(a.main.index) == ["1"] and list(a.tables["t"]["record_id"]) == ["1"]
+    assert list(b.main["v"]) == ["new", "new"] and list(b.tables["t"]["record_id"]) == [
+        "2", "3"]
