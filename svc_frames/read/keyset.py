@@ -11,8 +11,9 @@ created during it have values past the plan and may come or not; records deleted
 it may come or not).
 
 The plan: page 1 sorted by the key, ascending (its records are every record up to its
-last value); from its values' density and the total, ranges of the key past it sized to
-fill ``FILL`` of a page each, the last one open-ended; all fetched side by side within
+last value), and beside it the largest value (one row, descending); from the density
+between them and the total, ranges of the key past page 1 sized to fill
+``FILL_MEASURED`` of a page each, the last one open-ended; all fetched side by side within
 the pace (each its own filter, sorted by the key). A range holding more than a page (a
 dense stretch) goes on from the last value it returned.
 
@@ -30,11 +31,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KeyRange", "plan_ranges", "key_values", "key_value", "FILL"]
+__all__ = ["KeyRange", "plan_ranges", "key_values", "key_value", "FILL", "FILL_MEASURED"]
 
 #: Share of a page a range is planned to fill: values are spread unevenly (deleted
 #: records leave gaps), and a range that overflows costs one more request, in sequence.
+#: With the largest value known, the density past page 1 is measured, not guessed.
 FILL = 0.85
+FILL_MEASURED = 0.95
 
 
 @dataclass(frozen=True)
@@ -85,16 +88,25 @@ def key_values(records: Sequence[Any], key: str) -> list[int] | None:
     return out
 
 
-def plan_ranges(first_keys: Sequence[int], total: int, rows_per_page: int
-                ) -> list[KeyRange]:
+def plan_ranges(first_keys: Sequence[int], total: int, rows_per_page: int,
+                top: int | None = None) -> list[KeyRange]:
     """The ranges past page 1 (whose values, ascending, are ``first_keys``) for a list of
-    ``total`` records: each expected to fill ``FILL`` of a page at page 1's density, the
-    last open-ended (it also takes records created since, which a load may or may not
-    hold). Usage: ``plan_ranges([1, 2, 4], 9, 3)``"""
+    ``total`` records whose largest value is ``top`` (None: unknown): each expected to
+    fill ``FILL_MEASURED`` of a page at the density between page 1's last value and
+    ``top`` (without it: ``FILL`` at page 1's own density), the last open-ended (it also
+    takes records created since, which a load may or may not hold).
+    Usage: ``plan_ranges([1, 2, 4], 9, 3, top=12)``"""
     if not first_keys:
         return []
     lo = first_keys[-1]
     remaining = max(0, total - len(first_keys))
+    if top is not None and top > lo and remaining:
+        per_range = max(1, int(rows_per_page * FILL_MEASURED))
+        density = min(1.0, remaining / (top - lo))
+        width = max(1, math.ceil(per_range / density))
+        n = max(1, math.ceil((top - lo) / width))
+        return [KeyRange(lo + i * width, lo + (i + 1) * width if i < n - 1 else None)
+                for i in range(n)]
     per_range = max(1, int(rows_per_page * FILL))
     n = max(1, math.ceil(remaining / per_range))
     span = max(1, lo - first_keys[0] + 1)

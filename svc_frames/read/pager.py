@@ -458,7 +458,11 @@ class Paginator:
         between ranges); a repeated id is dropped. Page 1 with a blank or repeated value:
         ``key_field`` is set to None and nothing is yielded (page-number paging follows)."""
         report = PassReport(1)
-        first = self._fetch(1, 1)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-top") as side:
+            top_future = side.submit(self._top_key)   # beside page 1: no round trip more
+            first = self._fetch(1, 1)
+            top = top_future.result() if first.total_records > len(first.records) \
+                else None
         keys = key_values(first.records, self.key_field or "")
         if keys is None or keys != sorted(set(keys)):
             self.key_field = None
@@ -467,7 +471,7 @@ class Paginator:
             return
         self.passes.append(report)
         self.total_records, self.total_pages = first.total_records, first.total_pages
-        ranges = plan_ranges(keys, first.total_records, self.rows_per_page) \
+        ranges = plan_ranges(keys, first.total_records, self.rows_per_page, top) \
             if first.total_records > len(first.records) else []
         if ranges:
             self.check_quota(len(ranges) + 1)
@@ -530,6 +534,19 @@ class Paginator:
             self.final_hashes = np.sort(uniq)
         report.consistent = True
         report.reason = f"keyset: {report.pages} ranges of {self.key_field}"
+
+    def _top_key(self) -> int | None:
+        """The largest value of ``key_field`` in the listing (one row, sorted descending);
+        None when it cannot be read (the plan then guesses from page 1)."""
+        params = dict(self._params, page=1, rows_per_page=1, sort_order="desc",
+                      format="raw")
+        try:
+            env = self.client.get_page(self.target, params=params)
+        except ServerError:
+            return None
+        recs = env.get("records") or []
+        vals = key_values(recs[:1], self.key_field or "") if recs else None
+        return vals[0] if vals else None
 
     def check_quota(self, wanted: int) -> None:
         """QuotaInsufficient when the requests still needed after page 1 (the other
