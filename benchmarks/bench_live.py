@@ -13,6 +13,9 @@ Run: ``.venv/bin/python -m benchmarks.bench_live [--quick] [--records N] [--part
 3. Creates: 40 creates, half faulted before the service stores them (the answer lost),
    while another client creates records with the same values: adoptions of the other's
    records (goal 0), duplicates (goal 0), and how many end ``unknown``.
+4. Refresh: writers that do not stamp (API updates, no record rule) beside stamped edits
+   in the pages: what each refresh misses, when the sweep (every 10th) finds it, and the
+   requests of a refresh and of a sweep.
 
 The full size is 50,000 work orders and 500 cells; ``--records``/``--cells`` change it
 (the machine is shared: the figures in docs/live-application.md say which size ran).
@@ -181,23 +184,65 @@ def bench_creates(n: int) -> None:
               f"duplicates {dups}; statuses {report.counts}", flush=True)
 
 
+# ---- 4. refresh: writers that do not stamp --------------------------------------------------
+def bench_refresh(records: int, rounds: int = 10, every: int = 10) -> None:
+    from svc_frames.refreshing.policy import refresh
+
+    with LocalService(demo=True, records=records, rate_limit=10, latency_ms=100,
+                      seed=4) as svc:
+        client = client_for(svc, rate_limit=10)
+        frames = read_object(client, OBJ, progress=False)
+        ids = [str(i) for i in frames.main.index]
+        pending: dict[str, str] = {}     # unstamped changes not yet seen
+        found_late: list[int] = []
+        stamped_missed = 0
+        costs: list[tuple[bool, int]] = []
+        for r in range(1, rounds + 1):
+            for k in range(3):
+                rid = ids[(r * 7 + k) % len(ids)]
+                value = f"api {r}.{k}"
+                client.update_record(OBJ, rid, {TEXT: value})   # no record rule: no stamp
+                pending[rid] = value
+            paged = ids[(r * 11) % len(ids)]
+            svc.pages.update_record(OBJ, paged, {TEXT: f"pages {r}"})   # stamped
+            report = refresh(client, frames, sweep_every=every)
+            costs.append((report.swept, report.requests))
+            if frames.main.at[paged, TEXT] != f"pages {r}":
+                stamped_missed += 1
+            for rid, value in list(pending.items()):
+                if frames.main.at[rid, TEXT] == value:
+                    found_late.append(r)
+                    del pending[rid]
+        normal = [n for s, n in costs if not s]
+        swept = [n for s, n in costs if s]
+        print(f"refresh of {records:,} work orders, {rounds} rounds of 3 unstamped API "
+              f"updates and 1 stamped page edit, sweep_every={every}: stamped missed "
+              f"{stamped_missed}; unstamped found {len(found_late)} of {3 * rounds} (at "
+              f"refreshes {sorted(set(found_late))}), {len(pending)} still unseen; "
+              f"requests per refresh {sum(normal) / max(1, len(normal)):.1f}, per sweep "
+              f"{sum(swept) / max(1, len(swept)):.1f}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--cells", type=int, default=500)
     ap.add_argument("--loads", type=int, default=10)
-    ap.add_argument("--part", choices=["loads", "writers", "creates"], action="append")
+    ap.add_argument("--part", choices=["loads", "writers", "creates", "refresh"],
+                    action="append")
     args = ap.parse_args()
     if args.quick:
         args.records, args.cells, args.loads = 3_000, 60, 3
-    parts = args.part or ["loads", "writers", "creates"]
+    parts = args.part or ["loads", "writers", "creates", "refresh"]
     if "loads" in parts:
         bench_loads(args.records, [2.0, 10.0], args.loads)
     if "writers" in parts:
         bench_writers(args.cells)
     if "creates" in parts:
         bench_creates(40 if not args.quick else 12)
+    if "refresh" in parts:
+        bench_refresh(min(args.records, 5_000))
 
 
 if __name__ == "__main__":
