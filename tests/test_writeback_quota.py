@@ -67,6 +67,10 @@ def svc() -> Iterator[LocalService]:
         yield s
 
 
+# The gate's arithmetic below is shown with the single re-read guard (guard="once"): the
+# live guard's re-reads and checks are not claimed at the gate either, they come out of the
+# reserve as re-reads do; its own counts are in test_plan_rereads_follow_the_guard_rules.
+
 # ---- plan.requests ----------------------------------------------------------------------------
 def test_plan_requests_equal_the_requests_of_a_clean_run(svc: LocalService) -> None:
     client, obj, frames = load_orders(svc)
@@ -77,7 +81,8 @@ def test_plan_requests_equal_the_requests_of_a_clean_run(svc: LocalService) -> N
     frames.main = frames.main.drop(index=[gone])
     plan = diff(frames)
     est = plan.requests                          # deletes not asked for: not counted
-    assert (est.writes, est.uploads, est.lookups) == (14, 0, 1)   # 1: before the creates
+    # 2 before the creates: their matches and the auto-increment mark
+    assert (est.writes, est.uploads, est.lookups) == (14, 0, 2)
     assert est.rereads >= 1
     full = plan.estimate_requests(delete_missing=True)
     assert full.writes == 15
@@ -100,7 +105,10 @@ def test_plan_rereads_follow_the_guard_rules(n: int) -> None:
         svc.request_log.clear()
         report = write_back(client, frames, quota_reserve=0)
         assert report.ok
-        assert svc.request_log.count(method="GET") == plan.requests.rereads
+        # the live guard: re-reads before each batch, and the check after the writes
+        assert svc.request_log.count(method="GET") == (plan.requests.rereads
+                                                       + plan.requests.checks)
+        assert report.requests["checks"] == plan.requests.checks >= 1
         assert svc.request_log.count() == plan.requests.total
 
 
@@ -133,10 +141,10 @@ def test_quota_runs_out_mid_run_and_the_resume_applies_exactly_the_rest(
     want = edit(frames, ids, "budget")
     quota, reserve = 25, 5
     learn_quota(svc, client, obj, quota)             # 1 used: 24 left, the client knows
-    needed = diff(frames).requests.total
+    needed = diff(frames).estimate_requests(guard="once").total
     svc.request_log.clear()
     journal = tmp_path / "push.jsonl"
-    report = write_back(client, frames, quota_reserve=reserve, max_workers=1,
+    report = write_back(client, frames, guard="once", quota_reserve=reserve, max_workers=1,
                         journal=journal)
     st = statuses(report)
     applied = [r for r in ids if st[r] == "applied"]
@@ -162,7 +170,7 @@ def test_quota_runs_out_mid_run_and_the_resume_applies_exactly_the_rest(
     svc.emulation.new_quota_day()
     svc.request_log.clear()
     again = client_for(svc)
-    report2 = write_back(again, frames, quota_reserve=reserve, journal=journal)
+    report2 = write_back(again, frames, guard="once", quota_reserve=reserve, journal=journal)
     assert set(statuses(report2).values()) == {"applied"}
     assert sorted(statuses(report2)) == sorted(rest)
     assert sorted(put_ids(svc, obj)) == sorted(rest)      # exactly the rest, once each
@@ -178,7 +186,7 @@ def test_concurrent_writers_never_pass_the_reserve(svc: LocalService) -> None:
     edit(frames, ids, "parallel")
     learn_quota(svc, client, obj, 20)
     svc.request_log.clear()
-    report = write_back(client, frames, quota_reserve=4, max_workers=8)
+    report = write_back(client, frames, guard="once", quota_reserve=4, max_workers=8)
     st = statuses(report)
     # never past the reserve; a claim counts until its answer is handled, so the gate may
     # stop a little early (at most one record per worker)
@@ -193,7 +201,7 @@ def test_guard_that_does_not_fit_sends_nothing(svc: LocalService) -> None:
     edit(frames, [str(i) for i in frames.main.index[:3]], "no room")
     learn_quota(svc, client, obj, 10)               # 9 left
     svc.request_log.clear()
-    report = write_back(client, frames, quota_reserve=9)
+    report = write_back(client, frames, guard="once", quota_reserve=9)
     assert svc.request_log.count() == 0
     assert set(statuses(report).values()) == {"not_applied"}
     assert "re-read" in report.table["message"].iloc[0]
@@ -203,7 +211,7 @@ def test_default_reserve_is_kept(svc: LocalService) -> None:
     client, obj, frames = load_orders(svc)
     edit(frames, [str(i) for i in frames.main.index[:5]], "default")
     learn_quota(svc, client, obj, DEFAULT_QUOTA_RESERVE + 3)
-    report = write_back(client, frames, max_workers=1)
+    report = write_back(client, frames, guard="once", max_workers=1)
     assert svc.emulation.quota_used == 3             # 1 to learn it, then 2 of 5 records
     assert report.counts == {"applied": 1, "not_applied": 4}
 
@@ -217,7 +225,7 @@ def test_quota_spent_elsewhere_mid_run_is_not_applied_then_resumed(svc: LocalSer
     # someone else spends the day's quota just before our 4th write arrives
     svc.emulation.inject("quota", method="PUT", path_prefix=f"/v1/objects/{obj}/records/{ids[3]}")
     svc.request_log.clear()
-    report = write_back(client, frames, max_workers=1, quota_reserve=0)
+    report = write_back(client, frames, guard="once", max_workers=1, quota_reserve=0)
     st = statuses(report)
     assert [st[r] for r in ids] == ["applied"] * 3 + ["not_applied"] * 7
     assert "failed" not in st.values()
@@ -230,7 +238,7 @@ def test_quota_spent_elsewhere_mid_run_is_not_applied_then_resumed(svc: LocalSer
     svc.emulation.new_quota_day()
     svc.request_log.clear()
     again = client_for(svc)
-    report2 = write_back(again, frames, quota_reserve=0)
+    report2 = write_back(again, frames, guard="once", quota_reserve=0)
     assert sorted(statuses(report2)) == sorted(ids[3:])
     assert sorted(put_ids(svc, obj)) == sorted(ids[3:])
     server = read_object(again, obj, progress=False).main[text_key(frames)]
@@ -245,13 +253,13 @@ def test_quota_spent_after_a_lost_answer_is_unknown_not_failed(svc: LocalService
     path = f"/v1/objects/{obj}/records/{ids[1]}"
     svc.emulation.inject("cut", method="PUT", path_prefix=path)     # applied, answer lost
     svc.emulation.inject("quota", method="PUT", path_prefix=path)   # the retry: refused
-    report = write_back(client, frames, max_workers=1, quota_reserve=0)
+    report = write_back(client, frames, guard="once", max_workers=1, quota_reserve=0)
     st = statuses(report)
     assert [st[r] for r in ids] == ["applied", "unknown", "not_applied"]
     assert ids[1] in put_ids(svc, obj)          # the store has it: unknown was the truth
     svc.emulation.new_quota_day()
     again = client_for(svc)
-    report2 = write_back(again, frames, quota_reserve=0)
+    report2 = write_back(again, frames, guard="once", quota_reserve=0)
     st2 = statuses(report2)
     assert st2 == {ids[1]: "applied", ids[2]: "applied"}
     server = read_object(again, obj, progress=False).main[text_key(frames)]
@@ -267,7 +275,7 @@ def test_unknown_quota_is_told_by_the_first_answer(svc: LocalService) -> None:
     svc.emulation.daily_quota = 500
     svc.emulation.new_quota_day()
     client = client_for(svc)                        # no answer yet: the quota is unknown
-    report = write_back(client, frames, quota_reserve=0)
+    report = write_back(client, frames, guard="once", quota_reserve=0)
     q = report.quota
     assert q is not None and q.learned and q.remaining == 500 and q.fits
     assert "the guard's re-read told it" in str(q)

@@ -70,7 +70,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,
                       on_page=on_page or bar, verify=verify, schema_checks=True, timezone=tz,
-                      max_workers=max_workers)
+                      max_workers=max_workers, keyset=True)
     asked = load_params(pager.query, sort_field, sort_order, limit, rows_per_page)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
     pipe = PagePipeline(pager, tz=tz)

@@ -48,6 +48,7 @@ from ..filters import prepare_query
 from ..http.body import parse_json
 from ..query import Query, needs_schema, validate_filters
 from ..schema import Schema
+from .keyset import KeyRange, key_values, plan_ranges
 from .rawpages import RawRecord, raw_page_parser
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class Page:
     format: PageFormat = "both"
     decoded: bool = False  # decoded while fetched (PageDecoder): ``frames`` holds the page
     frames: Frames | None = None  # its frames; None when the page needs display values
+    # a keyset page (keyset.py): the range it asked for, so a refetch asks for it again
+    key_range: KeyRange | None = None
 
 
 @dataclass
@@ -150,7 +153,7 @@ class Paginator:
                  timezone: ZoneInfo | None = None,
                  on_page: Callable[[Page], None] | None = None,
                  on_first: Callable[[Page], None] | None = None,
-                 stop: Callable[[Page], bool] | None = None) -> None:
+                 stop: Callable[[Page], bool] | None = None, keyset: bool = False) -> None:
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 0):
             raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
@@ -209,11 +212,26 @@ class Paginator:
         # the filters every page request of this pager sends, prepared once
         if self.query.text is not None:
             self._params["filters"] = self.query.text
+        # keyset paging (keyset.py) over the object's auto-increment field, when asked
+        # for (the loaders) and the listing has no order or cut of its own
+        self.key_field: str | None = None
+        if keyset and sort_field is None and limit is None and stop is None \
+                and isinstance(target, str) and len(self.query.also([])) == 1:
+            fields = Schema.of(client.schema()).object_fields(target) or []
+            self.key_field = next((f.key for f in fields if f.kind == "auto_increment"),
+                                  None)
+        if self.key_field is not None:
+            self._params.update(sort_field=self.key_field, sort_order="asc")
 
     # ---- fetching ------------------------------------------------------------------------
-    def _fetch(self, number: int, pass_no: int, notify: bool = True) -> Page:
+    def _fetch(self, number: int, pass_no: int, notify: bool = True,
+               key_range: KeyRange | None = None) -> Page:
         fmt = self.page_format
         params = dict(self._params, page=number)
+        if key_range is not None:   # page 1 of the range's own listing
+            assert self.key_field is not None
+            params["page"] = 1
+            params["filters"] = self.query.also(key_range.rules(self.key_field))[0].text
         if fmt != "both":
             params["format"] = fmt
         env = self.client.get_page(self.target, page=number, params=params,
@@ -234,7 +252,7 @@ class Paginator:
             if not isinstance(rec.get("id"), str):
                 raise ServerError(f"page {number}: a record without a string id")
         page = Page(number, records, total_pages, total_records, pass_no, fmt,
-                    "frames" in env, env.get("frames"))
+                    "frames" in env, env.get("frames"), key_range)
         if notify and self.on_page is not None:
             self.on_page(page)
         return page
@@ -256,7 +274,8 @@ class Paginator:
         ConsistencyError if it no longer holds the same records.
 
         Usage: ``page = pager.refetch(page)``"""
-        again = self._fetch(page.number, page.pass_no, notify=False)
+        again = self._fetch(page.number, page.pass_no, notify=False,
+                            key_range=page.key_range)
         if record_ids(again.records) != record_ids(page.records):
             raise ConsistencyError(
                 f"page {page.number} of {self._what()} changed while it was fetched again "
@@ -367,6 +386,10 @@ class Paginator:
         Consumers de-duplicate by id; after the loop, ``final_ids`` (or, with
         ``keep_ids=False``, the sorted ``final_hashes``) says which records the consistent
         pass holds (records seen earlier but not there were deleted mid-run)."""
+        if self.key_field is not None:
+            yield from self._keyset_run()
+            if self.key_field is not None:   # else page 1 showed it cannot be done
+                return
         previous: tuple[Any, set[int]] | None = None
         for pass_no in range(1, self.max_passes + 1):
             self._early, self._early_stale = None, False
@@ -429,6 +452,103 @@ class Paginator:
             f"records of {self._what()} kept moving while paging: {self.max_passes} passes, "
             f"none consistent (last: {self.passes[-1].reason}); try again, or sort by a "
             "field that does not change")
+
+    def _keyset_run(self) -> Iterator[Page]:
+        """One pass by ranges of ``key_field`` (keyset.py): page 1 sorted by it, then the
+        ranges past it side by side within the pace, in order, a range that fills its page
+        going on from its last value. Consistent by construction (no record shifts
+        between ranges); a repeated id is dropped. Page 1 with a blank or repeated value:
+        ``key_field`` is set to None and nothing is yielded (page-number paging follows)."""
+        report = PassReport(1)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-top") as side:
+            top_future = side.submit(self._top_key)   # beside page 1: no round trip more
+            first = self._fetch(1, 1)
+            top = top_future.result() if first.total_records > len(first.records) \
+                else None
+        keys = key_values(first.records, self.key_field or "")
+        if keys is None or keys != sorted(set(keys)):
+            self.key_field = None
+            self._params.pop("sort_field", None)
+            self._params.pop("sort_order", None)
+            return
+        self.passes.append(report)
+        self.total_records, self.total_pages = first.total_records, first.total_pages
+        ranges = plan_ranges(keys, first.total_records, self.rows_per_page, top) \
+            if first.total_records > len(first.records) else []
+        if ranges:
+            self.check_quota(len(ranges) + 1)
+            if self.on_first is not None:
+                self.on_first(first)
+        ids: list[str] = []
+        seen: set[str] = set()
+        hashes: list[np.ndarray] = []
+
+        def take(page: Page) -> None:
+            report.pages += 1
+            report.records += len(page.records)
+            report.totals.add(page.total_records)
+            if not self.keep_ids:
+                hashes.append(id_hashes(page.records))
+                return
+            for rid in record_ids(page.records):
+                if rid in seen:
+                    report.duplicates += 1
+                else:
+                    seen.add(rid)
+                    ids.append(rid)
+
+        take(first)
+        yield first
+        number = 1
+        with ThreadPoolExecutor(max_workers=self.max_workers,
+                                thread_name_prefix="svc-range") as pool:
+            todo = list(reversed(ranges))
+            pending: list[tuple[KeyRange, Future[Page]]] = []
+            try:
+                while todo or pending:
+                    window = min(self.prefetch, 4 * number)
+                    while todo and len(pending) < window:
+                        rng = todo.pop()
+                        pending.append((rng, pool.submit(self._fetch, 0, 1, True, rng)))
+                    rng, fut = pending.pop(0)
+                    page = fut.result()
+                    number += 1
+                    page.number = number
+                    if page.total_records > len(page.records) and page.records:
+                        # a dense stretch: the rest of this range comes next, in order
+                        last = key_values(page.records[-1:], self.key_field or "")
+                        if last:
+                            pending.insert(0, (rng.rest(last[0]), pool.submit(
+                                self._fetch, 0, 1, True, rng.rest(last[0]))))
+                    take(page)
+                    yield page
+            finally:
+                for _, fut in pending:
+                    fut.cancel()
+        if self.keep_ids:
+            self.final_ids = ids
+            report.distinct = len(ids)
+        else:
+            order = np.concatenate(hashes) if hashes else np.empty(0, np.int64)
+            uniq = np.unique(order)
+            report.duplicates = len(order) - len(uniq)
+            report.distinct = len(uniq)
+            self.final_hashes = np.sort(uniq)
+        report.consistent = True
+        report.reason = f"keyset: {report.pages} ranges of {self.key_field}"
+
+    def _top_key(self) -> int | None:
+        """The largest value of ``key_field`` in the listing (one row, sorted descending);
+        None when it cannot be read (the plan then guesses from page 1)."""
+        params = dict(self._params, page=1, rows_per_page=1, sort_order="desc",
+                      format="raw")
+        try:
+            env = self.client.get_page(self.target, params=params)
+        except ServerError:
+            return None
+        recs = env.get("records") or []
+        vals = key_values(recs[:1], self.key_field or "") if recs else None
+        return vals[0] if vals else None
 
     def check_quota(self, wanted: int) -> None:
         """QuotaInsufficient when the requests still needed after page 1 (the other

@@ -67,7 +67,7 @@ def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int) 
     tz = ZoneInfo(source.timezone) if source.timezone else None
     pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query,
                       sort_field=load.get("sort_field"), sort_order=load.get("sort_order"),
-                      verify="first")
+                      verify="first", keyset=True)
     pipe = PagePipeline(pager, source.fields, source, tz)
     pipe.settle(None)
     return pipe.collect()

@@ -56,7 +56,14 @@ from .listing import column_names, describe, list_all, target_of
 from .merge import Merger
 from .window import clock_skew, concat_parts, oldest_first, paged, recent, stamp_cutoff
 
-__all__ = ["refresh", "RefreshReport", "RefreshNotice", "check_modified_field"]
+__all__ = ["refresh", "RefreshReport", "RefreshNotice", "check_modified_field",
+           "DEFAULT_SWEEP_EVERY", "check_sweep_every"]
+
+#: Every Nth refresh of the same frames lists every record (a sweep): the stamp window
+#: cannot see a change by a writer that does not stamp (another integration writing
+#: through the API sets no record rule's stamp), and a sweep finds it at one listing's
+#: pages, so such a change is at most N-1 refreshes late.
+DEFAULT_SWEEP_EVERY = 10
 
 
 class RefreshNotice(SvcWarning):
@@ -77,6 +84,7 @@ class RefreshReport:
     requests: int = 0               # requests sent by this refresh (schema included)
     deletion_requests: int = 0      # of which the listing that found deleted records
     full: bool = False              # everything was listed (no modified field, or asked)
+    swept: bool = False             # the periodic sweep listed everything (sweep_every)
     reason: str = ""                # why the refresh listed everything, if it did
     modified_field: str | None = None
     cursor_field: str | None = None  # the auto-increment field used for new records
@@ -119,8 +127,19 @@ def check_modified_field(source: Source, key: str) -> FieldSpec:
 
 
 # ---- the refresh ---------------------------------------------------------------------------
+def check_sweep_every(value: Any) -> int:
+    """``sweep_every`` checked: a whole number >= 0 (0: never sweep); UsageError naming it.
+
+    Usage: ``check_sweep_every(10)``"""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"sweep_every must be a whole number of refreshes >= 0 (0: never "
+                         f"list everything), got {value!r}", field="sweep_every")
+    return value
+
+
 def refresh(client: Client, frames: Frames, *, modified_field: str | None = None,
-            full: bool = False, rows_per_page: int | None = None) -> RefreshReport:
+            full: bool = False, rows_per_page: int | None = None,
+            sweep_every: int = DEFAULT_SWEEP_EVERY) -> RefreshReport:
     """Bring ``frames`` (from ``read_object``/``read_view``) up to date in place.
 
     ``modified_field``: the date_time field stamped on every change (default: the one the
@@ -128,7 +147,10 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     loaded records cannot be asked for: the whole listing is fetched (``full``), with a
     :class:`RefreshNotice` saying what the object needs. ``full=True`` lists everything
     anyway (also catching values computed from other records, which change without a
-    stamp). ``rows_per_page``: default the load's.
+    stamp). ``rows_per_page``: default the load's. ``sweep_every``: every Nth refresh
+    of these frames lists everything (default 10; 0: never), which finds changes made by
+    writers that do not stamp (other integrations writing through the API): between
+    sweeps those are not seen (``report.swept`` says when one ran).
 
     Usage: ``report = refresh(client, orders); print(report)``"""
     source = check_frames(client, frames)
@@ -138,6 +160,12 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
                          "they hold the first records only; load without limit")
     if modified_field is not None:
         check_modified_field(source, modified_field)
+    every = check_sweep_every(sweep_every)
+    count = int(load.get("refreshes") or 0) + 1    # this refresh's number since the load
+    if every and not full and count % every == 0:
+        full, swept = True, True
+    else:
+        swept = False
     rpp = int(rows_per_page or load.get("rows_per_page") or 1000)
     # validates target and rows_per_page before any request; the filters are the load's
     # query, prepared once when it was loaded (the same bytes are sent again)
@@ -158,11 +186,15 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
             report.reason = (f"{source.object_key} has no date_time field stamped on every "
                              "change (a record rule setting it to the current date on "
                              "every create and update): add one, or pass modified_field=")
+    elif swept:
+        report.reason = (f"the periodic sweep (every {every}th refresh): finds changes by "
+                         "writers that do not stamp")
     elif full:
         report.reason = "full=True"
     else:  # named: the schema's rule (if it is that one) says it stamps creations too
         stamps_creates = modified_field_of(client.schema(), source.object_key) == mod
     report.modified_field = mod
+    report.swept = swept
     merger = Merger(frames)
     if mod is None and not full:
         warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "
@@ -177,7 +209,8 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
         merger.finish()
     report.added, report.changed, report.deleted = merger.added, merger.changed, merger.deleted
     report.conflicts = merger.conflict_frame()
-    new_load = {**load, "loaded_at": started.isoformat(timespec="seconds")}
+    new_load = {**load, "loaded_at": started.isoformat(timespec="seconds"),
+                "refreshes": count}
     for src in (frames.source, frames.original.source if frames.original else None):
         if src is not None:
             src.load = dict(new_load)

@@ -104,7 +104,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
                       verify=verify, max_workers=min(client.max_workers, 3), prefetch=3,
-                      keep_ids=False, schema_checks=True, timezone=tz)
+                      keep_ids=False, schema_checks=True, timezone=tz, keyset=True)
     app = client.schema()  # first: every part must share the schema it fixes
     tz = tz or Schema.of(app).timezone
     pipe = PagePipeline(pager, tz=tz)

@@ -12,7 +12,8 @@ Usage::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -28,14 +29,18 @@ from .target import where
 from .uploads import resolve_uploads
 from .values import Values, decode_records, response_record, same
 
-__all__ = ["apply", "take_baseline", "lookup_created", "Match"]
+__all__ = ["apply", "take_baseline", "lookup_created", "Match", "LiveBatches"]
 
 _ORDER = {"update": 0, "create": 1, "delete": 2}
 
 
-def apply(run: RunState, max_workers: int, progress: bool | None) -> None:
+def apply(run: RunState, max_workers: int, progress: bool | None,
+          live: LiveBatches | None = None) -> None:
     """Updates, then creates, then deletes, concurrently within the client's pace; a bar
-    of writes done / planned when ``progress`` (see ``want_progress``)."""
+    of writes done / planned when ``progress`` (see ``want_progress``). ``live``: the
+    live guard, which re-reads each batch of updates and deletes just before writing it
+    (``live.prepare``) and re-reads again any record whose write would leave later than
+    ``live.window`` after its re-read."""
     todo = run.todo
     order = sorted(todo, key=lambda r: _ORDER[todo[r]])
     if not order:
@@ -46,10 +51,19 @@ def apply(run: RunState, max_workers: int, progress: bool | None) -> None:
     pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}", unit="rec",
                    total=len(order))
+    one = (lambda rid: budgeted(run, rid, write)) if live is None \
+        else (lambda rid: budgeted(run, rid, lambda r, i: _fresh_write(r, i, live)))
     try:
-        for out in pool.map(lambda rid: budgeted(run, rid, write), order):
-            run.outcomes[out.record_id] = out
-            bar.update(1)
+        for batch in _batches(run, order, live):
+            if live is not None and run.todo.get(batch[0]) != "create" \
+                    and not (run.gate and run.gate.stopped):
+                live.prepare(batch)   # settles conflicts: they leave run.todo
+            for rid in batch:
+                if rid in run.outcomes:
+                    bar.update(1)
+            for out in pool.map(one, [r for r in batch if r not in run.outcomes]):
+                run.outcomes[out.record_id] = out
+                bar.update(1)
     except BaseException:
         # interrupted (Ctrl-C, a crash): start nothing more; the journal holds
         # every acknowledged write for the re-run
@@ -59,6 +73,44 @@ def apply(run: RunState, max_workers: int, progress: bool | None) -> None:
     pool.shutdown(wait=True)
     bar.close()
     check_unanswered(run)    # writes whose answer was lost: re-read before the report
+
+
+@dataclass(frozen=True)
+class LiveBatches:
+    """The live guard as ``apply`` sees it: ``prepare(ids)`` re-reads and guards those
+    records, ``size`` of a batch, ``window`` seconds a re-read stays fresh."""
+
+    prepare: Callable[[Sequence[str]], None]
+    size: int
+    window: float
+
+
+def _batches(run: RunState, order: Sequence[str], live: LiveBatches | None
+             ) -> list[list[str]]:
+    """The records in order, in batches of ``live.size`` that share an action (all at
+    once without the live guard)."""
+    if live is None:
+        return [list(order)]
+    out: list[list[str]] = []
+    for rid in order:
+        if out and run.todo[out[-1][0]] == run.todo[rid] and (
+                len(out[-1]) < live.size or run.todo[rid] == "create"):
+            out[-1].append(rid)
+        else:
+            out.append([rid])
+    return out
+
+
+def _fresh_write(run: RunState, rid: str, live: LiveBatches) -> Outcome:
+    """``write``, once the record's re-read is younger than the window (a record the
+    pace kept waiting is re-read alone first, and may then be a conflict)."""
+    act = run.todo.get(rid)
+    if act in ("update", "delete") and \
+            time.monotonic() - run.read_at.get(rid, float("-inf")) > live.window:
+        live.prepare([rid])
+        if rid not in run.todo:
+            return run.outcomes[rid]
+    return write(run, rid)
 
 
 def write(run: RunState, rid: str) -> Outcome:
@@ -95,6 +147,8 @@ def update(run: RunState, rid: str) -> Outcome:
             resp = client.update_record(tgt.object_key, rid, _stamped(run, body))
     except ServerError as exc:
         return _unanswered(run, rid, "update", body, exc)
+    with run.adopt_lock:
+        run.written[rid] = (body, time.monotonic())
     if jr:
         jr.write("ack", run.keys[rid], action="update", record_id=rid)
     rec = response_record(resp)
@@ -119,16 +173,21 @@ def _unanswered(run: RunState, rid: str, act: Action, body: dict[str, Any],
     have been applied. ``unknown`` until ``check_unanswered`` re-reads it."""
     with run.adopt_lock:
         run.unanswered[rid] = body
+        if act == "update":   # settled as applied by the re-read: checked like the rest
+            run.written[rid] = (body, time.monotonic())
     return Outcome(rid, act, list(body), "unknown", exc.message)
 
 
 @dataclass(frozen=True)
 class Match:
     """What a lookup proved about a create whose answer was lost: ``ours`` (exactly one
-    matching record appeared since the run began, and no other unsettled create of this
-    run could own it), ``absent`` (nothing new matches: sending again cannot duplicate),
-    ``ambiguous`` (several new matches, or one another create may own: ``candidates``),
-    ``unprovable`` (no lookup possible, or it failed: ``why``)."""
+    matching record appeared since the run began, no other unsettled create of this run
+    could own it, and either it holds the create's value of a unique field or no other
+    writer created a record in the object since the run's baseline), ``absent``
+    (nothing new matches: sending again cannot duplicate), ``ambiguous`` (several new
+    matches, one another create of this run may own, or other writers created records
+    meanwhile: ``candidates``, ``why``), ``unprovable`` (no lookup possible, or it
+    failed: ``why``)."""
 
     state: Literal["ours", "absent", "ambiguous", "unprovable"]
     record_id: str | None = None
@@ -234,8 +293,11 @@ def _settled(run: RunState, tmp: str) -> None:
 def _not_proven(m: Match) -> str:
     """Why a create's outcome stays unknown, naming the candidate records."""
     if m.state == "ambiguous":
-        return (f"{len(m.candidates)} records match it and none is provably this one: "
-                f"{', '.join(m.candidates)} (check them; delete the extra one)")
+        why = f" ({m.why})" if m.why else ""
+        return (f"{len(m.candidates)} record{'s' if len(m.candidates) != 1 else ''} "
+                f"match{'es' if len(m.candidates) == 1 else ''} it and none is provably "
+                f"this one{why}: {', '.join(m.candidates)} (check them; delete the extra "
+                "one)")
     return (f"its outcome cannot be checked ({m.why}): look for the record on the server "
             "before sending it again")
 
@@ -302,6 +364,7 @@ def take_baseline(run: RunState) -> None:
     if not provable:
         return
     where_ = where(run.source)
+    run.created_after = _high_water(run, where_)
     recs: dict[str, dict[str, Any]] = {}
     try:
         if all(keyed[t] for t in provable):
@@ -322,6 +385,67 @@ def take_baseline(run: RunState) -> None:
         return
     for t, ids in _matching(run, list(recs.values()), provable).items():
         run.before[t] = frozenset(ids)
+
+
+def _high_water(run: RunState, where_: Any) -> int | None:
+    """The largest auto-increment value before the run's first create (0: no record;
+    None: no such field, or it could not be read): what was created since is above it,
+    so a lookup can tell whether other writers created records meanwhile."""
+    auto = run.layout.auto_increment
+    if auto is None:
+        return None
+    run.counter.add("lookups")
+    try:
+        page = run.client.get_page(where_, 1, 1, sort_field=auto, sort_order="desc")
+    except SvcError:
+        return None
+    recs = page.get("records") or []
+    return _auto_value(recs[0], auto) if recs else 0
+
+
+def _auto_value(rec: Mapping[str, Any], auto: str) -> int | None:
+    for raw in (rec.get(f"{auto}_raw"), rec.get(auto)):
+        try:
+            return int(float(str(raw).replace(",", "")))
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _others_created(run: RunState, tmp: str, candidates: Sequence[str]) -> str:
+    """Why other writers' creates could explain ``candidates`` ("" when they cannot):
+    every record created since the baseline (above its auto-increment high-water mark)
+    must be this run's (answered, adopted, or matching one of its creates still
+    unsettled), and no more than those unsettled creates. A unique value of the create
+    proves it alone: the service holds one record per value."""
+    body = run.plan.wanted.get(tmp, {})
+    fields = run.layout.fields
+    if any(fields[k].unique and k in run.payloads.get(tmp, {}) for k in body):
+        return ""
+    auto, mark = run.layout.auto_increment, run.created_after
+    if auto is None or mark is None:
+        return "no auto-increment field to tell other writers' creates apart"
+    rule = {"match": "and", "rules": [{"field": auto, "operator": "higher than",
+                                       "value": mark}]}
+    try:
+        recs = _fetch_lookup(run, where(run.source), {"filters": json.dumps(rule)})
+    except SvcError as exc:
+        return f"the look at records created meanwhile failed: {exc.message}"
+    with run.adopt_lock:
+        unsettled = list(run.unsettled_creates)
+        mine = run.adopted
+        rest = [r for r in recs if str(r["id"]) not in mine]
+    if len(rest) > len(unsettled):
+        return (f"{len(rest)} records were created meanwhile by others or by this run's "
+                f"{len(unsettled)} unanswered creates: another writer is at work")
+    owned = _matching(run, rest, unsettled)
+    strangers = [str(r["id"]) for r in rest
+                 if not any(str(r["id"]) in ids for ids in owned.values())]
+    if strangers:
+        return (f"another writer created {len(strangers)} record"
+                f"{'s' if len(strangers) != 1 else ''} meanwhile, so a record with these "
+                "values may be theirs")
+    return ""
 
 
 def _fetch_lookup(run: RunState, where_: Any, params: dict[str, Any] | None,
@@ -355,7 +479,11 @@ def lookup_created(run: RunState, tmp: str, body: Mapping[str, Any],
         others = [t for t in run.unsettled_creates if t != tmp]
         owned = _matching(run, [r for r in recs if str(r["id"]) in new], others) \
             if others else {}
-        if len(new) == 1 and not any(new[0] in ids for ids in owned.values()):
-            run.adopted.add(new[0])
-            return Match("ours", new[0])
-        return Match("ambiguous", candidates=tuple(new))
+        if len(new) != 1 or any(new[0] in ids for ids in owned.values()):
+            return Match("ambiguous", candidates=tuple(new))
+    why = _others_created(run, tmp, new)
+    with run.adopt_lock:
+        if why or new[0] in run.adopted:
+            return Match("ambiguous", candidates=tuple(new), why=why)
+        run.adopted.add(new[0])
+        return Match("ours", new[0])

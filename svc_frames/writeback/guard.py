@@ -1,19 +1,23 @@
 """The lost-update guard: re-read the records about to change (batched), and decide
 conflicts: a record changed on the server since it was loaded is a conflict; a field
 already holding the wanted value is not sent again. After the writes, the same re-read
-settles the updates and deletes whose answer was lost (``check_unanswered``).
+settles the updates and deletes whose answer was lost (``check_unanswered``), and the live
+guard's check finds updates another editor overwrote after ours (``check_written``).
 
 Usage::
 
     guard(run, on_conflict="skip")      # run: a RunState; fills run.conflicts/outcomes
+    guard(run, "skip", ids=batch)       # the live guard: one batch, just before its writes
     check_unanswered(run)               # after apply: unknown outcomes -> applied/failed
+    check_written(run, window=2.0)      # the window after the last write: overwritten?
     fetch_all(client, "object_3", counter, {"filters": ...})   # a list, each id once
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import pandas as pd
@@ -25,6 +29,7 @@ from ..http.client import Client
 from ..keys import Target as Where
 from ..kinds import is_empty_cell
 from ..read.pager import Paginator
+from .guardmode import CHECK_MARGIN
 from .journal import journal_key
 from .plan import REREAD_CHUNK, Layout, Status, list_pages
 from .report import Counter, Outcome
@@ -33,20 +38,28 @@ from .target import where as where_of
 from .values import Values, decode_records, holds, same, short
 from .walls import keep_stored_parts
 
-__all__ = ["guard", "check_unanswered", "reread", "fetch_all"]
+__all__ = ["guard", "check_unanswered", "check_written", "reread", "fetch_all"]
 
-def guard(run: RunState, on_conflict: str) -> None:
-    """Re-read the records about to change and compare with what was loaded (see the
-    module docstring); ``on_conflict="raise"`` raises ConflictError before any write."""
-    updates = [rid for rid, a in run.todo.items() if a == "update"]
-    deletes = [rid for rid, a in run.todo.items() if a == "delete"]
+
+def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None) -> None:
+    """Re-read the records about to change (``ids`` alone when given) and compare with
+    what was loaded (see the module docstring); ``on_conflict="raise"`` raises
+    ConflictError before any write of them. Each record's re-read time is kept
+    (``run.read_at``): the live guard writes it only within its window."""
+    todo = dict(run.todo)
+    updates = [rid for rid, a in todo.items() if a == "update" and (ids is None or rid in ids)]
+    deletes = [rid for rid, a in todo.items() if a == "delete" and (ids is None or rid in ids)]
     if not (updates or deletes):
         return
     plan, layout = run.plan, run.layout
-    run.server_now = reread(run.client, run.source, updates + deletes, run.counter,
-                            layout, plan.base)
-    srv = (Values(decode_records(list(run.server_now.values()), run.source), layout)
-           if run.server_now else None)
+    started = time.monotonic()
+    got = reread(run.client, run.source, updates + deletes, run.counter, layout, plan.base)
+    with run.adopt_lock:
+        for rid in updates + deletes:
+            run.read_at[rid] = started
+            run.server_now.pop(rid, None)
+        run.server_now.update(got)
+    srv = Values(decode_records(list(got.values()), run.source), layout) if got else None
     for rid in deletes:
         _guard_delete(run, rid, srv, on_conflict)
     for rid in updates:
@@ -55,7 +68,8 @@ def guard(run: RunState, on_conflict: str) -> None:
         raise ConflictError(f"{len({c['record_id'] for c in run.conflicts})} records "
                             "changed on the server since loaded; nothing was written",
                             conflicts=pd.DataFrame(run.conflicts))
-    run.todo = {rid: a for rid, a in run.todo.items() if rid not in run.outcomes}
+    with run.adopt_lock:
+        run.todo = {rid: a for rid, a in run.todo.items() if rid not in run.outcomes}
 
 
 def _guard_delete(run: RunState, rid: str, srv: Values | None, on_conflict: str) -> None:
@@ -182,6 +196,72 @@ def _settle(run: RunState, rid: str, body: dict[str, Any], now: dict[str, dict[s
                        "meanwhile?): load the record to see")
 
 
+def check_written(run: RunState, window: float) -> None:
+    """The live guard's check: no sooner than ``window`` (plus ``CHECK_MARGIN``) after the
+    last acknowledged update, re-read the updated records (batched, counted as
+    ``checks``). A record whose server value is no longer the one sent is ``overwritten``
+    (another editor wrote after us: the message and ``Report.conflicts`` say what the
+    server holds, the frames keep the edit and the loaded value, so a second run reports
+    the clash); one the check could not read is ``unknown``. Another svc_frames writer
+    re-reads within the window before writing, so a write of its that missed ours lands
+    before this check sees the server."""
+    ids = [rid for rid, o in run.outcomes.items()
+           if o.action == "update" and o.status == "applied" and rid in run.written]
+    if not ids:
+        return
+    due = max(run.written[r][1] for r in ids) + window + CHECK_MARGIN
+    pause = due - time.monotonic()
+    if pause > 0:
+        time.sleep(pause)
+    try:
+        now = reread(run.client, run.source, ids, run.counter, run.layout, run.plan.base,
+                     purpose="checks")
+    except SvcError as exc:
+        for rid in ids:
+            o = run.outcomes[rid]
+            o.status = "unknown"
+            o.message = (f"written, but the check after the write failed ({exc.message}): "
+                         "load the record to see whether another editor overwrote it")
+        return
+    srv = Values(decode_records(list(now.values()), run.source), run.layout) if now else None
+    for rid in ids:
+        o = run.outcomes[rid]
+        if rid not in now or srv is None:
+            o.status, o.record = "overwritten", None
+            o.message = "deleted on the server after our write"
+            run.conflicts.append({"record_id": rid, "field": "", "loaded": "",
+                                  "server": "<deleted>", "new": ""})
+            continue
+        lost = _not_held(run, rid, run.written[rid][0], srv)
+        if not lost:   # the frames follow the write's answer, as without the check
+            continue
+        o.status, o.record = "overwritten", None
+        o.message = ("overwritten on the server after our write: "
+                     + "; ".join(f"{k} is now {short(srv(rid, k))}" for k in lost))
+        for key in lost:
+            run.conflicts.append({
+                "record_id": rid, "field": key,
+                "loaded": short(run.plan.loaded.get(rid, {}).get(key, {})),
+                "server": short(srv(rid, key)),
+                "new": short(run.plan.wanted.get(rid, {}).get(key, {}))})
+
+
+def _not_held(run: RunState, rid: str, body: dict[str, Any], srv: Values) -> list[str]:
+    """The fields of ``body`` (as sent) whose server value is no longer the one sent."""
+    layout = run.layout
+    lost = []
+    for key, sent in body.items():
+        now_v = srv(rid, key)
+        if layout.is_upload(key):   # an asset id was sent: compare ids
+            ok = same({key: now_v.get(key)}, {key: sent})
+        else:
+            ok = holds(now_v, run.plan.wanted.get(rid, {}).get(key, {}), sent,
+                       layout.fields[key], layout)
+        if not ok:
+            lost.append(key)
+    return lost
+
+
 # ---- re-reads ------------------------------------------------------------------------------
 def fetch_all(client: Client, where: Where, counter: Counter,
               params: dict[str, Any] | None = None, *, purpose: str = "rereads",
@@ -196,22 +276,24 @@ def fetch_all(client: Client, where: Where, counter: Counter,
 
 
 def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
-           layout: Layout, base: Frames | None) -> dict[str, dict[str, Any]]:
+           layout: Layout, base: Frames | None, *, purpose: str = "rereads"
+           ) -> dict[str, dict[str, Any]]:
     """Current server records for ``ids``, batched: OR-filters on an identifying field
     (auto increment / unique) in chunks of 50 values, else the whole list paged, or one
     GET per record when that is fewer requests than the pages. Matched by id.
-    (``plan.reread_requests`` counts these requests by the same rules: keep them in step.)"""
+    (``plan.reread_requests`` counts these requests by the same rules: keep them in step.)
+    Each request counts under ``purpose``."""
     where = where_of(source)
     want = set(ids)
     found: dict[str, dict[str, Any]] = {}
     n_chunks = -(-len(ids) // REREAD_CHUNK)
     if n_chunks > 2 and base is not None and list_pages(len(base.main)) < n_chunks:
         # many records to check: the whole list paged may take fewer requests
-        found = _reread_list_if_fewer(client, where, want, n_chunks, counter)
+        found = _reread_list_if_fewer(client, where, want, n_chunks, counter, purpose)
     rest = [i for i in ids if i not in found]
     keyed = layout.key_field(base)
     if keyed is not None and rest:
-        found.update(_reread_by_key(client, where, want, rest, keyed, counter))
+        found.update(_reread_by_key(client, where, want, rest, keyed, counter, purpose))
         rest = [i for i in rest if i not in found]
     if not rest:
         return found
@@ -219,37 +301,37 @@ def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
     n_pages = max(1, list_pages(len(base.main))) if base is not None else len(rest)
     if source.kind == "object" and len(rest) <= n_pages:
         for rid in rest:
-            counter.add("rereads")
+            counter.add(purpose)
             try:
                 found[rid] = client.get_record(source.object_key, rid)
             except SvcError as exc:
                 if getattr(exc, "status", None) != 404:   # 404: gone, the guard says so
                     raise
     else:
-        found.update({r["id"]: r for r in fetch_all(client, where, counter)
+        found.update({r["id"]: r for r in fetch_all(client, where, counter, purpose=purpose)
                       if r.get("id") in want})
     return found
 
 
 def _reread_list_if_fewer(client: Client, where: Where, want: set[str], n_chunks: int,
-                          counter: Counter) -> dict[str, dict[str, Any]]:
+                          counter: Counter, purpose: str) -> dict[str, dict[str, Any]]:
     """The wanted records from the whole list, when it has at most ``n_chunks`` pages
     (the first page says how many there really are); else nothing."""
     env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
-    counter.add("rereads")
+    counter.add(purpose)
     pages = int(env.get("total_pages") or 1)
     if pages > n_chunks:
         return {}
     recs = list(env.get("records") or [])
     for page in range(2, pages + 1):
         e = client.get_page(where, params={"page": page, "rows_per_page": 1000})
-        counter.add("rereads")
+        counter.add(purpose)
         recs.extend(e.get("records") or [])
     return {r["id"]: r for r in recs if r.get("id") in want}
 
 
 def _reread_by_key(client: Client, where: Where, want: set[str], rest: Sequence[str],
-                   keyed: tuple[str, pd.Series], counter: Counter
+                   keyed: tuple[str, pd.Series], counter: Counter, purpose: str
                    ) -> dict[str, dict[str, Any]]:
     """The wanted records found by OR-filters on their loaded identifying values (list
     requests cannot filter on the record id), ``REREAD_CHUNK`` values per request."""
@@ -262,7 +344,7 @@ def _reread_by_key(client: Client, where: Where, want: set[str], rest: Sequence[
                   "value": int(v) if isinstance(v, float) and v.is_integer() else v}
                  for v in usable[start:start + REREAD_CHUNK]]
         params = {"filters": json.dumps({"match": "or", "rules": rules}, default=str)}
-        for r in fetch_all(client, where, counter, params):
+        for r in fetch_all(client, where, counter, params, purpose=purpose):
             if r.get("id") in want:
                 found[r["id"]] = r
     return found

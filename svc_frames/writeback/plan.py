@@ -25,10 +25,11 @@ from ..frames import Frames, Source, label_map, relabel
 from ..kinds import codec_for, is_empty_cell
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
+from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 
 __all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
            "RequestEstimate", "REREAD_CHUNK", "LOOKUP_KINDS", "LOOKUP_SCAN_LIMIT",
-           "list_pages", "reread_requests", "baseline_requests"]
+           "list_pages", "reread_requests", "baseline_requests", "guard_requests"]
 
 #: Index labels starting with this prefix (or NA) mark rows to create; connection-table
 #: rows may use the same temporary id to connect a new record.
@@ -36,7 +37,7 @@ NEW_ID_PREFIX = "new:"
 
 Action = Literal["update", "create", "delete"]
 Status = Literal["applied", "conflict", "failed", "skipped", "unknown", "not_applied",
-                 "planned"]
+                 "planned", "overwritten"]
 
 # Kinds whose uploaded asset is placed by id; an image whose source is a URL is plain text.
 ASSET_KINDS = ("file", "image")
@@ -124,6 +125,11 @@ class Layout:
                     rules.append({"field": key, "operator": "is", "value": stored})
         return rules[:5]
 
+    @property
+    def auto_increment(self) -> str | None:
+        """The object's auto-increment field (None without one)."""
+        return next((k for k, f in self.fields.items() if f.kind == "auto_increment"), None)
+
     def key_field(self, base: Frames | None) -> tuple[str, pd.Series] | None:
         """A field whose loaded value identifies a record (auto increment, or unique), with
         the values by record id: list requests cannot filter on the record id itself.
@@ -179,12 +185,33 @@ def reread_requests(source: Source, layout: Layout, base: Frames | None,
     return sent
 
 
+def guard_requests(source: Source, layout: Layout, base: Frames | None,
+                   updated: Sequence[str], deleted: Sequence[str], mode: GuardMode,
+                   rate: float | None = None) -> tuple[int, int]:
+    """(re-reads, checks) the guard sends for the ``updated`` and ``deleted`` records, by
+    ``guard.reread``'s rules: ``once``, one re-read of them all; ``live``, one per batch of
+    ``mode.batch(rate)`` records of one action written together (as ``apply`` batches
+    them), and the check of every update after its write.
+
+    Usage: ``guard_requests(plan.source, layout, plan.base, ids, [], GuardMode())``"""
+    checked = list(updated) + list(deleted)
+    if not mode.rereads or not checked:
+        return 0, 0
+    if not mode.live:
+        return reread_requests(source, layout, base, checked), 0
+    size = mode.batch(rate)
+    pre = sum(reread_requests(source, layout, base, list(ids[i:i + size]))
+              for ids in (updated, deleted) for i in range(0, len(ids), size))
+    return pre, reread_requests(source, layout, base, list(updated))
+
+
 def baseline_requests(layout: Layout, base: Frames | None,
                       bodies: Sequence[Mapping[str, Any]]) -> int:
     """The requests of ``apply.take_baseline`` before the creates ``bodies`` (the same
     rules): one OR-filter per ``REREAD_CHUNK`` distinct lookup values (a page each, when
     fewer than a page of records match), or the whole list's pages when a create has no
-    such value and the object is small; none when no create can be looked up.
+    such value and the object is small, and one row for the auto-increment high-water
+    mark when the object has that field; none when no create can be looked up.
 
     Usage: ``baseline_requests(layout, plan.base, [plan.payloads["new:0"]])``"""
     known = len(base.main) if base is not None else 0
@@ -192,10 +219,11 @@ def baseline_requests(layout: Layout, base: Frames | None,
     provable = [r for r in rules if r or known <= LOOKUP_SCAN_LIMIT]
     if not provable:
         return 0
+    mark = 1 if layout.auto_increment is not None else 0   # the high-water mark
     if all(provable):
         distinct = {json.dumps(r[0], sort_keys=True, default=str) for r in provable}
-        return -(-len(distinct) // REREAD_CHUNK)
-    return max(1, list_pages(known))
+        return mark + -(-len(distinct) // REREAD_CHUNK)
+    return mark + max(1, list_pages(known))
 
 
 @dataclass(frozen=True)
@@ -206,7 +234,9 @@ class RequestEstimate:
     run sends at most ``total``: ``writes`` (one per record) and ``uploads`` (one per file
     to place) are upper bounds, since the guard drops conflicts and values already on the
     server and a journal remembers uploads; ``rereads`` are the guard's, by its own rules
-    (exact then); ``lookups`` are the list reads taken before the creates (so that a
+    (exact then; the live guard re-reads each batch of records just before writing it);
+    ``checks`` are the live guard's re-reads after the writes (is the server's value
+    still ours?); ``lookups`` are the list reads taken before the creates (so that a
     create whose answer is lost can be proven ours), by the same rules; each lost answer
     adds a lookup or a re-read, and retries after faults come on top of everything.
 
@@ -216,21 +246,23 @@ class RequestEstimate:
     uploads: int = 0
     rereads: int = 0
     lookups: int = 0
+    checks: int = 0
 
     @property
     def total(self) -> int:
-        return self.writes + self.uploads + self.rereads + self.lookups
+        return self.writes + self.uploads + self.rereads + self.lookups + self.checks
 
     def as_dict(self) -> dict[str, int]:
         """The same keys as ``Report.requests``."""
         return {"writes": self.writes, "rereads": self.rereads, "uploads": self.uploads,
-                "lookups": self.lookups}
+                "lookups": self.lookups, "checks": self.checks}
 
     def __str__(self) -> str:
         parts = [f"{n} {what}" for what, n in (("writes", self.writes),
                                                ("uploads", self.uploads),
                                                ("re-reads", self.rereads),
-                                               ("lookups", self.lookups)) if n]
+                                               ("lookups", self.lookups),
+                                               ("checks", self.checks)) if n]
         return f"{self.total} requests" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -276,25 +308,33 @@ class Plan:
 
     @property
     def requests(self) -> RequestEstimate:
-        """The requests ``write_back(client, frames)`` (guard on, deletes not asked for)
-        would send; see :class:`RequestEstimate` for what is an upper bound."""
+        """The requests ``write_back(client, frames)`` (the live guard, deletes not asked
+        for, the hosted pace) would send; see :class:`RequestEstimate` for what is an upper bound."""
         return self.estimate_requests()
 
-    def estimate_requests(self, *, guard: bool = True,
-                          delete_missing: bool = False) -> RequestEstimate:
-        """``plan.requests`` for other ``write_back`` options.
+    def estimate_requests(self, *, guard: bool | str = "live",
+                          delete_missing: bool = False,
+                          guard_window: float = DEFAULT_GUARD_WINDOW,
+                          rate: float | None = None) -> RequestEstimate:
+        """``plan.requests`` for other ``write_back`` options (``rate``: the client's
+        pace, requests per second; None: the hosted 10).
 
-        Usage: ``plan.estimate_requests(guard=False, delete_missing=True).total``"""
+        Usage: ``plan.estimate_requests(guard="once", delete_missing=True).total``"""
+        mode = GuardMode.of(guard, guard_window)
         sent = [rid for rid, act in self.actions.items()
                 if act != "delete" or delete_missing]
         uploads = sum(isinstance(v, PendingUpload)
                       for rid in sent for v in self.payloads.get(rid, {}).values())
         checked = [rid for rid in sent if self.actions[rid] != "create"]
         layout = Layout.of(self.source)
-        rereads = reread_requests(self.source, layout, self.base, checked) if guard else 0
+        updated = [rid for rid in checked if self.actions[rid] == "update"]
+        deleted = [rid for rid in checked if self.actions[rid] == "delete"]
+        rereads, checks = guard_requests(self.source, layout, self.base, updated, deleted,
+                                         mode, rate)
         creates = [self.payloads.get(rid, {}) for rid in sent if self.actions[rid] == "create"]
         return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads,
-                               lookups=baseline_requests(layout, self.base, creates))
+                               lookups=baseline_requests(layout, self.base, creates),
+                               checks=checks)
 
     def select(self, ids: Iterable[str]) -> Plan:
         """The same plan restricted to ``ids`` (for a review widget's selection)."""

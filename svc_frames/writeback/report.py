@@ -159,7 +159,8 @@ class Counter:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self.n: dict[str, int] = {"writes": 0, "rereads": 0, "uploads": 0, "lookups": 0}
+        self.n: dict[str, int] = {"writes": 0, "rereads": 0, "uploads": 0, "lookups": 0,
+                                  "checks": 0}
 
     def add(self, what: str, k: int = 1) -> None:
         with self._lock:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..errors import QuotaExceeded, QuotaInsufficient, UsageError
@@ -29,12 +30,14 @@ from ..http.client import Client
 from ..joins import refuse_join_result
 from ..progress import want_progress
 from ..schema import Schema
-from .apply import apply
+from .apply import LiveBatches, apply
 from .budget import DEFAULT_QUOTA_RESERVE, check_reserve, quota_note
 from .diff import diff
 from .follow import follow
 from .gate import QuotaGate
+from .guard import check_written
 from .guard import guard as guard_phase
+from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .journal import Journal, check_journal_path
 from .plan import Layout, Plan, reread_requests
 from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
@@ -50,9 +53,10 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
                plan: Plan | None = None, dry_run: bool = False,
                on_conflict: Literal["skip", "overwrite", "raise"] = "skip",
                delete_missing: bool = False, journal: str | os.PathLike[str] | None = None,
-               token: str | None = None, target: Any = None, guard: bool = True,
+               token: str | None = None, target: Any = None, guard: bool | str = "live",
                max_workers: int = 8, progress: bool | None = None,
-               quota_reserve: int = DEFAULT_QUOTA_RESERVE) -> Report:
+               quota_reserve: int = DEFAULT_QUOTA_RESERVE,
+               guard_window: float = DEFAULT_GUARD_WINDOW) -> Report:
     """Send the changes of ``edited`` (only changed fields of changed records).
 
     Usage::
@@ -77,13 +81,25 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     is spent): writes in flight finish, the rest is ``not_applied`` with the reason, and
     ``report.resume`` says how to go on after the reset (the same call again, or ``push``
     of the saved frames). ``report.quota`` puts the plan's requests (``plan.requests``)
-    beside the quota left when the run started."""
+    beside the quota left when the run started.
+
+    ``guard``: how the run protects other editors' work and its own (the service has no
+    conditional write). ``"live"`` (default, also ``True``): each batch of records is
+    re-read within ``guard_window`` seconds (default 2) before it is written (a record
+    changed since it was loaded is a conflict), and every update is re-read again no
+    sooner than ``guard_window`` after its write: a record whose server value is no
+    longer ours is reported ``overwritten`` with the value the server holds. ``"once"``:
+    one re-read of every record before the first write, no check after (cheaper; an edit
+    made meanwhile can be overwritten silently, by either side). ``"off"`` (``False``):
+    no re-read. Another value, or a window outside 0.5-60 s: UsageError before any
+    request. ``plan.estimate_requests(guard=...)`` counts each choice's requests."""
     # 1. validate & plan: everything that can fail without the service fails here
     if on_conflict not in ("skip", "overwrite", "raise"):
         raise UsageError(f"on_conflict must be 'skip', 'overwrite' or 'raise', got "
                          f"{on_conflict!r}")
     refuse_join_result(edited, "write_back")
     reserve = check_reserve(quota_reserve)
+    mode = GuardMode.of(guard, guard_window)
     if plan is None:
         plan = diff(edited, base)
     elif plan.edited is not None and plan.edited is not edited:
@@ -94,7 +110,9 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     # 2. resolve the target (object or view + token)
     tgt = resolve_target(client, plan.source, target, token)
     check_upload_files(plan)
-    needed = plan.estimate_requests(guard=guard, delete_missing=delete_missing).total
+    needed = plan.estimate_requests(guard=mode.mode, delete_missing=delete_missing,
+                                    guard_window=mode.window,
+                                    rate=client.limiter.rate).total
     note = quota_note(client, needed, reserve)    # what is left, before the first request
     if dry_run:
         report = dry_run_report(plan, delete_missing, note)
@@ -107,8 +125,12 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     try:
         triage(run, delete_missing)           # journal acks, deletes not asked for
         drop_fields_the_view_does_not_take(run)
-        if guard:                             # 3. lost-update guard
-            guard_within_quota(run, on_conflict, gate)
+        live = None
+        if mode.mode == "once" or (mode.live and on_conflict == "raise"):
+            guard_within_quota(run, on_conflict, gate)   # 3. lost-update guard
+        if mode.live:                         # 3. per batch, just before its writes
+            live = LiveBatches(lambda ids: guard_batch(run, on_conflict, gate, ids),
+                               mode.batch(client.limiter.rate), mode.window)
         if note.remaining is None:            # unknown before: the first answer told it
             note = quota_note(client, needed, reserve, learned=True,
                               sent=sum(run.counter.n.values()))
@@ -116,7 +138,9 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
             # the forms' stamp, set by us (stamp.py): the schema, if this client has not
             # read it yet, is one request more, after the guard told the quota
             run.stamp = stamp_for(client, tgt, layout.ctx)
-        apply(run, max_workers, progress)     # 4. uploads + writes, concurrently
+        apply(run, max_workers, progress, live)   # 4. uploads + writes, concurrently
+        if mode.live:                         # an editor who wrote after us?
+            check_written(run, mode.window)
         if run.jr and not any(o.status == "unknown" for o in run.outcomes.values()):
             run.jr.settle()
     finally:
@@ -165,8 +189,15 @@ def guard_within_quota(run: RunState, on_conflict: str, gate: QuotaGate) -> None
                   f"{when_reset(quota.reset_at if quota else None)}",
                   quota.reset_at if quota else None)
         return
+    guard_batch(run, on_conflict, gate, None)
+
+
+def guard_batch(run: RunState, on_conflict: str, gate: QuotaGate,
+                ids: Sequence[str] | None) -> None:
+    """The guard's re-read of ``ids`` (None: every record to write); when the quota runs
+    out during it the gate shuts and nothing more is written."""
     try:
-        guard_phase(run, on_conflict)
+        guard_phase(run, on_conflict, ids)
     except QuotaInsufficient as exc:   # the paged re-read found it cannot finish
         gate.shut(f"not sent: the guard's re-read needs {exc.needed} requests, only "
                   f"{exc.remaining} are left of the daily quota; resume after "

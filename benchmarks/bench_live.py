@@ -1,0 +1,249 @@
+"""A live application: loads, bulk edits and creates while other users work.
+Run: ``.venv/bin/python -m benchmarks.bench_live [--quick] [--records N] [--part loads]``
+
+1. Loads: work orders at 10 requests/s and 100 ms, other users making 2 and then 10
+   changes a second (``activity``): over 10 loads, records missing or doubled against the
+   records that existed for the whole load (computed from the activity log; goal 0),
+   records deleted before the load began that came anyway (goal 0), refused loads (goal
+   0), wall time / ceiling (requests / 10; goal <= 1.10).
+2. Bulk edits: two write_backs of the same cells (one text field of each record), started
+   together and 3 s apart, with the live guard (default) and with ``guard="once"`` (the
+   old behaviour): updates lost while reported applied (a side says ``applied`` and the
+   server holds the other side's value; goal 0), and requests per changed record.
+3. Creates: 40 creates, half faulted before the service stores them (the answer lost),
+   while another client creates records with the same values: adoptions of the other's
+   records (goal 0), duplicates (goal 0), and how many end ``unknown``.
+4. Refresh: writers that do not stamp (API updates, no record rule) beside stamped edits
+   in the pages: what each refresh misses, when the sweep (every 10th) finds it, and the
+   requests of a refresh and of a sweep.
+
+The full size is 50,000 work orders and 500 cells; ``--records``/``--cells`` change it
+(the machine is shared: the figures in docs/live-application.md say which size ran).
+``--quick`` runs a smoke size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import threading
+import time
+from typing import Any
+
+from svc_frames.errors import ConsistencyError
+from svc_frames.loaders import read_object
+from svc_frames.server import LocalService
+from svc_frames.testing import client_for
+from svc_frames.writeback import Report, add_rows, write_back
+
+OBJ = "object_3"
+TEXT = "field_12"   # the work orders' title (demo_app.py), not unique
+
+
+# ---- 1. loads ------------------------------------------------------------------------------
+def _ids_now(svc: LocalService) -> set[str]:
+    return set(map(str, read_object(client_for(svc), OBJ, progress=False,
+                                    verify="none").main.index))
+
+
+def bench_loads(records: int, rates: list[float], loads: int) -> None:
+    for rate in rates:
+        with LocalService(demo=True, records=records, rate_limit=10, latency_ms=100,
+                          seed=1, activity=f"{OBJ}:{rate}/s") as svc:
+            act = svc.activity
+            assert act is not None
+            missing = doubled = ghosts = refused = 0
+            ratios = []
+            for _ in range(loads):
+                act.pause()
+                before = _ids_now(svc)
+                act.resume()
+                client = client_for(svc, rate_limit=10)
+                t0 = svc.emulation.now()
+                w0 = time.perf_counter()
+                sent0 = client.request_count
+                try:
+                    frames = read_object(client, OBJ, progress=False)
+                except ConsistencyError:
+                    refused += 1
+                    continue
+                finally:
+                    wall = time.perf_counter() - w0
+                    t1 = svc.emulation.now()
+                    act.pause()
+                sent = client.request_count - sent0
+                ratios.append(wall / (sent / 10))
+                entries = [e for e in act.log.entries
+                           if e.object_key == OBJ and t0 <= e.time <= t1]
+                inserted = {e.record_id for e in entries if e.action == "insert"}
+                deleted = {e.record_id for e in entries if e.action == "delete"}
+                after = _ids_now(svc)
+                stable = (before & after) - inserted - deleted
+                got = [str(i) for i in frames.main.index]
+                missing += len(stable - set(got))
+                doubled += len(got) - len(set(got))
+                ghosts += len(set(got) - before - inserted)
+                act.resume()
+            worst = max(ratios) if ratios else float("nan")
+            mean = sum(ratios) / len(ratios) if ratios else float("nan")
+            print(f"loads of {records:,} work orders, activity {rate}/s, {loads} loads: "
+                  f"missing {missing}, doubled {doubled}, deleted-before-start present "
+                  f"{ghosts}, refused {refused}; wall/ceiling mean {mean:.2f}, worst "
+                  f"{worst:.2f}", flush=True)
+
+
+# ---- 2. two writers of the same cells ------------------------------------------------------
+def _two_writers(cells: int, apart: float, guard: str) -> tuple[int, float, dict[str, int]]:
+    with LocalService(demo=True, records=cells + 20, rate_limit=10, latency_ms=100,
+                      seed=2) as svc:
+        ca, cb = client_for(svc, rate_limit=10), client_for(svc, rate_limit=10)
+        fa = read_object(ca, OBJ, progress=False)
+        fb = read_object(cb, OBJ, progress=False)
+        ids = [str(i) for i in fa.main.index[:cells]]
+        for frames, side in ((fa, "A"), (fb, "B")):
+            col = frames.main[TEXT].copy()
+            for i, rid in enumerate(ids):
+                col.at[rid] = f"{side} {i}"
+            frames.main[TEXT] = col
+        reports: dict[str, Report] = {}
+
+        def run(name: str, client: Any, frames: Any, delay: float) -> None:
+            time.sleep(delay)
+            reports[name] = write_back(client, frames, guard=guard, progress=False)
+
+        threads = [threading.Thread(target=run, args=("A", ca, fa, 0.0)),
+                   threading.Thread(target=run, args=("B", cb, fb, apart))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        now = read_object(client_for(svc), OBJ, progress=False).main[TEXT]
+        lost = 0
+        statuses: dict[str, int] = {}
+        for side in ("A", "B"):
+            table = reports[side].table.set_index("record_id")
+            for i, rid in enumerate(ids):
+                st = str(table.at[rid, "status"])
+                statuses[f"{side}:{st}"] = statuses.get(f"{side}:{st}", 0) + 1
+                if st == "applied" and now[rid] != f"{side} {i}":
+                    lost += 1
+        # requests each writer sent per record it set out to change
+        sent = sum(sum(reports[s].requests.values()) for s in ("A", "B"))
+        return lost, sent / (2 * cells), statuses
+
+
+def bench_writers(cells: int) -> None:
+    for guard in ("live", "once"):
+        for apart in (0.0, 3.0):
+            lost, per, statuses = _two_writers(cells, apart, guard)
+            print(f"two write_backs of the same {cells} cells, {apart:.0f} s apart, "
+                  f"guard={guard!r}: lost while reported applied {lost}; requests per "
+                  f"record per writer {per:.2f}; {statuses}", flush=True)
+
+
+# ---- 3. creates among identical creates ----------------------------------------------------
+def bench_creates(n: int) -> None:
+    with LocalService(demo=True, records=50, rate_limit=10, latency_ms=100,
+                      seed=3) as svc:
+        client = client_for(svc, rate_limit=10, backoff=0.05)
+        frames = read_object(client, OBJ, progress=False)
+        add_rows(frames, [{TEXT: f"bench create {i}"} for i in range(n)])
+        theirs: list[str] = []
+        stop = threading.Event()
+
+        def rival() -> None:
+            i = 0
+            while not stop.is_set():
+                # another user in the application's pages (no API fault reaches them)
+                theirs.append(str(svc.pages.create_record(
+                    OBJ, {TEXT: f"bench create {i % n}"})["id"]))
+                i += 1
+                stop.wait(0.25)
+
+        t = threading.Thread(target=rival, daemon=True)
+        t.start()
+        svc.emulation.fault_methods = ("POST",)
+        svc.emulation.faults = ("502", "503", "drop")
+        svc.emulation.fault_rate = 0.5
+        try:
+            report = write_back(client, frames, progress=False)
+        finally:
+            svc.emulation.fault_rate = 0.0
+            stop.set()
+            t.join()
+        table = report.table
+        applied = set(table[table["status"] == "applied"]["record_id"])
+        adopted_theirs = len(applied & set(theirs))
+        now = read_object(client_for(svc), OBJ, progress=False).main
+        dups = 0
+        for i in range(n):
+            ours = [r for r in now.index[now[TEXT] == f"bench create {i}"]
+                    if str(r) not in set(theirs)]
+            dups += max(0, len(ours) - 1)
+        print(f"{n} creates, 50% faulted before the write, another client creating the "
+              f"same values ({len(theirs)} records): adoptions of theirs {adopted_theirs}, "
+              f"duplicates {dups}; statuses {report.counts}", flush=True)
+
+
+# ---- 4. refresh: writers that do not stamp --------------------------------------------------
+def bench_refresh(records: int, rounds: int = 10, every: int = 10) -> None:
+    from svc_frames.refreshing.policy import refresh
+
+    with LocalService(demo=True, records=records, rate_limit=10, latency_ms=100,
+                      seed=4) as svc:
+        client = client_for(svc, rate_limit=10)
+        frames = read_object(client, OBJ, progress=False)
+        ids = [str(i) for i in frames.main.index]
+        pending: dict[str, str] = {}     # unstamped changes not yet seen
+        found_late: list[int] = []
+        stamped_missed = 0
+        costs: list[tuple[bool, int]] = []
+        for r in range(1, rounds + 1):
+            for k in range(3):
+                rid = ids[(r * 7 + k) % len(ids)]
+                value = f"api {r}.{k}"
+                client.update_record(OBJ, rid, {TEXT: value})   # no record rule: no stamp
+                pending[rid] = value
+            paged = ids[(r * 11) % len(ids)]
+            svc.pages.update_record(OBJ, paged, {TEXT: f"pages {r}"})   # stamped
+            report = refresh(client, frames, sweep_every=every)
+            costs.append((report.swept, report.requests))
+            if frames.main.at[paged, TEXT] != f"pages {r}":
+                stamped_missed += 1
+            for rid, value in list(pending.items()):
+                if frames.main.at[rid, TEXT] == value:
+                    found_late.append(r)
+                    del pending[rid]
+        normal = [n for s, n in costs if not s]
+        swept = [n for s, n in costs if s]
+        print(f"refresh of {records:,} work orders, {rounds} rounds of 3 unstamped API "
+              f"updates and 1 stamped page edit, sweep_every={every}: stamped missed "
+              f"{stamped_missed}; unstamped found {len(found_late)} of {3 * rounds} (at "
+              f"refreshes {sorted(set(found_late))}), {len(pending)} still unseen; "
+              f"requests per refresh {sum(normal) / max(1, len(normal)):.1f}, per sweep "
+              f"{sum(swept) / max(1, len(swept)):.1f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--records", type=int, default=50_000)
+    ap.add_argument("--cells", type=int, default=500)
+    ap.add_argument("--loads", type=int, default=10)
+    ap.add_argument("--part", choices=["loads", "writers", "creates", "refresh"],
+                    action="append")
+    args = ap.parse_args()
+    if args.quick:
+        args.records, args.cells, args.loads = 3_000, 60, 3
+    parts = args.part or ["loads", "writers", "creates", "refresh"]
+    if "loads" in parts:
+        bench_loads(args.records, [2.0, 10.0], args.loads)
+    if "writers" in parts:
+        bench_writers(args.cells)
+    if "creates" in parts:
+        bench_creates(40 if not args.quick else 12)
+    if "refresh" in parts:
+        bench_refresh(min(args.records, 5_000))
+
+
+if __name__ == "__main__":
+    main()
