@@ -351,8 +351,11 @@ def test_with_the_schema_in_every_page_after_the_first_comes_raw(service: LocalS
     urls = page_urls(client)
     fast = read_object(client, "object_3", rows_per_page=20, progress=False)
     # page 1, then the ranges of the auto-increment field (each its own page 1: keyset.py)
-    pages = urls[1:]
-    assert "format=raw" not in urls[0] and len(pages) >= 5
+    # (and the one row of the largest value, beside page 1, in page 1's format)
+    first = [u for u in urls if "rows_per_page=1&" not in u and not u.endswith(
+        "rows_per_page=1")]
+    pages = first[1:]
+    assert "format=raw" not in first[0] and len(pages) >= 5
     assert all("format=raw" in u for u in pages)
     slow_client = make_client(service)
     slow = read_object(slow_client, "object_3", rows_per_page=20, progress=False, processes=0)

@@ -540,8 +540,8 @@ class Paginator:
     def _top_key(self) -> int | None:
         """The largest value of ``key_field`` in the listing (one row, sorted descending);
         None when it cannot be read (the plan then guesses from page 1)."""
-        params = dict(self._params, page=1, rows_per_page=1, sort_order="desc",
-                      format="raw")
+        # in page 1's format: a load that asked for display values gets no raw page
+        params = dict(self._params, page=1, rows_per_page=1, sort_order="desc")
         try:
             env = self.client.get_page(self.target, params=params)
         except ServerError:
