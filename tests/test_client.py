@@ -414,22 +414,19 @@ def test_load_the_quota_cannot_finish_is_refused_after_page_1(
     client.schema()  # cached: the load below sends page requests only
     svc.emulation.daily_quota = svc.emulation.quota_used + 5
     svc.request_log.clear()
-    # 30 records in pages of 5, paged by ranges of the auto-increment field (read/keyset.py):
-    # page 1, then ranges filled to 95% of a page (about 4.75 records) for the other 25
-    # and the pass's check, but only 4 are left after page 1
+    # 30 records in 6 pages of 5, sorted so they page by number: page 1, then 5 more pages
+    # and page 1 again to verify, but only 4 are left after page 1 (an unsorted load pages
+    # by ranges of the auto-increment field: its plan is tests/test_live_loads.py's)
     with pytest.raises(QuotaInsufficient) as info:
-        read_object(client, "object_3", rows_per_page=5)
+        read_object(client, "object_3", rows_per_page=5, sort_field="field_24")
     err = info.value
-    # the one row read beside page 1 (the largest value) is counted whether it is still in
-    # flight or answered when the check runs: 4 left, or 3 once it is in
-    assert err.needed == 8 and err.remaining in (3, 4)
+    assert (err.needed, err.remaining) == (6, 4)
     assert isinstance(err, QuotaExceeded) and err.status is None
-    assert "needs 8 more requests" in str(err) and f"only {err.remaining} are left" in str(err)
-    # page 1 and the largest-value row beside it; no range was asked for
-    assert svc.request_log.count(path_prefix="/v1/objects/object_3/records") == 2
+    assert "needs 6 more requests" in str(err) and "only 4 are left" in str(err)
+    assert svc.request_log.count(path_prefix="/v1/objects/object_3/records") == 1
     # with enough left the same load goes through
     svc.emulation.daily_quota = svc.emulation.quota_used + 7  # page 1 and 6 more
-    assert len(read_object(client, "object_3", rows_per_page=5).main) == 30
+    assert len(read_object(client, "object_3", rows_per_page=5, sort_field="field_24").main) == 30
 
 
 def test_retry_after_is_honoured(fresh_service: LocalService) -> None:
