@@ -18,6 +18,7 @@ Usage::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -50,6 +51,14 @@ def hash_password(password: str, *, salt: bytes | None = None) -> str:
     salt = salt or secrets.token_bytes(16)
     h = hashlib.scrypt(password.encode(), salt=salt, n=2**14, r=8, p=1, dklen=32)
     return f"scrypt${salt.hex()}${h.hex()}"
+
+
+@functools.lru_cache(maxsize=64)
+def published_password_hash(password: str) -> str:
+    """``hash_password`` of a password that is published anyway (the generated demo users'):
+    one hash per process, shared by every service it starts (scrypt costs about 0.1 s by
+    design, and a test suite starts hundreds of demo services)."""
+    return hash_password(password)
 
 
 def _salt_of(stored: str | None) -> bytes | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import json
 import random
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +42,11 @@ PARTS = ["Bearing", "Filter", "Gasket", "Valve", "Fuse", "Belt", "Sensor", "Rela
           "Thermostat", "Capacitor", "Hose", "Bracket", "Switch", "Motor", "Coupling"]
 SIZES = ["S", "M", "L", "XL", "10mm", "12mm", "1in", "2in", "24V", "120V", "240V"]
 POOL = 211  # distinct values per field; records pick from pools (fast, still varied)
+#: Pools built in this process, by seed, field definition and empty rate: a pool is a
+#: function of those alone (asset fields excepted: they register their files in the
+#: store), and a test suite or a benchmark starts many services of one application.
+_POOLS: dict[tuple[int, str, float], list[Piece]] = {}
+_POOLS_KEPT = 1024
 
 
 class Generator:
@@ -143,11 +149,21 @@ class Generator:
     def pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
         """POOL pieces for a field, from a random stream of its own (adding a field to an
         application never changes the values of the others)."""
+        assets = spec.kind in ("file", "image") and (spec.format or {}).get("source") != "url"
+        memo = (self.seed, json.dumps(spec.to_schema(), sort_keys=True, default=str),
+                empty_rate)
+        if not assets and memo in _POOLS:
+            return _POOLS[memo]
         main_rng, self.rng = self.rng, random.Random(f"{self.seed}:{spec.key}")
         try:
-            return self._pool(spec, empty_rate)
+            out = self._pool(spec, empty_rate)
         finally:
             self.rng = main_rng
+        if not assets:
+            if len(_POOLS) >= _POOLS_KEPT:
+                _POOLS.clear()
+            _POOLS[memo] = out
+        return out
 
     def _pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
         out: list[Piece] = []
