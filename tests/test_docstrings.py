@@ -80,6 +80,7 @@ NO_TYPED_ERRORS: dict[str, str] = {
     "Client.quota_left": "arithmetic on the quota already kept; sends nothing",
     "Frames.snapshot": "a deep copy of frames in memory",
     "Source.to_dict": "the source's fields as plain data",
+    "FieldSpec.to_schema": "the field as plain data",
     "App.keys": "the keys already loaded",
     "App.items": "the frames already loaded",
     "PlanReview.include": "ticks known records; unknown ids are ignored",
