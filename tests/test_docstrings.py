@@ -69,7 +69,7 @@ PENDING: frozenset[str] = frozenset({
 WRITES: frozenset[str] = frozenset({
     "Client.create_record", "Client.update_record", "Client.delete_record",
     "Client.create_view_record", "Client.update_view_record",
-    "PlanReview", "PlanReview.apply", "review",
+    "PlanReview", "PlanReview.apply", "review", "refresh",
     "write_back", "push", "add_rows", "upload_file", "upload_image", "create_with_asset",
 })
 
@@ -82,6 +82,10 @@ NO_TYPED_ERRORS: dict[str, str] = {
     "Source.to_dict": "the source's fields as plain data",
     "FieldSpec.to_schema": "the field as plain data",
     "App.keys": "the keys already loaded",
+    "App.name": "a look-up in the names already kept",
+    "App.describe": "words for a connection already kept",
+    "App.summary": "counts of the frames already loaded",
+    "App.connections_table": "the connections already kept",
     "App.items": "the frames already loaded",
     "PlanReview.include": "ticks known records; unknown ids are ignored",
     "PlanReview.exclude": "unticks known records; unknown ids are ignored",
