@@ -17,9 +17,11 @@ honour the time part (the local service never does: it compares whole days), so 
 other than midnight warns. A raw ISO string in a hand-written rule is converted the same
 way, with a :class:`~svc_frames.errors.FilterWarning`.
 
-With the application schema (``prepare_filters``; the loaders pass it), a value on a date
-field is read as a date, a choice the field does not list warns with the valid options, and
-a value of the wrong kind for the field (text on a number field, ...) warns.
+With the application schema (``prepare_filters``; every loader has it), a value on a date
+field is read as a date; an unknown field, an operator the field's kind does not take, or a
+value of the wrong kind (text on a number field, ...) is a UsageError naming the field (and
+the operators it takes), before any request but the schema's; a choice the field does not
+list warns with the valid options.
 
 Usage::
 
@@ -63,6 +65,7 @@ from .query import (
     format_filter_date,
     is_hosted_date,
     needs_schema,
+    operators_for,
     read_filter_date,
     short_value,
     validate_filters,
@@ -103,18 +106,18 @@ def _is_number(value: Any) -> bool:
 
 
 def _check_kind(rule: dict[str, Any], where: str, field: FieldSpec) -> None:
-    """Warnings for a value the schema says the field cannot hold (the rule matches nothing
-    on the hosted service, or not what was meant)."""
+    """UsageError (naming the field, and the operators it takes) for an operator the
+    field's kind does not take or a value of the wrong kind, which the service would refuse
+    or match nothing with; a warning for a choice the field does not list (the value is of
+    the right kind, and the options it names may be the live application's newer ones)."""
     op = rule["operator"]
     kind = _kind(field)
     name = _name(field)
     value = rule.get("value")
-    if op in DATE_ONLY and kind not in DATE_KINDS:
-        warn_filter(f"{where}: {op!r} applies to date fields; {name} is a {kind} field")
-    elif op in CHOICE and kind != "multiple_choice":
-        warn_filter(f"{where}: 'is any' applies to multiple choice fields; {name} is a {kind} field")
-    elif op in NEAR and kind != "address":
-        warn_filter(f"{where}: 'near' applies to address fields; {name} is a {kind} field")
+    takes = operators_for(kind)
+    if op not in takes:
+        raise UsageError(f"{where}: {name} is a {kind} field, which does not take {op!r}; "
+                         f"it takes {', '.join(repr(o) for o in takes)}", field=field.key)
     if kind == "multiple_choice" and op in ("is", "is not", "is any"):
         options = [str(o) for o in field.format.get("options") or ()]
         wanted = value if isinstance(value, list) else [value]
@@ -126,11 +129,13 @@ def _check_kind(rule: dict[str, Any], where: str, field: FieldSpec) -> None:
             warn_filter(f"{where}: {name} has no option {', '.join(hints)}; its options are "
                   f"{', '.join(repr(o) for o in options)}")
     elif kind in NUMBER_KINDS and op in MAYBE_DATE_VALUE and not _is_number(value):
-        warn_filter(f"{where}: {name} is a {kind} field; {short_value(value)} is not a number")
+        raise UsageError(f"{where}: {name} is a {kind} field; {short_value(value)} is not a "
+                         "number", field=field.key)
     elif kind == "boolean" and op in ("is", "is not") and not (
             isinstance(value, bool) or str(value).strip().lower()
             in ("true", "false", "yes", "no", "on", "off", "1", "0")):
-        warn_filter(f"{where}: {name} is a yes/no field; {short_value(value)} is neither yes nor no")
+        raise UsageError(f"{where}: {name} is a yes/no field; {short_value(value)} is neither "
+                         "yes nor no (True or False)", field=field.key)
 
 
 def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | None = None,
@@ -138,8 +143,9 @@ def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | N
                     own: Sequence[FieldSpec] | None = None, where: str = "") -> FilterSet | None:
     """``validate_filters`` and then what needs the application: aware times converted to
     ``tz`` (the application's timezone: the loaders give ``timezone=`` or the schema's; UTC,
-    with a warning, when None), values on date fields read as dates, and warnings for a
-    choice the field does not list or a value of the wrong kind. ``fields``: the schema's
+    with a warning, when None), values on date fields read as dates, a UsageError for an
+    operator the field's kind does not take or a value of the wrong kind (``_check_kind``),
+    and a warning for a choice the field does not list. ``fields``: the schema's
     fields by key (``Schema.all_fields()``); None when unknown. A field named by label, or
     a key the schema does not hold, is looked up (``lookup.field_key``) among ``own`` (the
     target's fields; ``where`` names it in errors), else among every field: an unknown or

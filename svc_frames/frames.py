@@ -90,7 +90,7 @@ class Source:
 
     @property
     def query(self) -> Query:
-        """The filters the load sent (a ``Query``), which a refresh, a cache check and an export send again.
+        """The filters the load sent (a ``Query``), which a refresh, cache check and export resend.
 
         They are sent again byte for byte. Frames saved before the query was kept hold the
         rules alone: they are encoded without the application (an aware time in UTC), as

@@ -1366,7 +1366,7 @@ class Client:
         >>> client.delete_view_record("scene_2", "view_3", rid)
         Traceback (most recent call last):
         ...
-        svc_frames.errors.ServiceError: DELETE scene_2/view_3 record ...: HTTP 405: Method Not Allowed
+        svc_frames.errors.ServiceError: DELETE scene_2/view_3 record ...: HTTP 405: ...
         """
         parse_target((scene, view))
         return self._answer(self.request("DELETE",
