@@ -22,6 +22,7 @@ import pandas as pd
 
 from .errors import UsageError
 from .frames import Frames
+from .kinds import BLANK
 from .kinds.base import FieldSpec
 
 if TYPE_CHECKING:  # matplotlib is imported lazily: importing svc_frames must stay cheap
@@ -322,7 +323,7 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
         known = values.notna().to_numpy(dtype=bool)
         if (~known).any():
             ax.scatter(x[~known], y[~known], s=size, c="0.75", alpha=0.6, edgecolors="none",
-                       label="(blank)")
+                       label=BLANK)
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         points = ax.scatter(x[known], y[known], s=size, c=values[known].to_numpy(dtype=float),
                             cmap="viridis", alpha=alpha, edgecolors="none")
@@ -340,7 +341,7 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
     arr = labels.to_numpy(dtype=object)
     for i, cat in enumerate(order):
         sel = arr == cat
-        grey = cat in ("(blank)", "other")
+        grey = cat in (BLANK, "other")
         # grey groups go underneath, so they never hide a coloured point
         ax.scatter(x[sel], y[sel], s=size, alpha=alpha, edgecolors="none",
                    color="0.7" if grey else cmap(i % cmap.N), label=f"{cat} ({int(sel.sum())})",
@@ -350,13 +351,13 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
 
 
 def _category_labels(values: pd.Series) -> pd.Series:
-    """Values as display strings; list cells (multi choices) joined; blanks as "(blank)"."""
+    """Values as display strings; list cells (multi choices) joined; blanks as ``BLANK``."""
     def one(v: Any) -> str:
         if isinstance(v, (list, tuple)):
             items = [str(i) for i in v if i is not None and not _isna(i)]
-            return ", ".join(items) if items else "(blank)"
+            return ", ".join(items) if items else BLANK
         if _isna(v) or v == "":
-            return "(blank)"
+            return BLANK
         if isinstance(v, (bool, np.bool_)):  # boolean columns iterate as numpy bools
             return "Yes" if v else "No"
         return str(v)
@@ -401,7 +402,7 @@ def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int 
         ax = _new_axes((8.0, min(2.0 + 0.38 * max(len(counts), 1), 12.0)))
     labels = [_shorten(str(i)) for i in counts.index]
     pos = list(range(len(counts)))[::-1]  # most frequent on top
-    colours = ["0.7" if str(i) in ("(blank)", "(none)") or str(i).endswith(" others")
+    colours = ["0.7" if str(i) == BLANK or str(i).endswith(" others")
                else "C0" for i in counts.index]
     bars = ax.barh(pos, counts.to_numpy(dtype=float), color=colours)
     ax.set_yticks(pos, labels)
@@ -457,7 +458,7 @@ def _connection_counts(frames: Frames, spec: FieldSpec) -> pd.Series:
     counts = ids.map(label_of).value_counts().astype(int)
     unconnected = len(set(frames.main.index) - set(table["record_id"].astype(str)))
     if unconnected:
-        counts = pd.concat([counts, pd.Series({"(none)": unconnected})])
+        counts = pd.concat([counts, pd.Series({BLANK: unconnected})])
     return counts
 
 
