@@ -67,8 +67,8 @@ PENDING: frozenset[str] = frozenset()
 # a login session): each runs on a fresh service, so no other example sees its writes.
 WRITES: frozenset[str] = frozenset({
     "Client.create_record", "Client.update_record", "Client.delete_record",
-    "Client.create_view_record", "Client.update_view_record", "Client.delete_view_record",
-    "PlanReview", "PlanReview.apply", "review",
+    "Client.create_view_record", "Client.update_view_record",
+    "PlanReview", "PlanReview.apply", "review", "refresh",
     "write_back", "push", "add_rows", "upload_file", "upload_image", "create_with_asset",
 })
 
@@ -76,9 +76,15 @@ WRITES: frozenset[str] = frozenset({
 # is already in memory): they may omit Raises.
 NO_TYPED_ERRORS: dict[str, str] = {
     "Client.close": "closes the HTTP session; sends nothing",
+    "Client.quota_left": "arithmetic on the quota already kept; sends nothing",
     "Frames.snapshot": "a deep copy of frames in memory",
     "Source.to_dict": "the source's fields as plain data",
+    "FieldSpec.to_schema": "the field as plain data",
     "App.keys": "the keys already loaded",
+    "App.name": "a look-up in the names already kept",
+    "App.describe": "words for a connection already kept",
+    "App.summary": "counts of the frames already loaded",
+    "App.connections_table": "the connections already kept",
     "App.items": "the frames already loaded",
     "PlanReview.include": "ticks known records; unknown ids are ignored",
     "PlanReview.exclude": "unticks known records; unknown ids are ignored",
@@ -208,19 +214,23 @@ def raises_problems(secs: dict[str, list[str]]) -> list[str]:
 
 
 def parameter_problems(sig: inspect.Signature, documented: list[str],
-                       where: str = "Parameters") -> list[str]:
+                       where: str = "Parameters", also: list[str] | None = None) -> list[str]:
+    """Parameters of ``sig`` that ``documented`` (or ``also``: a class's Attributes) does
+    not name, and names of ``documented`` that ``sig`` does not take."""
     params = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
+    named = documented + (also or [])
     problems = []
     var_kw = any(p.kind is p.VAR_KEYWORD for p in params)
     for p in params:
         if p.kind is p.VAR_KEYWORD:
-            ok = any(d.startswith("**") for d in documented)
+            ok = any(d.startswith("**") for d in named)
         elif p.kind is p.VAR_POSITIONAL:
-            ok = any(d.startswith("*") and not d.startswith("**") for d in documented)
+            ok = any(d.startswith("*") and not d.startswith("**") for d in named)
         else:
-            ok = p.name in documented
+            ok = p.name in named
         if not ok:
-            problems.append(f"parameter {p.name!r} is not in {where}")
+            problems.append(f"parameter {p.name!r} is not in {where}"
+                            + (" or Attributes" if also is not None else ""))
     taken = {p.name for p in params}
     if not var_kw:
         problems += [f"{where} documents {d!r}, which the signature does not take"
@@ -251,10 +261,9 @@ def docstring_problems(case: str, obj: Any) -> list[str]:
     if isinstance(obj, property):
         return problems + ([p] if (p := examples_problem(secs)) else [])
     if inspect.isclass(obj):
-        documented = (entry_names(secs.get("Parameters", []))
-                      + entry_names(secs.get("Attributes", [])))
-        problems += parameter_problems(inspect.signature(obj), documented,
-                                       "Parameters or Attributes")
+        problems += parameter_problems(inspect.signature(obj),
+                                       entry_names(secs.get("Parameters", [])),
+                                       also=entry_names(secs.get("Attributes", [])))
         return problems + ([p] if (p := examples_problem(secs)) else [])
     sig = inspect.signature(obj)
     takes = [p for p in sig.parameters.values() if p.name not in ("self", "cls")]
