@@ -29,6 +29,7 @@ import pandas as pd
 from .errors import SvcError, UsageError
 from .frames import Frames, Source
 from .http.client import Client
+from .kinds import BLANK
 from .schema import Schema
 from .writeback import Plan, write_back
 from .writeback.plan import NEW_ID_PREFIX, Layout
@@ -80,14 +81,15 @@ CSS = """<style>
 
 
 def format_change_value(value: Any) -> str:
-    """A change value as readable text (lists joined, NA as an empty marker), in full."""
+    """A change value as readable text (lists joined, NA and empty lists as ``BLANK``), in
+    full."""
     if isinstance(value, (list, tuple)):
-        return ", ".join(format_change_value(v) for v in value) if value else "∅"
+        return ", ".join(format_change_value(v) for v in value) if value else BLANK
     if isinstance(value, dict):
         return ", ".join(f"{k}: {format_change_value(v)}" for k, v in value.items())
     try:
         if pd.isna(value):
-            return "∅"
+            return BLANK
     except (TypeError, ValueError):
         pass
     if isinstance(value, pd.Timestamp):
@@ -159,7 +161,7 @@ _HEAD = ("<thead><tr><th class='svcf-fcol'>field</th><th>value as loaded</th>"
 def record_html(rid: str, identifier: str, action: str, cells: list[Cell],
                 labels: dict[str, str]) -> str:
     """One record of a review: identifier, id (full on hover), action, its changes table."""
-    ident, ident_tip = _cut(identifier, 80) if identifier else ("<i>(no identifier)</i>", "")
+    ident, ident_tip = _cut(identifier, 80) if identifier else (f"<i>{BLANK}</i>", "")
     shown_id = "new record" if rid.startswith(NEW_ID_PREFIX) else short_id(rid)
     return (f"<div class='svcf-rec'><div class='svcf-who'>"
             f"<div class='svcf-ident'{ident_tip}>{ident}</div>"
