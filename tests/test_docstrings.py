@@ -60,7 +60,7 @@ matplotlib.use("Agg")  # the plots' examples draw headless
 
 # Public names whose docstrings another branch writes: skipped here until they land.
 # Each entry is removed as its docstring lands; the final merge must leave PENDING empty
-# (test_pending_names_are_public keeps the names real meanwhile).
+# (test_the_lists_name_public_names keeps the names real meanwhile).
 PENDING: frozenset[str] = frozenset()
 
 # Examples that change what the service holds (create, update or delete records or assets):
@@ -405,6 +405,31 @@ def test_the_check_reports_what_is_missing() -> None:
     assert any("'NoSuchError'" in p for p in problems)
     assert any("+SKIP" in p for p in problems)
     assert docstring_problems("_wrong", lambda: None) == ["no docstring"]
+    problems = docstring_problems("_no_returns", _no_returns)
+    assert problems == ["the summary is more than one line (one line, then a blank line)",
+                        "no Returns section"], problems
+
+
+def _no_returns(rows: int) -> int:
+    """Count the rows
+    of a target.
+
+    Parameters
+    ----------
+    rows : int
+        The rows.
+
+    Raises
+    ------
+    UsageError
+        Never.
+
+    Examples
+    --------
+    >>> _no_returns(2)
+    2
+    """
+    return rows
 
 
 def test_the_runner_reports_a_wrong_example(shared_service: LocalService,
