@@ -145,7 +145,9 @@ class Client:
     token : str, optional
         A user token for view requests (``login`` gets one).
     rate_limit : float, default 10.0
-        Requests per second this application's clients start at most (0: no pacing).
+        Requests per second, 0 to 1000, that the clients of this application start at
+        most (0: no pacing); the pace is shared with the other clients of the same
+        application and base URL.
     timeout : float, default 30.0
         Seconds to wait for an answer, > 0.
     max_retries : int, default 5
@@ -153,7 +155,8 @@ class Client:
     max_workers : int, default 12
         Threads that fetch pages at once (and the connection pool's size), >= 1.
     backoff : float, default 0.25
-        Seconds of the first wait between retries (it grows with each retry), >= 0.
+        Seconds of the first wait before a retry, >= 0; each later wait doubles (up to 8 s,
+        with jitter).
     use_schema : bool, default True
         False: never ask for the application schema; kinds are inferred from the records.
     session : requests.Session, optional
@@ -161,6 +164,8 @@ class Client:
 
     Attributes
     ----------
+    app_id, base_url : str
+        As given (``base_url`` without a trailing ``/``).
     request_count : int
         Requests sent, retries included.
     retry_count : int
