@@ -487,7 +487,7 @@ number = next(c for c in right.main.columns if str(right.main[c].dtype) == "Floa
 group = next((f.key for f in left.source.fields if f.kind == "multiple_choice"
               and f.format.get("type", "single") == "single"), "id")
 sql = f\"\"\"
-SELECT coalesce(CAST(l."{group}" AS VARCHAR), '(none)') AS "{label.get(group, group)}",
+SELECT coalesce(CAST(l."{group}" AS VARCHAR), '(blank)') AS "{label.get(group, group)}",
        count(*) AS links, round(sum(r."{number}"), 2) AS "{rlabel.get(number, number)}"
 FROM "{tables[conn.from_object]}" l
 JOIN "{link_table}" c ON c.record_id = l.id
@@ -507,7 +507,7 @@ plt.show()
     md("## The SQL agrees with the join"),
     code("""
 inner = joined.dropna(subset=[f"{conn.label}.id"])
-keys = inner[group].astype("string").fillna("(none)")
+keys = inner[group].astype("string").fillna("(blank)")
 by_pandas = inner.groupby(keys)[f"{conn.label}.{number}"].sum().round(2)
 assert dict(zip(cost.iloc[:, 0], cost.iloc[:, 2])) == by_pandas.to_dict()
 con.close()

@@ -49,15 +49,44 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
              columns: Columns = "keys", timezone: str | ZoneInfo | None = None,
              progress: bool | None = None, rows_per_page: int = 1000,
              verify: Verify = "first", processes: int | None = None) -> App:
-    """Every object of the application (or those named by key or name) as one :class:`App`.
+    """Every object of the application (or those named) as one ``App``.
 
     The objects load side by side under the client's pace (its rate limiter is shared by
     every request), each with its share of the client's workers, and one progress bar
-    counts the pages of them all. Objects are resolved through the schema before any
-    record is requested: an unknown key or name is a UsageError listing the objects.
-    Other options are read_object's, for every object.
+    counts the pages of them all.
 
-    Usage: ``app = read_app(client, ["Work Orders", "Parts"])``"""
+    Parameters
+    ----------
+    client : Client
+        The application to read.
+    objects : list of str, optional
+        The objects to load, by key or name (one name alone is taken too); default:
+        every object of the schema.
+    columns, timezone, progress, rows_per_page, verify, processes
+        As ``read_object`` takes them, for every object (column naming:
+        docs/column-names.md).
+
+    Returns
+    -------
+    App
+        The frames of every object loaded, by key and name, and the connections.
+
+    Raises
+    ------
+    UsageError
+        Before any record request: an unknown or ambiguous object (listing the objects),
+        no schema and no objects named, or a bad option.
+    ServiceError
+        A request failed (see ``read_object``).
+
+    Examples
+    --------
+    >>> app = read_app(client)
+    >>> app.keys()
+    ['object_1', 'object_2', 'object_3']
+    >>> len(read_app(client, ["Parts"])["Parts"])
+    40
+    """
     check_columns(columns)
     tz = user_timezone(timezone)
     if processes is not None and (not isinstance(processes, int) or processes < 0):
@@ -149,10 +178,43 @@ class AppProgress(Progress):
 class App:
     """Loaded objects by key and name, and the connections between them.
 
-    ``app["object_3"]`` / ``app["Work Orders"]`` -> Frames; ``app.connections``;
-    ``app.join(a, b)``; ``app.summary()``; ``app.to_duckdb(path)``; ``app.to_parquet(dir)``.
+    What ``read_app`` returns. ``app["object_3"]`` and ``app["Work Orders"]`` are the
+    object's Frames (UsageError for one not loaded); ``"Parts" in app``, ``len(app)``
+    and iteration (keys) work as for a dict.
 
-    Usage: ``app = App({"object_2": parts}, client.schema())``"""
+    Parameters
+    ----------
+    frames : dict of str to Frames
+        The loaded objects by key.
+    schema : dict, optional
+        The application schema (``client.schema()``): names and connections. Without it
+        the connections are those the frames' fields declare.
+    app_id : str, default ""
+        The application, for the repr.
+
+    Attributes
+    ----------
+    connections : list of Connection
+        Every connection field (``field``, ``label``, ``from_object``, ``to_object``,
+        ``many``).
+    names : dict of str to str
+        Object key -> name.
+
+    Examples
+    --------
+    >>> app = read_app(client)
+    >>> print(app)  # doctest: +ELLIPSIS
+    App ...: 3 objects, 90 rows, 3 connections
+      object_1   People                          20 rows   17 columns
+      object_2   Parts                           40 rows    4 columns
+      object_3   Work Orders                     30 rows   55 columns
+    connections:
+      Work Orders.Parts (field_41) -> Parts (many)
+      Work Orders.Assignee (field_42) -> People (one)
+      Work Orders.Created By (field_43) -> People (one)
+    >>> App({"object_2": app["Parts"]}, client.schema()).keys()
+    ['object_2']
+    """
 
     def __init__(self, frames: dict[str, Frames], schema: dict[str, Any] | None = None, *,
                  app_id: str = "") -> None:
@@ -179,7 +241,27 @@ class App:
 
     # ---- mapping -------------------------------------------------------------------------
     def key(self, name: str) -> str:
-        """The object key for a key or a name; UsageError listing the objects."""
+        """The object key for a key or a name.
+
+        Parameters
+        ----------
+        name : str
+            An object's key or name.
+
+        Returns
+        -------
+        str
+
+        Raises
+        ------
+        UsageError
+            No object (or several) has that name, listing the objects.
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts"]).key("Work Orders")
+        'object_3'
+        """
         if not isinstance(name, str) or not name.strip():
             raise UsageError(f"an object is named by its key or name, got {name!r}")
         return match(name, list(self.names.items()), "object", "app.summary()")
@@ -204,17 +286,70 @@ class App:
         return len(self.frames)
 
     def keys(self) -> list[str]:
+        """The keys of the loaded objects.
+
+        Returns
+        -------
+        list of str
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts", "People"]).keys()
+        ['object_2', 'object_1']
+        """
         return list(self.frames)
 
     def items(self) -> list[tuple[str, Frames]]:
+        """The loaded objects as (key, Frames) pairs.
+
+        Returns
+        -------
+        list of tuple of (str, Frames)
+
+        Examples
+        --------
+        >>> [(k, len(f)) for k, f in read_app(client).items()]
+        [('object_1', 20), ('object_2', 40), ('object_3', 30)]
+        """
         return list(self.frames.items())
 
     def name(self, key: str) -> str:
-        """The object's name (its key when the schema gives none)."""
+        """The object's name (its key when the schema gives none).
+
+        Parameters
+        ----------
+        key : str
+            An object key.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts"]).name("object_2")
+        'Parts'
+        """
         return self.names.get(key) or key
 
     def describe(self, conn: Connection) -> str:
-        """``"Work Orders.Parts (field_41) -> Parts (many)"``."""
+        """A connection in words: its object, label, key, the object it points to, one or many.
+
+        Parameters
+        ----------
+        conn : Connection
+            One of ``app.connections``.
+
+        Returns
+        -------
+        str
+
+        Examples
+        --------
+        >>> app = read_app(client, ["Parts"])
+        >>> app.describe(app.connections[0])
+        'Work Orders.Parts (field_41) -> Parts (many)'
+        """
         return (f"{self.name(conn.from_object)}.{conn.label} ({conn.field}) -> "
                 f"{self.name(conn.to_object)} ({'many' if conn.many else 'one'})")
 
@@ -224,11 +359,35 @@ class App:
     # ---- connections and joins -----------------------------------------------------------
     def connection(self, left: str, right: str, field: str | None = None
                    ) -> tuple[Connection, bool]:
-        """The connection tying two objects (keys or names) and whether it runs from
-        ``right`` to ``left`` (reversed). ``field`` (key or label) picks one of several.
-        UsageError when none ties them (listing those that exist) or several do.
+        """The connection tying two objects, and whether it runs from ``right`` to ``left``.
 
-        Usage: ``conn, reverse = app.connection("Work Orders", "People", "Assignee")``"""
+        Parameters
+        ----------
+        left, right : str
+            Objects, by key or name.
+        field : str, optional
+            The connection (key or label), when several tie the two.
+
+        Returns
+        -------
+        tuple of (Connection, bool)
+            The connection, and True when it is a field of ``right`` (reversed).
+
+        Raises
+        ------
+        UsageError
+            An unknown object, no connection ties them (listing those that exist), or
+            several do and ``field`` does not pick one.
+
+        Examples
+        --------
+        >>> app = read_app(client, ["Parts"])
+        >>> conn, reverse = app.connection("Parts", "Work Orders")
+        >>> conn.field, reverse
+        ('field_41', True)
+        >>> app.connection("Work Orders", "People", "Assignee")[0].field
+        'field_42'
+        """
         lk, rk = self.key(left), self.key(right)
         found = [(c, False) for c in self.connections
                  if c.from_object == lk and c.to_object == rk]
@@ -250,15 +409,44 @@ class App:
     def join(self, left: str | Frames, right: str, field: str | None = None, *,
              columns: Sequence[str] | Literal["keys", "labels"] | None = None,
              how: How = "left") -> pd.DataFrame:
-        """``left``'s records with the ``right`` records their connection links (either
-        way round: a connection of ``right`` to ``left`` is walked backwards).
+        """``left``'s records with the ``right`` records their connection links, either way round.
 
-        ``left``: an object key or name, or Frames (a view of an object: joined on what it
-        shows); ``right``: an object key or name; when it was not loaded, the join holds
-        the connected id and identifier. ``field``: the connection (key or label) when
-        several tie the two; ``columns``, ``how``: as :func:`joins.join`.
+        A connection of ``right`` to ``left`` is walked backwards.
 
-        Usage: ``app.join("Work Orders", "People", field="Assignee", how="inner")``"""
+        Parameters
+        ----------
+        left : str or Frames
+            An object key or name, or Frames (a view of an object: joined on what it
+            shows).
+        right : str
+            An object key or name; when it was not loaded, the join holds the connected id
+            and identifier.
+        field : str, optional
+            The connection (key or label) when several tie the two.
+        columns : list of str or {"keys", "labels"}, optional
+            As ``Frames.join`` takes it (the brought columns, or their prefix).
+        how : {"left", "inner"}, default "left"
+            As ``Frames.join`` takes it.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per linked pair; the brought columns named ``<prefix>.<column>``
+            (docs/column-names.md).
+
+        Raises
+        ------
+        UsageError
+            An object not loaded (or unknown), no connection between the two, a reversed
+            connection whose object was not loaded, or a bad ``columns``/``how``.
+
+        Examples
+        --------
+        >>> app = read_app(client)
+        >>> joined = app.join("Work Orders", "People", field="Assignee", how="inner")
+        >>> joined.shape, joined.columns[56:58].tolist()
+        ((27, 74), ['Assignee.id', 'Assignee.field_1.title'])
+        """
         if isinstance(left, Frames):
             if left.source is None:
                 raise UsageError("join needs Frames with a source (as read_view returns)")
@@ -294,11 +482,25 @@ class App:
 
     # ---- summary ---------------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
-        """One row per loaded object: key, name, rows, columns, tables, connections out,
-        and ``renamed``: the labels that clash as column names and the names given
-        instead (``'ID' -> 'ID (field_1)'``; names.unique_labels), in labels mode.
+        """One row per loaded object: key, name, rows, columns, tables, connections out, renames.
 
-        Usage: ``app.summary()``"""
+        ``renamed``: in labels mode, the labels that clash as column names and the names
+        given instead (``'ID' -> 'ID (field_1)'``).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``object``, ``name``, ``rows``, ``columns``, ``tables``,
+            ``connections``, ``renamed``.
+
+        Examples
+        --------
+        >>> read_app(client).summary()[["object", "rows", "tables"]]
+             object  rows  tables
+        0  object_1    20       0
+        1  object_2    40       0
+        2  object_3    30       5
+        """
         rows = []
         for key, f in self.frames.items():
             renamed = ""
@@ -314,7 +516,22 @@ class App:
                                            "connections", "renamed"])
 
     def connections_table(self) -> pd.DataFrame:
-        """The connections as a table: field, label, from, to, has, both ends loaded."""
+        """The connections as a table: field, label, from, to, has, both ends loaded.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``field``, ``label``, ``from``, ``to``, ``has`` (one or many),
+            ``loaded`` (both objects are loaded).
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts", "Work Orders"]).connections_table()[["field", "loaded"]]
+              field  loaded
+        0  field_41    True
+        1  field_42   False
+        2  field_43   False
+        """
         return pd.DataFrame(
             [{"field": c.field, "label": c.label, "from": f"{self.name(c.from_object)} "
               f"({c.from_object})", "to": f"{self.name(c.to_object)} ({c.to_object})",
@@ -345,11 +562,64 @@ class App:
 
     # ---- snapshots -------------------------------------------------------------------------
     def to_duckdb(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """The whole app in one DuckDB file (needs ``svc_frames[duckdb]``); see
-        database.to_duckdb. Usage: ``app.to_duckdb("app.duckdb")``"""
+        """Write the whole app to one DuckDB file (needs ``svc_frames[duckdb]``).
+
+        A table per object and per exploded table; written aside and moved into place, so
+        a failure leaves no half-written file. Table names: docs/column-names.md.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+        overwrite : bool, default False
+            Replace an existing file.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+
+        Raises
+        ------
+        UsageError
+            ``path`` exists and ``overwrite`` is False, or cannot be written.
+
+        Examples
+        --------
+        >>> path = read_app(client, ["Parts"]).to_duckdb(tmp_path / "app.duckdb")
+        >>> path.name
+        'app.duckdb'
+        """
         return to_duckdb(self, path, overwrite=overwrite)
 
     def to_parquet(self, path: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-        """The whole app as a directory of Parquet datasets; see database.app_to_parquet.
-        Usage: ``app.to_parquet("out/app")``"""
+        """Write the whole app as a directory of Parquet datasets, one per table.
+
+        ``dir/<table>/part-00000.parquet``, the tables of ``to_duckdb`` (named as
+        docs/column-names.md says; ``svc_tables`` lists them); written aside and moved into
+        place.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The directory to write.
+        overwrite : bool, default False
+            Replace an existing directory.
+
+        Returns
+        -------
+        pathlib.Path
+            The directory written.
+
+        Raises
+        ------
+        UsageError
+            ``path`` exists and ``overwrite`` is False, or cannot be written.
+
+        Examples
+        --------
+        >>> out = read_app(client, ["Parts"]).to_parquet(tmp_path / "app")
+        >>> sorted(p.name for p in out.iterdir())
+        ['parts', 'svc_connections', 'svc_sources', 'svc_tables']
+        """
         return app_to_parquet(self, path, overwrite=overwrite)

@@ -133,17 +133,105 @@ def upload(client: Client, source: AssetSource | PendingUpload, kind: AssetKind 
 
 def upload_file(client: Client, source: AssetSource, filename: str | None = None
                 ) -> dict[str, Any]:
-    """Upload a file (docs/service-interface.md §4.6).
+    """Upload a file, to be placed in a file field of one record (by its asset id).
 
-    Usage: ``upload_file(client, "a.pdf")["id"]``"""
+    One request (docs/service-interface.md §4.6). An uploaded asset is placed in one
+    field of one record only; to place a file in several, upload it once per placement.
+    ``write_back`` uploads the file cells of edited frames itself: this is for records
+    written by other means (:func:`create_with_asset`, ``client.create_record``).
+
+    Parameters
+    ----------
+    client : Client
+        The application to upload to.
+    source : str, os.PathLike, bytes or binary file object
+        A local path, the bytes themselves, or a file opened in binary mode.
+    filename : str, optional
+        The name the service keeps; default: the path's name (the file object's, or
+        ``file.bin`` for bytes).
+
+    Returns
+    -------
+    dict
+        The service's asset: ``id`` (what a file field takes), ``type`` ("file"),
+        ``filename``, ``size``, ``url``...
+
+    Raises
+    ------
+    InvalidValue
+        ``source`` is a path that does not exist or is a directory, or not a path, bytes
+        or a binary file object (before any request).
+    PayloadTooLarge
+        The file is over the service's size limit.
+    ValidationError
+        The service refused the file.
+    OutcomeUnknown
+        The upload's answer was lost: it may have been stored (an upload is never sent
+        again blindly; an asset placed nowhere is harmless).
+    ServiceError
+        Another failure after the client's retries (``ServiceUnreachable``,
+        ``RateLimited``, ``ServerError``, also for an answer without an asset id).
+
+    Examples
+    --------
+    >>> (tmp_path / "checklist.txt").write_bytes(b"1. valve closed")
+    15
+    >>> asset = upload_file(client, tmp_path / "checklist.txt")
+    >>> asset["type"], asset["filename"], asset["size"]
+    ('file', 'checklist.txt', 15)
+    >>> download(client, asset)
+    b'1. valve closed'
+    """
     return upload(client, source, "file", filename)
 
 
 def upload_image(client: Client, source: AssetSource, filename: str | None = None
                  ) -> dict[str, Any]:
-    """Upload an image (4.7); the answer's ``thumb_url`` is filled.
+    """Upload an image, to be placed in an image field of one record (by its asset id).
 
-    Usage: ``upload_image(client, "photo.jpg")["thumb_url"]``"""
+    One request (docs/service-interface.md §4.7); the service makes a thumbnail, whose
+    address is the answer's ``thumb_url``. Placement as for :func:`upload_file`.
+
+    Parameters
+    ----------
+    client : Client
+        The application to upload to.
+    source : str, os.PathLike, bytes or binary file object
+        A local path, the bytes themselves, or a file opened in binary mode.
+    filename : str, optional
+        The name the service keeps; default: the path's name (the file object's, or
+        ``image.png`` for bytes).
+
+    Returns
+    -------
+    dict
+        The service's asset: ``id`` (what an image field takes), ``type`` ("image"),
+        ``filename``, ``size``, ``url``, ``thumb_url``...
+
+    Raises
+    ------
+    InvalidValue
+        ``source`` is a path that does not exist or is a directory, or not a path, bytes
+        or a binary file object (before any request).
+    PayloadTooLarge
+        The file is over the service's size limit.
+    ValidationError
+        The service refused the file (e.g. bytes that are not an image).
+    OutcomeUnknown
+        The upload's answer was lost: it may have been stored (an upload is never sent
+        again blindly; an asset placed nowhere is harmless).
+    ServiceError
+        Another failure after the client's retries (``ServiceUnreachable``,
+        ``RateLimited``, ``ServerError``, also for an answer without an asset id).
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> photo = download(client, frames.main["field_38.url"].iloc[0])   # a PNG
+    >>> image = upload_image(client, photo, "site.png")
+    >>> image["type"], image["filename"], image["thumb_url"] is not None
+    ('image', 'site.png', True)
+    """
     return upload(client, source, "image", filename)
 
 
@@ -210,10 +298,56 @@ def check_record_data(fields: Mapping[str, FieldSpec], data: Mapping[str, Any], 
 def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],
                       assets: Mapping[str, AssetSource], *,
                       kinds: Mapping[str, AssetKind] | None = None) -> dict[str, Any]:
-    """The two-step flow of 4.8: upload each asset (once per field), then create the record
-    with the asset ids. Kinds come from ``kinds`` or the schema (default ``file``).
+    """Create a record holding files or images: upload each, then create the record.
 
-    Usage: ``create_with_asset(client, "object_2", {"field_5": "x"}, {"field_12": "a.pdf"})``
+    The two-step flow of docs/service-interface.md §4.8: one upload per asset field, then
+    one create with the asset ids. The record data and every file are checked before the
+    first upload, so a create the service would refuse leaves no asset behind.
+
+    Parameters
+    ----------
+    client : Client
+        The application to write to.
+    object_key : str
+        The object's key (``"object_3"``).
+    data : mapping
+        The record's other values, by field key, as the service takes them.
+    assets : mapping
+        Field key -> a path, bytes or binary file object to upload into that field.
+    kinds : mapping, optional
+        Field key -> "file" or "image"; default: the field's kind from the schema (or
+        "file" without a schema).
+
+    Returns
+    -------
+    dict
+        The created record as the service answers it (``id``, each field's display
+        value and ``field_N_raw``: the asset's id, filename and url).
+
+    Raises
+    ------
+    UsageError
+        Before any request: a field given both as data and as an asset, an unknown object
+        or field, an asset field that is not a file or image field (or an image field
+        holding URLs).
+    InvalidValue
+        Before any request: a value its field's kind does not take (``ReadOnlyField``
+        for a field the service computes), or a file that does not exist.
+    ServiceError
+        An upload or the create failed (``ValidationError``, ``PayloadTooLarge``,
+        ``OutcomeUnknown`` when an answer was lost...); assets uploaded before stay
+        placed nowhere.
+
+    Examples
+    --------
+    >>> (tmp_path / "manual.txt").write_text("Turn off the power first.")
+    25
+    >>> rec = create_with_asset(client, "object_3", {"field_12": "Inspect the boiler"},
+    ...                         {"field_37": tmp_path / "manual.txt"})
+    >>> rec["field_37_raw"]["filename"]
+    'manual.txt'
+    >>> download(client, rec["field_37_raw"])
+    b'Turn off the power first.'
     """
     overlap = set(data) & set(assets)
     if overlap:
@@ -238,10 +372,45 @@ def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],
 
 
 def download(client: Client, asset: str | Mapping[str, Any], *, thumb: bool = False) -> bytes:
-    """The exact bytes of an asset: give its raw value / upload answer (dict with ``url``
-    or ``public_url``, and ``thumb_url``) or a URL. ``thumb=True`` fetches the thumbnail.
+    """The exact bytes of an uploaded file or image (or of its thumbnail).
 
-    Usage: ``download(client, frames.main.loc[rid, "field_12.url"])``"""
+    One GET, paced and retried like every request; only the application id is sent with
+    it (an asset address may point to another host: the key and token stay here).
+
+    Parameters
+    ----------
+    client : Client
+        The application the asset belongs to.
+    asset : str or mapping
+        The asset's address (a loaded frame's ``field_N.url`` cell, absolute or a path on
+        the service), or a dict holding ``url`` (or ``public_url``) and ``thumb_url``:
+        an upload's answer or a record's ``field_N_raw``.
+    thumb : bool, default False
+        The thumbnail instead (an image's ``thumb_url``; a dict is needed).
+
+    Returns
+    -------
+    bytes
+        The bytes as they were uploaded.
+
+    Raises
+    ------
+    UsageError
+        ``asset`` is neither a dict nor an address, or the dict has no ``url`` (no
+        ``thumb_url`` with ``thumb=True``).
+    NotFound
+        No asset at that address.
+    ServiceError
+        Another failure after the client's retries.
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> first = frames.main.iloc[0]
+    >>> data = download(client, first["field_37.url"])
+    >>> len(data) == int(first["field_37.size"])
+    True
+    """
     if isinstance(asset, Mapping):
         url = asset.get("thumb_url") if thumb else (asset.get("url") or asset.get("public_url"))
         if not url:

@@ -2,7 +2,10 @@
 
 The keys a call takes (``object_3``, ``field_27``, ``scene_2/view_3``) are listed here
 beside the names the application's pages show, so a newcomer can look them up; every
-call that takes a key also takes the name (``lookup.py``). One request: the schema.
+call that takes a key also takes the name (``lookup.py``). One request: the schema, sent
+once per client (``client.schema()`` keeps it), so the errors a call can meet are those
+of that request (the service's errors after the client's retries) and, when the service
+does not expose its schema, a ``UsageError``.
 
 Usage::
 
@@ -17,19 +20,20 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from .errors import UsageError
 from .frames import field_table
 from .http.client import Client
 from .lookup import target_keys
+from .read.options import check_columns
 from .schema import Schema
 
 __all__ = ["objects", "views", "fields"]
 
 
 def _schema(client: Client) -> Schema:
+    """The client's schema, or UsageError when the service does not expose one."""
     schema = Schema(client.schema())
     if not schema.available:
-        from .errors import UsageError
-
         raise UsageError("the service does not expose its schema (the schema endpoint "
                          "answered nothing): objects, views and fields cannot be listed")
     return schema
@@ -53,9 +57,12 @@ def objects(client: Client) -> pd.DataFrame:
     Raises
     ------
     UsageError
-        When the service does not expose its schema.
+        The service does not expose its schema (it answers the schema request with 401,
+        403 or 404): there is nothing to list.
     ServiceError
-        When the schema request fails.
+        The schema request failed otherwise: ``ServiceUnreachable`` (no connection),
+        ``RateLimited`` or ``QuotaExceeded``, ``ServerError`` (after the client's
+        retries). A client that already holds the schema sends nothing.
 
     Examples
     --------
@@ -97,9 +104,10 @@ def views(client: Client) -> pd.DataFrame:
     Raises
     ------
     UsageError
-        When the service does not expose its schema.
+        The service does not expose its schema, so no view can be listed.
     ServiceError
-        When the schema request fails.
+        The schema request failed, as for :func:`objects` (the same request: one of the
+        two calls on a client sends it).
 
     Examples
     --------
@@ -137,7 +145,7 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
         (``"scene_2/view_3"``, ``("Dispatch", "Dispatch board")``, its name).
     columns : {"keys", "labels"}, default "keys"
         How the ``columns`` entry names the frame columns, as ``read_object(...,
-        columns=)`` would.
+        columns=)`` would (docs/column-names.md).
 
     Returns
     -------
@@ -148,21 +156,30 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
         table of a connection or multi choice). ``frames.fields`` gives the same for
         loaded frames.
 
+    See Also
+    --------
+    Frames.fields : the same for loaded frames.
+
+    Notes
+    -----
+    How columns are named (keys or labels, parts such as ``field_34.latitude``, ``id`` as
+    the index, saved and DuckDB names): docs/column-names.md.
+
     Raises
     ------
     UsageError
-        An unknown or ambiguous object or view (naming the closest matches), a bad
-        ``columns``, or a service that does not expose its schema.
+        ``columns`` is neither "keys" nor "labels" (before any request); ``target`` names
+        no object or view (the message names the closest matches) or names several (it
+        lists their keys); or the service does not expose its schema, without which a
+        name cannot be resolved.
     ServiceError
-        When the schema request fails.
+        The schema request failed, as for :func:`objects`.
 
     Examples
     --------
     >>> fields(client, "Work Orders").loc["field_27", "label"]
     'Status'
     """
-    from .read.options import check_columns
-
     check_columns(columns)
     schema = _schema(client)
     keys = target_keys(schema, target)

@@ -36,6 +36,7 @@ from .application import read_app
 from .errors import ConfigurationError, UsageError
 from .frames import Frames
 from .http.client import Client
+from .kinds import BLANK
 from .loaders import read_object, read_view
 from .refreshing.policy import RefreshReport, refresh
 from .saved.parquet import to_parquet
@@ -302,7 +303,7 @@ def _refresh_step(say: _Printer, client: Any, svc: Any, objects: dict[str, Any]
 
 
 PARTS_COST_SQL = """
-SELECT coalesce(w."{status}", '(none)') AS status, count(DISTINCT w.id) AS work_orders, count(*) AS parts_used,
+SELECT coalesce(w."{status}", '{blank}') AS status, count(DISTINCT w.id) AS work_orders, count(*) AS parts_used,
        round(sum(p."{price}"), 2) AS parts_cost
 FROM "{orders}" w
 JOIN "{links}" c ON c.record_id = w.id
@@ -339,7 +340,8 @@ def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
         tables = dict(con.execute("SELECT object_key, table_name FROM svc_sources").fetchall())
         links = con.execute("SELECT table_name FROM svc_connections WHERE field = ?",
                             [field_key(orders, "Parts")]).fetchone()
-        sql = PARTS_COST_SQL.format(status=status, price=price, orders=tables["object_3"],
+        sql = PARTS_COST_SQL.format(blank=BLANK, status=status, price=price,
+                                    orders=tables["object_3"],
                                     parts=tables["object_2"], links=links and links[0])
         cost = con.execute(sql).df()
     finally:

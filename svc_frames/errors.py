@@ -1,5 +1,12 @@
 """One exception hierarchy for the toolkit and the local service's client-facing errors.
 
+Every error svc_frames raises on purpose is a ``SvcError``: ``ServiceError`` and its
+subclasses for what the service answered (or did not), ``UsageError`` and its subclasses
+for bad input found before any request (nothing was sent), ``ConsistencyError`` and
+``ConflictError`` for records that moved. Each keeps ``message``, ``status`` (the HTTP
+status, when one came), ``field`` (the field at fault, when known) and ``body``. Warnings
+are ``SvcWarning``: the call went on, but look at this.
+
 Usage::
 
     try:
@@ -58,8 +65,10 @@ class PayloadTooLarge(ServiceError, ValueError):
 
 
 class RateLimited(ServiceError):
-    """429 (or a throttling 403): the per-second rate limit or the daily quota was exceeded.
-    ``retry_after``: the seconds the service asked to wait (``Retry-After``), if any."""
+    """Raised on a 429 (or a throttling 403) still refused after the retries: too many requests.
+
+    ``retry_after``: the seconds the service asked to wait (``Retry-After``), if any.
+    """
 
     def __init__(self, message: str, *, status: int | None = None, body: Any = None,
                  retry_after: float | None = None) -> None:
@@ -68,11 +77,13 @@ class RateLimited(ServiceError):
 
 
 class QuotaExceeded(RateLimited):
-    """429 ``Daily limit exceeded``: the application's daily request quota is spent until
-    ``reset_at`` (an aware datetime, None when the service did not say). Never retried
-    in-run: nothing can succeed before the reset. The refusal itself applied nothing;
-    ``maybe_applied``: an earlier try of the same request (retried) went unanswered or got a
-    5xx, so that one may have been applied."""
+    """Raised on a 429 ``Daily limit exceeded``: the application's daily request quota is spent.
+
+    It is spent until ``reset_at`` (an aware datetime, None when the service did not say).
+    Never retried in-run: nothing can succeed before the reset. The refusal itself applied
+    nothing; ``maybe_applied``: an earlier try of the same request (retried) went
+    unanswered or got a 5xx, so that one may have been applied.
+    """
 
     def __init__(self, message: str, *, status: int | None = 429, body: Any = None,
                  reset_at: dt.datetime | None = None, limit: int | None = None,
@@ -85,9 +96,11 @@ class QuotaExceeded(RateLimited):
 
 
 class QuotaInsufficient(QuotaExceeded):
-    """Found before sending: a run needs ``needed`` more requests, but only ``remaining``
-    are left of the daily quota (until ``reset_at``). Nothing more was sent; ``status`` is
-    None (no refusal came)."""
+    """Raised before sending when a run needs more requests than the daily quota has left.
+
+    It needs ``needed`` more requests, but only ``remaining`` are left (until
+    ``reset_at``). Nothing more was sent; ``status`` is None (no refusal came).
+    """
 
     def __init__(self, message: str, *, needed: int, remaining: int,
                  reset_at: dt.datetime | None = None, limit: int | None = None) -> None:
@@ -97,8 +110,10 @@ class QuotaInsufficient(QuotaExceeded):
 
 
 class ServiceUnreachable(ServiceError, ConnectionError):
-    """No connection to the service: refused, host name not found, or no connection within
-    the timeout. Nothing reached the service; the message names the base URL."""
+    """Raised when no connection to the service can be made (refused, unknown host, timeout).
+
+    Nothing reached the service; the message names the base URL.
+    """
 
 
 class ServerError(ServiceError):
@@ -133,8 +148,10 @@ class ReadOnlyField(InvalidValue):
 
 
 class SchemaError(UsageError):
-    """An application document (the local service's definition) is not usable; the message
-    names the object, field, scene or view at fault."""
+    """Raised when an application document (the local service's definition) is not usable.
+
+    The message names the object, field, scene or view at fault.
+    """
 
 
 class ConsistencyError(SvcError):
@@ -151,8 +168,11 @@ class ConflictError(SvcError):
 
 # --- signals between layers, caught inside the package ---------------------------------------
 class DisplayValuesNeeded(SvcError, ValueError):
-    """A ``format=raw`` page held a value that only its display value explains: the loader
-    fetches that page again with both (never reaches a user)."""
+    """Raised inside the loader when a raw page needs its display values; never reaches a user.
+
+    A ``format=raw`` page held a value that only its display value explains: the loader
+    fetches that page again with both.
+    """
 
 
 # --- warnings -------------------------------------------------------------------------------
@@ -161,23 +181,33 @@ class SvcWarning(Warning):
 
 
 class FilterWarning(SvcWarning, UserWarning):
-    """A filter that will not do what it seems to: a choice the field does not list, a value
-    of the wrong kind, an ISO date converted, a time the hosted service may ignore."""
+    """Given for a filter that may not do what it seems to; the load goes on.
+
+    A choice the field does not list, an ISO date converted to the hosted format, a time
+    the hosted service may ignore, an aware time put in UTC for want of the application's
+    timezone. (An operator or a value the field's kind does not take is a UsageError.)
+    """
 
 
 class PaceWarning(SvcWarning, UserWarning):
-    """The pace cannot be shared with other processes (no ``fcntl``, or a pace directory
-    that cannot be written): this process paces on its own."""
+    """Given when the pace cannot be shared with other processes: this process paces on its own.
+
+    No ``fcntl``, or a pace directory that cannot be written.
+    """
 
 
 class PrecisionWarning(SvcWarning, UserWarning):
-    """A value the service holds that the frame cannot hold exactly: an integer past 2**53
-    in a float column."""
+    """Given when a value the service holds cannot be held exactly by its frame column.
+
+    For example an integer past 2**53 in a float column.
+    """
 
 
 class NameWarning(SvcWarning, UserWarning):
-    """Names from the application that clash once a target normalises them (columns,
-    tables, files): the ones svc_frames gave instead are listed."""
+    """Given when names from the application clash once normalised (columns, tables, files).
+
+    The names svc_frames gave instead are listed.
+    """
 
 
 # The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it

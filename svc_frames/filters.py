@@ -17,9 +17,11 @@ honour the time part (the local service never does: it compares whole days), so 
 other than midnight warns. A raw ISO string in a hand-written rule is converted the same
 way, with a :class:`~svc_frames.errors.FilterWarning`.
 
-With the application schema (``prepare_filters``; the loaders pass it), a value on a date
-field is read as a date, a choice the field does not list warns with the valid options, and
-a value of the wrong kind for the field (text on a number field, ...) warns.
+With the application schema (``prepare_filters``; every loader has it), a value on a date
+field is read as a date; an unknown field, an operator the field's kind does not take, or a
+value of the wrong kind (text on a number field, ...) is a UsageError naming the field (and
+the operators it takes), before any request but the schema's; a choice the field does not
+list warns with the valid options.
 
 Usage::
 
@@ -63,6 +65,7 @@ from .query import (
     format_filter_date,
     is_hosted_date,
     needs_schema,
+    operators_for,
     read_filter_date,
     short_value,
     validate_filters,
@@ -103,18 +106,18 @@ def _is_number(value: Any) -> bool:
 
 
 def _check_kind(rule: dict[str, Any], where: str, field: FieldSpec) -> None:
-    """Warnings for a value the schema says the field cannot hold (the rule matches nothing
-    on the hosted service, or not what was meant)."""
+    """UsageError (naming the field, and the operators it takes) for an operator the
+    field's kind does not take or a value of the wrong kind, which the service would refuse
+    or match nothing with; a warning for a choice the field does not list (the value is of
+    the right kind, and the options it names may be the live application's newer ones)."""
     op = rule["operator"]
     kind = _kind(field)
     name = _name(field)
     value = rule.get("value")
-    if op in DATE_ONLY and kind not in DATE_KINDS:
-        warn_filter(f"{where}: {op!r} applies to date fields; {name} is a {kind} field")
-    elif op in CHOICE and kind != "multiple_choice":
-        warn_filter(f"{where}: 'is any' applies to multiple choice fields; {name} is a {kind} field")
-    elif op in NEAR and kind != "address":
-        warn_filter(f"{where}: 'near' applies to address fields; {name} is a {kind} field")
+    takes = operators_for(kind)
+    if op not in takes:
+        raise UsageError(f"{where}: {name} is a {kind} field, which does not take {op!r}; "
+                         f"it takes {', '.join(repr(o) for o in takes)}", field=field.key)
     if kind == "multiple_choice" and op in ("is", "is not", "is any"):
         options = [str(o) for o in field.format.get("options") or ()]
         wanted = value if isinstance(value, list) else [value]
@@ -126,11 +129,13 @@ def _check_kind(rule: dict[str, Any], where: str, field: FieldSpec) -> None:
             warn_filter(f"{where}: {name} has no option {', '.join(hints)}; its options are "
                   f"{', '.join(repr(o) for o in options)}")
     elif kind in NUMBER_KINDS and op in MAYBE_DATE_VALUE and not _is_number(value):
-        warn_filter(f"{where}: {name} is a {kind} field; {short_value(value)} is not a number")
+        raise UsageError(f"{where}: {name} is a {kind} field; {short_value(value)} is not a "
+                         "number", field=field.key)
     elif kind == "boolean" and op in ("is", "is not") and not (
             isinstance(value, bool) or str(value).strip().lower()
             in ("true", "false", "yes", "no", "on", "off", "1", "0")):
-        warn_filter(f"{where}: {name} is a yes/no field; {short_value(value)} is neither yes nor no")
+        raise UsageError(f"{where}: {name} is a yes/no field; {short_value(value)} is neither "
+                         "yes nor no (True or False)", field=field.key)
 
 
 def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | None = None,
@@ -138,8 +143,9 @@ def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | N
                     own: Sequence[FieldSpec] | None = None, where: str = "") -> FilterSet | None:
     """``validate_filters`` and then what needs the application: aware times converted to
     ``tz`` (the application's timezone: the loaders give ``timezone=`` or the schema's; UTC,
-    with a warning, when None), values on date fields read as dates, and warnings for a
-    choice the field does not list or a value of the wrong kind. ``fields``: the schema's
+    with a warning, when None), values on date fields read as dates, a UsageError for an
+    operator the field's kind does not take or a value of the wrong kind (``_check_kind``),
+    and a warning for a choice the field does not list. ``fields``: the schema's
     fields by key (``Schema.all_fields()``); None when unknown. A field named by label, or
     a key the schema does not hold, is looked up (``lookup.field_key``) among ``own`` (the
     target's fields; ``where`` names it in errors), else among every field: an unknown or
@@ -216,14 +222,62 @@ def prepare_query(filters: Filters | Query | None,
 
 
 def all_of(*rules: Mapping[str, Any]) -> FilterSet:
-    """Records matching every rule. Usage: ``all_of(Field("field_1").is_("x"), ...)``"""
+    """Records matching every rule (a filter set with ``"match": "and"``).
+
+    Parameters
+    ----------
+    *rules : dict
+        Rules (``Field(...).is_(...)`` or hand-written dicts), or nested filter sets.
+
+    Returns
+    -------
+    dict
+        ``{"match": "and", "rules": [...]}``, checked; what ``filters=`` takes.
+
+    Raises
+    ------
+    UsageError
+        A rule that is not valid (unknown operator, a value it needs missing, ...),
+        naming the field.
+
+    Examples
+    --------
+    >>> flt = all_of(Field("Status").is_("Open"), Field("Quantity").higher_than(100))
+    >>> flt["match"], len(flt["rules"])
+    ('and', 2)
+    >>> len(read_object(client, "Work Orders", filters=flt))
+    9
+    """
     out = validate_filters({"match": "and", "rules": list(rules)})
     assert out is not None
     return out
 
 
 def any_of(*rules: Mapping[str, Any]) -> FilterSet:
-    """Records matching at least one rule. Usage: ``any_of(Field("field_1").is_blank())``"""
+    """Records matching at least one rule (a filter set with ``"match": "or"``).
+
+    Parameters
+    ----------
+    *rules : dict
+        Rules (``Field(...).is_(...)`` or hand-written dicts), or nested filter sets.
+
+    Returns
+    -------
+    dict
+        ``{"match": "or", "rules": [...]}``, checked; what ``filters=`` takes.
+
+    Raises
+    ------
+    UsageError
+        A rule that is not valid (unknown operator, a value it needs missing, ...),
+        naming the field.
+
+    Examples
+    --------
+    >>> flt = any_of(Field("Status").is_("Open"), Field("Status").is_("Done"))
+    >>> len(read_object(client, "Work Orders", filters=flt))
+    15
+    """
     out = validate_filters({"match": "or", "rules": list(rules)})
     assert out is not None
     return out
@@ -234,12 +288,46 @@ DateLike = dt.date | str
 
 
 class Field:
-    """Rule builder for one field: ``Field("field_3").contains("abc")`` -> a rule dict.
+    """Filter rules for one field: ``Field("Status").is_("Open")`` is a rule dict.
 
-    The key is checked at once, so a typo fails where it is written; so is a value (a date
-    that cannot be read, ``is_any`` without a list). Date values are put in the hosted
-    format at once, except aware times, which wait for the application's timezone (the
-    loaders convert them before the request)."""
+    Each condition method (``is_``, ``contains``, ``higher_than``, ``is_after``,
+    ``during_previous``, ``near``, ...) returns one rule, a dict ``{"field", "operator",
+    "value"}`` (plus ``range``/``type`` for relative dates and ``near``), which the
+    loaders' ``filters=`` take alone, in a list (every rule), or combined with ``all_of``
+    and ``any_of``. ``==``, ``!=``, ``>`` and ``<`` are ``is_``, ``is_not``,
+    ``higher_than`` and ``lower_than``.
+
+    A key is checked at once, so a typo fails where it is written; so is a value (a date
+    that cannot be read, ``is_any`` without a list, a period that is not one of ``days``,
+    ``weeks``, ``months``, ``years``): each raises UsageError naming the field. Date values
+    are put in the hosted format (``MM/DD/YYYY``) at once, except aware times, which wait
+    for the application's timezone (the loaders convert them before the request). A label
+    is looked up in the schema when the load prepares its filters: there, an unknown field,
+    an operator the field's kind does not take, or a value of the wrong kind is a
+    UsageError, before any request.
+
+    Parameters
+    ----------
+    key : str
+        A field key (``field_27``) or label (``Status``).
+
+    Attributes
+    ----------
+    key : str
+        The key or label given.
+
+    Raises
+    ------
+    UsageError
+        From the constructor or a condition method: a bad key, value or period.
+
+    Examples
+    --------
+    >>> Field("Status").is_("Open")
+    {'field': 'Status', 'operator': 'is', 'value': 'Open'}
+    >>> read_object(client, "Work Orders", filters=Field("Status") == "Open").main.shape
+    (11, 55)
+    """
 
     def __init__(self, key: str) -> None:
         # a key or a label: a label is looked up in the schema when the load prepares
@@ -255,88 +343,363 @@ class Field:
         return validate_rule(Rule(rule), f"Field({self.key!r})", hand_written=False)
 
     def is_(self, value: Any) -> dict[str, Any]:
+        """Records whose value is ``value`` (``Field(...) == value`` too).
+
+        Parameters
+        ----------
+        value : object
+            The value to compare with (a choice, a text, a number...).
+
+        Examples
+        --------
+        >>> Field("Status").is_("Open")
+        {'field': 'Status', 'operator': 'is', 'value': 'Open'}
+        """
         return self._rule("is", value)
 
     def is_not(self, value: Any) -> dict[str, Any]:
+        """Records whose value is not ``value`` (``Field(...) != value`` too).
+
+        Parameters
+        ----------
+        value : object
+            The value to compare with (a choice, a text, a number...).
+
+        Examples
+        --------
+        >>> Field("field_27").is_not("Done")
+        {'field': 'field_27', 'operator': 'is not', 'value': 'Done'}
+        """
         return self._rule("is not", value)
 
     def is_any(self, options: Sequence[str]) -> dict[str, Any]:
-        """A multiple choice holding any of ``options``: ``Field("field_28").is_any(["A"])``"""
+        """Records whose multiple choice holds any of ``options``.
+
+        Parameters
+        ----------
+        options : list of str
+            The choices (a list: a text is refused).
+
+        Examples
+        --------
+        >>> Field("field_28").is_any(["HVAC", "Safety"])
+        {'field': 'field_28', 'operator': 'is any', 'value': ['HVAC', 'Safety']}
+        """
         if isinstance(options, str):
             raise UsageError(f"Field({self.key!r}): 'is any' on {self.key} needs a list of "
                              f"options, got the text {options!r}", field=self.key)
         return self._rule("is any", options)
 
     def contains(self, value: Any) -> dict[str, Any]:
+        """Records whose value contains ``value``.
+
+        Parameters
+        ----------
+        value : object
+            The value to compare with (a choice, a text, a number...).
+
+        Examples
+        --------
+        >>> Field("field_12").contains("pump")
+        {'field': 'field_12', 'operator': 'contains', 'value': 'pump'}
+        """
         return self._rule("contains", value)
 
     def does_not_contain(self, value: Any) -> dict[str, Any]:
+        """Records whose value does not contain ``value``.
+
+        Parameters
+        ----------
+        value : object
+            The value to compare with (a choice, a text, a number...).
+
+        Examples
+        --------
+        >>> Field("field_12").does_not_contain("pump")
+        {'field': 'field_12', 'operator': 'does not contain', 'value': 'pump'}
+        """
         return self._rule("does not contain", value)
 
     def starts_with(self, value: str) -> dict[str, Any]:
+        """Records whose text starts with ``value``.
+
+        Parameters
+        ----------
+        value : str
+            The text.
+
+        Examples
+        --------
+        >>> Field("field_12").starts_with("Fix")
+        {'field': 'field_12', 'operator': 'starts with', 'value': 'Fix'}
+        """
         return self._rule("starts with", value)
 
     def ends_with(self, value: str) -> dict[str, Any]:
+        """Records whose text ends with ``value``.
+
+        Parameters
+        ----------
+        value : str
+            The text.
+
+        Examples
+        --------
+        >>> Field("field_33").ends_with("example.com")
+        {'field': 'field_33', 'operator': 'ends with', 'value': 'example.com'}
+        """
         return self._rule("ends with", value)
 
     def is_blank(self) -> dict[str, Any]:
+        """Records whose value is blank.
+
+        Examples
+        --------
+        >>> Field("field_45").is_blank()
+        {'field': 'field_45', 'operator': 'is blank'}
+        """
         return self._rule("is blank")
 
     def is_not_blank(self) -> dict[str, Any]:
+        """Records whose value is not blank.
+
+        Examples
+        --------
+        >>> Field("field_45").is_not_blank()
+        {'field': 'field_45', 'operator': 'is not blank'}
+        """
         return self._rule("is not blank")
 
     def higher_than(self, value: float | int | str | dt.date) -> dict[str, Any]:
+        """Records whose number (or date) is higher than ``value`` (``>`` too).
+
+        Parameters
+        ----------
+        value : float, int, str or date
+            The bound (a date on a date field).
+
+        Examples
+        --------
+        >>> Field("field_16").higher_than(100)
+        {'field': 'field_16', 'operator': 'higher than', 'value': 100}
+        """
         return self._rule("higher than", value)
 
     def lower_than(self, value: float | int | str | dt.date) -> dict[str, Any]:
+        """Records whose number (or date) is lower than ``value`` (``<`` too).
+
+        Parameters
+        ----------
+        value : float, int, str or date
+            The bound (a date on a date field).
+
+        Examples
+        --------
+        >>> Field("field_16") < 10
+        {'field': 'field_16', 'operator': 'lower than', 'value': 10}
+        """
         return self._rule("lower than", value)
 
     def is_before(self, value: DateLike) -> dict[str, Any]:
+        """Records whose date is before ``value``.
+
+        Parameters
+        ----------
+        value : date, datetime, pandas.Timestamp or str
+            The date (ISO or ``MM/DD/YYYY``); sent as ``MM/DD/YYYY``.
+
+        Examples
+        --------
+        >>> Field("field_29").is_before("2024-01-31")
+        {'field': 'field_29', 'operator': 'is before', 'value': '01/31/2024'}
+        """
         return self._rule("is before", value)
 
     def is_after(self, value: DateLike) -> dict[str, Any]:
+        """Records whose date is after ``value``.
+
+        Parameters
+        ----------
+        value : date, datetime, pandas.Timestamp or str
+            The date (ISO or ``MM/DD/YYYY``); sent as ``MM/DD/YYYY``.
+
+        Examples
+        --------
+        >>> Field("field_29").is_after(pd.Timestamp("2024-01-31"))
+        {'field': 'field_29', 'operator': 'is after', 'value': '01/31/2024'}
+        """
         return self._rule("is after", value)
 
     def is_today(self) -> dict[str, Any]:
+        """Records whose date is today (in the application's timezone).
+
+        Examples
+        --------
+        >>> Field("field_29").is_today()
+        {'field': 'field_29', 'operator': 'is today'}
+        """
         return self._rule("is today")
 
     def is_before_today(self) -> dict[str, Any]:
+        """Records whose date is before today.
+
+        Examples
+        --------
+        >>> Field("field_29").is_before_today()
+        {'field': 'field_29', 'operator': 'is before today'}
+        """
         return self._rule("is before today")
 
     def is_after_today(self) -> dict[str, Any]:
+        """Records whose date is after today.
+
+        Examples
+        --------
+        >>> Field("field_29").is_after_today()
+        {'field': 'field_29', 'operator': 'is after today'}
+        """
         return self._rule("is after today")
 
     def is_today_or_before(self) -> dict[str, Any]:
+        """Records whose date is today or before.
+
+        Examples
+        --------
+        >>> Field("field_29").is_today_or_before()
+        {'field': 'field_29', 'operator': 'is today or before'}
+        """
         return self._rule("is today or before")
 
     def is_today_or_after(self) -> dict[str, Any]:
+        """Records whose date is today or after.
+
+        Examples
+        --------
+        >>> Field("field_29").is_today_or_after()
+        {'field': 'field_29', 'operator': 'is today or after'}
+        """
         return self._rule("is today or after")
 
     def is_before_current_time(self) -> dict[str, Any]:
+        """Records whose date and time is before now.
+
+        Examples
+        --------
+        >>> Field("field_29").is_before_current_time()
+        {'field': 'field_29', 'operator': 'is before current time'}
+        """
         return self._rule("is before current time")
 
     def is_after_current_time(self) -> dict[str, Any]:
+        """Records whose date and time is after now.
+
+        Examples
+        --------
+        >>> Field("field_29").is_after_current_time()
+        {'field': 'field_29', 'operator': 'is after current time'}
+        """
         return self._rule("is after current time")
 
     def during_previous(self, n: int, period: str) -> dict[str, Any]:
+        """Records whose date falls in the last ``n`` periods.
+
+        Parameters
+        ----------
+        n : int
+            How many periods.
+        period : {"days", "weeks", "months", "years"}
+            The period.
+
+        Examples
+        --------
+        >>> Field("field_29").during_previous(3, "days")
+        {'field': 'field_29', 'operator': 'is during the previous', 'range': 3, 'type': 'days'}
+        """
         return self._rule("is during the previous", range=n, type=period)
 
     def during_next(self, n: int, period: str) -> dict[str, Any]:
+        """Records whose date falls in the next ``n`` periods.
+
+        Parameters
+        ----------
+        n : int
+            How many periods.
+        period : {"days", "weeks", "months", "years"}
+            The period.
+
+        Examples
+        --------
+        >>> Field("field_29").during_next(2, "weeks")
+        {'field': 'field_29', 'operator': 'is during the next', 'range': 2, 'type': 'weeks'}
+        """
         return self._rule("is during the next", range=n, type=period)
 
     def during_current(self, period: str) -> dict[str, Any]:
+        """Records whose date falls in the current period.
+
+        Parameters
+        ----------
+        period : {"days", "weeks", "months", "years"}
+            The period.
+
+        Examples
+        --------
+        >>> Field("field_29").during_current("months")
+        {'field': 'field_29', 'operator': 'is during the current', 'type': 'months'}
+        """
         return self._rule("is during the current", type=period)
 
     def is_before_previous(self, n: int, period: str) -> dict[str, Any]:
-        """Before the last ``n`` periods: ``Field("field_29").is_before_previous(3, "days")``"""
+        """Records whose date is before the last ``n`` periods.
+
+        Parameters
+        ----------
+        n : int
+            How many periods.
+        period : {"days", "weeks", "months", "years"}
+            The period.
+
+        Examples
+        --------
+        >>> Field("field_29").is_before_previous(3, "days")
+        {'field': 'field_29', 'operator': 'is before the previous', 'range': 3, 'type': 'days'}
+        """
         return self._rule("is before the previous", range=n, type=period)
 
     def is_after_next(self, n: int, period: str) -> dict[str, Any]:
-        """After the next ``n`` periods: ``Field("field_29").is_after_next(2, "weeks")``"""
+        """Records whose date is after the next ``n`` periods.
+
+        Parameters
+        ----------
+        n : int
+            How many periods.
+        period : {"days", "weeks", "months", "years"}
+            The period.
+
+        Examples
+        --------
+        >>> Field("field_29").is_after_next(2, "weeks")
+        {'field': 'field_29', 'operator': 'is after the next', 'range': 2, 'type': 'weeks'}
+        """
         return self._rule("is after the next", range=n, type=period)
 
     def near(self, latitude: float, longitude: float, miles: float = 10) -> dict[str, Any]:
-        """An address within ``miles`` of a point: ``Field("field_34").near(30.3, -97.7, 5)``"""
+        """Records whose address lies within ``miles`` of a point.
+
+        Parameters
+        ----------
+        latitude : float
+            The point's latitude.
+        longitude : float
+            The point's longitude.
+        miles : float, default 10
+            The distance.
+
+        Examples
+        --------
+        >>> Field("field_34").near(30.3, -97.7, 5)
+        {'field': 'field_34', 'operator': 'near', 'value': '30.3,-97.7', 'range': 5}
+        """
         return self._rule("near", f"{latitude},{longitude}", range=miles)
 
     # comparison sugar: Field("field_1") == "x"

@@ -34,7 +34,43 @@ from .read.rawpages import RawRecord, column_getter
 
 @dataclass
 class Source:
-    """Where frames were loaded from: enough to diff and write back, and to save in parquet."""
+    """Where frames were loaded from: enough to diff, write back, refresh and save them.
+
+    The loaders build it (``frames.source``); ``to_parquet`` saves it beside the data.
+
+    Parameters
+    ----------
+    kind : {"object", "view"}
+        Loaded from an object or through a view.
+    object_key : str
+        The object the records belong to (a view's source object).
+    fields : list of FieldSpec
+        The fields loaded, as the schema describes them.
+    scene_key, view_key : str, optional
+        The view's keys (a view load).
+    timezone : str, optional
+        The application's timezone (IANA name), in which its dates are read.
+    app_id : str, default ""
+        The application.
+    base_url : str, default ""
+        The service's address.
+    columns : {"keys", "labels"}, default "keys"
+        How the frames name their columns (see docs/column-names.md).
+    kinds_inferred : bool, default False
+        True when no schema was available and the kinds were inferred from the records.
+    name : str, default ""
+        The object's or view's name in the schema (for titles and summaries).
+    load : dict, optional
+        What the load asked for (``filters``, ``query``: the filters as sent,
+        ``sort_field``, ``sort_order``, ``limit``, ``rows_per_page``) and ``loaded_at``
+        (ISO, UTC): what ``refresh`` repeats. None: not from a load.
+
+    Examples
+    --------
+    >>> source = read_object(client, "Work Orders").source
+    >>> source.kind, source.object_key, source.name, len(source.fields)
+    ('object', 'object_3', 'Work Orders', 35)
+    """
 
     kind: Literal["object", "view"]
     object_key: str
@@ -54,10 +90,18 @@ class Source:
 
     @property
     def query(self) -> Query:
-        """The filters the load sent (``load["query"]``), which a refresh, a cache check
-        and an export of these frames send again byte for byte. Frames saved before the
-        query was kept hold the rules alone: they are encoded without the application
-        (an aware time in UTC), as those loads' refreshes always did."""
+        """The filters the load sent (a ``Query``), which a refresh, cache check and export resend.
+
+        They are sent again byte for byte. Frames saved before the query was kept hold the
+        rules alone: they are encoded without the application (an aware time in UTC), as
+        those loads' refreshes always did.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders", filters=[Field("Status").is_("Open")])
+        >>> orders.source.query.text
+        '{"match":"and","rules":[{"field":"field_27","operator":"is","value":"Open"}]}'
+        """
         load = self.load or {}
         if "query" in load:
             text = load["query"]
@@ -65,18 +109,76 @@ class Source:
         return Query.of(load.get("filters"))
 
     def field(self, key: str) -> FieldSpec:
+        """The loaded field of key ``key``.
+
+        Parameters
+        ----------
+        key : str
+            A field key (``field_27``), not a label.
+
+        Returns
+        -------
+        FieldSpec
+
+        Raises
+        ------
+        KeyError
+            No loaded field has that key.
+
+        Examples
+        --------
+        >>> read_object(client, "Work Orders").source.field("field_27").label
+        'Status'
+        """
         for f in self.fields:
             if f.key == key:
                 return f
         raise KeyError(key)
 
     def to_dict(self) -> dict[str, Any]:
+        """The source as plain data (JSON-ready; fields in the schema's shape).
+
+        Returns
+        -------
+        dict
+            One entry per attribute; ``Source.from_dict`` reads it back.
+
+        Examples
+        --------
+        >>> data = read_object(client, "Work Orders").source.to_dict()
+        >>> data["object_key"], data["fields"][0]["key"], data["fields"][0]["type"]
+        ('object_3', 'field_12', 'short_text')
+        """
         out = asdict(self)
         out["fields"] = [f.to_schema() for f in self.fields]
         return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Source:
+        """The source ``to_dict`` gave.
+
+        Parameters
+        ----------
+        data : dict
+            What ``Source.to_dict`` returned (for example read back from a saved file).
+
+        Returns
+        -------
+        Source
+
+        Raises
+        ------
+        TypeError
+            ``data`` holds a key that is not an attribute of Source.
+        KeyError
+            A field without its ``key``.
+
+        Examples
+        --------
+        >>> source = read_object(client, "Work Orders").source
+        >>> Source.from_dict(source.to_dict()) == source
+        True
+        """
         data = dict(data)
         data["fields"] = [FieldSpec.from_schema(f) for f in data.get("fields", [])]
         return cls(**data)
@@ -84,7 +186,37 @@ class Source:
 
 @dataclass
 class Frames:
-    """The main frame, its exploded tables, its source, and the values as loaded."""
+    """The main frame, its exploded tables, its source, and the values as loaded.
+
+    What ``read_object`` and ``read_view`` return. ``main`` has one row per record, indexed
+    by the record ``id``; a field that holds many values (a connection, a multiple choice
+    of several, a timer's entries) is exploded into a table of its own in ``tables``, by
+    the field's column name. ``frames["main"]`` and ``frames["field_41"]`` index them;
+    ``len(frames)`` is the number of records. Column naming: docs/column-names.md.
+
+    Parameters
+    ----------
+    main : pandas.DataFrame
+        One row per record, indexed by ``id``.
+    tables : dict of str to pandas.DataFrame, optional
+        The exploded tables, one row per (record, value).
+    source : Source, optional
+        Where the records came from (None: not loaded by svc_frames).
+    original : Frames, optional
+        The data as loaded (a ``snapshot``), which ``diff`` compares the edits with.
+
+    See Also
+    --------
+    read_object, read_view : what builds them.
+
+    Examples
+    --------
+    >>> orders = read_object(client, "Work Orders")
+    >>> orders.main.shape, orders.main.index.name, len(orders)
+    ((30, 55), 'id', 30)
+    >>> sorted(orders.tables)
+    ['field_28', 'field_31', 'field_41', 'field_42', 'field_43']
+    """
 
     main: pd.DataFrame
     tables: dict[str, pd.DataFrame] = dc_field(default_factory=dict)
@@ -92,7 +224,20 @@ class Frames:
     original: Frames | None = dc_field(default=None, repr=False)
 
     def snapshot(self) -> Frames:
-        """A deep copy of the data as it is now, kept as ``original`` for diffing."""
+        """A deep copy of the data as it is now, as the loaders keep it in ``original`` for diffing.
+
+        Returns
+        -------
+        Frames
+            The same main frame, tables and source, copied; no ``original``.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders")
+        >>> copied = orders.snapshot()
+        >>> copied.main.equals(orders.main), copied.main is orders.main
+        (True, False)
+        """
         return Frames(self.main.copy(deep=True),
                       {k: v.copy(deep=True) for k, v in self.tables.items()},
                       copy.deepcopy(self.source))
@@ -105,13 +250,16 @@ class Frames:
 
     @property
     def fields(self) -> pd.DataFrame:
-        """The fields these frames hold, one row each: key, label, kind, required, unique,
-        choices, what a connection points to, and the columns (or the table) a field
-        gives here, named as these frames name them (see :func:`field_table`).
+        """The fields these frames hold, one row each (as ``svc_frames.fields`` lists them).
+
+        Key, label, kind, required, unique, choices, what a connection points to, and the
+        columns (or the table) a field gives here, named as these frames name them
+        (docs/column-names.md). Frames without a source raise ValueError.
 
         Examples
         --------
-        >>> orders.fields.loc["field_34", "columns"][:2]      # doctest: +SKIP
+        >>> orders = read_object(client, "Work Orders")
+        >>> orders.fields.loc["field_34", "columns"][:2]
         ['field_34.street', 'field_34.street2']
         """
         if self.source is None:
@@ -122,9 +270,45 @@ class Frames:
     def join(self, field: str, right: Frames | None = None, *,
              columns: Sequence[str] | Literal["keys", "labels"] | None = None,
              how: Literal["left", "inner"] = "left") -> pd.DataFrame:
-        """These records with the records their connection ``field`` links (joins.join).
+        """These records with the records their connection ``field`` links, as one frame.
 
-        Usage: ``orders.join("field_41", parts, columns=["field_8", "field_9"])``"""
+        One row per connected pair for a ``many`` connection, one per record for a ``one``
+        connection; the left columns come first, ``id`` among them.
+
+        Parameters
+        ----------
+        field : str
+            The connection field, by key or label (``"field_41"``, ``"Parts"``).
+        right : Frames, optional
+            Frames of the connected object (an object load, or a view of it). Without
+            them the connected side is the exploded table's id and identifier.
+        columns : list of str or {"keys", "labels"}, optional
+            The right-hand columns to bring (named as in ``right``); or how the brought
+            columns are prefixed: by the connection's key or its label (default).
+        how : {"left", "inner"}, default "left"
+            ``"left"`` keeps records without a connection (empty right columns),
+            ``"inner"`` drops them.
+
+        Returns
+        -------
+        pandas.DataFrame
+            The brought columns are named ``<prefix>.<column>`` (``Parts.id``,
+            ``Parts.field_8``); see docs/column-names.md.
+
+        Raises
+        ------
+        UsageError
+            ``field`` is not a connection of these frames, ``right`` is not of the
+            connected object, a column ``right`` lacks, or a bad ``how``/``columns``.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders")
+        >>> parts = read_object(client, "Parts")
+        >>> joined = orders.join("field_41", parts, columns=["field_8"])
+        >>> joined.shape, joined.columns[-2:].tolist()
+        ((58, 58), ['Parts.id', 'Parts.field_8'])
+        """
         return join(self, field, right, columns=columns, how=how)
 
 

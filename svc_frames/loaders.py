@@ -40,17 +40,94 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
                 rows_per_page: int = 1000, verify: Verify = "first",
                 processes: int | None = None, cache: str | os.PathLike[str] | None = None,
                 modified_field: str | None = None) -> Frames:
-    """All records of an object (object requests: app id + API key) as typed frames.
+    """All records of an object as typed frames (object requests: application id and API key).
 
-    ``processes``: helper processes that decode pages of a large load on other cores
-    (default: one on a machine with 3+ cores, one of them idle, for loads of 8+ pages paced
-    at 20+ requests/s or unpaced; 0 for none).
+    Every page is fetched (in parallel, paced) and decoded by the kinds the schema gives
+    (fetched with the first page); without a schema the kinds are inferred from the
+    records. The filters are checked against the schema before any record request.
 
-    ``cache``: a directory; the frames come from it, refreshed with a few requests (see
-    ``svc_frames.refreshing.cache`` and ``refresh``; ``modified_field`` names the field stamped on
-    every change when the schema does not show one), and are written back to it.
+    Parameters
+    ----------
+    client : Client
+        The application to read.
+    object_key : str
+        The object, by key (``"object_3"``) or name (``"Work Orders"``).
+    filters : dict or list of dict, optional
+        A rule (``Field("Status").is_("Open")``), a list of rules (all must match), or a
+        filter set (``all_of``/``any_of``); fields by key or label.
+    sort_field : str, optional
+        A field key to sort by (the records' order in ``main``).
+    sort_order : {"asc", "desc"}, optional
+        The sort direction.
+    limit : int, optional
+        Load at most this many records.
+    columns : {"keys", "labels"}, default "keys"
+        Name columns by field key (``field_27``) or by label (``Status``); see
+        docs/column-names.md.
+    timezone : str or zoneinfo.ZoneInfo, optional
+        Read dates in this timezone (IANA or the service's display name) instead of the
+        application's.
+    progress : bool, optional
+        Show a progress bar (default: in a notebook or on a terminal).
+    rows_per_page : int, default 1000
+        Records per request, 1 to 1000.
+    verify : {"first", "full", "none"}, default "first"
+        How the pass is checked against records moving while paging: page 1 again, a
+        second pass that must agree (twice the requests), or not at all.
+    processes : int, optional
+        Helper processes that decode the pages of a large load on other cores (default:
+        one on a machine with 3+ cores, one of them idle, for loads of 8+ pages paced at
+        20+ requests/s or unpaced; 0 for none).
+    cache : str or os.PathLike, optional
+        A directory: the frames come from it, refreshed with a few requests (see
+        ``svc_frames.cache`` and ``refresh``), and the result is written back to it.
+    modified_field : str, optional
+        With ``cache``: the field stamped on every change, when the schema does not show
+        one.
 
-    Usage: ``read_object(client, "object_1", limit=100).main``"""
+    Returns
+    -------
+    Frames
+        ``main`` (one row per record, indexed by ``id``), the exploded ``tables``, the
+        ``source`` and the ``original`` values (for ``diff``).
+
+    Raises
+    ------
+    UsageError
+        Before any record request: an unknown or ambiguous object name (naming the
+        closest), a bad option, or a filter that is not valid for the schema (an unknown
+        field, an operator its kind does not take, a value of the wrong kind).
+    AuthenticationError
+        A wrong application id or API key.
+    ConsistencyError
+        Records moved while paging in a way re-fetching could not repair.
+    QuotaExceeded
+        The daily request quota is spent.
+    ServiceError
+        Any other refusal or failure of the service (see ``Client.request``).
+
+    See Also
+    --------
+    read_view : the records a view shows.
+    svc_frames.fields : the fields of an object and the columns they give.
+
+    Notes
+    -----
+    Column names (keys or labels, parts such as ``field_34.latitude``, ``id`` as the
+    index, the names used when saved): docs/column-names.md.
+
+    Examples
+    --------
+    >>> orders = read_object(client, "Work Orders")
+    >>> orders.main.shape
+    (30, 55)
+    >>> orders.main.columns[:3].tolist()
+    ['field_12', 'field_13', 'field_14']
+    >>> read_object(client, "Work Orders", columns="labels").main.columns[:3].tolist()
+    ['Title', 'Description', 'Notes']
+    >>> read_object(client, "object_3", filters=Field("Status") == "Open", limit=5).main.shape
+    (5, 55)
+    """
     object_key = named_target(client, object_key, columns, timezone, want="object")
     if cache is not None:
         return cached(client, object_key, cache, modified_field, filters=filters,
@@ -71,14 +148,59 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
               rows_per_page: int = 1000, verify: Verify = "first",
               processes: int | None = None, cache: str | os.PathLike[str] | None = None,
               modified_field: str | None = None) -> Frames:
-    """The records a view shows (only its fields; as the logged-in user when the view sits
-    behind a login: call ``client.login`` first) as typed frames. The view is named as
-    two keys, or as one ``"scene_N/view_N"`` like the CLI and ``export`` take it.
-    ``cache``: as for ``read_object`` (the view must show the stamped field to refresh
-    incrementally).
+    """The records a view shows, with only its fields, as typed frames.
 
-    Usage: ``read_view(client, "scene_1", "view_2").main`` or
-    ``read_view(client, "scene_1/view_2")``"""
+    A view behind a login is read as the logged-in user (``client.login`` first): the
+    records that user may see.
+
+    Parameters
+    ----------
+    client : Client
+        The application to read.
+    scene_key : str or tuple of str
+        The scene's key (with ``view_key``), or the whole view: ``"scene_2/view_3"``,
+        ``("scene_2", "view_3")``, or names such as ``("Dispatch", "Dispatch board")``.
+    view_key : str, optional
+        The view's key, when ``scene_key`` is a scene's.
+    filters, sort_field, sort_order, limit, columns, timezone, progress, rows_per_page
+        As ``read_object`` takes them.
+    verify, processes, modified_field
+        As ``read_object`` takes them.
+    cache : str or os.PathLike, optional
+        As for ``read_object``; the view must show the stamped field to refresh
+        incrementally.
+
+    Returns
+    -------
+    Frames
+        As ``read_object`` returns them; ``source.kind`` is ``"view"``.
+
+    Raises
+    ------
+    UsageError
+        Before any record request: an object given instead of a view, an unknown or
+        ambiguous view name, a bad option, or a filter not valid for the schema.
+    Forbidden
+        The view sits behind a login and the client has no token (or one the view does
+        not accept).
+    ConsistencyError
+        Records moved while paging in a way re-fetching could not repair.
+    ServiceError
+        Any other refusal or failure of the service (see ``Client.request``).
+
+    Notes
+    -----
+    Column names: docs/column-names.md.
+
+    Examples
+    --------
+    >>> board = read_view(client, "scene_1/view_1")
+    >>> board.source.kind, board.main.shape
+    ('view', (29, 5))
+    >>> _ = client.login("manager@example.com", "Manager-2024!")
+    >>> read_view(client, ("Dispatch", "Dispatch board")).main.columns.tolist()
+    ['field_24', 'field_12', 'field_27', 'field_19']
+    """
     want: Any = scene_key if view_key is None else (scene_key, view_key)
     scene, view = named_target(client, want, columns, timezone, want="view")
     if cache is not None:

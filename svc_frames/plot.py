@@ -22,6 +22,7 @@ import pandas as pd
 
 from .errors import UsageError
 from .frames import Frames
+from .kinds import BLANK
 from .kinds.base import FieldSpec
 
 if TYPE_CHECKING:  # matplotlib is imported lazily: importing svc_frames must stay cheap
@@ -149,27 +150,63 @@ def plot_locations(frames: Frames, address_field: str, color_by: str | None = No
                    ax: Axes | None = None, size: float | None = None,
                    title: str | None = None, density: Density = "auto",
                    basemap: BasemapOption = "auto") -> Axes:
-    """Scatter the records of an address field at their longitude/latitude.
+    """Scatter the records of an address field at their longitude and latitude.
 
-    ``color_by`` (a field key/label or a main-frame column) colours the points: a legend for
-    categories, a colour bar for numbers. Records without coordinates are left out (and
-    counted in the title). ``title`` replaces the generated title (the counts stay);
-    ``size`` is the marker area (default: smaller as points get more numerous).
+    Records without coordinates are left out and counted in the title. Overlapping
+    records stay visible (``density``), and a map drawn without tiles still reads as one
+    (ticks in degrees with their hemisphere). Titles and axis labels come from the field
+    labels; records without a ``color_by`` value are drawn grey as ``(blank)``.
+    A field is given by key (``"field_34"``) or by label (``"Site"``, any case);
+    columns are found as the frames name them (docs/column-names.md).
 
-    Overlapping records stay visible (``density``): ``"auto"`` spreads records that share
-    a place in a small ring around it (``"jitter"``), draws points more transparent as
-    they crowd, and draws hexagons coloured by the number of records from
-    ``HEXBIN_FROM`` points on when nothing is coloured (``"hexbin"``); ``"scatter"``
-    draws the points as they are.
+    Parameters
+    ----------
+    frames : Frames
+        Loaded frames (``read_object``, ``read_view``, ``read_parquet``).
+    address_field : str
+        An address field, whose ``.latitude`` and ``.longitude`` columns are drawn.
+    color_by : str, optional
+        A field (key or label) or a main-frame column colouring the points: a legend
+        for categories (the 11 most frequent, the rest as "other"), a colour bar for
+        numbers.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; default: a new figure.
+    size : float, optional
+        The marker area; default: smaller as points get more numerous.
+    title : str, optional
+        Replaces the generated title (the counts stay below it).
+    density : {"auto", "scatter", "jitter", "hexbin"}, default "auto"
+        ``"jitter"`` spreads records that share a place on a small ring around it,
+        ``"hexbin"`` draws hexagons coloured by how many records each holds,
+        ``"scatter"`` draws the points as they are; ``"auto"`` jitters shared places,
+        draws points lighter as they crowd, and hexagons from ``HEXBIN_FROM`` (3000)
+        points on when nothing is coloured.
+    basemap : bool, str or callable, default "auto"
+        Map tiles under the points (the ``maps`` extra, contextily): ``"auto"`` when it
+        is installed, True to require it, False or None for none, a provider name
+        (``"OpenStreetMap.Mapnik"``), or ``draw(ax)`` drawing its own. Offline, or when
+        the tiles fail, the plot says so in a corner.
 
-    ``basemap``: map tiles under the points when a tile library is installed
-    (``pip install 'svc-frames[maps]'``, contextily): ``"auto"`` draws them when it is
-    installed, ``True`` asks for them (UsageError naming the extra when it is not),
-    ``False``/None draws none, a provider name (``"OpenStreetMap.Mapnik"``) picks the
-    tiles, and a callable ``draw(ax)`` draws its own. Offline or when the tiles fail, the
-    plot is drawn without them and says so in a corner.
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
 
-    Usage: ``plot_locations(frames, "Address", color_by="Status").figure.savefig("map.png")``
+    Raises
+    ------
+    UsageError
+        An unknown field (or a label naming several), a field that is not an address,
+        frames without its coordinate columns, a ``color_by`` that names no column (or a
+        field of several columns), a bad ``density``, or ``basemap=True`` (or a
+        provider) without the tile library or with an unknown provider.
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> ax = plot_locations(frames, "Site", color_by="Status", basemap=False)
+    >>> ax.get_xlabel(), ax.get_legend().get_title().get_text()
+    ('Longitude (Site)', 'Status')
+    >>> ax.figure.savefig(tmp_path / "sites.png")
     """
     if density not in ("auto", "scatter", "jitter", "hexbin"):
         raise UsageError(f"density must be 'auto', 'scatter', 'jitter' or 'hexbin', got "
@@ -322,7 +359,7 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
         known = values.notna().to_numpy(dtype=bool)
         if (~known).any():
             ax.scatter(x[~known], y[~known], s=size, c="0.75", alpha=0.6, edgecolors="none",
-                       label="(blank)")
+                       label=BLANK)
             ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
         points = ax.scatter(x[known], y[known], s=size, c=values[known].to_numpy(dtype=float),
                             cmap="viridis", alpha=alpha, edgecolors="none")
@@ -340,7 +377,7 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
     arr = labels.to_numpy(dtype=object)
     for i, cat in enumerate(order):
         sel = arr == cat
-        grey = cat in ("(blank)", "other")
+        grey = cat in (BLANK, "other")
         # grey groups go underneath, so they never hide a coloured point
         ax.scatter(x[sel], y[sel], s=size, alpha=alpha, edgecolors="none",
                    color="0.7" if grey else cmap(i % cmap.N), label=f"{cat} ({int(sel.sum())})",
@@ -350,13 +387,13 @@ def _scatter_coloured(ax: Axes, x: Any, y: Any, colour: pd.Series, size: float,
 
 
 def _category_labels(values: pd.Series) -> pd.Series:
-    """Values as display strings; list cells (multi choices) joined; blanks as "(blank)"."""
+    """Values as display strings; list cells (multi choices) joined; blanks as ``BLANK``."""
     def one(v: Any) -> str:
         if isinstance(v, (list, tuple)):
             items = [str(i) for i in v if i is not None and not _isna(i)]
-            return ", ".join(items) if items else "(blank)"
+            return ", ".join(items) if items else BLANK
         if _isna(v) or v == "":
-            return "(blank)"
+            return BLANK
         if isinstance(v, (bool, np.bool_)):  # boolean columns iterate as numpy bools
             return "Yes" if v else "No"
         return str(v)
@@ -376,11 +413,47 @@ def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int 
     """Horizontal bars: how many records have each value of a choice or connection field.
 
     Multi choices count every chosen option; connections count the records connected to
-    each connected record (labelled by its identifier, from ``frames.tables[key]``). The
-    ``top`` most frequent values are shown, the rest folded into one bar (or left out, and
-    said so in the title, with ``others=False``). ``title`` replaces the generated title.
+    each connected record (labelled by its identifier, from the connection's table; two
+    that share one are told apart by their id). Records without a value (or without a
+    connection) are counted as ``(blank)``. A field is given by key (``"field_27"``) or
+    by label (``"Status"``, any case); columns and tables are found as the frames name
+    them (docs/column-names.md).
 
-    Usage: ``plot_counts(frames, "Status")``
+    Parameters
+    ----------
+    frames : Frames
+        Loaded frames.
+    field : str
+        A multiple choice, connection, boolean or user roles field.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; default: a new figure.
+    top : int, default 20
+        How many bars at most, the most frequent values first.
+    others : bool, default True
+        Fold the values beyond ``top`` into one last bar ("N others"); False leaves them
+        out and says so in the title.
+    title : str, optional
+        Replaces the generated title.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+
+    Raises
+    ------
+    UsageError
+        An unknown field (or a label naming several), a field of another kind, frames
+        without its column or table, or a ``top`` that is not a positive integer.
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> ax = plot_counts(frames, "Status")
+    >>> ax.get_ylabel(), ax.get_xlabel()
+    ('Status', 'Number of records')
+    >>> sorted(t.get_text() for t in ax.get_yticklabels())
+    ['(blank)', 'Cancelled', 'Done', 'In Progress', 'On Hold', 'Open']
     """
     spec = resolve_field(frames, field)
     _require_kind(spec, COUNT_KINDS, "plot_counts")
@@ -401,7 +474,7 @@ def plot_counts(frames: Frames, field: str, *, ax: Axes | None = None, top: int 
         ax = _new_axes((8.0, min(2.0 + 0.38 * max(len(counts), 1), 12.0)))
     labels = [_shorten(str(i)) for i in counts.index]
     pos = list(range(len(counts)))[::-1]  # most frequent on top
-    colours = ["0.7" if str(i) in ("(blank)", "(none)") or str(i).endswith(" others")
+    colours = ["0.7" if str(i) == BLANK or str(i).endswith(" others")
                else "C0" for i in counts.index]
     bars = ax.barh(pos, counts.to_numpy(dtype=float), color=colours)
     ax.set_yticks(pos, labels)
@@ -457,21 +530,52 @@ def _connection_counts(frames: Frames, spec: FieldSpec) -> pd.Series:
     counts = ids.map(label_of).value_counts().astype(int)
     unconnected = len(set(frames.main.index) - set(table["record_id"].astype(str)))
     if unconnected:
-        counts = pd.concat([counts, pd.Series({"(none)": unconnected})])
+        counts = pd.concat([counts, pd.Series({BLANK: unconnected})])
     return counts
 
 
 def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
                    ax: Axes | None = None, title: str | None = None) -> Axes:
-    """Records per day/week/month/quarter/year of a date field (``freq`` D, W, M, Q or Y).
+    """Bars of records per day, week, month, quarter or year of a date field.
 
-    Dates are counted in the application's timezone (the frame's tz-aware values); records
-    without a date are left out and counted in the title. Bins come from the data: when
-    ``freq`` would draw more than ``MAX_BARS`` bars, the finest coarser period that fits
-    is used, and the title says so (and how many records fell outside, if even years do
-    not fit). ``title`` replaces the generated title.
+    Dates are counted on the application's wall clock (the frames' timezone); records
+    without a date are left out and counted in the title. When ``freq`` would draw more
+    than ``MAX_BARS`` (600) bars, the finest coarser period that fits is used and the
+    title says so. A field is given by key (``"field_29"``) or by label (``"Due"``, any
+    case); columns are found as the frames name them (docs/column-names.md).
 
-    Usage: ``plot_over_time(frames, "Order Date", freq="M")``
+    Parameters
+    ----------
+    frames : Frames
+        Loaded frames.
+    date_field : str
+        A date/time or timer field (its start is counted).
+    freq : {"D", "W", "M", "Q", "Y"}, default "W"
+        The period of a bar.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; default: a new figure.
+    title : str, optional
+        Replaces the generated title (the counts stay below it).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+
+    Raises
+    ------
+    UsageError
+        An unknown field (or a label naming several), a field of another kind, frames
+        without its column (or one that does not hold dates), or an unknown ``freq``.
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> ax = plot_over_time(frames, "Due", freq="M")
+    >>> ax.get_ylabel()
+    'Records per month'
+    >>> int(sum(bar.get_height() for bar in ax.patches)), int(frames.main["field_29"].notna().sum())
+    (28, 28)
     """
     spec = resolve_field(frames, date_field)
     _require_kind(spec, TIME_KINDS, "plot_over_time")

@@ -53,6 +53,29 @@ PERIODS = frozenset({"days", "weeks", "months", "years"})
 DATE_KINDS = frozenset({"date_time", "timer"})
 NUMBER_KINDS = frozenset({"number", "currency", "rating", "auto_increment", "sum", "count",
                           "average", "min", "max"})
+OPERATOR_ORDER = (
+    "is", "is not", "contains", "does not contain", "starts with", "ends with", "is blank",
+    "is not blank", "higher than", "lower than", "is before", "is after", "is today",
+    "is during the previous", "is during the next", "is during the current",
+    "is before today", "is after today", "is today or before", "is today or after",
+    "is before current time", "is after current time", "is before the previous",
+    "is after the next", "near", "is any")
+"""Every operator, in the order of docs/hosted-behaviour.md §1.3 (how messages list them)."""
+
+
+def operators_for(kind: str | None) -> list[str]:
+    """The operators a field of ``kind`` takes, in ``OPERATOR_ORDER``: the date operators
+    on date kinds only, ``is any`` on multiple choice, ``near`` on addresses (the service
+    refuses the others); every operator when the kind is unknown (None).
+
+    Usage: ``"near" in operators_for("address")``"""
+    if kind is None:
+        return list(OPERATOR_ORDER)
+    barred = ((DATE_ONLY if kind not in DATE_KINDS else frozenset())
+              | (CHOICE if kind != "multiple_choice" else frozenset())
+              | (NEAR if kind != "address" else frozenset()))
+    return [op for op in OPERATOR_ORDER if op not in barred]
+
 
 _US_DATE = re.compile(r"\s*(\d{1,2})/(\d{1,2})/(\d{4})"
                       r"(?:\s+(\d{1,2}):(\d{2})\s*(?:([ap])\.?m\.?)?)?\s*\Z", re.I)

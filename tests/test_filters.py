@@ -233,7 +233,7 @@ def test_is_any_builder_refuses_a_text() -> None:
 
 
 # ---- against the local service's schema and records ------------------------------------------
-def test_schema_warnings_name_the_valid_options_and_kinds(client: Client) -> None:
+def test_schema_warnings_name_the_valid_options(client: Client) -> None:
     app = Schema.of(client.schema()).all_fields()
     with pytest.warns(FilterWarning, match=r"field_27 \(Status\) has no option 'Closed'; its "
                                            r"options are 'Open', 'In Progress'"):
@@ -242,17 +242,59 @@ def test_schema_warnings_name_the_valid_options_and_kinds(client: Client) -> Non
         prepare_filters([Field("field_27").is_any(["open"])], app, CHICAGO)
     with pytest.warns(FilterWarning, match="'Heating'"):
         prepare_filters([Field("field_28").is_("Heating")], app, CHICAGO)
-    with pytest.warns(FilterWarning, match="is a number field; 'ten' is not a number"):
-        prepare_filters([Field("field_16").higher_than("ten")], app, CHICAGO)
-    with pytest.warns(FilterWarning, match="yes/no field"):
-        prepare_filters([Field("field_26").is_("maybe")], app, CHICAGO)
-    with pytest.warns(FilterWarning, match="applies to date fields"):
-        prepare_filters([Field("field_12").is_today()], app, CHICAGO)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # valid rules: not a word
         prepare_filters([Field("field_27").is_any(["Open", "Done"]), Field("field_16") > 10,
                          Field("field_26").is_(True), Field("field_29").is_today()], app,
                         CHICAGO)
+
+
+@pytest.mark.parametrize(("rule", "says"), [
+    (Field("field_12").is_today(), ["field_12 (Title) is a short_text field, which does not "
+                                    "take 'is today'", "'starts with'", "'lower than'"]),
+    (Field("field_16").during_previous(3, "days"), ["field_16 (Quantity)", "'higher than'"]),
+    (Field("field_16").is_any(["1"]), ["field_16 (Quantity)", "does not take 'is any'"]),
+    (Field("field_27").near(30.3, -97.7), ["field_27 (Status)", "'is any'"]),
+    (Field("Status").is_after("2024-01-31"), ["field_27 (Status)", "'is after'"]),
+    (Field("field_16").higher_than("ten"), ["field_16 (Quantity) is a number field; 'ten' "
+                                            "is not a number"]),
+    (Field("field_26").is_("maybe"), ["field_26 (Urgent) is a yes/no field", "'maybe'"]),
+])
+def test_the_schema_refuses_an_operator_or_value_the_field_does_not_take(
+        client: Client, rule: dict[str, Any], says: list[str]) -> None:
+    """With the schema, an operator the field's kind does not take, or a value of the wrong
+    kind, is a UsageError naming the field (and the operators it takes): never a warning."""
+    app = Schema.of(client.schema()).all_fields()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(UsageError) as err:
+            prepare_filters([rule], app, CHICAGO)
+    for words in says:
+        assert words in str(err.value), (words, str(err.value))
+    assert err.value.field is not None and err.value.field in says[0]
+
+
+def test_a_load_with_an_operator_the_field_does_not_take_sends_nothing(
+        service: LocalService) -> None:
+    """The loader refuses it before any request but the schema's: a new client asks for the
+    schema alone, and once it holds the schema nothing at all is sent."""
+    from svc_frames.http.client import Client
+
+    fresh = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+                   rate_limit=0)
+    service.request_log.clear()
+    for flt in ([Field("Title").is_before_today()],
+                {"match": "or", "rules": [{"field": "field_29", "operator": "is any",
+                                           "value": ["x"]}]}):
+        with pytest.raises(UsageError, match="does not take"):
+            read_object(fresh, "Work Orders", filters=flt, progress=False)
+    assert service.request_log.count() == 1, service.request_log.counts()
+    assert service.request_log.count(method="GET", path_prefix="/v1/applications") == 1
+    service.request_log.clear()
+    with pytest.raises(UsageError, match="does not take"):
+        read_object(fresh, "object_3", filters=[Field("field_26").near(30.3, -97.7)],
+                    progress=False)
+    assert service.request_log.count() == 0, service.request_log.counts()
 
 
 def test_a_value_on_a_date_field_is_read_as_a_date_with_the_schema(client: Client) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from svc_frames import FieldSpec, Frames, Source
 from svc_frames.errors import UsageError
+from svc_frames.kinds import BLANK
 from svc_frames.plot import plot_counts, plot_locations, plot_over_time
 
 TZ = "America/Chicago"
@@ -96,7 +97,7 @@ def test_locations_colour_by_category_gives_a_legend_and_by_number_a_colour_bar(
     keep = frames.main["field_2.latitude"].notna()
     for status, n in frames.main.loc[keep, "field_3"].value_counts().items():
         assert f"{status} ({n})" in legend
-    assert any(t.startswith("(blank)") for t in legend)
+    assert any(t.startswith(BLANK) for t in legend)
 
     fig, ax2 = plt.subplots()
     out = plot_locations(frames, "field_2", color_by="Amount", ax=ax2)
@@ -112,7 +113,7 @@ def test_counts_of_a_single_choice_match_value_counts() -> None:
     expected = frames.main["field_3"].value_counts()
     for value, n in expected.items():
         assert bars[value] == n
-    assert bars["(blank)"] == frames.main["field_3"].isna().sum()
+    assert bars[BLANK] == frames.main["field_3"].isna().sum()
     assert ax.get_ylabel() == "Status" and "Status" in ax.get_title()
 
 
@@ -122,7 +123,7 @@ def test_counts_of_a_multi_choice_count_each_option() -> None:
     exploded = frames.main["field_4"].explode().dropna()
     for value, n in exploded.value_counts().items():
         assert bars[value] == n
-    assert bars["(blank)"] == sum(1 for v in frames.main["field_4"] if not v)
+    assert bars[BLANK] == sum(1 for v in frames.main["field_4"] if not v)
 
 
 def test_counts_of_a_connection_use_identifiers_and_keep_namesakes_apart() -> None:
@@ -133,7 +134,7 @@ def test_counts_of_a_connection_use_identifiers_and_keep_namesakes_apart() -> No
     assert bars["Ann Lee (c1)"] == per_id["c1"]
     assert bars["Ann Lee (c3)"] == per_id["c3"]
     assert bars["Bo Chan"] == per_id["c2"]
-    assert bars["(none)"] == len(set(frames.main.index) - set(table["record_id"]))
+    assert bars[BLANK] == len(set(frames.main.index) - set(table["record_id"]))
 
 
 def test_counts_fold_the_tail_into_one_bar() -> None:
@@ -143,7 +144,7 @@ def test_counts_fold_the_tail_into_one_bar() -> None:
     folded = [k for k in bars if k.endswith("others")]
     assert folded and sum(bars.values()) == len(frames)
     ax = plot_counts(frames, "Status", top=2, others=False)
-    every = frames.main["field_3"].astype(object).fillna("(blank)").value_counts()
+    every = frames.main["field_3"].astype(object).fillna(BLANK).value_counts()
     shown = bar_values(ax)
     assert sorted(shown.values()) == sorted(every.iloc[:2].tolist())  # ties may swap names
     assert all(shown[k] == every[k] for k in shown)

@@ -128,9 +128,66 @@ class Quota:
 
 
 class Client:
-    """A connection to one application of the service (see module docstring).
+    """A connection to one application of the service, through which every request goes.
 
-    Usage: ``Client(app_id, api_key=key, base_url=url).get_page("object_1")``"""
+    One pooled HTTP session, pacing shared with every client of the same application
+    (and with other processes), retries with backoff and typed errors (see the module
+    docstring for the policy). Use it as a context manager, or ``close()`` it.
+
+    Parameters
+    ----------
+    app_id : str
+        The application id (``X-Service-Application-Id``).
+    api_key : str, optional
+        The REST API key: object requests need it; view requests use a user token instead.
+    base_url : str
+        The service's address, ``http://`` or ``https://``.
+    token : str, optional
+        A user token for view requests (``login`` gets one).
+    rate_limit : float, default 10.0
+        Requests per second, 0 to 1000, that the clients of this application start at
+        most (0: no pacing); the pace is shared with the other clients of the same
+        application and base URL.
+    timeout : float, default 30.0
+        Seconds to wait for an answer, > 0.
+    max_retries : int, default 5
+        Retries of a failed request (429, 5xx, a dropped connection), >= 0.
+    max_workers : int, default 12
+        Threads that fetch pages at once (and the connection pool's size), >= 1.
+    backoff : float, default 0.25
+        Seconds of the first wait before a retry, >= 0; each later wait doubles (up to 8 s,
+        with jitter).
+    use_schema : bool, default True
+        False: never ask for the application schema; kinds are inferred from the records.
+    session : requests.Session, optional
+        The HTTP session to send with (default: a new one).
+
+    Attributes
+    ----------
+    app_id, base_url : str
+        As given (``base_url`` without a trailing ``/``).
+    request_count : int
+        Requests sent, retries included.
+    retry_count : int
+        Retries sent.
+    status_counts : collections.Counter
+        How many answers came with each HTTP status.
+    user : dict or None
+        The logged-in user (``login``), without the token.
+
+    Raises
+    ------
+    ConfigurationError
+        A missing ``app_id`` or ``base_url``, a ``base_url`` without ``http(s)://``, or
+        a setting out of range (naming it).
+
+    Examples
+    --------
+    >>> with Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+    ...             rate_limit=0) as c:
+    ...     c.get_page("object_3", rows_per_page=5)["total_records"]
+    30
+    """
 
     def __init__(self, app_id: str, api_key: str | None = None, base_url: str | None = None,
                  token: str | None = None, rate_limit: float = 10.0, timeout: float = 30.0,
@@ -181,10 +238,41 @@ class Client:
     # ---- construction / secrets ----------------------------------------------------------
     @classmethod
     def from_env(cls, **overrides: Any) -> Client:
-        """A client from SVC_APP_ID, SVC_API_KEY, SVC_BASE_URL and optional SVC_TOKEN, or a
-        login with SVC_EMAIL + SVC_PASSWORD. Keyword arguments win over the environment.
+        """A client configured by the environment (``SVC_APP_ID``, ``SVC_API_KEY``, ...).
 
-        Usage: ``client = Client.from_env(rate_limit=5)``"""
+        ``SVC_APP_ID``, ``SVC_API_KEY``, ``SVC_BASE_URL`` and, optionally, ``SVC_TOKEN``;
+        without a token but with ``SVC_EMAIL`` and ``SVC_PASSWORD`` the client logs in.
+
+        Parameters
+        ----------
+        **overrides
+            Arguments of ``Client`` (``app_id``, ``rate_limit``, ...); one that is not None
+            wins over the environment.
+
+        Returns
+        -------
+        Client
+            Logged in when the environment gave an e-mail and password but no token.
+
+        Raises
+        ------
+        ConfigurationError
+            No application id or base URL in the environment or the overrides, or a
+            setting out of range.
+        AuthenticationError
+            The login with ``SVC_EMAIL`` and ``SVC_PASSWORD`` was refused.
+
+        Examples
+        --------
+        >>> import os
+        >>> from unittest import mock
+        >>> env = {"SVC_APP_ID": service.app_id, "SVC_API_KEY": service.api_key,
+        ...        "SVC_BASE_URL": service.base_url}
+        >>> with mock.patch.dict(os.environ, env):
+        ...     c = Client.from_env(rate_limit=0)
+        >>> c.app_id == service.app_id, c.has_api_key
+        (True, True)
+        """
         env = os.environ
         kwargs: dict[str, Any] = {
             "app_id": env.get("SVC_APP_ID"), "api_key": env.get("SVC_API_KEY"),
@@ -198,6 +286,19 @@ class Client:
 
     @property
     def token(self) -> str | None:
+        """The user token sent with view requests (None before a login); settable.
+
+        Setting it by hand forgets the credentials of an earlier ``login``, so an expired
+        token set by hand is not renewed with them.
+
+        Examples
+        --------
+        >>> client.token is None
+        True
+        >>> _ = client.login("manager@example.com", "Manager-2024!")
+        >>> client.token is None
+        False
+        """
         return self._token
 
     @token.setter
@@ -207,22 +308,27 @@ class Client:
 
     @property
     def pace(self) -> PaceState:
-        """What this client's pacing believes now: rate, window, margin, the learned
-        offset of the service's clock from ours, the file shared with other processes.
+        """What this client's pacing believes now (a ``PaceState``).
 
-        Returns
-        -------
-        PaceState
+        Its rate, window and margin, the learned offset of the service's clock from ours,
+        and the file it shares with other processes.
 
         Examples
         --------
-        >>> client.pace.service_offset  # doctest: +SKIP
-        -0.298
+        >>> client.pace.rate
+        0.0
         """
         return self.limiter.state
 
     @property
     def has_api_key(self) -> bool:
+        """Whether the client holds an API key (which object requests need).
+
+        Examples
+        --------
+        >>> client.has_api_key
+        True
+        """
         return bool(self._api_key)
 
     def __repr__(self) -> str:
@@ -240,9 +346,39 @@ class Client:
     # ---- headers -------------------------------------------------------------------------
     def headers(self, *, view: bool = False, token: str | None = None,
                 key_required: bool = True, bare: bool = False) -> dict[str, str]:
-        """The header set of docs/service-interface.md §5 (object: app id + key; view: app id,
-        the literal ``service`` and ``Authorization`` when a token is known; ``bare``: none,
-        as the login request of 4.5)."""
+        """The headers of a request, as docs/service-interface.md §5 gives them.
+
+        Parameters
+        ----------
+        view : bool, default False
+            False: an object request (application id and API key). True: a view request
+            (application id, the literal ``service`` as key, and ``Authorization`` when a
+            token is known).
+        token : str, optional
+            The user token of a view request (default: the client's).
+        key_required : bool, default True
+            Whether an object request without an API key is an error (False: send the
+            application id alone).
+        bare : bool, default False
+            No headers at all (the login request of §4.5).
+
+        Returns
+        -------
+        dict of str to str
+            Header name -> value.
+
+        Raises
+        ------
+        ConfigurationError
+            An object request with ``key_required`` while the client has no API key.
+
+        Examples
+        --------
+        >>> sorted(client.headers())
+        ['X-Service-Application-Id', 'X-Service-REST-API-KEY']
+        >>> client.headers(view=True)["X-Service-REST-API-KEY"]
+        'service'
+        """
         if bare:
             return {}
         out = {"X-Service-Application-Id": self.app_id}
@@ -266,16 +402,77 @@ class Client:
                 extra_headers: Mapping[str, str] | None = None,
                 parse: Callable[[bytes], Any] | None = None,
                 resend: Callable[[OutcomeUnknown], bool] | None = None) -> Any:
-        """Send one paced request with retries; return the decoded JSON body (``parse``
-        decodes a successful body instead of the plain JSON parser).
+        """Send one paced request, with retries, and return its decoded JSON body.
 
-        ``what`` names the target in error messages (``"object_3"``, ``"scene_1/view_2"``).
-        ``resend``: for a request that is not idempotent (a POST), asked after the backoff
-        whenever its outcome is unknown (sent, no answer or a 5xx): True when it surely
-        did not arrive (e.g. looked up and verified absent), so sending it again cannot
-        duplicate it; the retry then counts against ``max_retries`` like any other.
-        Without it (or once it says False) :class:`OutcomeUnknown` is raised.
-        Usage: ``client.request("GET", "/v1/objects/object_1/records", params={"page": 1})``"""
+        Every request of the package goes through here (one retry policy, one count).
+        A view request refused for an expired token is sent again, once, after logging in
+        again with the credentials of this client's own ``login``.
+
+        Parameters
+        ----------
+        method : str
+            ``GET``, ``POST``, ``PUT``, ``DELETE`` (any case).
+        path : str
+            The path on the service (``/v1/objects/object_3/records``).
+        params : mapping, optional
+            Query parameters.
+        json_body : object, optional
+            Sent as the JSON body.
+        files : object, optional
+            Multipart files, as ``requests`` takes them (uploads).
+        view : bool, default False
+            Send view headers (the user token) instead of the API key.
+        token : str, optional
+            The user token of a view request (default: the client's).
+        key_required : bool, default True
+            Whether an object request needs the API key (see ``headers``).
+        idempotent : bool, optional
+            Whether repeating the request is harmless (default: True for GET, PUT, DELETE
+            and HEAD); a request that is not is never sent twice blindly.
+        what : str, default ""
+            Names the target in error messages (``"object_3"``, ``"scene_1/view_2"``;
+            default: the path).
+        bare : bool, default False
+            Send no headers (the login request).
+        extra_headers : mapping, optional
+            Headers added to the ones above.
+        parse : callable, optional
+            Decodes a successful body (bytes) instead of the plain JSON parser.
+        resend : callable, optional
+            For a request that is not idempotent (a POST): asked after the backoff
+            whenever its outcome is unknown (sent, then no answer or a 5xx); True when it
+            surely did not arrive (looked up and found absent), so sending it again cannot
+            duplicate it. Without it (or once it says False) ``OutcomeUnknown`` is raised.
+
+        Returns
+        -------
+        object
+            The decoded body (what ``parse`` returns, when given).
+
+        Raises
+        ------
+        ConfigurationError
+            An object request needs the API key the client does not have.
+        AuthenticationError, Forbidden, NotFound, ValidationError, PayloadTooLarge
+            The service refused the request (401, 403, 404, 400, 413).
+        RateLimited, QuotaExceeded
+            Still throttled after the retries, a ``Retry-After`` over ``MAX_RETRY_AFTER``,
+            or the daily quota spent.
+        ServiceUnreachable
+            No connection to the service.
+        ServerError, OutcomeUnknown
+            A 5xx or a body that is not JSON after the retries; a POST whose outcome is
+            unknown.
+        ServiceError
+            Any other error status.
+
+        Examples
+        --------
+        >>> out = client.request("GET", "/v1/objects/object_3/records",
+        ...                      params={"rows_per_page": 1})
+        >>> out["total_records"], len(out["records"])
+        (30, 1)
+        """
         method = method.upper()
         if idempotent is None:
             idempotent = method in ("GET", "PUT", "DELETE", "HEAD")
@@ -328,11 +525,37 @@ class Client:
                     status=exc.status, body=exc.body) from None
 
     def get_bytes(self, url: str, *, what: str = "") -> bytes:
-        """The body of a GET as bytes (an asset download), paced and retried like every
-        request. ``url`` is absolute or a path on the service; only the application id is
-        sent (an asset URL may point to another host: the key and token never leave).
+        """The body of a GET as bytes (an asset download), paced and retried like every request.
 
-        Usage: ``client.get_bytes(asset["url"])``"""
+        Only the application id is sent: an asset URL may point to another host, so the key
+        and token never leave.
+
+        Parameters
+        ----------
+        url : str
+            An absolute URL, or a path on the service (starting with ``/``).
+        what : str, default ""
+            Names the download in error messages (default: the URL).
+
+        Returns
+        -------
+        bytes
+            The body (empty when the answer had none).
+
+        Raises
+        ------
+        NotFound
+            No asset at ``url``.
+        ServiceUnreachable, ServerError, ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> record = client.get_page("object_3", rows_per_page=1)["records"][0]
+        >>> asset = record["field_37_raw"]
+        >>> len(client.get_bytes(asset["url"])) == asset["size"]
+        True
+        """
         if url.startswith("/"):
             url = self.base_url + url
         out = self._send("GET", url, what or url,
@@ -515,19 +738,39 @@ class Client:
     # ---- limits: daily quota, throttling, Retry-After, unreachable service ----------------
     @property
     def quota(self) -> Quota | None:
-        """The daily quota from the latest-sent request answered with ``X-PlanLimit-*``
-        headers (None before any such answer).
+        """The daily quota as the last answer with ``X-PlanLimit-*`` headers gave it, or None.
 
-        Usage: ``if client.quota and client.quota.remaining < 100: ...``"""
+        A ``Quota`` (``limit``, ``remaining``, ``reset_at``) from the latest-sent request so
+        answered; None before any such answer.
+
+        Examples
+        --------
+        >>> _ = client.get_page("object_3", rows_per_page=1)
+        >>> client.quota.limit
+        25000
+        """
         return self._quota
 
     def quota_left(self) -> int | None:
-        """Requests surely left of the daily quota: the last reported ``remaining`` less
-        the requests this client sent after that answer's request (they may have been
-        counted since). None when no answer gave the quota, or its reset time has passed
-        (a new quota day: the next answer tells).
+        """Requests surely left of the daily quota, or None when it is not known.
 
-        Usage: ``left = client.quota_left()``"""
+        The last reported ``remaining`` less the requests this client sent after that
+        answer's request (they may have been counted since).
+
+        Returns
+        -------
+        int or None
+            None when no answer gave the quota, or its reset time has passed (a new quota
+            day: the next answer tells).
+
+        Examples
+        --------
+        >>> client.quota_left() is None
+        True
+        >>> _ = client.get_page("object_3", rows_per_page=1)
+        >>> 0 < client.quota_left() <= client.quota.limit
+        True
+        """
         with self._count_lock:
             if self._quota is None or self._quota.reset_at <= dt.datetime.now(dt.timezone.utc):
                 return None
@@ -596,12 +839,40 @@ class Client:
 
     # ---- the service's operations --------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:
-        """Remote login (docs/service-interface.md §4.5): keep the user token for view
-        requests, and the e-mail and password (in memory only) to log in again when the
-        service refuses the token as expired (``request``). A refused login (401) keeps
-        nothing new.
+        """Log in as a user of the application, for view requests (docs/service-interface.md §4.5).
 
-        Usage: ``user = client.login("ann@example.org", "pw")``"""
+        The client keeps the user token for view requests, and the e-mail and password (in
+        memory only, never shown) to log in again when the service refuses the token as
+        expired. A refused login keeps nothing new.
+
+        Parameters
+        ----------
+        email : str
+            The user's e-mail.
+        password : str
+            The user's password.
+
+        Returns
+        -------
+        dict
+            The user as the service describes it (``id``, ``profile_keys``, ...), without
+            the token; also kept as ``client.user``.
+
+        Raises
+        ------
+        UsageError
+            An empty e-mail or password (nothing is sent).
+        AuthenticationError
+            The service refused the e-mail and password.
+        ServerError
+            The answer holds no token.
+
+        Examples
+        --------
+        >>> user = client.login("manager@example.com", "Manager-2024!")
+        >>> user["profile_keys"]
+        ['profile_1', 'profile_2']
+        """
         if not email or not password:
             raise UsageError("login needs an email and a password")
         out = self.request("POST", f"/v1/applications/{quote(self.app_id)}/session",
@@ -617,10 +888,31 @@ class Client:
         return self.user
 
     def schema(self, *, refresh: bool = False) -> dict[str, Any] | None:
-        """The application dict (``objects``, ``scenes``, ``settings``), or None when the
-        service does not expose it (404, 401 or 403 on the schema address). Cached.
+        """The application's schema (``objects``, ``scenes``, ``settings``), or None when hidden.
 
-        Usage: ``tz = client.schema()["settings"]["timezone"]``"""
+        Asked once and kept (a client made with ``use_schema=False`` never asks).
+
+        Parameters
+        ----------
+        refresh : bool, default False
+            Ask the service again instead of returning the kept schema.
+
+        Returns
+        -------
+        dict or None
+            The application document; None when the service does not expose it (404,
+            401 or 403 on the schema address).
+
+        Raises
+        ------
+        ServiceUnreachable, ServerError, ServiceError
+            The schema request failed otherwise.
+
+        Examples
+        --------
+        >>> [o["name"] for o in client.schema()["objects"]]
+        ['People', 'Parts', 'Work Orders']
+        """
         if self._schema_loaded and not refresh:
             return self._schema
         try:
@@ -636,7 +928,31 @@ class Client:
         return self._schema
 
     def records_path(self, target: Target) -> tuple[str, bool, str]:
-        """(path of the record list, is_view, display name) of a target."""
+        """The address of a target's record list, whether it is a view, and its display name.
+
+        Parameters
+        ----------
+        target : str or tuple of str
+            An object key (``"object_3"``) or a view (``"scene_1/view_1"`` or
+            ``("scene_1", "view_1")``); keys only, not names.
+
+        Returns
+        -------
+        tuple of (str, bool, str)
+            The path, True for a view, and the name used in messages.
+
+        Raises
+        ------
+        UsageError
+            ``target`` is not an object or view key.
+
+        Examples
+        --------
+        >>> client.records_path("object_3")
+        ('/v1/objects/object_3/records', False, 'object_3')
+        >>> client.records_path(("scene_1", "view_1"))
+        ('/v1/pages/scene_1/views/view_1/records', True, 'scene_1/view_1')
+        """
         kind, a, b = parse_target(target)
         if kind == "view":
             return f"/v1/pages/{a}/views/{b}/records", True, f"{a}/{b}"
@@ -645,9 +961,38 @@ class Client:
     def page_params(self, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
                     filters: Filters | Query | None = None, sort_field: str | None = None,
                     sort_order: str | None = None) -> dict[str, Any]:
-        """Validated query parameters of a list request (UsageError before any request).
-        ``filters``: a :class:`~svc_frames.query.Query` (sent as it is) or any filter form
-        (encoded without the application: an aware time in UTC, with a warning)."""
+        """The query parameters of a list request, checked before any request.
+
+        Parameters
+        ----------
+        page : int, default 1
+            The page number, >= 1.
+        rows_per_page : int, default 1000
+            Records per page, 1 to 1000.
+        filters : Query, list or dict, optional
+            A ``Query`` (sent as it is), or any filter form (checked and encoded without
+            the application's schema: an aware time is sent in UTC, with a warning).
+        sort_field : str, optional
+            A field key (``field_N``) to sort by.
+        sort_order : {"asc", "desc"}, optional
+            The sort direction.
+
+        Returns
+        -------
+        dict
+            ``page``, ``rows_per_page`` and, when given, ``filters`` (encoded JSON),
+            ``sort_field``, ``sort_order``.
+
+        Raises
+        ------
+        UsageError
+            A value out of range or a filter that is not valid, naming it.
+
+        Examples
+        --------
+        >>> client.page_params(2, 500, sort_field="field_24", sort_order="desc")
+        {'page': 2, 'rows_per_page': 500, 'sort_field': 'field_24', 'sort_order': 'desc'}
+        """
         if not isinstance(page, int) or page < 1:
             raise UsageError(f"page must be an integer >= 1, got {page!r}")
         if (not isinstance(rows_per_page, int) or isinstance(rows_per_page, bool)
@@ -675,9 +1020,42 @@ class Client:
                  filters: Filters | Query | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, *, params: Mapping[str, Any] | None = None,
                  parse: Callable[[bytes], Any] | None = None) -> dict[str, Any]:
-        """One page of a record list: ``{total_pages, current_page, total_records, records}``.
+        """One page of a record list, as the service answers it.
 
-        Usage: ``client.get_page("object_1", page=2, rows_per_page=500)``"""
+        Parameters
+        ----------
+        target : str or tuple of str
+            An object key or a view key (see ``records_path``).
+        page, rows_per_page, filters, sort_field, sort_order
+            As ``page_params`` takes them.
+        params : mapping, optional
+            Query parameters sent as they are, instead of the five above.
+        parse : callable, optional
+            Decodes the body instead of the plain JSON parser (see ``request``).
+
+        Returns
+        -------
+        dict
+            ``total_pages``, ``current_page``, ``total_records`` and ``records`` (the
+            records as the service sends them: each field and its ``_raw`` value).
+
+        Raises
+        ------
+        UsageError
+            A bad target or parameter (nothing is sent).
+        NotFound
+            No such object or view.
+        ServerError
+            The answer is not a record list.
+        ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> page = client.get_page("object_3", rows_per_page=10)
+        >>> page["total_records"], page["total_pages"], len(page["records"])
+        (30, 3, 10)
+        """
         path, view, what = self.records_path(target)
         if params is None:
             params = self.page_params(page, rows_per_page, filters, sort_field, sort_order)
@@ -696,7 +1074,35 @@ class Client:
         return out
 
     def get_record(self, object_key: str, record_id: str) -> dict[str, Any]:
-        """One record of an object. Usage: ``client.get_record("object_1", rid)``"""
+        """One record of an object, by its id.
+
+        Parameters
+        ----------
+        object_key : str
+            The object's key (``object_3``).
+        record_id : str
+            The record's id.
+
+        Returns
+        -------
+        dict
+            The record as the service sends it (each field and its ``_raw`` value).
+
+        Raises
+        ------
+        UsageError
+            ``object_key`` is not an object key.
+        NotFound
+            No such object or record.
+        ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> rid = client.get_page("object_3", rows_per_page=1)["records"][0]["id"]
+        >>> client.get_record("object_3", rid)["field_24"]
+        1
+        """
         parse_target(object_key)
         return self._answer(
             self.request("GET", f"/v1/objects/{object_key}/records/{quote(record_id)}",
@@ -705,8 +1111,40 @@ class Client:
     def create_record(self, object_key: str, data: Mapping[str, Any], *,
                       resend: Callable[[OutcomeUnknown], bool] | None = None
                       ) -> dict[str, Any]:
-        """Create a record (POST, never blindly repeated: see ``request``'s ``resend``).
-        Usage: ``client.create_record("object_1", {"field_1": "x"})``"""
+        """Create a record of an object (a POST, never blindly repeated).
+
+        Parameters
+        ----------
+        object_key : str
+            The object's key (``object_3``).
+        data : mapping
+            Field key -> value, in the service's input format.
+        resend : callable, optional
+            Says whether a create whose outcome is unknown surely did not arrive (see
+            ``request``).
+
+        Returns
+        -------
+        dict
+            The created record as the service answers it (with its ``id``).
+
+        Raises
+        ------
+        UsageError
+            ``object_key`` is not an object key.
+        ValidationError
+            The service refused a value (``field`` names the field).
+        OutcomeUnknown
+            The request was sent but no answer came: it may have been applied.
+        ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> record = client.create_record("object_3", {"field_12": "Fix the door"})
+        >>> record["field_12"], record["field_24"]
+        ('Fix the door', 31)
+        """
         parse_target(object_key)
         return self._answer(
             self.request("POST", f"/v1/objects/{object_key}/records", json_body=dict(data),
@@ -714,15 +1152,76 @@ class Client:
 
     def update_record(self, object_key: str, record_id: str,
                       data: Mapping[str, Any]) -> dict[str, Any]:
-        """Update fields of a record (PUT). Usage:
-        ``client.update_record("object_1", rid, {"field_1": "y"})``"""
+        """Update fields of a record of an object (a PUT: the fields not in ``data`` stay).
+
+        Parameters
+        ----------
+        object_key : str
+            The object's key (``object_3``).
+        record_id : str
+            The record's id.
+        data : mapping
+            Field key -> new value, in the service's input format.
+
+        Returns
+        -------
+        dict
+            The updated record as the service answers it.
+
+        Raises
+        ------
+        UsageError
+            ``object_key`` is not an object key.
+        NotFound
+            No such record.
+        ValidationError
+            The service refused a value (``field`` names the field).
+        ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> rid = client.get_page("object_3", rows_per_page=1)["records"][0]["id"]
+        >>> client.update_record("object_3", rid, {"field_12": "Fix the back door"})["field_12"]
+        'Fix the back door'
+        """
         parse_target(object_key)
         return self._answer(
             self.request("PUT", f"/v1/objects/{object_key}/records/{quote(record_id)}",
                          json_body=dict(data), what=f"{object_key} record {record_id}"))
 
     def delete_record(self, object_key: str, record_id: str) -> dict[str, Any]:
-        """Delete a record. Usage: ``client.delete_record("object_1", rid)``"""
+        """Delete a record of an object.
+
+        Parameters
+        ----------
+        object_key : str
+            The object's key (``object_3``).
+        record_id : str
+            The record's id.
+
+        Returns
+        -------
+        dict
+            The service's answer (``{"delete": True}``).
+
+        Raises
+        ------
+        UsageError
+            ``object_key`` is not an object key.
+        NotFound
+            No such record.
+        ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> rid = client.get_page("object_3", rows_per_page=1)["records"][0]["id"]
+        >>> client.delete_record("object_3", rid)
+        {'delete': True}
+        >>> client.get_page("object_3", rows_per_page=1)["total_records"]
+        29
+        """
         parse_target(object_key)
         return self._answer(
             self.request("DELETE", f"/v1/objects/{object_key}/records/{quote(record_id)}",
@@ -732,7 +1231,50 @@ class Client:
                            *, token: str | None = None,
                            resend: Callable[[OutcomeUnknown], bool] | None = None
                            ) -> dict[str, Any]:
-        """Create a record through a form view: ``{"record", "submit_key"}``."""
+        """Create a record through a form view, as a logged-in user.
+
+        The view's record rules apply (values the form sets itself); fields the form does
+        not show are not stored.
+
+        Parameters
+        ----------
+        scene : str
+            The scene's key (``scene_2``).
+        view : str
+            The form view's key (``view_4``).
+        data : mapping
+            Field key -> value, in the service's input format.
+        token : str, optional
+            The user token (default: the client's, from ``login``).
+        resend : callable, optional
+            Says whether a create whose outcome is unknown surely did not arrive (see
+            ``request``).
+
+        Returns
+        -------
+        dict
+            ``record`` (the created record, as the view shows it) and ``submit_key``.
+
+        Raises
+        ------
+        UsageError
+            ``scene``/``view`` are not keys.
+        Forbidden
+            No token, or one the view does not accept.
+        ValidationError
+            The view does not create records, or refused a value.
+        OutcomeUnknown
+            The request was sent but no answer came: it may have been applied.
+        ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> _ = client.login("manager@example.com", "Manager-2024!")
+        >>> out = client.create_view_record("scene_2", "view_4", {"field_12": "Fix the gate"})
+        >>> out["record"]["field_12"], out["record"]["field_27"]  # the form sets "Open"
+        ('Fix the gate', 'Open')
+        """
         parse_target((scene, view))
         return self._answer(self.request("POST", f"/v1/pages/{scene}/views/{view}/records",
                             json_body=dict(data), view=True, token=token,
@@ -741,7 +1283,47 @@ class Client:
     def update_view_record(self, scene: str, view: str, record_id: str,
                            data: Mapping[str, Any], *, token: str | None = None,
                            ) -> dict[str, Any]:
-        """Update a record through a view: ``{"record", "submit_key"}``."""
+        """Update a record through a view, as a logged-in user.
+
+        Parameters
+        ----------
+        scene : str
+            The scene's key (``scene_3``).
+        view : str
+            The view's key: a form that updates, or a view with inline editing.
+        record_id : str
+            The record's id.
+        data : mapping
+            Field key -> new value, in the service's input format.
+        token : str, optional
+            The user token (default: the client's, from ``login``).
+
+        Returns
+        -------
+        dict
+            ``record`` (the updated record, as the view shows it) and ``submit_key``.
+
+        Raises
+        ------
+        UsageError
+            ``scene``/``view`` are not keys.
+        Forbidden
+            No token, or one the view does not accept.
+        ValidationError
+            The view does not accept updates, or refused a value.
+        NotFound
+            No such record in the view.
+        ServiceError
+            As ``request`` raises them.
+
+        Examples
+        --------
+        >>> _ = client.login("tech@example.com", "Tech-2024!")
+        >>> rid = client.get_page("object_3", rows_per_page=1)["records"][0]["id"]
+        >>> out = client.update_view_record("scene_3", "view_5", rid, {"field_12": "Fix it"})
+        >>> out["record"]["field_12"]
+        'Fix it'
+        """
         parse_target((scene, view))
         return self._answer(
             self.request("PUT", f"/v1/pages/{scene}/views/{view}/records/{quote(record_id)}",
@@ -750,13 +1332,60 @@ class Client:
 
     def delete_view_record(self, scene: str, view: str, record_id: str,
                            *, token: str | None = None) -> dict[str, Any]:
-        """Delete a record through a view."""
+        """Delete a record through a view, as a logged-in user.
+
+        The local service deletes through no view (it answers 405, below); on the hosted
+        service a view that offers a delete link does.
+
+        Parameters
+        ----------
+        scene : str
+            The scene's key.
+        view : str
+            The view's key.
+        record_id : str
+            The record's id.
+        token : str, optional
+            The user token (default: the client's, from ``login``).
+
+        Returns
+        -------
+        dict
+            The service's answer.
+
+        Raises
+        ------
+        UsageError
+            ``scene``/``view`` are not keys.
+        Forbidden
+            No token, or one the view does not accept.
+        NotFound
+            No such record in the view.
+        ServiceError
+            As ``request`` raises them (the local service: 405).
+
+        Examples
+        --------
+        >>> _ = client.login("manager@example.com", "Manager-2024!")
+        >>> rid = client.get_page("object_3", rows_per_page=1)["records"][0]["id"]
+        >>> client.delete_view_record("scene_2", "view_3", rid)
+        Traceback (most recent call last):
+        ...
+        svc_frames.errors.ServiceError: DELETE scene_2/view_3 record ...: HTTP 405: ...
+        """
         parse_target((scene, view))
         return self._answer(self.request("DELETE",
                             f"/v1/pages/{scene}/views/{view}/records/{quote(record_id)}",
                             view=True, token=token, what=f"{scene}/{view} record {record_id}"))
 
     def close(self) -> None:
+        """Close the HTTP session (``with Client(...) as c:`` closes it on leaving).
+
+        Examples
+        --------
+        >>> c = Client(service.app_id, api_key=service.api_key, base_url=service.base_url)
+        >>> c.close()
+        """
         self.session.close()
 
     def __enter__(self) -> Client:

@@ -26,6 +26,12 @@ _TEXT_TYPES = {str, type(None)}
 _ARROW_STRINGS = pd.StringDtype().storage == "pyarrow"
 _NUMERIC_JUNK = re.compile(r"[^0-9eE.+\-]")
 
+BLANK = "(blank)"
+"""The one word a person reads for a missing value (an empty cell, a record without a
+connection, a record without an identifier): plots' categories and bars, the review
+widget's cells, printed tables of the demo and the notebooks. Display text only: the
+frames keep NA (``pd.NA``, ``NaT``), which ``is_empty_cell`` recognises."""
+
 
 def is_na(value: Any) -> bool:
     """True for None, pd.NA, NaT and float NaN (scalars only; lists are never NA)."""

@@ -32,7 +32,32 @@ from ..errors import InvalidValue
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """One field of an object, as the application schema describes it."""
+    """One field of an object, as the application schema describes it.
+
+    Parameters
+    ----------
+    key : str
+        The field key (``field_27``).
+    kind : str
+        The field's type in the schema (``short_text``, ``multiple_choice``,
+        ``connection``, ...; ``unknown`` when the schema gave none).
+    name : str, default ""
+        The label the application shows.
+    format : mapping, optional
+        The schema's ``format`` (choices, date format, equation, ...).
+    relationship : mapping, optional
+        A connection's ``{"object", "has", "belongs_to"}``.
+    required, unique : bool, default False
+        As the schema says.
+    object_key : str, default ""
+        The object the field belongs to.
+
+    Examples
+    --------
+    >>> spec = read_object(client, "Work Orders").source.field("field_27")
+    >>> spec.kind, spec.label, spec.format["options"][:2]
+    ('multiple_choice', 'Status', ['Open', 'In Progress'])
+    """
 
     key: str
     kind: str
@@ -45,10 +70,44 @@ class FieldSpec:
 
     @property
     def label(self) -> str:
+        """The field's name, or its key when it has none.
+
+        Examples
+        --------
+        >>> FieldSpec("field_1", "short_text", name="Title").label
+        'Title'
+        >>> FieldSpec("field_1", "short_text").label
+        'field_1'
+        """
         return self.name or self.key
 
     @classmethod
     def from_schema(cls, raw: Mapping[str, Any], object_key: str = "") -> FieldSpec:
+        """A field from its entry in the application schema (``type`` becomes ``kind``).
+
+        Parameters
+        ----------
+        raw : mapping
+            The schema's field: ``key``, ``type``, ``name``, ``format``,
+            ``relationship``, ``required``, ``unique`` (all but ``key`` optional).
+        object_key : str, default ""
+            The object it belongs to, when ``raw`` does not say.
+
+        Returns
+        -------
+        FieldSpec
+
+        Raises
+        ------
+        KeyError
+            ``raw`` has no ``key``.
+
+        Examples
+        --------
+        >>> FieldSpec.from_schema({"key": "field_27", "type": "multiple_choice",
+        ...                        "name": "Status"}, "object_3").object_key
+        'object_3'
+        """
         return cls(
             key=raw["key"],
             kind=raw.get("type") or "unknown",
@@ -61,6 +120,17 @@ class FieldSpec:
         )
 
     def to_schema(self) -> dict[str, Any]:
+        """The field in the schema's shape, which ``from_schema`` reads back.
+
+        Returns
+        -------
+        dict
+
+        Examples
+        --------
+        >>> FieldSpec("field_1", "short_text", name="Title").to_schema()["type"]
+        'short_text'
+        """
         out: dict[str, Any] = {"key": self.key, "type": self.kind, "name": self.name,
                                "required": self.required, "unique": self.unique,
                                "format": dict(self.format), "object_key": self.object_key}

@@ -72,9 +72,41 @@ class RefreshNotice(SvcWarning):
 
 @dataclass
 class RefreshReport:
-    """What a refresh did. ``conflicts``: record_id, field, column, loaded, server, local.
+    """What a refresh did: the records it added, changed and deleted, and what it cost.
 
-    Usage: ``report = refresh(client, frames); report.changed, report.requests``"""
+    ``refresh`` returns it; ``str(report)`` is a one-line summary.
+
+    Attributes
+    ----------
+    added, changed, deleted : list of str
+        The ids of the records added to, changed in and removed from the frames.
+    conflicts : pandas.DataFrame
+        Cells edited locally that also changed on the service (``record_id``, ``field``,
+        ``column``, ``loaded``, ``server``, ``local``); the local edit is kept.
+    requests : int
+        Requests this refresh sent (the schema's included).
+    deletion_requests : int
+        Of which the listing that found deleted records.
+    full : bool
+        Everything was listed (no stamped field, ``full=True``, or a sweep).
+    swept : bool
+        The periodic sweep (``sweep_every``) listed everything.
+    reason : str
+        Why everything was listed, if it was.
+    modified_field : str or None
+        The field stamped on every change that the refresh asked by.
+    cursor_field : str or None
+        The auto-increment field used to find new records, if any.
+
+    Examples
+    --------
+    >>> orders = read_object(client, "Work Orders")
+    >>> report = refresh(client, orders)
+    >>> print(report)
+    refresh: 0 added, 0 changed, 0 deleted, 0 conflicting cells; 1 requests
+    >>> report.full, report.modified_field
+    (False, 'field_46')
+    """
 
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
@@ -91,6 +123,13 @@ class RefreshReport:
 
     @property
     def counts(self) -> dict[str, int]:
+        """How many records were added, changed, deleted, the conflicts and the requests.
+
+        Examples
+        --------
+        >>> refresh(client, read_object(client, "Work Orders")).counts
+        {'added': 0, 'changed': 0, 'deleted': 0, 'conflicts': 0, 'requests': 1}
+        """
         return {"added": len(self.added), "changed": len(self.changed),
                 "deleted": len(self.deleted), "conflicts": len(self.conflicts),
                 "requests": self.requests}
@@ -140,19 +179,57 @@ def check_sweep_every(value: Any) -> int:
 def refresh(client: Client, frames: Frames, *, modified_field: str | None = None,
             full: bool = False, rows_per_page: int | None = None,
             sweep_every: int = DEFAULT_SWEEP_EVERY) -> RefreshReport:
-    """Bring ``frames`` (from ``read_object``/``read_view``) up to date in place.
+    """Bring frames from ``read_object``/``read_view`` up to date in place, with few requests.
 
-    ``modified_field``: the date_time field stamped on every change (default: the one the
-    schema's record rule stamps, see :func:`modified_field_of`). Without one, changes to
-    loaded records cannot be asked for: the whole listing is fetched (``full``), with a
-    :class:`RefreshNotice` saying what the object needs. ``full=True`` lists everything
-    anyway (also catching values computed from other records, which change without a
-    stamp). ``rows_per_page``: default the load's. ``sweep_every``: every Nth refresh
-    of these frames lists everything (default 10; 0: never), which finds changes made by
-    writers that do not stamp (other integrations writing through the API): between
-    sweeps those are not seen (``report.swept`` says when one ran).
+    Only the records changed since the load are asked for (sorted by the field stamped on
+    every change, newest first), then the deleted ones are found; the load's filters and
+    sort are sent again as they were. Local edits are kept: a cell edited here that also
+    changed on the service is reported in ``conflicts``. Both ``frames.main`` and
+    ``frames.original`` (what ``diff`` compares with) take the service's new values.
 
-    Usage: ``report = refresh(client, orders); print(report)``"""
+    Parameters
+    ----------
+    client : Client
+        The application the frames were loaded from.
+    frames : Frames
+        What ``read_object``/``read_view`` returned (or a ``to_parquet`` copy of it),
+        loaded without ``limit``.
+    modified_field : str, optional
+        The date_time field stamped on every change (default: the one the schema's record
+        rule stamps). Without one, changes cannot be asked for: everything is listed,
+        with a ``RefreshNotice`` saying what the object needs.
+    full : bool, default False
+        List everything anyway (also catching values computed from other records, which
+        change without a stamp).
+    rows_per_page : int, optional
+        Records per request (default: the load's).
+    sweep_every : int, default 10
+        Every Nth refresh of these frames lists everything (0: never), which finds
+        changes by writers that do not stamp; between sweeps those are not seen.
+
+    Returns
+    -------
+    RefreshReport
+        What was added, changed, deleted, the conflicts, and the requests sent.
+
+    Raises
+    ------
+    UsageError
+        Before any request: frames not from a load, loaded with ``limit`` or without the
+        schema, from another application, a ``modified_field`` that is not a date_time
+        field of the frames, or a bad ``sweep_every``/``rows_per_page``.
+    ServiceError
+        A request failed (see ``Client.request``).
+
+    Examples
+    --------
+    >>> orders = read_object(client, "Work Orders")
+    >>> rid = orders.main.index[0]
+    >>> _ = client.update_record("object_3", rid, {"field_12": "Fix the door"})
+    >>> report = refresh(client, orders)
+    >>> report.changed == [rid], orders.main.loc[rid, "field_12"]
+    (True, 'Fix the door')
+    """
     source = check_frames(client, frames)
     load = dict(source.load or {})
     if load.get("limit") is not None:

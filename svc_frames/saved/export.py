@@ -81,17 +81,69 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
            timezone: str | ZoneInfo | None = None, progress: bool | None = None,
            rows_per_page: int = 1000, verify: Verify = "first",
            overwrite: bool = False) -> ExportResult:
-    """Stream every page of an object or a view to saved frames (module docstring: part
-    files any reader takes, tables, the as-loaded copy and metadata ``push`` needs) as
-    pages arrive; memory stays flat however many records there are. The directory
-    appears only when complete; something already there is replaced only with
-    ``overwrite=True``.
+    """Stream every record of an object or a view into saved frames, page by page.
 
-    ``target``: an object by key or name (``"object_N"``, ``"Work Orders"``), or a view
-    (``"scene_N/view_N"``, a (scene, view) tuple of keys or names, its name).
-    ``format="csv"``: the records as CSV written the way the service shows values
-    (:mod:`svc_frames.saved.csvtext`), which ``push`` reads back too.
-    Usage: ``export(client, "object_1", "out/ds"); pd.read_parquet("out/ds")``"""
+    Writes the layout of :func:`to_parquet` (records in ``out_dir``, tables in
+    ``out_dir.tables``, the as-loaded copy and the metadata :func:`push` needs) as pages
+    arrive, so memory stays flat however many records there are. The directory appears
+    only when complete. Records that moved between pages while paging are repaired (a
+    repeat or a record deleted meanwhile is taken out: ``repaired_rows``). Column and
+    table names: docs/column-names.md.
+
+    Parameters
+    ----------
+    client : Client
+        The application to read.
+    target : str or tuple of str
+        An object by key or name (``"object_3"``, ``"Work Orders"``), or a view
+        (``"scene_2/view_3"``, a (scene, view) tuple of keys or names, or its name).
+    out_dir : str or os.PathLike
+        The records' directory; its siblings are named after it.
+    filters, sort_field, sort_order, limit, timezone, rows_per_page, verify
+        As for :func:`read_object`: which records, in which order, at most how many,
+        dates read in which timezone, records per request, and how each pass is
+        verified ("first", "full" or "none").
+    format : {"parquet", "csv"}, default "parquet"
+        The records' files; CSV holds values as the service shows them and
+        :func:`push` reads it back too (the as-loaded copy is Parquet either way).
+    columns : {"keys", "labels"}, default "keys"
+        Name columns and tables by field key or by field label.
+    progress : bool, optional
+        A progress bar of pages (default: on in notebooks and terminals).
+    overwrite : bool, default False
+        Replace saved frames (or a directory of data files alone) already there.
+
+    Returns
+    -------
+    ExportResult
+        ``path``, ``records``, ``parts`` (files of records), ``tables`` (their names),
+        ``passes`` (paging passes made), ``repaired_rows``, and the paths of the tables,
+        the metadata and the as-loaded copy (``tables_path``, ``meta_path``,
+        ``loaded_path``).
+
+    Raises
+    ------
+    UsageError
+        Before any request: a bad ``format``, ``columns``, ``filters`` or ``timezone``,
+        something at ``out_dir`` without ``overwrite=True`` (or files that are not saved
+        frames), a target that names no object or view or several.
+    ConsistencyError
+        Records kept moving while paging in a way the repeated passes could not repair.
+    ServiceError
+        A page request failed after the client's retries (``NotFound``, ``Forbidden``
+        for a view behind a login without ``client.login``, ``QuotaExceeded``,
+        ``ServerError``...); nothing is left at ``out_dir``.
+
+    Examples
+    --------
+    >>> result = export(client, "Work Orders", tmp_path / "orders")
+    >>> result.records, result.parts, result.tables
+    (30, 1, ['field_28', 'field_31', 'field_41', 'field_42', 'field_43'])
+    >>> read_parquet(result.path).main.shape
+    (30, 55)
+    >>> export(client, "Parts", tmp_path / "parts", format="csv").records
+    40
+    """
     if format not in ("parquet", "csv"):
         raise UsageError(f"format must be 'parquet' or 'csv', got {format!r}")
     check_columns(columns)

@@ -166,13 +166,53 @@ def renamed_columns(frames: Frames, columns: Columns) -> Frames:
 
 def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
                overwrite: bool = False, columns: Columns | None = None) -> Path:
-    """Save frames: the records in ``path`` (a Parquet dataset any reader takes), the
-    exploded tables in ``path.tables``, the as-loaded copy and the metadata push needs
-    beside them (module docstring). Something already there is replaced only with
-    ``overwrite=True``; a failed write leaves the old one intact. ``columns="labels"``
-    names the saved columns by field label (``"keys"``: by key; default: as the frames).
+    """Save frames as a directory any Parquet reader takes, which push can read back.
 
-    Usage: ``to_parquet(frames, "out/orders")``"""
+    The records go to ``path`` (one row per record, the record id as the column ``id``),
+    the exploded tables to ``path.tables/<name>/``, and beside them the metadata
+    ``path.svc_frames.json`` and the as-loaded copy ``path.svc_frames/`` that
+    :func:`read_parquet` and :func:`push` diff against (the module docstring of
+    ``svc_frames/saved/parquet.py`` shows the layout). Everything is written aside and
+    moved into place at the end: a failed write leaves what was there intact. How the
+    saved columns, tables and directories are named: docs/column-names.md.
+
+    Parameters
+    ----------
+    frames : Frames
+        Frames as a loader or :func:`read_parquet` returned them (their ``original``,
+        when they have one, becomes the as-loaded copy).
+    path : str or os.PathLike
+        The records' directory; its siblings are named after it.
+    overwrite : bool, default False
+        Replace saved frames (or a directory of data files alone) already at ``path``.
+    columns : {"keys", "labels"}, optional
+        Name the saved columns and tables by field key (``field_27``) or by field label
+        (``Status``); default: as ``frames`` name them.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``, the records' directory.
+
+    Raises
+    ------
+    UsageError
+        ``frames`` is not Frames, ``columns`` is neither "keys" nor "labels", something
+        is already at ``path`` (or a sibling) without ``overwrite=True``, or ``path``
+        holds files that are not saved frames (never replaced). Nothing is written.
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> saved = to_parquet(frames, tmp_path / "orders")
+    >>> sorted(p.name for p in tmp_path.iterdir())
+    ['orders', 'orders.svc_frames', 'orders.svc_frames.json', 'orders.tables']
+    >>> pd.read_parquet(saved).shape          # the id is a column of the saved records
+    (30, 56)
+    >>> by_label = to_parquet(frames, tmp_path / "labelled", columns="labels")
+    >>> "Status" in pd.read_parquet(by_label).columns
+    True
+    """
     if not isinstance(frames, Frames):
         raise UsageError(f"to_parquet needs Frames, got {type(frames).__name__}")
     if columns is not None:
@@ -407,12 +447,50 @@ def _read_loaded(layout: SavedLayout, meta: SavedMeta) -> Frames:
 
 
 def read_parquet(path: str | os.PathLike[str]) -> Frames:
-    """Saved frames (``to_parquet`` or ``export``), edited or not, as Frames: the records,
-    the tables, the source, and the as-loaded copy as ``original`` (what ``write_back``
-    diffs against). Each data file is checked against the metadata beside it first
-    (module docstring): UsageError names the file and the column that no longer fits.
+    """Read saved frames back, edited with any tool or not, as Frames.
 
-    Usage: ``frames = read_parquet("out/orders")``"""
+    Reads what :func:`to_parquet` or :func:`export` wrote: the records (every data file
+    in ``path``, any name, Parquet or CSV), the exploded tables, the source, and the
+    as-loaded copy as ``original``, so :func:`diff` and :func:`write_back` see the edits.
+    Each data file is checked against the metadata beside it first: the saved columns,
+    each convertible to its saved type, ids that were loaded (or empty / ``new:...`` for
+    new rows), each once. Names as saved: docs/column-names.md.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The records' directory of saved frames.
+
+    Returns
+    -------
+    Frames
+        ``main`` indexed by ``id``, ``tables``, ``source``, and ``original`` when the
+        as-loaded copy was saved.
+
+    Raises
+    ------
+    UsageError
+        ``path`` is not a directory, its metadata is missing or corrupt (the message
+        names the JSON file), a data file lacks a saved column, holds another one, a value
+        of another type, an id that was not loaded or an id twice (naming the file and
+        the column), a table directory is missing, or the as-loaded copy was changed
+        since it was saved.
+
+    Examples
+    --------
+    >>> saved = to_parquet(read_object(client, "Work Orders"), tmp_path / "orders")
+    >>> frames = read_parquet(saved)
+    >>> frames.main.index.name, len(frames.main), diff(frames).empty
+    ('id', 30, True)
+
+    Edit the records with pandas (or any tool), then read them again:
+
+    >>> df = pd.read_parquet(saved)
+    >>> df.loc[0, "field_12"] = "Replace the pump"
+    >>> df.to_parquet(saved / "part-00001.parquet", index=False)
+    >>> diff(read_parquet(saved)).counts
+    {'update': 1, 'create': 0, 'delete': 0}
+    """
     layout = SavedLayout.of(path)
     if (layout.data / "main.parquet").exists() and not layout.meta.exists():
         return _read_legacy(layout.data)

@@ -133,15 +133,67 @@ def _sent_as_baseline(on_disk: Frames, applied: pd.DataFrame) -> Frames:
 
 def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
          save: bool = True, overwrite: bool = False, **options: Any) -> Report:
-    """``write_back`` for saved frames (``to_parquet`` or ``export``) edited with any tool
-    (the ``svc-frames push`` command). ``parquet.read_for_push`` reads and checks the
-    directory before any request.
+    """Write back saved frames edited with any tool (the ``svc-frames push`` command).
 
-    After a run that applied something, the as-loaded copy follows (so pushing again sends
-    nothing); the data files are rewritten with new ids and server values only with
-    ``overwrite=True`` (which new rows need). ``save=False`` writes nothing.
+    Reads and checks the directory :func:`to_parquet` or :func:`export` wrote (as
+    :func:`read_parquet` does) before any request, then runs :func:`write_back` on it:
+    only the records whose values differ from the saved as-loaded copy are sent. After a
+    run that applied something, the as-loaded copy follows what was applied, so pushing
+    again sends nothing. The files' columns are named as saved (docs/column-names.md).
 
-    Usage: ``push(Client.from_env(), "out/orders", dry_run=True).table``"""
+    Parameters
+    ----------
+    client : Client
+        The application the frames were saved from.
+    path : str or os.PathLike
+        The records' directory of the saved frames.
+    dry_run : bool, default False
+        Report what would be sent; send nothing and write nothing.
+    save : bool, default True
+        Bring the saved frames in step after the run; False writes nothing to disk.
+    overwrite : bool, default False
+        Also rewrite the data files with the server's values and the new records' ids
+        (needed when the data holds new rows: without their ids a second push would
+        create them again).
+    **options
+        Options of :func:`write_back` (``guard``, ``on_conflict``, ``delete_missing``,
+        ``journal``, ``quota_reserve``, ``progress``...).
+
+    Returns
+    -------
+    Report
+        One row per record sent (or planned, with ``dry_run``).
+
+    Raises
+    ------
+    UsageError
+        Before any request: everything :func:`read_parquet` refuses, saved frames without
+        a source or an as-loaded copy, new rows without ``overwrite=True``, frames saved
+        from another application than the client's, and bad :func:`write_back` options.
+    ConflictError
+        ``on_conflict="raise"`` and a record changed on the service since it was saved.
+    ServiceError
+        A request that is no record's own write failed (see :func:`write_back`).
+
+    Warns
+    -----
+    UserWarning
+        The writes were applied but the saved frames could not be brought in step (the
+        report is returned all the same): export again before editing further.
+
+    Examples
+    --------
+    >>> saved = export(client, "Work Orders", tmp_path / "orders")
+    >>> df = pd.read_parquet(saved.path)
+    >>> df.loc[df["field_27"] == "Open", "field_27"] = "On Hold"
+    >>> df.to_parquet(saved.path / "part-00001.parquet", index=False)
+    >>> push(client, saved.path, dry_run=True).counts
+    {'planned': 11}
+    >>> push(client, saved.path, guard="once").counts
+    {'applied': 11}
+    >>> push(client, saved.path, dry_run=True).nothing_to_send
+    'nothing to send: the frames equal what was loaded'
+    """
     frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
     check_application(frames, client, path)
     report = write_back(client, frames, dry_run=dry_run, **options)

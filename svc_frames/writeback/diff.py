@@ -171,13 +171,55 @@ def _cell(v: Any) -> Any:
 def diff(edited: Frames, base: Frames | None = None) -> Plan:
     """Compare edited frames with what was loaded; return the Plan of writes.
 
-    Usage::
+    Every check that needs no service runs here: a value its field's kind does not take,
+    an edit of a field the service computes, a required field emptied or left blank in a
+    new row, a join result instead of object frames. Nothing is sent. Rows whose id starts with ``new:`` (see :func:`add_rows`) or
+    is empty are creates; loaded rows missing from the frame are deletes (sent only with
+    ``write_back(..., delete_missing=True)``). Columns are matched to fields by the
+    frames' own naming (keys or labels: docs/column-names.md).
 
-        plan = diff(frames)                  # base = frames.original
-        plan.changes.query("action == 'update'")
+    Parameters
+    ----------
+    edited : Frames
+        Frames as loaded (``read_object``, ``read_view``, ``read_parquet``), edited.
+    base : Frames, optional
+        The values to compare with; default ``edited.original`` (what was loaded).
 
-    Raises a ``UsageError`` (or ``InvalidValue``/``ReadOnlyField``) naming the column and
-    record id for anything that cannot be written; nothing is sent by ``diff``."""
+    Returns
+    -------
+    Plan
+        One entry per record to update, create or delete; ``plan.changes`` shows each
+        changed cell (``record_id, action, field, column, old, new``).
+
+    Raises
+    ------
+    UsageError
+        ``edited`` is not Frames, carries no source or no values to compare with, or is a
+        join result; an edit that cannot be written (a timer's total, a column the frame
+        did not load...), naming the column and the record.
+    InvalidValue
+        A value its field's kind does not accept, or a required field emptied (naming
+        the field, the column and the record).
+    ReadOnlyField
+        An edit of a field the service computes (an equation, a sum, an auto increment).
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> rid = frames.main.index[0]
+    >>> frames.main.loc[rid, "field_25"] = 1.0          # Priority
+    >>> plan = diff(frames)
+    >>> plan.counts
+    {'update': 1, 'create': 0, 'delete': 0}
+    >>> plan.changes[["field", "column", "old", "new"]]
+          field    column  old  new
+    0  field_25  field_25  4.0  1.0
+    >>> frames.main.loc[rid, "field_24"] = 99           # WO Number: an auto increment
+    >>> diff(frames)
+    Traceback (most recent call last):
+    ...
+    svc_frames.errors.ReadOnlyField: ...
+    """
     source, base = source_and_base(edited, base)
     layout = Layout.of(source)
     rows = Rows.of(edited.main, base.main, layout, source)
@@ -703,11 +745,45 @@ def _connection_lists(name: str, conn_key: str, table: pd.DataFrame, all_ids: se
 
 
 def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Append new rows (to be created by ``write_back``); returns their temporary ids.
+    """Append new rows to the main frame, to be created by ``write_back``.
 
-    Usage::
+    Each row gets a temporary id ``new:N`` (counting on from the new rows already in the
+    frame); its cells take the columns' dtypes. A connection table row may name the same
+    temporary id as ``record_id`` to connect the new record. :func:`diff` checks the rows
+    (required fields, values of each kind) like any edit.
 
-        add_rows(frames, [{"field_2": "New order", "field_5": 12.5}])
+    Parameters
+    ----------
+    frames : Frames
+        Loaded frames; ``frames.main`` is replaced by the frame with the rows appended.
+    rows : list of dict
+        One dict per new record: column name (as the frame names it:
+        docs/column-names.md) -> value; a column left out is empty.
+
+    Returns
+    -------
+    list of str
+        The temporary ids of the new rows, in order.
+
+    Raises
+    ------
+    UsageError
+        ``rows`` is not a list of dicts, or names a column the frame does not have.
+    InvalidValue
+        A text that cannot be encoded as UTF-8 (a lone surrogate), naming the row and
+        the column.
+
+    Examples
+    --------
+    >>> parts = read_object(client, "Parts")
+    >>> add_rows(parts, [{"field_8": "Valve S-99", "field_9": 12.5}])
+    ['new:0']
+    >>> diff(parts).counts
+    {'update': 0, 'create': 1, 'delete': 0}
+    >>> write_back(client, parts).counts
+    {'applied': 1}
+    >>> parts.main.loc[parts.main["field_8"] == "Valve S-99", "field_11"].tolist()      # Part No, given by the service
+    [41]
     """
     if not isinstance(rows, (list, tuple)):
         raise UsageError("rows must be a list of dicts (column -> value), got a "

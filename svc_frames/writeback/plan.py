@@ -270,12 +270,38 @@ class RequestEstimate:
 class Plan:
     """What ``write_back`` would send: one entry per record, shown as ``changes``.
 
-    Usage::
+    :func:`diff` makes it; nothing in it has been sent. Pass it (or a ``select`` of it)
+    to ``write_back(client, frames, plan=...)`` to send exactly that.
 
-        plan = diff(frames)
-        plan.changes            # record_id, action, field, column, old, new
-        plan.counts             # {"update": 12, "create": 1, "delete": 0}
-        write_back(client, frames, plan=plan.select(["5d79..."]))
+    Attributes
+    ----------
+    changes : pandas.DataFrame
+        One row per changed cell: ``record_id``, ``action`` ("update", "create",
+        "delete"), ``field`` (the field key), ``column`` (the frame column, named as the
+        frames name it), ``old`` (as loaded) and ``new``.
+    payloads : dict
+        Record id -> the field values to send (by field key, as the service takes them).
+    actions : dict
+        Record id -> its action.
+    source : Source
+        The frames' source (object or view, fields, column naming).
+    edited, base : Frames, optional
+        The frames the plan was made from and the values they were compared with.
+    loaded, wanted : dict
+        Record id -> field key -> the field's columns as loaded / as edited (what the
+        guard compares with the server).
+    create_rows : dict
+        Temporary id of a create -> the position of its row in ``edited.main``.
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> frames.main.loc[frames.main.index[:2], "field_27"] = "Done"
+    >>> plan = diff(frames)
+    >>> plan
+    Plan(2 update, 0 create, 0 delete; 2 changed cells; 4 requests (2 writes, 1 re-reads, 1 checks))
+    >>> plan.changes["new"].tolist()
+    ['Done', 'Done']
     """
 
     changes: pd.DataFrame
@@ -293,6 +319,15 @@ class Plan:
 
     @property
     def counts(self) -> dict[str, int]:
+        """Records by action: ``{"update": n, "create": n, "delete": n}``.
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Parts")
+        >>> frames.main = frames.main.iloc[1:]        # a row removed: a delete
+        >>> diff(frames).counts
+        {'update': 0, 'create': 0, 'delete': 1}
+        """
         out = {"update": 0, "create": 0, "delete": 0}
         for a in self.actions.values():
             out[a] += 1
@@ -300,26 +335,84 @@ class Plan:
 
     @property
     def empty(self) -> bool:
+        """True when there is nothing to send (the frames equal what was loaded).
+
+        Examples
+        --------
+        >>> diff(read_object(client, "Parts")).empty
+        True
+        """
         return not self.actions
 
     @property
     def record_ids(self) -> list[str]:
+        """The ids of the records in the plan, in plan order (``new:N`` for creates).
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Parts")
+        >>> frames.main.loc[frames.main.index[0], "field_10"] = 5.0
+        >>> diff(frames).record_ids == [frames.main.index[0]]
+        True
+        """
         return list(self.actions)
 
     @property
     def requests(self) -> RequestEstimate:
-        """The requests ``write_back(client, frames)`` (the live guard, deletes not asked
-        for, the hosted pace) would send; see :class:`RequestEstimate` for what is an upper bound."""
+        """The requests ``write_back(client, frames)`` would send, by purpose.
+
+        With the default options: the live guard, deletes not asked for, the hosted pace
+        (10 requests/s). Writes and uploads are upper bounds (the guard drops conflicts
+        and values already on the server); retries after faults come on top.
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Work Orders")
+        >>> frames.main.loc[frames.main.index[:3], "field_25"] = 5.0
+        >>> plan = diff(frames)
+        >>> plan.requests
+        RequestEstimate(writes=3, uploads=0, rereads=1, lookups=0, checks=1)
+        >>> plan.requests.total
+        5
+        """
         return self.estimate_requests()
 
     def estimate_requests(self, *, guard: bool | str = "live",
                           delete_missing: bool = False,
                           guard_window: float = DEFAULT_GUARD_WINDOW,
                           rate: float | None = None) -> RequestEstimate:
-        """``plan.requests`` for other ``write_back`` options (``rate``: the client's
-        pace, requests per second; None: the hosted 10).
+        """The requests ``write_back`` would send with the given options, by purpose.
 
-        Usage: ``plan.estimate_requests(guard="once", delete_missing=True).total``"""
+        Parameters
+        ----------
+        guard : {"live", "once", "off"} or bool, default "live"
+            ``write_back``'s ``guard``.
+        delete_missing : bool, default False
+            ``write_back``'s ``delete_missing`` (without it deletes are not sent).
+        guard_window : float, default 2.0
+            ``write_back``'s ``guard_window`` (seconds, 0.5 to 60).
+        rate : float, optional
+            The client's pace in requests per second (``client.limiter.rate``), which
+            sizes the live guard's batches; default: the hosted 10.
+
+        Returns
+        -------
+        RequestEstimate
+            ``writes``, ``uploads``, ``rereads``, ``lookups``, ``checks`` and ``total``.
+
+        Raises
+        ------
+        UsageError
+            An unknown ``guard`` or a ``guard_window`` outside 0.5-60 seconds.
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Work Orders")
+        >>> frames.main.loc[frames.main.index[:3], "field_25"] = 5.0
+        >>> plan = diff(frames)
+        >>> plan.estimate_requests(guard="once").total, plan.estimate_requests(guard="off").total
+        (4, 3)
+        """
         mode = GuardMode.of(guard, guard_window)
         sent = [rid for rid, act in self.actions.items()
                 if act != "delete" or delete_missing]
@@ -337,7 +430,30 @@ class Plan:
                                checks=checks)
 
     def select(self, ids: Iterable[str]) -> Plan:
-        """The same plan restricted to ``ids`` (for a review widget's selection)."""
+        """The same plan restricted to the records ``ids``.
+
+        What the review widget sends for its ticked records:
+        ``write_back(client, frames, plan=plan.select(ids))``.
+
+        Parameters
+        ----------
+        ids : iterable of str
+            Record ids (temporary ``new:N`` ids for creates); ids not in the plan are
+            ignored.
+
+        Returns
+        -------
+        Plan
+            A plan of those records alone, in the order ``ids`` gives them.
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Work Orders")
+        >>> frames.main.loc[frames.main.index[:3], "field_25"] = 5.0
+        >>> plan = diff(frames)
+        >>> plan.select(plan.record_ids[:1]).counts
+        {'update': 1, 'create': 0, 'delete': 0}
+        """
         keep = [i for i in ids if i in self.actions]
         wanted = set(keep)
         ch = self.changes[self.changes["record_id"].isin(wanted)].reset_index(drop=True)
@@ -348,7 +464,21 @@ class Plan:
                     {i: p for i, p in self.create_rows.items() if i in wanted})
 
     def summary(self) -> pd.DataFrame:
-        """One row per record: record_id, action, fields (comma separated)."""
+        """One row per record: ``record_id``, ``action`` and the ``fields`` it sends.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Text columns; ``fields`` lists the field keys, comma separated.
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Work Orders")
+        >>> frames.main.loc[frames.main.index[0], ["field_25", "field_27"]] = [5.0, "Done"]
+        >>> diff(frames).summary()[["action", "fields"]]
+           action              fields
+        0  update  field_25, field_27
+        """
         rows = [(rid, act, ", ".join(self.payloads.get(rid, {})))
                 for rid, act in self.actions.items()]
         return pd.DataFrame(rows, columns=["record_id", "action", "fields"]).astype("string")

@@ -76,16 +76,46 @@ def when_reset(reset_at: dt.datetime | None) -> str:
 
 @dataclass
 class Report:
-    """The outcome of ``write_back``: one row per record and action. A status is the
-    truth: ``applied`` was acknowledged or seen on a re-read, ``failed`` was refused or
-    provably not applied, ``unknown`` could be neither proven (the message says why and
-    names a lost create's candidate records).
+    """The outcome of ``write_back`` (and ``push``): one row per record and action.
 
-    Usage::
+    A status is the truth: ``applied`` was acknowledged or seen on a re-read, ``failed``
+    was refused or provably not applied, ``unknown`` could be neither proven (the message
+    says why and names a lost create's candidate records); ``conflict`` (changed on the
+    service since it was loaded), ``overwritten`` (another editor's value replaced ours
+    after the write), ``skipped``, ``not_applied`` (not sent: the quota, a field the
+    view does not take) and, in a dry run, ``planned``.
 
-        report = write_back(client, frames)
-        report.table[report.table.status != "applied"]
-        report.requests   # {"writes": 12, "rereads": 1, "uploads": 0, "lookups": 0}
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per record and action: ``record_id`` (a create's new id once created),
+        ``action``, ``fields`` (the field keys sent, comma separated), ``status`` and
+        ``message`` (why, when it is not ``applied``).
+    plan : Plan
+        The plan the run sent.
+    conflicts : pandas.DataFrame
+        One row per conflicting field: ``record_id``, ``field``, ``loaded``, ``server``,
+        ``new``.
+    requests : dict
+        Requests sent by purpose: ``writes``, ``rereads``, ``uploads``, ``lookups``,
+        ``checks``.
+    dry_run : bool
+        True when nothing was sent (``write_back(..., dry_run=True)``).
+    quota : QuotaNote, optional
+        The plan's requests beside the daily quota left when the run started, and why
+        the run stopped sending, if it did.
+
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> frames.main.loc[frames.main.index[:2], "field_27"] = "Done"
+    >>> report = write_back(client, frames, dry_run=True)
+    >>> report.counts, report.ok, report.requests["writes"]
+    ({'planned': 2}, True, 0)
+    >>> report.table[["action", "fields", "status"]]
+       action    fields   status
+    0  update  field_27  planned
+    1  update  field_27  planned
     """
 
     table: pd.DataFrame
@@ -97,15 +127,29 @@ class Report:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Records by status; a run with nothing to send shows a zero (``{"applied": 0}``,
-        ``{"planned": 0}`` for a dry run) rather than nothing."""
+        """Records by status; a run with nothing to send shows a zero, not nothing.
+
+        ``{"applied": 0}``, or ``{"planned": 0}`` for a dry run.
+
+        Examples
+        --------
+        >>> write_back(client, read_object(client, "Parts"), dry_run=True).counts
+        {'planned': 0}
+        """
         counts = {str(k): int(v) for k, v in self.table["status"].value_counts().items()}
         return counts or {"planned" if self.dry_run else "applied": 0}
 
     @property
     def nothing_to_send(self) -> str:
-        """Why nothing was to be sent ("" when something was): the frames equal what was
-        loaded, or no planned record was selected."""
+        """Why nothing was to be sent ("" when something was).
+
+        The frames equal what was loaded, or no planned record was selected.
+
+        Examples
+        --------
+        >>> write_back(client, read_object(client, "Parts"), dry_run=True).nothing_to_send
+        'nothing to send: the frames equal what was loaded'
+        """
         if len(self.table):
             return ""
         if self.plan.empty:
@@ -114,12 +158,26 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        """True when every planned change was applied (or only planned, in a dry run)."""
+        """True when every planned change was applied (or only planned, in a dry run).
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Parts")
+        >>> frames.main.loc[frames.main.index[0], "field_10"] = 7.0
+        >>> write_back(client, frames, dry_run=True).ok
+        True
+        """
         return bool(self.table["status"].isin(["applied", "planned"]).all())
 
     @property
     def resume(self) -> str:
-        """How to finish a run the daily quota stopped ("" when it was not stopped)."""
+        """How to finish a run the daily quota stopped ("" when it was not stopped).
+
+        Examples
+        --------
+        >>> write_back(client, read_object(client, "Parts"), dry_run=True).resume
+        ''
+        """
         q = self.quota
         if q is None or not q.stopped:
             return ""

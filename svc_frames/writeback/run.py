@@ -57,42 +57,103 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
                max_workers: int = 8, progress: bool | None = None,
                quota_reserve: int = DEFAULT_QUOTA_RESERVE,
                guard_window: float = DEFAULT_GUARD_WINDOW) -> Report:
-    """Send the changes of ``edited`` (only changed fields of changed records).
+    """Send the changes of edited frames: only the changed fields of changed records.
 
-    Usage::
+    Everything that can be checked without the service is checked first (:func:`diff`
+    and the options below): a bad input sends nothing. Then the lost-update guard
+    re-reads the records about to change, the writes go out concurrently within the
+    client's pace (uploads of file cells just before the write that places them), and
+    the frames and their ``original`` follow the server. The Report says the truth of
+    each record: ``applied`` only when acknowledged or seen on a re-read, ``unknown`` with
+    the reason when neither could be proven. With ``progress`` on, a bar and a one-line
+    summary (``write_back object_3: 1 applied; 3 requests``) are shown.
 
-        report = write_back(client, frames)                        # object, guard on
-        write_back(client, frames, target=("scene_3", "view_7"))   # a form, as the user
-        write_back(client, frames, dry_run=True).table             # nothing sent
+    Parameters
+    ----------
+    client : Client
+        The application the frames were loaded from.
+    edited : Frames
+        Loaded frames (``read_object``, ``read_view``, ``read_parquet``), edited.
+    base : Frames, optional
+        The values to diff against; default ``edited.original``.
+    plan : Plan, optional
+        A plan of ``edited`` made before (e.g. ``diff(edited).select(ids)`` to send only
+        some records); default ``diff(edited, base)``.
+    dry_run : bool, default False
+        Plan and report (status ``planned``); send nothing.
+    on_conflict : {"skip", "overwrite", "raise"}, default "skip"
+        A record changed on the service since it was loaded is skipped (status
+        ``conflict``), overwritten, or raises ConflictError before anything is written.
+    delete_missing : bool, default False
+        Delete the loaded records whose rows were removed from the frame (otherwise they
+        are reported ``skipped``).
+    journal : str or os.PathLike, optional
+        A JSON-lines file of acknowledged writes: running again with it resumes an
+        interrupted run without sending what was applied.
+    token : str, optional
+        A user token for a ``target`` view behind a login (default: the client's, after
+        ``client.login``).
+    target : str or tuple of str, optional
+        Write through a form or an inline-editing view (``("scene_3", "view_7")``), as
+        that view's user; default: the frames' object.
+    guard : {"live", "once", "off"} or bool, default "live"
+        How the run protects other editors' work (the service has no conditional write).
+        ``"live"`` (or True): each batch of records is re-read within ``guard_window``
+        seconds before it is written, and every update is re-read again no sooner than
+        ``guard_window`` after its write (a value no longer ours is ``overwritten``): the
+        run waits that long at its end. ``"once"``: one re-read of every record before
+        the first write and no check after (cheaper; an edit made meanwhile can be
+        overwritten silently). ``"off"`` (or False): no re-read.
+        ``plan.estimate_requests(guard=...)`` counts each choice's requests.
+    max_workers : int, default 8
+        Writes in flight at once (the client's pace still bounds them).
+    progress : bool, optional
+        A bar of writes and the summary line (default: on in notebooks and terminals).
+    quota_reserve : int, default 100
+        Requests to leave of the application's daily quota (its users share it): the run
+        stops sending before what is left would fall below it; the rest is
+        ``not_applied`` and ``report.resume`` says how to go on.
+    guard_window : float, default 2.0
+        Seconds of the live guard (0.5 to 60).
 
-    ``on_conflict``: a record changed on the server since it was loaded is skipped
-    (default), overwritten, or raises ConflictError before anything is written.
-    ``delete_missing``: rows removed from the frame are deleted (otherwise reported as
-    skipped). ``journal``: a JSON-lines file of acknowledged writes; re-running with it
-    resumes an interrupted run without re-sending. ``target``: write through a form or an
-    inline-editing view (behind a login it needs a user token: ``client.login`` or
-    ``token=``; a public view takes none).
-    ``progress``: a bar of writes done / planned and a one-line summary at the end
-    (default: on in notebooks and terminals; False silences both).
+    Returns
+    -------
+    Report
+        One row per record and action (``report.table``), the request counts, the
+        conflicts, and the quota beside the plan's requests.
 
-    ``quota_reserve``: requests to leave of the application's daily quota (default
-    ``budget.DEFAULT_QUOTA_RESERVE``, 100: the app's users share it). The run stops
-    sending before what is left would fall below it (or when the service says the quota
-    is spent): writes in flight finish, the rest is ``not_applied`` with the reason, and
-    ``report.resume`` says how to go on after the reset (the same call again, or ``push``
-    of the saved frames). ``report.quota`` puts the plan's requests (``plan.requests``)
-    beside the quota left when the run started.
+    Raises
+    ------
+    UsageError
+        Before any request: what :func:`diff` refuses (``InvalidValue``,
+        ``ReadOnlyField``), a plan made from other frames, a bad ``on_conflict``,
+        ``guard``, ``guard_window``, ``quota_reserve`` or ``journal`` path, a file to
+        upload that does not exist, a ``target`` that is not the frames' object or a
+        view, or a view behind a login without a token (``ConfigurationError``).
+    ConflictError
+        ``on_conflict="raise"`` and a record changed on the service since it was loaded;
+        nothing was written.
+    ServiceError
+        A request that is no record's own write failed after the client's retries (the
+        schema, the guard's re-reads); a write's failure is its record's status instead.
 
-    ``guard``: how the run protects other editors' work and its own (the service has no
-    conditional write). ``"live"`` (default, also ``True``): each batch of records is
-    re-read within ``guard_window`` seconds (default 2) before it is written (a record
-    changed since it was loaded is a conflict), and every update is re-read again no
-    sooner than ``guard_window`` after its write: a record whose server value is no
-    longer ours is reported ``overwritten`` with the value the server holds. ``"once"``:
-    one re-read of every record before the first write, no check after (cheaper; an edit
-    made meanwhile can be overwritten silently, by either side). ``"off"`` (``False``):
-    no re-read. Another value, or a window outside 0.5-60 s: UsageError before any
-    request. ``plan.estimate_requests(guard=...)`` counts each choice's requests."""
+    Examples
+    --------
+    >>> frames = read_object(client, "Work Orders")
+    >>> rid = frames.main.index[0]
+    >>> frames.main.loc[rid, "field_12"] = "Replace the pump"
+    >>> write_back(client, frames, dry_run=True).counts       # nothing sent
+    {'planned': 1}
+    >>> report = write_back(client, frames, progress=True)
+    write_back object_3: 1 applied; 3 requests
+    >>> report.table[["action", "fields", "status"]]
+       action    fields   status
+    0  update  field_12  applied
+    >>> read_object(client, "Work Orders").main.loc[rid, "field_12"]
+    'Replace the pump'
+    >>> diff(frames).empty                # the frames followed: nothing left to send
+    True
+    """
     # 1. validate & plan: everything that can fail without the service fails here
     if on_conflict not in ("skip", "overwrite", "raise"):
         raise UsageError(f"on_conflict must be 'skip', 'overwrite' or 'raise', got "
