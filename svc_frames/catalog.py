@@ -156,6 +156,15 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
         table of a connection or multi choice). ``frames.fields`` gives the same for
         loaded frames.
 
+    See Also
+    --------
+    Frames.fields : the same for loaded frames.
+
+    Notes
+    -----
+    How columns are named (keys or labels, parts such as ``field_34.latitude``, ``id`` as
+    the index, saved and DuckDB names): docs/column-names.md.
+
     Raises
     ------
     UsageError

@@ -323,8 +323,8 @@ class PlanReview:
         The edited frames (default: the ones the plan was made from).
     write : callable, optional
         Replaces ``write_back`` (same signature).
-    page_size : int
-        Records per page (default 50).
+    page_size : int, default 50
+        Records per page.
     identifier : str, optional
         Field key shown as each record's name (default: the object's display field).
     **write_options
@@ -337,11 +337,18 @@ class PlanReview:
 
     Examples
     --------
-    >>> box = PlanReview(plan, client, on_conflict="skip")  # doctest: +SKIP
-    >>> box                        # displays in a notebook  # doctest: +SKIP
-    >>> box.filter.value = "pump"  # what the filter box does  # doctest: +SKIP
-    >>> box.exclude(["abc123"])    # or untick in the list  # doctest: +SKIP
-    >>> report = box.apply()       # same as pressing Apply  # doctest: +SKIP
+    >>> orders = read_object(client, "Work Orders")
+    >>> ids = orders.main.index[:3]
+    >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+    >>> box = PlanReview(diff(orders), client, on_conflict="skip")
+    >>> box                          # in a notebook: the widget
+    PlanReview(3 of 3 records selected)
+    >>> box.filter.value = "gate"    # what typing in the filter box does
+    >>> box.shown == [ids[1]]
+    True
+    >>> box.exclude([ids[0]])        # or untick it in the list
+    >>> box
+    PlanReview(2 of 3 records selected)
     """
 
     def __init__(self, plan: Plan, client: Client, edited: Frames | None = None, *,
@@ -449,12 +456,32 @@ class PlanReview:
     # ---- pages ---------------------------------------------------------------------------
     @property
     def pages(self) -> int:
-        """Number of pages of ``page_size`` records among those shown."""
+        """Number of pages of ``page_size`` records among those shown.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client, page_size=2)
+        >>> box.pages
+        2
+        """
         return max(1, -(-len(self.shown) // self.page_size))
 
     @property
     def checkboxes(self) -> dict[str, Any]:
-        """The checkboxes of the records on the current page, by record id."""
+        """The checkboxes of the records on the current page, by record id.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client)
+        >>> box.checkboxes[ids[0]].value
+        True
+        """
         return {rid: self._slots[i][1] for i, rid in enumerate(self._slot_ids)}
 
     def _slot(self, i: int) -> tuple[Any, Any, Any]:
@@ -475,9 +502,20 @@ class PlanReview:
     def show_page(self, page: int) -> None:
         """Show page ``page`` (0-based, clamped) of the records the filter lets through.
 
+        Parameters
+        ----------
+        page : int
+            The page, from 0; a number past either end shows the first or the last page.
+
         Examples
         --------
-        >>> box.show_page(2)  # doctest: +SKIP
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client, page_size=2)
+        >>> box.show_page(5)
+        >>> box.page, list(box.checkboxes) == [ids[2]]
+        (1, True)
         """
         page = min(max(int(page), 0), self.pages - 1)
         self.page = page
@@ -509,12 +547,24 @@ class PlanReview:
 
     # ---- filter --------------------------------------------------------------------------
     def set_filter(self, text: str) -> None:
-        """Show only the records whose identifier, id or values contain ``text`` (any case);
-        ``""`` shows all. Ticks are kept.
+        """Show only the records whose identifier, id or values contain ``text`` (any case).
+
+        Ticks are kept; the filter box shows the text.
+
+        Parameters
+        ----------
+        text : str
+            What to look for; ``""`` shows every record.
 
         Examples
         --------
-        >>> box.set_filter("pump")  # doctest: +SKIP
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client)
+        >>> box.set_filter("GATE")
+        >>> box.shown == [ids[1]]
+        True
         """
         if self.filter.value != text:
             self.filter.value = text   # its observer comes back here once
@@ -542,24 +592,57 @@ class PlanReview:
     # ---- state ---------------------------------------------------------------------------
     @property
     def selected(self) -> list[str]:
-        """Record ids currently ticked, in plan order."""
+        """Record ids currently ticked, in plan order.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client)
+        >>> box.selected == list(ids)
+        True
+        """
         return [rid for rid in self.record_ids if self._included[rid]]
 
     def include(self, ids: Iterable[str]) -> None:
         """Tick these records.
 
+        Parameters
+        ----------
+        ids : iterable of str
+            Record ids; those not in the plan are ignored.
+
         Examples
         --------
-        >>> box.include(["abc"])  # doctest: +SKIP
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client)
+        >>> box.exclude(ids)
+        >>> box.include([ids[2]])
+        >>> box.selected == [ids[2]]
+        True
         """
         self._set(self._known(ids), True)
 
     def exclude(self, ids: Iterable[str]) -> None:
-        """Untick these records.
+        """Untick these records: Apply will not send them.
+
+        Parameters
+        ----------
+        ids : iterable of str
+            Record ids; those not in the plan are ignored.
 
         Examples
         --------
-        >>> box.exclude(["abc"])  # doctest: +SKIP
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client)
+        >>> box.exclude([ids[0]])
+        >>> box
+        PlanReview(2 of 3 records selected)
         """
         self._set(self._known(ids), False)
 
@@ -641,7 +724,11 @@ class PlanReview:
 
         Examples
         --------
-        >>> box.reraise()  # doctest: +SKIP
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client)
+        >>> box.reraise()              # nothing was applied: nothing to raise
         """
         if self.error is not None:
             raise self.error
@@ -662,7 +749,16 @@ class PlanReview:
 
         Examples
         --------
-        >>> report = box.apply()  # doctest: +SKIP
+        >>> orders = read_object(client, "Work Orders")
+        >>> ids = orders.main.index[:3]
+        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> box = PlanReview(diff(orders), client, progress=False)
+        >>> box.exclude([ids[0]])
+        >>> import contextlib, io
+        >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a notebook, IPython
+        ...     report = box.apply()       # prints terminal codes clearing the progress area
+        >>> report.counts, box
+        ({'applied': 2}, PlanReview(2 of 3 records selected, applied))
         """
         if self.report is not None:
             self.output.value = "<b>Already applied</b>; build a new plan to send again."
@@ -757,6 +853,10 @@ def review(plan: Plan, client: Client, edited: Frames | None = None, **write_opt
 
     Examples
     --------
-    >>> review(diff(edited), client)  # doctest: +SKIP
+    >>> orders = read_object(client, "Work Orders")
+    >>> ids = orders.main.index[:3]
+    >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+    >>> review(diff(orders), client)  # in a notebook: the widget
+    PlanReview(3 of 3 records selected)
     """
     return PlanReview(plan, client, edited, **write_options)

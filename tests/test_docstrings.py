@@ -68,7 +68,7 @@ PENDING: frozenset[str] = frozenset()
 WRITES: frozenset[str] = frozenset({
     "Client.create_record", "Client.update_record", "Client.delete_record",
     "Client.create_view_record", "Client.update_view_record",
-    "PlanReview", "PlanReview.apply", "review", "refresh",
+    "PlanReview.apply", "refresh",
     "write_back", "push", "add_rows", "upload_file", "upload_image", "create_with_asset",
 })
 

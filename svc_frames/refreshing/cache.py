@@ -69,14 +69,36 @@ POINTER_SHA = "pointer_sha256"
 
 
 class CacheNotice(RefreshNotice):
-    """A cache that could not be used (another application, object, filter, schema version
-    or format, unreadable, failing its checksums, or written before caches had them): the
-    load was made in full and the cache rewritten."""
+    """Given when a cache could not be used: the load was made in full and the cache rewritten.
+
+    Made for another application, object, filter, schema version or format; unreadable,
+    failing its checksums, or written before caches had them.
+    """
 
 
 def check_cache_dir(path: str | os.PathLike[str]) -> Path:
-    """The cache directory, created if missing; UsageError naming it when it is not a
-    directory, not writable, or a directory of other files. Usage: ``check_cache_dir(p)``"""
+    """The cache directory, checked, and created if missing.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The directory (``~`` is expanded).
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    UsageError
+        ``path`` is not a path, not a directory, cannot be created, is not writable, or
+        holds files other than a cache's (naming it).
+
+    Examples
+    --------
+    >>> cache.check_cache_dir(tmp_path / "orders").is_dir()
+    True
+    """
     if not isinstance(path, (str, os.PathLike)):
         raise UsageError(f"cache must be a directory path, got {type(path).__name__}")
     root = Path(path).expanduser()
@@ -142,9 +164,34 @@ def check_integrity(root: Path, meta: Mapping[str, Any]) -> None:
 
 
 def read_cache(root: Path) -> tuple[dict[str, Any], Frames | None] | None:
-    """(pointer, frames) of a cache (frames None for a cache of another format), or None
-    when it holds none. Raises ValueError/OSError when it is unreadable or fails its
-    checksums (``check_integrity``)."""
+    """What a cache directory holds: its pointer (``CURRENT.json``) and its frames, or None.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The cache directory.
+
+    Returns
+    -------
+    tuple of (dict, Frames or None), or None
+        The pointer's contents and the frames (None for a cache of another format, whose
+        frames are not read); None when the directory holds no cache.
+
+    Raises
+    ------
+    ValueError
+        The pointer or the snapshot's files were changed or damaged (their checksums do
+        not match), or the pointer is not a JSON object.
+    OSError
+        A file cannot be read.
+
+    Examples
+    --------
+    >>> _ = cache.load_cached(client, "object_3", tmp_path / "orders")
+    >>> pointer, frames = cache.read_cache(tmp_path / "orders")
+    >>> pointer["target"], pointer["format"], len(frames)
+    ('object_3', 1, 30)
+    """
     pointer = root / POINTER
     if not pointer.exists():
         return None
@@ -169,8 +216,38 @@ def read_cache(root: Path) -> tuple[dict[str, Any], Frames | None] | None:
 
 def save_cache(root: Path, frames: Frames, meta: Mapping[str, Any], *,
                data_changed: bool = True) -> None:
-    """Write ``frames`` (when ``data_changed``, else keep the snapshot) and point
-    ``CURRENT.json`` at it, atomically (module docstring)."""
+    """Write frames into a cache directory and point ``CURRENT.json`` at them, atomically.
+
+    The new snapshot is written aside, fsynced and renamed; then the pointer is replaced
+    (see the module docstring), so a crash leaves the previous cache whole. Older
+    snapshots are removed afterwards.
+
+    Parameters
+    ----------
+    root : pathlib.Path
+        The cache directory (``check_cache_dir``).
+    frames : Frames
+        The frames to keep (with their as-loaded copy).
+    meta : mapping
+        What the pointer records beside the snapshot and checksums (``format``,
+        application, target, load parameters, schema fingerprint, ``loaded_at``).
+    data_changed : bool, default True
+        False: keep the current snapshot (nothing changed) and write the pointer alone.
+
+    Raises
+    ------
+    UsageError
+        The frames cannot be saved (see ``to_parquet``).
+    OSError
+        A file cannot be written.
+
+    Examples
+    --------
+    >>> orders = read_object(client, "Work Orders")
+    >>> cache.save_cache(tmp_path, orders, {"format": cache.CACHE_FORMAT})
+    >>> sorted(p.name for p in tmp_path.iterdir())[0]
+    'CURRENT.json'
+    """
     current, current_sha = None, None
     try:
         old_pointer = json.loads((root / POINTER).read_text(encoding="utf-8"))
@@ -256,9 +333,51 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
                 sort_order: str | None = None, columns: Columns = "keys",
                 timezone: Any = None, modified_field: str | None = None,
                 **load_options: Any) -> tuple[Frames, RefreshReport | None]:
-    """Frames of ``target`` through the cache at ``cache``: (frames, the refresh report,
-    or None when the load was made in full). Usage: ``frames, report = load_cached(
-    client, "object_3", "cache/orders")``"""
+    """Frames of a target through an on-disk cache: refreshed when it fits, else loaded in full.
+
+    A cache made for this application, target, filters, sort, columns, timezone and
+    schema is read and refreshed with a few requests (``refresh``); any other (or an
+    unreadable or damaged one) is loaded in full with a ``CacheNotice`` saying why. Either
+    way the cache is written again. ``read_object(..., cache=dir)`` calls this.
+
+    Parameters
+    ----------
+    client : Client
+        The application to read.
+    target : str or tuple of str
+        An object key (``"object_3"``) or a view's keys (``("scene_1", "view_1")``).
+    cache : str or os.PathLike
+        The cache directory (created if missing; it must hold nothing else).
+    filters, sort_field, sort_order, columns, timezone
+        As ``read_object`` takes them; part of what the cache must have been made for.
+    modified_field : str, optional
+        As ``refresh`` takes it.
+    **load_options
+        Other options of ``read_object`` (``progress``, ``rows_per_page``, ...), for a
+        load in full; ``limit`` is refused.
+
+    Returns
+    -------
+    tuple of (Frames, RefreshReport or None)
+        The frames, and the refresh's report (None when the load was made in full).
+
+    Raises
+    ------
+    UsageError
+        Before any record request: ``limit``, a bad option or filter, or a directory that
+        cannot be a cache.
+    ServiceError
+        A request failed (see ``read_object`` and ``refresh``).
+
+    Examples
+    --------
+    >>> frames, report = cache.load_cached(client, "object_3", tmp_path / "orders")
+    >>> len(frames), report is None      # the first time: loaded in full
+    (30, True)
+    >>> frames, report = cache.load_cached(client, "object_3", tmp_path / "orders")
+    >>> print(report)                    # then: refreshed
+    refresh: 0 added, 0 changed, 0 deleted, 0 conflicting cells; 1 requests
+    """
     if load_options.get("limit") is not None:
         raise UsageError("cache= keeps every record current: it cannot be used with limit=")
     tz = user_timezone(timezone)
@@ -331,7 +450,31 @@ def mismatch(meta: Mapping[str, Any], want: Mapping[str, Any], fingerprint: str 
 # ---- a Parquet dataset kept current -------------------------------------------------------
 @dataclass
 class IncrementalExport:
-    """What :func:`export_incremental` did. ``report`` None: the load was made in full."""
+    """What ``export_incremental`` did.
+
+    Attributes
+    ----------
+    path : pathlib.Path
+        The saved frames' directory.
+    records : int
+        Records it holds.
+    tables : list of str
+        The exploded tables saved beside.
+    report : RefreshReport or None
+        The refresh's report; None when the load was made in full.
+    written : bool
+        False when nothing changed and the saved frames were kept as they were.
+    cache : pathlib.Path
+        The cache directory used.
+    tables_path : pathlib.Path or None
+        Where the tables were saved (None without tables).
+
+    Examples
+    --------
+    >>> out = cache.export_incremental(client, "Work Orders", tmp_path / "orders")
+    >>> out.records, out.written, out.cache.name
+    (30, True, 'orders.cache')
+    """
 
     path: Path
     records: int
@@ -347,15 +490,46 @@ def export_incremental(client: Client, target: Target, out_dir: str | os.PathLik
                        filters: Filters | None = None, columns: Columns = "keys",
                        timezone: Any = None, modified_field: str | None = None,
                        progress: bool | None = None) -> IncrementalExport:
-    """Keep the saved frames at ``out_dir`` (export's layout: the records, ``.tables``,
-    the metadata and the as-loaded copy beside) current: the frames come from a cache
-    (default ``<out_dir>.cache``) refreshed with a few requests, and are saved again
-    (``to_parquet(..., overwrite=True)``) only when something changed. Unlike ``export``,
-    the records are held in memory. A directory that is not saved frames is refused.
+    """Keep saved frames on disk current, with a few requests per run.
 
-    ``target``: an object or a view, by key or name (as ``export`` takes it).
+    The frames come from a cache (default ``<out_dir>.cache``) refreshed with a few
+    requests, and are saved again (``to_parquet(..., overwrite=True)``, export's layout:
+    the records, ``.tables``, the metadata and the as-loaded copy beside) only when
+    something changed. Unlike ``export``, the records are held in memory.
 
-    Usage: ``export_incremental(client, "object_3", "out/orders")``"""
+    Parameters
+    ----------
+    client : Client
+        The application to read.
+    target : str or tuple of str
+        An object or a view, by key or name (as ``export`` takes it).
+    out_dir : str or os.PathLike
+        Where the frames are saved.
+    cache : str or os.PathLike, optional
+        The cache directory (default: ``out_dir`` with ``.cache`` appended).
+    filters, columns, timezone, modified_field, progress
+        As ``read_object`` takes them.
+
+    Returns
+    -------
+    IncrementalExport
+        What was saved, and the refresh's report.
+
+    Raises
+    ------
+    UsageError
+        ``out_dir`` holds something other than saved frames, an unknown target, or as
+        ``load_cached`` raises it.
+    ServiceError
+        A request failed.
+
+    Examples
+    --------
+    >>> first = cache.export_incremental(client, "Work Orders", tmp_path / "orders")
+    >>> again = cache.export_incremental(client, "Work Orders", tmp_path / "orders")
+    >>> first.written, again.written     # nothing changed: kept as it was
+    (True, False)
+    """
     layout = SavedLayout.of(out_dir)
     dest = layout.data
     if dest.exists() and (not dest.is_dir() or (any(dest.iterdir())
