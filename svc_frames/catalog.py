@@ -145,7 +145,7 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
         (``"scene_2/view_3"``, ``("Dispatch", "Dispatch board")``, its name).
     columns : {"keys", "labels"}, default "keys"
         How the ``columns`` entry names the frame columns, as ``read_object(...,
-        columns=)`` would (docs/column-names.md).
+        columns=)`` would.
 
     Returns
     -------
@@ -153,17 +153,7 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
         Indexed by field ``key``: ``label``, ``kind``, ``required``, ``unique``,
         ``read_only``, ``choices``, ``connects_to``, ``columns`` (the main-frame columns a
         load gives for the field, e.g. ``field_34.latitude``) and ``table`` (the exploded
-        table of a connection or multi choice). ``frames.fields`` gives the same for
-        loaded frames.
-
-    See Also
-    --------
-    Frames.fields : the same for loaded frames.
-
-    Notes
-    -----
-    How columns are named (keys or labels, parts such as ``field_34.latitude``, ``id`` as
-    the index, saved and DuckDB names): docs/column-names.md.
+        table of a connection or multi choice).
 
     Raises
     ------
@@ -174,6 +164,15 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
         name cannot be resolved.
     ServiceError
         The schema request failed, as for :func:`objects`.
+
+    See Also
+    --------
+    Frames.fields : the same for loaded frames.
+
+    Notes
+    -----
+    How columns are named (keys or labels, parts such as ``field_34.latitude``, ``id`` as
+    the index, saved and DuckDB names): docs/column-names.md.
 
     Examples
     --------

@@ -195,8 +195,10 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     ------
     UsageError
         ``edited`` is not Frames, carries no source or no values to compare with, or is a
-        join result; an edit that cannot be written (a timer's total, a column the frame
-        did not load...), naming the column and the record.
+        join result; the record ids were changed (re-typed, repeated, cleared, or ids
+        that were not loaded); a column no field of the source gives; a timer edit that
+        cannot be applied faithfully; a connection or timer table without its columns.
+        The message names the column, the table or the record.
     InvalidValue
         A value its field's kind does not accept, or a required field emptied (naming
         the field, the column and the record).
