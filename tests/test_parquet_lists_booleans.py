@@ -1,8 +1,10 @@
-"""A yes/no field written back by another tool as a nullable boolean column (pandas'
-``boolean`` dtype, Arrow-backed ``bool[pyarrow]``, an Arrow bool array with nulls, an
-object column of True/False/None) reads as the same data: untouched records plan
-nothing, an edited boolean is one update of that field alone. pyarrow and pandas alone
-here; Spark and Dask themselves: tests_engines/test_lists_and_booleans.py."""
+"""List and boolean columns as other tools write them back. A yes/no field as a nullable
+boolean column (pandas' ``boolean`` dtype, Arrow-backed ``bool[pyarrow]``, an Arrow bool
+array with nulls, an object column of True/False/None) and a multiple choice as any list
+of strings read as the same data: untouched records plan nothing, an edited boolean is
+one update of that field alone. Lists flattened to text, booleans cast to numbers are
+refused before any request, naming the column. pyarrow and pandas alone here; Spark and
+Dask themselves: tests_engines/test_lists_and_booleans.py."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from svc_frames.server import LocalService
 from svc_frames.writeback import diff
 
 FLAG = "field_26"  # the demo work orders' yes/no field, empty in some records
+MULTI = "field_28"  # their multiple choice
 
 
 def _client(svc: LocalService) -> Client:
@@ -119,4 +122,27 @@ def test_booleans_turned_into_numbers_are_refused(fresh_service: LocalService,
     with pytest.raises(UsageError) as exc:
         push(_client(fresh_service), exported)
     assert exc.value.field == FLAG and "boolean" in str(exc.value)
+    assert fresh_service.request_log.count() == sent
+
+
+def test_lists_of_another_arrow_layout_read_as_the_same_data(exported: Path) -> None:
+    table = ds.dataset(exported).to_table().replace_schema_metadata(None)
+    i = table.column_names.index(MULTI)
+    big = table.column(MULTI).cast(pa.large_list(pa.large_string()))
+    _write_back(exported, table.set_column(i, MULTI, big))
+    assert diff(read_parquet(exported)).empty
+
+
+def test_lists_written_as_text_are_refused_saying_what_to_do(fresh_service: LocalService,
+                                                             exported: Path) -> None:
+    """What a user gets from ``astype(str)`` to make a writer accept the lists: numpy's
+    text of each array, which cannot be split back without guessing."""
+    df = _frame(exported)
+    df[MULTI] = df[MULTI].astype(str)
+    assert df[MULTI].str.startswith("[").any()
+    _write_back(exported, pa.Table.from_pandas(df, preserve_index=False))
+    sent = fresh_service.request_log.count()
+    with pytest.raises(UsageError, match="not lists") as exc:
+        push(_client(fresh_service), exported)
+    assert exc.value.field == MULTI and 'dtype_backend="pyarrow"' in str(exc.value)
     assert fresh_service.request_log.count() == sent
