@@ -10,7 +10,9 @@ that happens to agree.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SPARK_ZONE = "Asia/Tokyo"
+
+# the application fixtures of the main suite (tests/fixtures/), shared rather than copied
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 
 @pytest.fixture(scope="session")

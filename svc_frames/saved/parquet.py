@@ -347,6 +347,15 @@ def _changed_type(path: Path, name: str, found: pa.DataType, dtype: str,
                 "what instant each value means cannot be known, so nothing is pushed; "
                 "write it back as a timestamp column (Spark: TimestampType, pandas: "
                 "datetime64, DuckDB: TIMESTAMPTZ)")
+    if pa.types.is_list(want) and not pa.types.is_nested(found):
+        # a list printed as text ("['a' 'b']", "a, b") cannot be split back: an option
+        # may itself hold ", ", quotes or brackets
+        return (f"{path}: column {name!r} holds {found}, not lists (a multiple choice or "
+                "other list field, saved as a list column): its text cannot be split back "
+                "into the options without guessing, so nothing is pushed; write it back as "
+                "a list column (Dask: dd.read_parquet(..., dtype_backend=\"pyarrow\"), or "
+                "to_parquet(..., schema=None); pandas: keep Python lists; Spark: "
+                "array<string>)")
     return (f"{path}: column {name!r} holds {found} but was saved as {dtype}: its type "
             "changed (convert it back, or export again)")
 
