@@ -29,9 +29,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict svc_frames
 
-# both cores: every test starts its own local service or uses its worker's one
+# four workers on two cores: a third of a test's time is spent waiting (the write guard's
+# check after its window, the hosted pace, subprocesses starting), which the other workers
+# fill; every test starts its own local service or uses its worker's one
+PYTEST_WORKERS ?= 4
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
 
 # JupyterLab and Notebook 7 on 127.0.0.1 with the project's kernel, driven by playwright in
 # Debian's Chromium (installed with apt when missing; playwright downloads no browser):
