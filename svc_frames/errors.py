@@ -172,7 +172,8 @@ class PaceWarning(SvcWarning, UserWarning):
 
 class PrecisionWarning(SvcWarning, UserWarning):
     """A value the service holds that the frame cannot hold exactly: an integer past 2**53
-    in a float column."""
+    in a float column, a wall time the application's timezone skips (held as the first
+    valid instant; a load warns once, naming the columns and records)."""
 
 
 class NameWarning(SvcWarning, UserWarning):

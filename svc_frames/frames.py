@@ -21,7 +21,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from .errors import DisplayValuesNeeded, NameWarning
+from .errors import DisplayValuesNeeded, NameWarning, PrecisionWarning
 from .joins import join
 from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
@@ -90,6 +90,9 @@ class Frames:
     tables: dict[str, pd.DataFrame] = dc_field(default_factory=dict)
     source: Source | None = None
     original: Frames | None = dc_field(default=None, repr=False)
+    # column -> the records whose wall time there the app's timezone skips (a daylight-
+    # saving gap): held as the first valid instant; the load warns about them once
+    skipped: dict[str, list[str]] = dc_field(default_factory=dict, repr=False)
 
     def snapshot(self) -> Frames:
         """A deep copy of the data as it is now, kept as ``original`` for diffing."""
@@ -196,6 +199,26 @@ def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec]) -> None
                       + (" ..." if len(renamed) > 5 else ""), NameWarning, stacklevel=4)
 
 
+def warn_skipped(frames: Frames) -> None:
+    """One PrecisionWarning for a load whose date values include wall times the
+    application's timezone skips, naming each column and its records."""
+    tz = frames.source.timezone if frames.source is not None else None
+    held = set(frames.main.index)
+    parts = []
+    for col, ids in frames.skipped.items():
+        uniq = [i for i in dict.fromkeys(ids) if i in held]
+        if not uniq:
+            continue
+        parts.append(f"{col}: {len(uniq)} record{'s' if len(uniq) != 1 else ''} ("
+                     + ", ".join(uniq[:5]) + (" ..." if len(uniq) > 5 else "") + ")")
+    if not parts:
+        return
+    warnings.warn(f"wall times the timezone {tz or '(unknown)'} skips (a daylight-saving "
+                  "gap) have no instant: they are held as the first valid one and written "
+                  "back as the server stores them unless edited; " + "; ".join(parts),
+                  PrecisionWarning, stacklevel=4)
+
+
 def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] = "keys"
                 ) -> pd.DataFrame:
     """One row per field, indexed by key: ``label``, ``kind``, ``required``, ``unique``,
@@ -260,11 +283,11 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     no display values); the codecs get the raws and no displays.
 
     Usage: ``build_frames(records, fields, Source("object", "object_1", fields))``"""
-    ctx = ReadContext(timezone=tz)
     if records and isinstance(records[0], RawRecord):
         ids = list(map(operator.attrgetter("id"), records))
     else:
         ids = [r["id"] for r in records]
+    ctx = ReadContext(timezone=tz, ids=ids, skipped={})
     n = len(ids)
     columns: dict[str, Any] = {}
     tables: dict[str, pd.DataFrame] = {}
@@ -308,11 +331,13 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     # copy=False: the arrays are fresh from the codecs (pandas would copy each one again)
     main = (pd.DataFrame(columns, index=index, copy=False) if columns
             else pd.DataFrame(index=index))
+    skipped = ctx.skipped or {}
     if source.columns == "labels":
         labels = label_map(fields)
         main = main.rename(columns=lambda c: relabel(str(c), labels))
         tables = {relabel(k, labels): v for k, v in tables.items()}
-    frames = Frames(main, tables, source)
+        skipped = {relabel(k, labels): v for k, v in skipped.items()}
+    frames = Frames(main, tables, source, skipped=skipped)
     if keep_original:
         frames.original = frames.snapshot()
     return frames

@@ -35,7 +35,7 @@ from .budget import DEFAULT_QUOTA_RESERVE, check_reserve, quota_note
 from .diff import diff
 from .follow import follow
 from .gate import QuotaGate
-from .guard import check_written
+from .guard import check_written, keep_skipped_walls
 from .guard import guard as guard_phase
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .journal import Journal, check_journal_path
@@ -128,6 +128,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         live = None
         if mode.mode == "once" or (mode.live and on_conflict == "raise"):
             guard_within_quota(run, on_conflict, gate)   # 3. lost-update guard
+        if not mode.rereads:                  # skipped wall times: as the server has them
+            keep_skipped_walls(run)
         if mode.live:                         # 3. per batch, just before its writes
             live = LiveBatches(lambda ids: guard_batch(run, on_conflict, gate, ids),
                                mode.batch(client.limiter.rate), mode.window)
