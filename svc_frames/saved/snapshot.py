@@ -12,7 +12,10 @@ multi-choice exploded table, plus three tables describing the rest:
 * ``svc_sources``: each object's Source (JSON: fields, kinds, timezone), as read_parquet
   and write_back know it.
 
-Table names come from object and field names (``work_orders``, ``work_orders__parts``).
+Table names come from object and field names (``work_orders``, ``work_orders__parts``);
+column names are the frames' own (a timer's intervals table: ``record_id``, ``from``,
+``to``, the frames' names kept for one saved format; ``from`` and ``to`` are SQL keywords,
+so every identifier this module puts in SQL is quoted, and a user's query quotes them).
 A SQL join over the connection table gives the rows ``app.join`` gives::
 
     SELECT w.id, p.field_8 FROM work_orders w
