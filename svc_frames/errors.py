@@ -11,6 +11,8 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
+import inspect
+import warnings
 from typing import Any
 
 
@@ -181,6 +183,16 @@ class NameWarning(SvcWarning, UserWarning):
     tables, files): the ones svc_frames gave instead are listed."""
 
 
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` shown at the first caller outside svc_frames (the user's line),
+    however deep the call that warns."""
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(
+            "svc_frames"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
 # The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it
 # is an HTTP answer in the making, turned into a response before it leaves the server, and
 # a client meets it only as the ServiceError subclass its status maps to.
@@ -193,4 +205,5 @@ __all__ = [
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
     "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
+    "warn_user",
 ]

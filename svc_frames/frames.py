@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import copy
 import operator
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -21,13 +20,13 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from .errors import DisplayValuesNeeded, NameWarning, PrecisionWarning
+from .errors import DisplayValuesNeeded, NameWarning, PrecisionWarning, warn_user
 from .joins import join
 from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
-from .names import unique_labels
+from .names import SHOWN_NAMES, unique_labels
 from .query import Query
 from .read.rawpages import RawRecord, column_getter
 
@@ -189,34 +188,41 @@ def label_map(fields: Sequence[FieldSpec]) -> dict[str, str]:
     return unique_labels(entries)
 
 
+def label_renames(fields: Sequence[FieldSpec]) -> list[tuple[str, str, str]]:
+    """(key, label, column label used) of each field whose label had to change to stay
+    unique as a column name (:func:`label_map`)."""
+    labels = label_map(fields)
+    return [(f.key, f.label, labels[f.key]) for f in fields
+            if f.key in labels and labels[f.key] != f.label]
+
+
 def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec]) -> None:
     """A NameWarning listing the fields whose label had to change to stay unique."""
     renamed = [f"{f.label!r} -> {labels[f.key]!r}" for f in fields
                if f.key in labels and labels[f.key] != f.label]
     if renamed:
-        warnings.warn(f"{len(renamed)} field labels clash as column names (case-insensitively, "
-                      f"with the record id or a part column): {', '.join(renamed[:5])}"
-                      + (" ..." if len(renamed) > 5 else ""), NameWarning, stacklevel=4)
+        warn_user(f"{len(renamed)} field labels clash as column names (case-insensitively, "
+                  f"with the record id or a part column): {', '.join(renamed[:SHOWN_NAMES])}"
+                  + (" ..." if len(renamed) > SHOWN_NAMES else ""), NameWarning)
 
 
-def warn_skipped(frames: Frames) -> None:
+def warn_skipped(skipped: Mapping[str, Sequence[str]], timezone: str | None,
+                 held: Collection[str] | None = None) -> None:
     """One PrecisionWarning for a load whose date values include wall times the
-    application's timezone skips, naming each column and its records."""
-    tz = frames.source.timezone if frames.source is not None else None
-    held = set(frames.main.index)
+    application's timezone skips (``skipped``: column -> records, as ``Frames.skipped``),
+    naming each column and its records (those in ``held``, when given)."""
     parts = []
-    for col, ids in frames.skipped.items():
-        uniq = [i for i in dict.fromkeys(ids) if i in held]
+    for col, ids in skipped.items():
+        uniq = [i for i in dict.fromkeys(ids) if held is None or i in held]
         if not uniq:
             continue
         parts.append(f"{col}: {len(uniq)} record{'s' if len(uniq) != 1 else ''} ("
                      + ", ".join(uniq[:5]) + (" ..." if len(uniq) > 5 else "") + ")")
     if not parts:
         return
-    warnings.warn(f"wall times the timezone {tz or '(unknown)'} skips (a daylight-saving "
-                  "gap) have no instant: they are held as the first valid one and written "
-                  "back as the server stores them unless edited; " + "; ".join(parts),
-                  PrecisionWarning, stacklevel=4)
+    warn_user(f"wall times the timezone {timezone or '(unknown)'} skips (a daylight-saving "
+              "gap) have no instant: they are held as the first valid one and written back "
+              "as the server stores them unless edited; " + "; ".join(parts), PrecisionWarning)
 
 
 def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] = "keys"
@@ -225,8 +231,9 @@ def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] 
     ``read_only`` (computed by the service), ``choices`` (a choice field's options),
     ``connects_to`` (a connection's object key), ``columns`` (the main-frame columns a
     load gives for the field, named as ``columns=`` names them; empty for a field held in
-    a table only) and ``table`` (the key of its exploded table in ``frames.tables``: a
-    connection, a multi choice, a timer's intervals).
+    a table only) and ``table`` (the name of its exploded table in ``frames.tables``, as
+    ``columns=`` names it: a connection, a multi choice, a timer's intervals). A label
+    that had to change to stay unique shows as the name a load gives it.
 
     Usage: ``field_table(source.fields, "labels")``"""
     labels = label_map(fields) if columns == "labels" else {}
@@ -239,7 +246,7 @@ def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] 
         # the kinds whose codec gives an exploded table (kinds/: connection, multi choice,
         # a timer's intervals)
         if f.kind in ("connection", "timer") or (f.kind == "multiple_choice" and is_multi(f)):
-            table = f.key
+            table = relabel(f.key, labels)
         rows.append({"key": f.key, "label": f.label, "kind": f.kind,
                      "required": bool(f.required), "unique": bool(f.unique),
                      "read_only": bool(codec.read_only),

@@ -130,7 +130,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         fields, source = describe(client, target, app, records, columns, tz)
         source.load = asked
         frames = build_frames(records, fields, source, tz=tz)
-        warn_skipped(frames)
+        warn_skipped(frames.skipped, source.timezone, set(frames.main.index))
         return frames
     assert source is not None
     source.load = asked
@@ -141,7 +141,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         frames.tables = {k: t[t[t.columns[0]].isin(keep)].reset_index(drop=True)
                          for k, t in frames.tables.items()}
     frames.original = frames.snapshot()
-    warn_skipped(frames)
+    warn_skipped(frames.skipped, source.timezone, set(frames.main.index))
     return frames
 
 

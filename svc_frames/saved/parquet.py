@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from ..frames import Frames, Source, label_map, relabel
+from ..frames import Frames, Source, label_map, label_renames, relabel
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
 from ..names import path_names
@@ -79,6 +79,7 @@ from .layout import (
     loaded_digest,
     meta_doc,
     read_meta,
+    warn_dir_renames,
     write_meta,
 )
 from .pqfile import read_table, write_table
@@ -175,12 +176,17 @@ def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
     Usage: ``to_parquet(frames, "out/orders")``"""
     if not isinstance(frames, Frames):
         raise UsageError(f"to_parquet needs Frames, got {type(frames).__name__}")
+    relabelled: dict[str, str] = {}
     if columns is not None:
+        if columns == "labels" and frames.source is not None \
+                and frames.source.columns != "labels":   # named here, not by their load
+            relabelled = {label: used for _k, label, used in label_renames(frames.source.fields)}
         frames = renamed_columns(frames, columns)
     layout = SavedLayout.of(path)
     check_free(layout, overwrite)
     with Staging(layout) as st:
         dtypes, tables = write_frames(frames, st.data, st.tables, "parquet")
+        warn_dir_renames(tables, relabelled)
         if frames.original is not None:
             write_frames(frames.original, st.loaded / "main", st.loaded / "tables", "parquet")
         write_meta(st.meta, meta_doc(frames.source, "parquet", dtypes, tables,
