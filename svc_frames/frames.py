@@ -196,12 +196,15 @@ def label_renames(fields: Sequence[FieldSpec]) -> list[tuple[str, str, str]]:
             if f.key in labels and labels[f.key] != f.label]
 
 
-def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec]) -> None:
-    """A NameWarning listing the fields whose label had to change to stay unique."""
+def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec],
+                 where: str = "") -> None:
+    """A NameWarning listing the fields whose label had to change to stay unique
+    (``where``: the object or view, named first, so that the loads of ``read_app`` say
+    whose fields they are)."""
     renamed = [f"{f.label!r} -> {labels[f.key]!r}" for f in fields
                if f.key in labels and labels[f.key] != f.label]
     if renamed:
-        warn_user(f"{len(renamed)} field labels clash as column names (case-insensitively, "
+        warn_user(f"{where + ': ' if where else ''}{len(renamed)} field labels clash as column names (case-insensitively, "
                   f"with the record id or a part column): {', '.join(renamed[:SHOWN_NAMES])}"
                   + (" ..." if len(renamed) > SHOWN_NAMES else ""), NameWarning)
 

@@ -81,7 +81,7 @@ def test_editing_the_end_keeps_every_interval(svc: LocalService, columns: str) -
     frames = read_object(client, "object_1", columns=columns)  # type: ignore[arg-type]
     name = "field_2" if columns == "keys" else "Work Time"
     frames.main.loc[rid, f"{name}.to"] = _ts(15, 30)
-    report = write_back(client, frames)
+    report = write_back(client, frames, guard="once")
     assert set(report.table["status"]) == {"applied"}
     after = _stored(client, rid)
     assert after[0] == before[0] and after[1][0] == before[1][0]
@@ -105,7 +105,7 @@ def test_editing_intervals_in_the_table_writes_them_all(svc: LocalService) -> No
     other = frames.main.index[frames.main.index != rid][0] if len(frames.main) > 1 else None
     plan = diff(frames)
     assert plan.record_ids == [rid]
-    report = write_back(client, frames)
+    report = write_back(client, frames, guard="once")
     assert set(report.table["status"]) == {"applied"}
     assert len(_stored(client, rid)) == 3
     assert client.get_record("object_1", rid)["field_2_raw"]["total_time"] == 165 * 60_000
@@ -249,6 +249,24 @@ def test_an_untouched_skipped_wall_time_is_not_sent_and_reads_back_unchanged(
     assert after["field_3_raw"] == before["field_3_raw"]
 
 
+def test_a_refresh_that_brings_a_skipped_wall_time_warns_once(dst_svc: LocalService) -> None:
+    from svc_frames.refreshing.policy import refresh
+
+    client = client_for(dst_svc)
+    rid = _dst_record(client, "03/02/2026", 2, "refreshed")   # no gap that day
+    frames, noted = _load_noting(client, "keys", "refreshed")
+    assert noted == []
+    client.update_record("object_1", rid, {"field_2": {**_at("03/08/2026", 2, 15),
+                                                       "to": _at("03/08/2026", 5)}})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        refresh(client, frames, full=True)
+    said = [str(w.message) for w in seen if issubclass(w.category, PrecisionWarning)]
+    assert len(said) == 1 and "field_2: 1 record" in said[0] and rid in said[0]
+    assert "field_3" not in said[0]   # the timer's 2:30 is on a day without a gap
+    assert frames.main.loc[rid, "field_2"] == pd.Timestamp("2026-03-08 03:00", tz=TZ)
+
+
 # ---- numbers to the range of a double -----------------------------------------------------
 NUM_DOC: dict[str, Any] = {"objects": [{"key": "object_1", "name": "N", "fields": [
     {"key": "field_1", "type": "number", "name": "Value"}]}]}
@@ -263,7 +281,7 @@ def test_numbers_the_service_holds_are_written_back() -> None:
         assert frames.main.loc[ids[1], "field_1"] == 1e308
         frames.main.loc[ids[0], "field_1"] = 2e19
         frames.main.loc[ids[2], "field_1"] = -1.5e308
-        report = write_back(client, frames)
+        report = write_back(client, frames, guard="once")
         assert set(report.table["status"]) == {"applied"}
         assert client.get_record("object_1", ids[0])["field_1_raw"] == 2e19
         assert client.get_record("object_1", ids[2])["field_1_raw"] == -1.5e308
@@ -312,7 +330,7 @@ def test_csv_export_round_trips_text_and_choices_exactly(tmp_path: Any) -> None:
                 "object_1", rid)["field_1_raw"], text
             assert list(back.main.loc[rid, "field_2"] or []) == tag
         assert diff(back).empty
-        report = push(client, tmp_path / "t")
+        report = push(client, tmp_path / "t", guard="once")
         assert report.table.empty or set(report.table["status"]) <= {"applied"}
         # an edited cell with a control character and a choice holding the separator
         csv = next((tmp_path / "t").glob("*.csv"))
@@ -321,7 +339,7 @@ def test_csv_export_round_trips_text_and_choices_exactly(tmp_path: Any) -> None:
         data = data.replace('"lone\rreturn"', '"new\rvalue"').replace(
             '"[""a, b""]"', '"[""a, b"", ""c""]"', 1)
         csv.write_bytes(data.encode("utf-8"))
-        report = push(client, tmp_path / "t")
+        report = push(client, tmp_path / "t", guard="once")
         assert set(report.table["status"]) == {"applied"}
         assert client.get_record("object_1", ids[0])["field_1_raw"] == "new\rvalue"
         assert client.get_record("object_1", ids[0])["field_2_raw"] == ["a, b", "c"]

@@ -85,7 +85,7 @@ def test_a_write_changes_exactly_the_edited_cells(hostile: Any, columns: str) ->
     day = pd.Timestamp("2249-12-31" if columns == "keys" else "1900-01-02").tz_localize(
         "America/New_York")
     frames.main.loc[rid, "field_29" if columns == "keys" else "Day"] = day
-    report = write_back(client, frames)
+    report = write_back(client, frames, guard="once")
     assert set(report.table["status"]) == {"applied"}
     after = {r: _raw(client, r) for r in ids["object_1"]}
     for r in ids["object_1"]:
@@ -122,7 +122,7 @@ def test_saved_frames_round_trip_and_push_sends_nothing(hostile: Any, columns: s
     for rid in ids["object_1"]:
         assert back.main.loc[rid, text] == frames.main.loc[rid, text]
     sent = client.request_count
-    report = push(client, tmp_path / "x")
+    report = push(client, tmp_path / "x", guard="once")
     assert report.table.empty or set(report.table["status"]) <= {"applied"}
     assert client.request_count - sent <= 2   # at most the schema: no write
     to_parquet(frames, tmp_path / "y", overwrite=True)
@@ -194,7 +194,7 @@ def test_connection_edit_lands_on_its_own_field(hostile: Any, columns: str) -> N
         frames.tables[name] = pd.concat([t, add.astype(t.dtypes.to_dict())], ignore_index=True)
     plan = diff(frames)
     assert set(plan.changes["field"]) <= {"field_7"}
-    write_back(client, frames, on_conflict="overwrite")
+    write_back(client, frames, on_conflict="overwrite", guard="once")
     raw = _raw(client, rid)
     assert other in [x["id"] for x in raw["field_7_raw"]]
     assert raw["field_6_raw"] == before6
@@ -261,7 +261,7 @@ def test_a_saved_connection_edit_is_pushed_to_its_own_field(hostile: Any, column
     t = frames.tables[name]
     frames.tables[name] = t[~((t["record_id"] == rid) & (t["connected_id"] == gone))]
     to_parquet(frames, tmp_path / "s", overwrite=True)
-    report = push(client, tmp_path / "s")
+    report = push(client, tmp_path / "s", guard="once")
     assert set(report.table["status"]) == {"applied"}
     after = _raw(client, rid)
     assert [x["id"] for x in after["field_7_raw"]] == [ids["object_2"][1]]
@@ -286,7 +286,7 @@ def test_read_view_and_write_through_the_public_view(hostile: Any, columns: str)
     assert (frames.tables[timer]["record_id"] == ids["object_1"][0]).sum() == 2
     rid = ids["object_1"][1]
     frames.main.loc[rid, low] = f"via view {columns}"
-    report = write_back(client, frames)   # a public view: no token asked for
+    report = write_back(client, frames, guard="once")  # a public view: no token asked for
     assert set(report.table["status"]) == {"applied"}
     assert _raw(client, rid)["field_3_raw"] == f"via view {columns}"
 
