@@ -210,6 +210,9 @@ def test_editing_one_part_never_changes_another(dst_svc: LocalService, day: str,
         + pd.Timedelta(hours=1)
     frames.main.loc[rid, f"{clock}.to"] = frames.main.loc[rid, f"{clock}.to"] \
         + pd.Timedelta(minutes=30)
+    # without the guard, the record is re-read for its unedited 2:30 alone: counted
+    assert diff(frames).estimate_requests(guard="off").rereads == (
+        1 if day == "03/08/2026" else 0)
     if path.startswith("push"):
         to_parquet(frames, tmp_path / "f", overwrite=True)
         report = push(client, tmp_path / "f", guard=path.split("-")[1])

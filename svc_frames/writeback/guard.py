@@ -36,7 +36,7 @@ from .report import Counter, Outcome
 from .state import RunState
 from .target import where as where_of
 from .values import Values, decode_records, holds, same, short
-from .walls import keep_stored_parts, may_be_skipped
+from .walls import keep_stored_parts
 
 __all__ = ["guard", "keep_skipped_walls", "check_unanswered", "check_written", "reread", "fetch_all"]
 
@@ -74,14 +74,11 @@ def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None) -
 
 def keep_skipped_walls(run: RunState) -> None:
     """Without the guard: the updates sending an unedited date part that may stand for a
-    wall time the timezone skips (walls.may_be_skipped) re-read those records alone, and
-    send such parts as the server stores them; nothing else is compared."""
+    wall time the timezone skips (``plan.walls_reread``, walls.may_be_skipped) re-read
+    those records alone, and send such parts as the server stores them; nothing else is
+    compared (``plan.estimate_requests(guard="off")`` counts these re-reads)."""
     layout, plan = run.layout, run.plan
-    ids = [rid for rid, act in run.todo.items() if act == "update"
-           and any(layout.fields[k].kind in ("date_time", "timer")
-                   and may_be_skipped(layout.fields[k], v, plan.loaded.get(rid, {}).get(k, {}),
-                                      plan.wanted.get(rid, {}).get(k, {}))
-                   for k, v in run.payloads[rid].items())]
+    ids = [rid for rid in plan.walls_reread if run.todo.get(rid) == "update"]
     if not ids:
         return
     got = reread(run.client, run.source, ids, run.counter, layout, plan.base)
