@@ -175,7 +175,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
         main_schema = pq.read_schema(next(iter(sorted(loaded_main.glob("part-*.parquet")))))
         write_meta(st.meta, meta_doc(source, format, table_meta(main_schema)["dtypes"],
                                        tables, layout.loaded, count, "export",
-                                       staged_loaded=st.loaded))
+                                       staged_loaded=st.loaded, skipped=skipped))
         st.install()
     return ExportResult(layout.data, count, parts, list(table_writers), len(pager.passes),
                         removed, layout.tables if table_writers else None, layout.meta,

@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from ..frames import Frames, Source, label_map, label_renames, relabel
+from ..frames import Frames, Source, label_map, label_renames, relabel, warn_skipped
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
 from ..names import path_names
@@ -158,7 +158,8 @@ def renamed_columns(frames: Frames, columns: Columns) -> Frames:
 
     def one(fr: Frames) -> Frames:
         return Frames(fr.main.rename(columns=lambda c: mapping.get(str(c), str(c))),
-                      {mapping.get(k, k): v for k, v in fr.tables.items()}, source)
+                      {mapping.get(k, k): v for k, v in fr.tables.items()}, source,
+                      skipped={mapping.get(k, k): v for k, v in fr.skipped.items()})
 
     out = one(frames)
     out.original = one(frames.original) if frames.original is not None else None
@@ -191,7 +192,8 @@ def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
             write_frames(frames.original, st.loaded / "main", st.loaded / "tables", "parquet")
         write_meta(st.meta, meta_doc(frames.source, "parquet", dtypes, tables,
                                        layout.loaded if frames.original is not None else None,
-                                       len(frames.main), "to_parquet", staged_loaded=st.loaded))
+                                       len(frames.main), "to_parquet", staged_loaded=st.loaded,
+                                       skipped=frames.skipped))
         st.install()
     return layout.data
 
@@ -437,7 +439,9 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
             raise UsageError(f"{tdir} is missing: the table {name!r} of {layout.data} "
                              "(push would read its absence as every row removed)")
         tables[name] = _read_dataset(tdir, t["columns"], meta, f"table {name!r}")[0]
-    return Frames(main, tables, meta.source, original)
+    skipped = meta.skipped
+    warn_skipped(skipped, meta.source.timezone if meta.source else None, set(main.index))
+    return Frames(main, tables, meta.source, original, skipped=skipped)
 
 
 def _read_legacy(root: Path) -> Frames:
