@@ -91,7 +91,9 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     longer ours is reported ``overwritten`` with the value the server holds. ``"once"``:
     one re-read of every record before the first write, no check after (cheaper; an edit
     made meanwhile can be overwritten silently, by either side). ``"off"`` (``False``):
-    no re-read. Another value, or a window outside 0.5-60 s: UsageError before any
+    no re-read, but for a record whose unedited date part may be a wall time the timezone
+    skips (held as the first valid instant): it is re-read so that part goes as the server
+    stores it (``plan.walls_reread``). Another value, or a window outside 0.5-60 s: UsageError before any
     request. ``plan.estimate_requests(guard=...)`` counts each choice's requests."""
     # 1. validate & plan: everything that can fail without the service fails here
     if on_conflict not in ("skip", "overwrite", "raise"):
