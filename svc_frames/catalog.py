@@ -153,7 +153,9 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
         Indexed by field ``key``: ``label``, ``kind``, ``required``, ``unique``,
         ``read_only``, ``choices``, ``connects_to``, ``columns`` (the main-frame columns a
         load gives for the field, e.g. ``field_34.latitude``) and ``table`` (the exploded
-        table of a connection or multi choice).
+        table of a connection, multi choice or timer), both named as a load with this
+        ``columns`` names them (a label that clashes as ``"Label (field_N)"``).
+        ``frames.fields`` gives the same for loaded frames.
 
     Raises
     ------

@@ -18,6 +18,8 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
+import inspect
+import warnings
 from typing import Any
 
 
@@ -199,7 +201,9 @@ class PaceWarning(SvcWarning, UserWarning):
 class PrecisionWarning(SvcWarning, UserWarning):
     """Given when a value the service holds cannot be held exactly by its frame column.
 
-    For example an integer past 2**53 in a float column.
+    For example an integer past 2**53 in a float column, or a wall time the application's
+    timezone skips (held as the first valid instant; a load warns once, naming the columns
+    and records).
     """
 
 
@@ -208,6 +212,16 @@ class NameWarning(SvcWarning, UserWarning):
 
     The names svc_frames gave instead are listed.
     """
+
+
+def warn_user(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` shown at the first caller outside svc_frames (the user's line),
+    however deep the call that warns."""
+    frame, level = inspect.currentframe(), 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(
+            "svc_frames"):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 # The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it
@@ -222,4 +236,5 @@ __all__ = [
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
     "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
+    "warn_user",
 ]

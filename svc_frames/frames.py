@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import copy
 import operator
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -21,13 +20,13 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from .errors import DisplayValuesNeeded, NameWarning
+from .errors import DisplayValuesNeeded, NameWarning, PrecisionWarning, warn_user
 from .joins import join
 from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
-from .names import unique_labels
+from .names import SHOWN_NAMES, unique_labels
 from .query import Query
 from .read.rawpages import RawRecord, column_getter
 
@@ -222,6 +221,9 @@ class Frames:
     tables: dict[str, pd.DataFrame] = dc_field(default_factory=dict)
     source: Source | None = None
     original: Frames | None = dc_field(default=None, repr=False)
+    # column -> the records whose wall time there the app's timezone skips (a daylight-
+    # saving gap): held as the first valid instant; the load warns about them once
+    skipped: dict[str, list[str]] = dc_field(default_factory=dict, repr=False)
 
     def snapshot(self) -> Frames:
         """A deep copy of the data as it is now, as the loaders keep it in ``original`` for diffing.
@@ -370,14 +372,44 @@ def label_map(fields: Sequence[FieldSpec]) -> dict[str, str]:
     return unique_labels(entries)
 
 
-def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec]) -> None:
-    """A NameWarning listing the fields whose label had to change to stay unique."""
+def label_renames(fields: Sequence[FieldSpec]) -> list[tuple[str, str, str]]:
+    """(key, label, column label used) of each field whose label had to change to stay
+    unique as a column name (:func:`label_map`)."""
+    labels = label_map(fields)
+    return [(f.key, f.label, labels[f.key]) for f in fields
+            if f.key in labels and labels[f.key] != f.label]
+
+
+def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec],
+                 where: str = "") -> None:
+    """A NameWarning listing the fields whose label had to change to stay unique
+    (``where``: the object or view, named first, so that the loads of ``read_app`` say
+    whose fields they are)."""
     renamed = [f"{f.label!r} -> {labels[f.key]!r}" for f in fields
                if f.key in labels and labels[f.key] != f.label]
     if renamed:
-        warnings.warn(f"{len(renamed)} field labels clash as column names (case-insensitively, "
-                      f"with the record id or a part column): {', '.join(renamed[:5])}"
-                      + (" ..." if len(renamed) > 5 else ""), NameWarning, stacklevel=4)
+        warn_user(f"{where + ': ' if where else ''}{len(renamed)} field labels clash as column names (case-insensitively, "
+                  f"with the record id or a part column): {', '.join(renamed[:SHOWN_NAMES])}"
+                  + (" ..." if len(renamed) > SHOWN_NAMES else ""), NameWarning)
+
+
+def warn_skipped(skipped: Mapping[str, Sequence[str]], timezone: str | None,
+                 held: Collection[str] | None = None) -> None:
+    """One PrecisionWarning for a load whose date values include wall times the
+    application's timezone skips (``skipped``: column -> records, as ``Frames.skipped``),
+    naming each column and its records (those in ``held``, when given)."""
+    parts = []
+    for col, ids in skipped.items():
+        uniq = [i for i in dict.fromkeys(ids) if held is None or i in held]
+        if not uniq:
+            continue
+        parts.append(f"{col}: {len(uniq)} record{'s' if len(uniq) != 1 else ''} ("
+                     + ", ".join(uniq[:5]) + (" ..." if len(uniq) > 5 else "") + ")")
+    if not parts:
+        return
+    warn_user(f"wall times the timezone {timezone or '(unknown)'} skips (a daylight-saving "
+              "gap) have no instant: they are held as the first valid one and written back "
+              "as the server stores them unless edited; " + "; ".join(parts), PrecisionWarning)
 
 
 def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] = "keys"
@@ -386,8 +418,9 @@ def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] 
     ``read_only`` (computed by the service), ``choices`` (a choice field's options),
     ``connects_to`` (a connection's object key), ``columns`` (the main-frame columns a
     load gives for the field, named as ``columns=`` names them; empty for a field held in
-    a table only) and ``table`` (the key of its exploded table in ``frames.tables``: a
-    connection, a multi choice, a timer's intervals).
+    a table only) and ``table`` (the name of its exploded table in ``frames.tables``, as
+    ``columns=`` names it: a connection, a multi choice, a timer's intervals). A label
+    that had to change to stay unique shows as the name a load gives it.
 
     Usage: ``field_table(source.fields, "labels")``"""
     labels = label_map(fields) if columns == "labels" else {}
@@ -400,7 +433,7 @@ def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] 
         # the kinds whose codec gives an exploded table (kinds/: connection, multi choice,
         # a timer's intervals)
         if f.kind in ("connection", "timer") or (f.kind == "multiple_choice" and is_multi(f)):
-            table = f.key
+            table = relabel(f.key, labels)
         rows.append({"key": f.key, "label": f.label, "kind": f.kind,
                      "required": bool(f.required), "unique": bool(f.unique),
                      "read_only": bool(codec.read_only),
@@ -444,11 +477,11 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     no display values); the codecs get the raws and no displays.
 
     Usage: ``build_frames(records, fields, Source("object", "object_1", fields))``"""
-    ctx = ReadContext(timezone=tz)
     if records and isinstance(records[0], RawRecord):
         ids = list(map(operator.attrgetter("id"), records))
     else:
         ids = [r["id"] for r in records]
+    ctx = ReadContext(timezone=tz, ids=ids, skipped={})
     n = len(ids)
     columns: dict[str, Any] = {}
     tables: dict[str, pd.DataFrame] = {}
@@ -492,11 +525,13 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
     # copy=False: the arrays are fresh from the codecs (pandas would copy each one again)
     main = (pd.DataFrame(columns, index=index, copy=False) if columns
             else pd.DataFrame(index=index))
+    skipped = ctx.skipped or {}
     if source.columns == "labels":
         labels = label_map(fields)
         main = main.rename(columns=lambda c: relabel(str(c), labels))
         tables = {relabel(k, labels): v for k, v in tables.items()}
-    frames = Frames(main, tables, source)
+        skipped = {relabel(k, labels): v for k, v in skipped.items()}
+    frames = Frames(main, tables, source, skipped=skipped)
     if keep_original:
         frames.original = frames.snapshot()
     return frames

@@ -19,7 +19,9 @@ normalisation its target applies:
   characters (a hash suffix when cut).
 
 Disambiguation is deterministic: it depends only on the names, never on load order or
-timing.
+timing. Every call that names something this way warns once (:func:`warn_names`, a
+NameWarning listing ``original -> used`` for the names that changed beyond the target's
+plain normalisation), and the saved metadata records them.
 
 Usage::
 
@@ -32,10 +34,12 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["fold", "name_hash", "unique_labels", "path_names", "sql_name", "bounded_sql",
-           "RESERVED_COLUMNS", "MAX_PATH_BYTES", "MAX_SQL_CHARS"]
+from .errors import NameWarning, warn_user
+
+__all__ = ["fold", "name_hash", "unique_labels", "path_names", "sql_name", "sql_slug",
+           "bounded_sql", "changed", "warn_names", "RESERVED_COLUMNS", "MAX_PATH_BYTES", "MAX_SQL_CHARS"]
 
 RESERVED_COLUMNS = ("id",)   # the record id column of every frame
 MAX_PATH_BYTES = 120   # leaves room for the siblings' suffixes (".tables", ".svc_frames.json")
@@ -113,11 +117,17 @@ def path_names(names: Iterable[str]) -> dict[str, str]:
     return out
 
 
+def sql_slug(name: str) -> str:
+    """``name`` as a SQL-friendly word, before any cut: lower case, ``_`` for anything
+    else (the plain normalisation :func:`sql_name` starts from)."""
+    out = re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_") or "t"
+    return f"t_{out}" if out[0].isdigit() else out
+
+
 def sql_name(name: str) -> str:
     """A SQL-friendly table name: lower case, ``_`` for anything else, at most
     ``MAX_SQL_CHARS`` characters (cut ones end in a hash of the name)."""
-    out = re.sub(r"[^0-9a-z]+", "_", name.casefold()).strip("_") or "t"
-    return bounded_sql(f"t_{out}" if out[0].isdigit() else out, name)
+    return bounded_sql(sql_slug(name), name)
 
 
 def bounded_sql(name: str, original: str | None = None) -> str:
@@ -126,3 +136,23 @@ def bounded_sql(name: str, original: str | None = None) -> str:
     if len(name) <= MAX_SQL_CHARS:
         return name
     return f"{name[:MAX_SQL_CHARS - 9].rstrip('_')}_{name_hash(original or name)}"
+
+
+def changed(names: Mapping[str, str]) -> dict[str, str]:
+    """The entries of an ``original -> used`` mapping whose used name differs."""
+    return {k: v for k, v in names.items() if k != v}
+
+
+SHOWN_NAMES = 20   # renamings a warning lists; the saved metadata records all of them
+
+
+def warn_names(what: str, renamed: Mapping[str, str]) -> None:
+    """One NameWarning for the names ``renamed`` (original -> used) to fit ``what``
+    (e.g. "table directories"); nothing when it is empty."""
+    if not renamed:
+        return
+    items = list(renamed.items())
+    shown = ", ".join(f"{k!r} -> {v!r}" for k, v in items[:SHOWN_NAMES])
+    more = f" and {len(items) - SHOWN_NAMES} more" if len(items) > SHOWN_NAMES else ""
+    warn_user(f"{len(items)} name{'s' if len(items) != 1 else ''} changed as "
+              f"{what}: {shown}{more}", NameWarning)

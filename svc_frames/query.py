@@ -18,16 +18,14 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
-import inspect
 import json
 import math
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import FilterWarning, UsageError
+from .errors import FilterWarning, UsageError, warn_user
 from .keys import FIELD_KEY
 from .kinds import unencodable_text
 
@@ -128,12 +126,7 @@ def short_value(value: Any) -> str:
 
 
 def warn_filter(message: str) -> None:
-    # shown at the first caller outside svc_frames (the user's line), however deep the call
-    frame, level = inspect.currentframe(), 1
-    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(
-            "svc_frames"):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, FilterWarning, stacklevel=level)
+    warn_user(message, FilterWarning)
 
 
 # ---- dates ----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ range of a double."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ import pandas as pd
 import pytest
 
 from svc_frames.errors import InvalidValue, PrecisionWarning, UsageError
+from svc_frames.filters import Field
 from svc_frames.http.client import Client
 from svc_frames.kinds import FieldSpec, ReadContext, codec_for
 from svc_frames.loaders import read_object
@@ -79,7 +81,7 @@ def test_editing_the_end_keeps_every_interval(svc: LocalService, columns: str) -
     frames = read_object(client, "object_1", columns=columns)  # type: ignore[arg-type]
     name = "field_2" if columns == "keys" else "Work Time"
     frames.main.loc[rid, f"{name}.to"] = _ts(15, 30)
-    report = write_back(client, frames)
+    report = write_back(client, frames, guard="once")
     assert set(report.table["status"]) == {"applied"}
     after = _stored(client, rid)
     assert after[0] == before[0] and after[1][0] == before[1][0]
@@ -103,7 +105,7 @@ def test_editing_intervals_in_the_table_writes_them_all(svc: LocalService) -> No
     other = frames.main.index[frames.main.index != rid][0] if len(frames.main) > 1 else None
     plan = diff(frames)
     assert plan.record_ids == [rid]
-    report = write_back(client, frames)
+    report = write_back(client, frames, guard="once")
     assert set(report.table["status"]) == {"applied"}
     assert len(_stored(client, rid)) == 3
     assert client.get_record("object_1", rid)["field_2_raw"]["total_time"] == 165 * 60_000
@@ -159,32 +161,118 @@ def _members(raw: Any) -> tuple[Any, ...]:
     return tuple(raw[k] for k in ("date", "hours", "minutes", "am_pm"))
 
 
+@pytest.fixture(scope="module")
+def dst_svc() -> Iterator[LocalService]:
+    with LocalService(demo=False, app=DST_DOC, records=0, rate_limit=0) as s:
+        yield s
+
+
+def _dst_record(client: Client, day: str, hour: int, tag: str) -> str:
+    return str(client.create_record("object_1", {
+        "field_1": tag, "field_2": {**_at(day, hour, 30), "to": _at(day, 5)},
+        "field_3": {"times": [{"from": _at(day, hour, 30), "to": _at(day, 4)},
+                              {"from": _at(day, 6), "to": _at(day, 7)}]}})["id"])
+
+
+def _load_noting(client: Client, columns: str, tag: str) -> tuple[Any, list[str]]:
+    """The record tagged ``tag`` loaded, and the PrecisionWarnings the load gave."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        frames = read_object(client, "object_1", columns=columns,  # type: ignore[arg-type]
+                             filters=[Field("field_1") == tag])
+    return frames, [str(w.message) for w in seen if issubclass(w.category, PrecisionWarning)]
+
+
+# every way an edit reaches the service: write_back with each guard, push from saved frames
+PATHS = [("live", "keys"), ("once", "labels"), ("off", "keys"), ("off", "labels"),
+         ("push-off", "labels"), ("push-once", "keys")]
+
+
 @pytest.mark.parametrize("day, hour", [("03/08/2026", 2), ("11/01/2026", 1)])  # gap, fold
-@pytest.mark.parametrize("columns", ["keys", "labels"])
-def test_editing_one_part_never_changes_another(day: str, hour: int, columns: str) -> None:
-    with LocalService(demo=False, app=DST_DOC, records=0) as svc:
-        client = client_for(svc)
-        rid = client.create_record("object_1", {
-            "field_1": "x", "field_2": {**_at(day, hour, 30), "to": _at(day, 5)},
-            "field_3": {"times": [{"from": _at(day, hour, 30), "to": _at(day, 4)},
-                                  {"from": _at(day, 6), "to": _at(day, 7)}]}})["id"]
-        before = client.get_record("object_1", rid)
-        frames = read_object(client, "object_1", columns=columns)  # type: ignore[arg-type]
-        when = "field_2" if columns == "keys" else "When"
-        clock = "field_3" if columns == "keys" else "Clock"
-        frames.main.loc[rid, f"{when}.to"] = frames.main.loc[rid, f"{when}.to"] \
-            + pd.Timedelta(hours=1)
-        frames.main.loc[rid, f"{clock}.to"] = frames.main.loc[rid, f"{clock}.to"] \
-            + pd.Timedelta(minutes=30)
-        report = write_back(client, frames)
-        assert set(report.table["status"]) == {"applied"}
-        after = client.get_record("object_1", rid)
-        assert _members(after["field_2_raw"]) == _members(before["field_2_raw"])
-        assert _members(after["field_2_raw"]["to"])[1:] == ("06", "00", "AM")
-        t0, t1 = before["field_3_raw"]["times"], after["field_3_raw"]["times"]
-        assert _members(t1[0]["from"]) == _members(t0[0]["from"])
-        assert _members(t1[0]["to"]) == _members(t0[0]["to"])
-        assert _members(t1[1]["to"])[1:] == ("07", "30", "AM")
+@pytest.mark.parametrize("path, columns", PATHS)
+def test_editing_one_part_never_changes_another(dst_svc: LocalService, day: str, hour: int,
+                                                path: str, columns: str,
+                                                tmp_path: Any) -> None:
+    from svc_frames.saved.parquet import read_parquet, to_parquet
+    from svc_frames.saved.push import push
+
+    client = client_for(dst_svc)
+    tag = f"{path} {columns} {day}"
+    rid = _dst_record(client, day, hour, tag)
+    before = client.get_record("object_1", rid)
+    frames, noted = _load_noting(client, columns, tag)
+    when = "field_2" if columns == "keys" else "When"
+    clock = "field_3" if columns == "keys" else "Clock"
+    if path.startswith("push"):
+        to_parquet(frames, tmp_path / "f")
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            frames = read_parquet(tmp_path / "f")
+        # the saved frames say it again (their metadata keeps the records)
+        assert [str(w.message) for w in seen
+                if issubclass(w.category, PrecisionWarning)] == noted
+    frames.main.loc[rid, f"{when}.to"] = frames.main.loc[rid, f"{when}.to"] \
+        + pd.Timedelta(hours=1)
+    frames.main.loc[rid, f"{clock}.to"] = frames.main.loc[rid, f"{clock}.to"] \
+        + pd.Timedelta(minutes=30)
+    # without the guard, the record is re-read for its unedited 2:30 alone: counted
+    assert diff(frames).estimate_requests(guard="off").rereads == (
+        1 if day == "03/08/2026" else 0)
+    if path.startswith("push"):
+        to_parquet(frames, tmp_path / "f", overwrite=True)
+        report = push(client, tmp_path / "f", guard=path.split("-")[1])
+    else:
+        report = write_back(client, frames, guard=path)
+    assert set(report.table["status"]) == {"applied"}
+    after = client.get_record("object_1", rid)
+    assert _members(after["field_2_raw"]) == _members(before["field_2_raw"])
+    assert _members(after["field_2_raw"]["to"])[1:] == ("06", "00", "AM")
+    t0, t1 = before["field_3_raw"]["times"], after["field_3_raw"]["times"]
+    assert _members(t1[0]["from"]) == _members(t0[0]["from"])
+    assert _members(t1[0]["to"]) == _members(t0[0]["to"])
+    assert _members(t1[1]["to"])[1:] == ("07", "30", "AM")
+    # the skipped 2:30 (and only it) is warned about, once, naming both fields and the record
+    mine = [m for m in noted if rid in m]
+    if day == "03/08/2026":
+        assert len(noted) == 1 and mine == noted
+        assert f"{when}: " in mine[0] and f"{clock}: " in mine[0] and TZ in mine[0]
+    else:
+        assert noted == []
+
+
+def test_an_untouched_skipped_wall_time_is_not_sent_and_reads_back_unchanged(
+        dst_svc: LocalService) -> None:
+    client = client_for(dst_svc)
+    rid = _dst_record(client, "03/08/2026", 2, "untouched")
+    before = client.get_record("object_1", rid)
+    frames, noted = _load_noting(client, "keys", "untouched")
+    assert noted and frames.main.loc[rid, "field_2"] == pd.Timestamp(
+        "2026-03-08 03:00", tz=TZ)      # the first valid instant after the gap
+    frames.main.loc[rid, "field_1"] = "edited"
+    assert list(diff(frames).payloads[rid]) == ["field_1"]
+    report = write_back(client, frames, guard="off")
+    assert set(report.table["status"]) == {"applied"}
+    after = client.get_record("object_1", rid)
+    assert after["field_2_raw"] == before["field_2_raw"]
+    assert after["field_3_raw"] == before["field_3_raw"]
+
+
+def test_a_refresh_that_brings_a_skipped_wall_time_warns_once(dst_svc: LocalService) -> None:
+    from svc_frames.refreshing.policy import refresh
+
+    client = client_for(dst_svc)
+    rid = _dst_record(client, "03/02/2026", 2, "refreshed")   # no gap that day
+    frames, noted = _load_noting(client, "keys", "refreshed")
+    assert noted == []
+    client.update_record("object_1", rid, {"field_2": {**_at("03/08/2026", 2, 15),
+                                                       "to": _at("03/08/2026", 5)}})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        refresh(client, frames, full=True)
+    said = [str(w.message) for w in seen if issubclass(w.category, PrecisionWarning)]
+    assert len(said) == 1 and "field_2: 1 record" in said[0] and rid in said[0]
+    assert "field_3" not in said[0]   # the timer's 2:30 is on a day without a gap
+    assert frames.main.loc[rid, "field_2"] == pd.Timestamp("2026-03-08 03:00", tz=TZ)
 
 
 # ---- numbers to the range of a double -----------------------------------------------------
@@ -201,7 +289,7 @@ def test_numbers_the_service_holds_are_written_back() -> None:
         assert frames.main.loc[ids[1], "field_1"] == 1e308
         frames.main.loc[ids[0], "field_1"] = 2e19
         frames.main.loc[ids[2], "field_1"] = -1.5e308
-        report = write_back(client, frames)
+        report = write_back(client, frames, guard="once")
         assert set(report.table["status"]) == {"applied"}
         assert client.get_record("object_1", ids[0])["field_1_raw"] == 2e19
         assert client.get_record("object_1", ids[2])["field_1_raw"] == -1.5e308
@@ -250,7 +338,7 @@ def test_csv_export_round_trips_text_and_choices_exactly(tmp_path: Any) -> None:
                 "object_1", rid)["field_1_raw"], text
             assert list(back.main.loc[rid, "field_2"] or []) == tag
         assert diff(back).empty
-        report = push(client, tmp_path / "t")
+        report = push(client, tmp_path / "t", guard="once")
         assert report.table.empty or set(report.table["status"]) <= {"applied"}
         # an edited cell with a control character and a choice holding the separator
         csv = next((tmp_path / "t").glob("*.csv"))
@@ -259,7 +347,7 @@ def test_csv_export_round_trips_text_and_choices_exactly(tmp_path: Any) -> None:
         data = data.replace('"lone\rreturn"', '"new\rvalue"').replace(
             '"[""a, b""]"', '"[""a, b"", ""c""]"', 1)
         csv.write_bytes(data.encode("utf-8"))
-        report = push(client, tmp_path / "t")
+        report = push(client, tmp_path / "t", guard="once")
         assert set(report.table["status"]) == {"applied"}
         assert client.get_record("object_1", ids[0])["field_1_raw"] == "new\rvalue"
         assert client.get_record("object_1", ids[0])["field_2_raw"] == ["a, b", "c"]

@@ -261,6 +261,35 @@ def test_to_duckdb_tables_and_a_sql_join_agree_with_app_join(app: App, tmp_path:
     rw.close()
 
 
+def test_timer_intervals_in_sql_need_their_reserved_column_names_quoted(app: App,
+                                                                       tmp_path: Path) -> None:
+    # the intervals table keeps the frames' column names, "from" and "to": SQL words
+    con = duckdb.connect(str(app.to_duckdb(tmp_path / "app.duckdb")), read_only=True)
+    name = con.execute("SELECT table_name FROM svc_tables WHERE kind = 'intervals' "
+                       "AND object_key = 'object_3' AND field = 'field_31'").fetchone()[0]
+    rows = con.execute(f'SELECT record_id, "from", "to" FROM "{name}" '
+                       'ORDER BY record_id, "from"').df()
+    want = app["object_3"].tables["field_31"].sort_values(["record_id", "from"])
+    assert len(rows) == len(want) > 0
+    assert rows["record_id"].tolist() == want["record_id"].tolist()
+    for col in ("from", "to"):
+        assert pd.Series(rows[col]).dt.tz_convert("UTC").tolist() == \
+            want[col].dt.tz_convert("UTC").tolist()
+    types = dict(con.execute("SELECT column_name, data_type FROM information_schema.columns "
+                             "WHERE table_name = ?", [name]).fetchall())
+    assert types["from"] == types["to"] == "TIMESTAMP WITH TIME ZONE"
+    with pytest.raises(duckdb.ParserException):   # unquoted, they are keywords
+        con.execute(f'SELECT from, to FROM "{name}"')
+    con.close()
+    # the Parquet datasets hold the same names, queried the same way
+    out = app.to_parquet(tmp_path / "app")
+    db = duckdb.connect()
+    got = db.execute(f"SELECT count(*), min(\"from\") FROM read_parquet('{out}/{name}/*.parquet')"
+                     ).fetchone()
+    db.close()
+    assert got[0] == len(want) and pd.Timestamp(got[1]) == want["from"].min()
+
+
 def test_svc_tables_counts_the_rows_of_every_table_the_meta_tables_too(app: App,
                                                                      tmp_path: Path) -> None:
     con = duckdb.connect(str(app.to_duckdb(tmp_path / "app.duckdb")), read_only=True)

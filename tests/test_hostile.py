@@ -85,7 +85,7 @@ def test_a_write_changes_exactly_the_edited_cells(hostile: Any, columns: str) ->
     day = pd.Timestamp("2249-12-31" if columns == "keys" else "1900-01-02").tz_localize(
         "America/New_York")
     frames.main.loc[rid, "field_29" if columns == "keys" else "Day"] = day
-    report = write_back(client, frames)
+    report = write_back(client, frames, guard="once")
     assert set(report.table["status"]) == {"applied"}
     after = {r: _raw(client, r) for r in ids["object_1"]}
     for r in ids["object_1"]:
@@ -122,7 +122,7 @@ def test_saved_frames_round_trip_and_push_sends_nothing(hostile: Any, columns: s
     for rid in ids["object_1"]:
         assert back.main.loc[rid, text] == frames.main.loc[rid, text]
     sent = client.request_count
-    report = push(client, tmp_path / "x")
+    report = push(client, tmp_path / "x", guard="once")
     assert report.table.empty or set(report.table["status"]) <= {"applied"}
     assert client.request_count - sent <= 2   # at most the schema: no write
     to_parquet(frames, tmp_path / "y", overwrite=True)
@@ -194,7 +194,7 @@ def test_connection_edit_lands_on_its_own_field(hostile: Any, columns: str) -> N
         frames.tables[name] = pd.concat([t, add.astype(t.dtypes.to_dict())], ignore_index=True)
     plan = diff(frames)
     assert set(plan.changes["field"]) <= {"field_7"}
-    write_back(client, frames, on_conflict="overwrite")
+    write_back(client, frames, on_conflict="overwrite", guard="once")
     raw = _raw(client, rid)
     assert other in [x["id"] for x in raw["field_7_raw"]]
     assert raw["field_6_raw"] == before6
@@ -261,7 +261,7 @@ def test_a_saved_connection_edit_is_pushed_to_its_own_field(hostile: Any, column
     t = frames.tables[name]
     frames.tables[name] = t[~((t["record_id"] == rid) & (t["connected_id"] == gone))]
     to_parquet(frames, tmp_path / "s", overwrite=True)
-    report = push(client, tmp_path / "s")
+    report = push(client, tmp_path / "s", guard="once")
     assert set(report.table["status"]) == {"applied"}
     after = _raw(client, rid)
     assert [x["id"] for x in after["field_7_raw"]] == [ids["object_2"][1]]
@@ -286,6 +286,93 @@ def test_read_view_and_write_through_the_public_view(hostile: Any, columns: str)
     assert (frames.tables[timer]["record_id"] == ids["object_1"][0]).sum() == 2
     rid = ids["object_1"][1]
     frames.main.loc[rid, low] = f"via view {columns}"
-    report = write_back(client, frames)   # a public view: no token asked for
+    report = write_back(client, frames, guard="once")  # a public view: no token asked for
     assert set(report.table["status"]) == {"applied"}
     assert _raw(client, rid)["field_3_raw"] == f"via view {columns}"
+
+
+def _names_warned(seen: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in seen if issubclass(w.category, NameWarning)]
+
+
+@pytest.mark.parametrize("columns", MODES)
+def test_every_renaming_is_warned_once_recorded_and_shown(hostile: Any, columns: str,
+                                                          tmp_path: Path) -> None:
+    import json
+
+    from svc_frames.catalog import fields
+
+    svc, _ids = hostile
+    client = client_for(svc)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        frames = read_object(client, "object_1", columns=columns)  # type: ignore[arg-type]
+        loaded = _names_warned(seen)
+        seen.clear()
+        # the discovery frame names the columns and tables as this load does
+        shown = fields(client, "object_1", columns=columns)  # type: ignore[arg-type]
+        assert {c for cs in shown["columns"] for c in cs} == set(frames.main.columns)
+        assert set(shown["table"].dropna()) == set(frames.tables)
+        to_parquet(frames, tmp_path / "s")
+        saved = _names_warned(seen)
+        seen.clear()
+        export(client, "object_1", tmp_path / "e", columns=columns,  # type: ignore[arg-type]
+               progress=False)
+        exported = _names_warned(seen)
+    doc = json.loads((tmp_path / "s.svc_frames.json").read_text())
+    if columns == "keys":   # field keys and their directories: nothing renamed
+        assert loaded == saved == exported == []
+        assert doc["renamed"] == {"columns": [], "tables": {}}
+        return
+    assert len(loaded) == 1 and "'ID' -> 'ID (field_1)'" in loaded[0]
+    assert shown.loc["field_1", "columns"] == ["ID (field_1)"]
+    assert shown.loc["field_6", "table"] == "In/Out"
+    # the save warns its own renaming once (the directories), not the load's again
+    assert len(saved) == 1 and "'In/Out' -> 'In_Out-" in saved[0] \
+        and "'Work/Time' -> 'Work_Time-" in saved[0] and "ID (field_1)" not in saved[0]
+    assert {"field": "field_1", "label": "ID", "used": "ID (field_1)"} in \
+        doc["renamed"]["columns"]
+    dirs = {p.name for p in (tmp_path / "s.tables").iterdir()}
+    assert doc["renamed"]["tables"]["In/Out"] in dirs
+    assert set(doc["renamed"]["tables"]) == {"In/Out", "In Out", "Work/Time"}
+    # export = a load and a save: each renaming named in exactly one warning
+    assert len(exported) == 2
+    for pair in ("'ID' -> 'ID (field_1)'", "'In/Out' -> 'In_Out-", "'Work/Time' ->"):
+        assert sum(pair in m for m in exported) == 1, pair
+
+
+def test_labels_given_by_a_save_are_warned_by_it_once(hostile: Any, tmp_path: Path) -> None:
+    svc, _ids = hostile
+    frames = _load(client_for(svc), "keys")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        to_parquet(frames, tmp_path / "s", columns="labels")
+    said = _names_warned(seen)
+    assert len(said) == 1
+    assert "'ID' -> 'ID (field_1)'" in said[0] and "'In/Out' -> 'In_Out-" in said[0]
+
+
+def test_sql_table_names_given_instead_are_warned_once_and_recorded(hostile: Any,
+                                                                    tmp_path: Path) -> None:
+    duckdb = pytest.importorskip("duckdb")
+    svc, _ids = hostile
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NameWarning)
+        app = read_app(client_for(svc), objects=["object_1", "object_2", "object_3"],
+                       progress=False)
+    for write in (app.to_duckdb, app.to_parquet):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = write(tmp_path / write.__name__)
+        said = _names_warned(seen)
+        assert len(said) == 1, said
+        assert "'Contacts (object_2)' -> 'contacts_object_2'" in said[0]
+        assert "'Contacts / In Out' -> 'contacts__field_7'" in said[0]
+    con = duckdb.connect(str(tmp_path / "to_duckdb"), read_only=True)
+    try:
+        named = dict(con.execute("SELECT table_name, named_from FROM svc_tables").fetchall())
+    finally:
+        con.close()
+    assert named["contacts_object_2"] == "Contacts" and named["contacts__field_7"] == "In Out"
+    assert named["contacts__in_out"] == "In/Out"
+    assert (out / "contacts_object_2").is_dir()

@@ -141,9 +141,15 @@ class FieldSpec:
 
 @dataclass(frozen=True)
 class ReadContext:
-    """What decoding and encoding need beyond the values: the application's timezone."""
+    """What decoding and encoding need beyond the values: the application's timezone.
+
+    ``ids`` (the records being decoded, in order) and ``skipped`` (filled by the date
+    codecs: column -> the records whose wall time the timezone skips) let one load name
+    the values a frame cannot hold exactly; both None outside a load."""
 
     timezone: ZoneInfo | None = None
+    ids: Sequence[str] | None = dc_field(default=None, compare=False)
+    skipped: dict[str, list[str]] | None = dc_field(default=None, compare=False)
 
 
 class ServiceHooks(Protocol):

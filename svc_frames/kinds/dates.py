@@ -298,9 +298,9 @@ class DateTimeCodec(Codec):
                     else (_NAT if (t is dict and "to" not in r) or (t is DateValue and r.to is None)
                           else self._slow(r, d, field)[1])
                     for r, d in zip(raws, displays, strict=False)]
-        out = {field.key: instants(starts, ctx)}
+        out = {field.key: instants(starts, ctx, field.key)}
         if want_to:
-            out[f"{field.key}.to"] = instants(ends, ctx)
+            out[f"{field.key}.to"] = instants(ends, ctx, f"{field.key}.to")
         return out
 
     @staticmethod
@@ -437,7 +437,8 @@ class TimerCodec(Codec):
     @staticmethod
     def _series(starts: Sequence[int], ends: Sequence[int], totals: Sequence[int],
                 field: FieldSpec, ctx: ReadContext) -> dict[str, pd.Series]:
-        return {field.key: instants(starts, ctx), f"{field.key}.to": instants(ends, ctx),
+        return {field.key: instants(starts, ctx, field.key),
+                f"{field.key}.to": instants(ends, ctx, f"{field.key}.to"),
                 f"{field.key}.total": pd.Series(
                     np.array(totals, dtype="int64").view("timedelta64[ms]")
                     .astype("timedelta64[ns]"))}
@@ -455,8 +456,8 @@ class TimerCodec(Codec):
                     spans[2].append(b)
         rec, starts, ends = spans
         return {field.key: pd.DataFrame({"record_id": string_series(rec),
-                                         "from": instants(starts, ctx),
-                                         "to": instants(ends, ctx)})}
+                                         "from": instants(starts, ctx, field.key, rec),
+                                         "to": instants(ends, ctx, field.key, rec)})}
 
     def encode(self, values: Mapping[str, Any], field: FieldSpec, ctx: ReadContext) -> Any:
         start, end = values.get(field.key), values.get(f"{field.key}.to")
@@ -628,13 +629,16 @@ def _timer_from_display(display: str, field: FieldSpec) -> tuple[int, int, int]:
     return spans[0][0], spans[-1][1], total_ms
 
 
-def instants(wall_ms: Sequence[int], ctx: ReadContext) -> pd.Series:
+def instants(wall_ms: Sequence[int], ctx: ReadContext, column: str = "",
+             ids: Sequence[str] | None = None) -> pd.Series:
     """Wall-clock ms (app-local, NaT sentinel for empty) -> tz-aware instants, ns.
 
     Ambiguous wall times (the repeated hour) take the first (daylight) reading; wall times
-    that do not exist (the skipped hour) move forward to the first valid instant. A write
-    sends the parts it did not edit as the server stores them (writeback/walls.py), so
-    neither changes on the server unless edited."""
+    that do not exist (the skipped hour) move forward to the first valid instant, and the
+    records holding them (``ids``, else ``ctx.ids``, by position) are noted under
+    ``column`` in ``ctx.skipped`` for the load's warning. A write sends the parts it did
+    not edit as the server stores them (writeback/walls.py), so neither changes on the
+    server unless edited."""
     ms = np.array(wall_ms, dtype="int64")
     # outside what nanoseconds hold (about 1678-2261): NaT rather than a wrapped value
     ms[(ms != _NAT) & ((ms < _MIN_MS) | (ms > _MAX_MS))] = _NAT
@@ -643,9 +647,16 @@ def instants(wall_ms: Sequence[int], ctx: ReadContext) -> pd.Series:
     tz = ctx.timezone
     if tz is None:
         return pd.Series(idx.tz_localize("UTC"))
-    idx = idx.tz_localize(tz, ambiguous=np.ones(len(idx), dtype=bool),
-                          nonexistent="shift_forward")
-    return pd.Series(idx)
+    local = idx.tz_localize(tz, ambiguous=np.ones(len(idx), dtype=bool),
+                            nonexistent="shift_forward")
+    if ctx.skipped is not None:
+        # a skipped wall time is the one whose wall clock the shift changed
+        moved = np.flatnonzero(local.tz_localize(None).asi8 != idx.asi8)
+        if len(moved):
+            who = ids if ids is not None else ctx.ids
+            ctx.skipped.setdefault(column, []).extend(
+                str(who[i]) if who is not None else str(i) for i in moved.tolist())
+    return pd.Series(local)
 
 
 def _encode_wall(value: Any, field: FieldSpec, ctx: ReadContext) -> dict[str, Any]:

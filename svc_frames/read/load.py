@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from ..errors import UsageError
-from ..frames import Frames, Source, build_frames
+from ..frames import Frames, Source, build_frames, warn_skipped
 from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
@@ -129,7 +129,9 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         tz = tz or Schema.of(app).timezone
         fields, source = describe(client, target, app, records, columns, tz)
         source.load = asked
-        return build_frames(records, fields, source, tz=tz)
+        frames = build_frames(records, fields, source, tz=tz)
+        warn_skipped(frames.skipped, source.timezone, set(frames.main.index))
+        return frames
     assert source is not None
     source.load = asked
     frames = concat_frames([f for n, f in parts if n == final_pass], source)
@@ -139,6 +141,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         frames.tables = {k: t[t[t.columns[0]].isin(keep)].reset_index(drop=True)
                          for k, t in frames.tables.items()}
     frames.original = frames.snapshot()
+    warn_skipped(frames.skipped, source.timezone, set(frames.main.index))
     return frames
 
 

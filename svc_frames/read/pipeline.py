@@ -119,7 +119,9 @@ def latest_only(parts: list[Frames]) -> list[Frames]:
             gone = ids[later]
             f = Frames(f.main[~later], {k: t[~t[t.columns[0]].isin(gone)]
                                         .reset_index(drop=True)
-                                        for k, t in f.tables.items()}, f.source)
+                                        for k, t in f.tables.items()}, f.source,
+                       skipped={c: [i for i in ids if i not in set(gone)]
+                                for c, ids in f.skipped.items()})
         seen = seen.append(f.main.index)
         out.append(f)
     out.reverse()
@@ -176,12 +178,16 @@ def concat_frames(parts: list[Frames], source: Source) -> Frames:
     """Page frames -> one Frames (same columns and dtypes in every part)."""
     if not parts:
         raise ValueError("no pages")
+    skipped: dict[str, list[str]] = {}
+    for p in parts:
+        for col, ids in p.skipped.items():
+            skipped.setdefault(col, []).extend(ids)
     if len(parts) == 1:
-        return Frames(parts[0].main, dict(parts[0].tables), source)
+        return Frames(parts[0].main, dict(parts[0].tables), source, skipped=skipped)
     main = pd.concat([p.main for p in parts])
     names: list[str] = []
     for p in parts:
         names.extend(n for n in p.tables if n not in names)
     tables = {n: pd.concat([p.tables[n] for p in parts if n in p.tables], ignore_index=True)
               for n in names}
-    return Frames(main, tables, source)
+    return Frames(main, tables, source, skipped=skipped)

@@ -47,5 +47,8 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
                         columns=columns, kinds_inferred=inferred or app is None,
                         name=schema.view_name(a, b))
     if columns == "labels":   # once per load: the labels that had to change
-        warn_renamed(label_map(fields), fields)
+        where = source.object_key if source.kind == "object" \
+            else f"{source.scene_key}/{source.view_key}"
+        warn_renamed(label_map(fields), fields, f"{source.name} ({where})" if source.name
+                     else where)
     return fields, source

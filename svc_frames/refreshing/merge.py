@@ -90,6 +90,8 @@ class Merger:
         self.conflicts: list[dict[str, Any]] = []
         self._seen: set[str] = set()
         self.touched: set[str] = set()  # tables whose rows moved: re-ordered at the end
+        # column -> records: wall times the timezone skips in what was merged (warned once)
+        self.skipped: dict[str, list[str]] = {}
 
     def server_count(self) -> int:
         """Records the server holds, as far as the merged ``original`` knows."""
@@ -107,6 +109,10 @@ class Merger:
             self.drop(om.index[~member(om.index, server.main.index)])
         self.add(server, order_by=order_by)
 
+    def _note(self, server: Frames) -> None:
+        for col, ids in server.skipped.items():
+            self.skipped.setdefault(col, []).extend(ids)
+
     def update(self, server: Frames) -> None:
         """Take the server's values of the records held (cells and exploded tables); the
         records not held are left to :meth:`add`. A record updated twice (listed again on
@@ -115,6 +121,7 @@ class Merger:
         Its cost follows the server's records, not the frames': rows are found by hashing
         the server's ids and probing the held ones in Arrow (:func:`locate`), and only the
         rows in question are taken and compared."""
+        self._note(server)
         frames, orig = self.frames, self.frames.original
         assert orig is not None
         main, om, sm = frames.main, orig.main, server.main
@@ -183,6 +190,7 @@ class Merger:
     def add(self, server: Frames, *, order_by: str | None = None) -> None:
         """Append the server's records not held (in the order of ``order_by``, else as
         listed), to the main frame, its ``original`` and the exploded tables."""
+        self._note(server)
         frames, orig = self.frames, self.frames.original
         assert orig is not None
         sm = server.main

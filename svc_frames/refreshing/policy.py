@@ -45,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import SvcWarning, UsageError
-from ..frames import Frames, Source
+from ..frames import Frames, Source, warn_skipped
 from ..http.client import Client
 from ..kinds.base import FieldSpec
 from ..read.gcpause import paused_gc
@@ -284,6 +284,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
             incremental(client, frames, source, load, mod, stamps_creates, rpp, merger,
                         report)
         merger.finish()
+    warn_skipped(merger.skipped, source.timezone, set(frames.main.index))
     report.added, report.changed, report.deleted = merger.added, merger.changed, merger.deleted
     report.conflicts = merger.conflict_frame()
     new_load = {**load, "loaded_at": started.isoformat(timespec="seconds"),

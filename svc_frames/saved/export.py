@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from ..frames import Source, build_frames
+from ..frames import Source, build_frames, warn_skipped
 from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
@@ -35,7 +35,7 @@ from ..read.pipeline import PagePipeline
 from ..read.target import describe
 from ..schema import Schema
 from .arrow import arrow_to_frame, frame_to_arrow, table_meta
-from .layout import SavedLayout, Staging, check_free, meta_doc, write_meta
+from .layout import SavedLayout, Staging, check_free, meta_doc, warn_dir_renames, write_meta
 from .parquet import column_fields, write_csv
 from .pqfile import write_table
 
@@ -166,6 +166,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     table_writers: dict[str, _PartWriter] = {}
     count = 0
     in_pass: dict[int, int] = {}
+    skipped: dict[str, list[str]] = {}   # column -> records: wall times the timezone skips
     with Staging(layout) as st:
         # pages go to the as-loaded copy as they come, without an id set (memory stays
         # flat); a pass that turns out inconsistent is repaired after the loop, from the
@@ -186,6 +187,8 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                     continue
                 count += len(new)
                 frames = pipe.frames(page, None if len(new) == len(page.records) else new)
+                for col, rids in frames.skipped.items():
+                    skipped.setdefault(col, []).extend(rids)
                 assert main_writer is not None
                 number = main_writer.parts + 1
                 main_writer.write(frames.main, number)
@@ -219,10 +222,12 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
             _derive(w.root, st.tables / w.root.name, format, col_fields)
             assert w.schema is not None
             tables[name] = {"dir": w.root.name, "columns": table_meta(w.schema)["dtypes"]}
+        warn_dir_renames(tables)
+        warn_skipped(skipped, source.timezone)   # once for the export, as a load warns
         main_schema = pq.read_schema(next(iter(sorted(loaded_main.glob("part-*.parquet")))))
         write_meta(st.meta, meta_doc(source, format, table_meta(main_schema)["dtypes"],
                                        tables, layout.loaded, count, "export",
-                                       staged_loaded=st.loaded))
+                                       staged_loaded=st.loaded, skipped=skipped))
         st.install()
     return ExportResult(layout.data, count, parts, list(table_writers), len(pager.passes),
                         removed, layout.tables if table_writers else None, layout.meta,

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..frames import Source
+from ..frames import Source, label_renames
+from ..names import changed, warn_names
 
 META_VERSION = 2
 
@@ -171,14 +172,46 @@ def loaded_digest(root: Path) -> str:
     return files_digest(root, data_files(root))
 
 
+def dir_renames(tables: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """table name -> its directory, for the tables whose directory is named otherwise
+    (names.path_names: a separator, a reserved name, a clash)."""
+    return changed({name: str(t["dir"]) for name, t in tables.items()})
+
+
+def warn_dir_renames(tables: Mapping[str, Mapping[str, Any]],
+                     labels: Mapping[str, str] | None = None) -> None:
+    """One NameWarning for a save whose table directories are named otherwise than the
+    tables, with ``labels`` (column labels this save gave, not their load): the names a
+    load gave the frames, which it warned about, are not repeated."""
+    renamed = {**(labels or {}), **dir_renames(tables)}
+    warn_names("saved column labels and table directories" if labels
+               else "saved table directories", renamed)
+
+
+def renamed_doc(source: Source | None, tables: Mapping[str, Mapping[str, Any]]
+                ) -> dict[str, Any]:
+    """The metadata's ``renamed``: each field whose label had to change as a column name
+    (``columns``: field, label, used; in ``columns="labels"`` frames) and each table whose
+    directory is named otherwise (``tables``: name -> dir)."""
+    cols = [{"field": k, "label": label, "used": used}
+            for k, label, used in (label_renames(source.fields) if source is not None
+                                   and source.columns == "labels" else [])]
+    return {"columns": cols, "tables": dir_renames(tables)}
+
+
 def meta_doc(source: Source | None, fmt: str, columns: Mapping[str, str],
               tables: Mapping[str, Mapping[str, Any]], loaded: Path | None, records: int,
-              written_by: str, *, staged_loaded: Path | None) -> dict[str, Any]:
+              written_by: str, *, staged_loaded: Path | None,
+              skipped: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
     """The metadata document; ``staged_loaded``: where the as-loaded copy was just
-    written (its digest goes in ``loaded_sha256``), None when there is none."""
+    written (its digest goes in ``loaded_sha256``), None when there is none; ``skipped``:
+    column -> the records whose wall time there the timezone skips (``Frames.skipped``,
+    warned again by ``read_parquet``: the saved instant is not the stored wall time)."""
     return {"svc_frames": META_VERSION, "written_by": written_by, "format": fmt,
             "source": source.to_dict() if source else None, "index": "id",
             "columns": dict(columns), "tables": {k: dict(v) for k, v in tables.items()},
+            "renamed": renamed_doc(source, tables),
+            "skipped": {c: list(dict.fromkeys(ids)) for c, ids in (skipped or {}).items()},
             "loaded": loaded.name if loaded is not None else None, "records": records,
             "loaded_sha256": (loaded_digest(staged_loaded) if loaded is not None
                               and staged_loaded is not None else None)}
@@ -202,6 +235,11 @@ class SavedMeta:
     index: str = "id"
     loaded_sha256: str | None = None  # None: written before the as-loaded copy had one
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def skipped(self) -> dict[str, list[str]]:
+        """column -> records whose wall time the timezone skips (``meta_doc``)."""
+        return {str(c): list(ids) for c, ids in (self.extra.get("skipped") or {}).items()}
 
 
 def corrupt(path: Path, what: str) -> UsageError:
@@ -244,6 +282,11 @@ def read_meta(path: str | os.PathLike[str]) -> SavedMeta:
                 or not isinstance(t.get("columns"), dict) or "/" in t["dir"]
                 or t["dir"] in ("", ".", "..")):
             raise corrupt(f, f"table {name!r} needs a 'dir' name and 'columns'")
+    skipped = doc.get("skipped", {})
+    if not isinstance(skipped, dict) or not all(
+            isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+            for ids in skipped.values()):
+        raise corrupt(f, "'skipped' must map column names to lists of record ids")
     digest = doc.get("loaded_sha256")
     if digest is not None and not (isinstance(digest, str)
                                    and re.fullmatch(r"[0-9a-f]{64}", digest)):

@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from ..frames import Frames, Source, label_map, relabel
+from ..frames import Frames, Source, label_map, label_renames, relabel, warn_skipped
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
 from ..names import path_names
@@ -79,6 +79,7 @@ from .layout import (
     loaded_digest,
     meta_doc,
     read_meta,
+    warn_dir_renames,
     write_meta,
 )
 from .pqfile import read_table, write_table
@@ -157,7 +158,8 @@ def renamed_columns(frames: Frames, columns: Columns) -> Frames:
 
     def one(fr: Frames) -> Frames:
         return Frames(fr.main.rename(columns=lambda c: mapping.get(str(c), str(c))),
-                      {mapping.get(k, k): v for k, v in fr.tables.items()}, source)
+                      {mapping.get(k, k): v for k, v in fr.tables.items()}, source,
+                      skipped={mapping.get(k, k): v for k, v in fr.skipped.items()})
 
     out = one(frames)
     out.original = one(frames.original) if frames.original is not None else None
@@ -215,17 +217,23 @@ def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
     """
     if not isinstance(frames, Frames):
         raise UsageError(f"to_parquet needs Frames, got {type(frames).__name__}")
+    relabelled: dict[str, str] = {}
     if columns is not None:
+        if columns == "labels" and frames.source is not None \
+                and frames.source.columns != "labels":   # named here, not by their load
+            relabelled = {label: used for _k, label, used in label_renames(frames.source.fields)}
         frames = renamed_columns(frames, columns)
     layout = SavedLayout.of(path)
     check_free(layout, overwrite)
     with Staging(layout) as st:
         dtypes, tables = write_frames(frames, st.data, st.tables, "parquet")
+        warn_dir_renames(tables, relabelled)
         if frames.original is not None:
             write_frames(frames.original, st.loaded / "main", st.loaded / "tables", "parquet")
         write_meta(st.meta, meta_doc(frames.source, "parquet", dtypes, tables,
                                        layout.loaded if frames.original is not None else None,
-                                       len(frames.main), "to_parquet", staged_loaded=st.loaded))
+                                       len(frames.main), "to_parquet", staged_loaded=st.loaded,
+                                       skipped=frames.skipped))
         st.install()
     return layout.data
 
@@ -518,7 +526,9 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
             raise UsageError(f"{tdir} is missing: the table {name!r} of {layout.data} "
                              "(push would read its absence as every row removed)")
         tables[name] = _read_dataset(tdir, t["columns"], meta, f"table {name!r}")[0]
-    return Frames(main, tables, meta.source, original)
+    skipped = meta.skipped
+    warn_skipped(skipped, meta.source.timezone if meta.source else None, set(main.index))
+    return Frames(main, tables, meta.source, original, skipped=skipped)
 
 
 def _read_legacy(root: Path) -> Frames:

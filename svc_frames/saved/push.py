@@ -102,7 +102,7 @@ def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataF
         write_meta(st.meta, meta_doc(frames.source, meta.format, columns, tables,
                                        layout.loaded, len(frames.main),
                                        str(meta.extra.get("written_by") or "push"),
-                                       staged_loaded=st.loaded))
+                                       staged_loaded=st.loaded, skipped=frames.skipped))
         st.install(which)
 
 

@@ -7,12 +7,16 @@ keys declared when the connected object is loaded and holds every connected id) 
 multi-choice exploded table, plus three tables describing the rest:
 
 * ``svc_tables``: every table, its kind (object/connection/choices/intervals), object, field,
-  primary key and foreign keys (JSON);
+  the name it is named from (``named_from``: the object name or field label), primary key
+  and foreign keys (JSON);
 * ``svc_connections``: field, label, from/to object and table, one or many;
 * ``svc_sources``: each object's Source (JSON: fields, kinds, timezone), as read_parquet
   and write_back know it.
 
-Table names come from object and field names (``work_orders``, ``work_orders__parts``).
+Table names come from object and field names (``work_orders``, ``work_orders__parts``);
+column names are the frames' own (a timer's intervals table: ``record_id``, ``from``,
+``to``, the frames' names kept for one saved format; ``from`` and ``to`` are SQL keywords,
+so every identifier this module puts in SQL is quoted, and a user's query quotes them).
 A SQL join over the connection table gives the rows ``app.join`` gives::
 
     SELECT w.id, p.field_8 FROM work_orders w
@@ -45,7 +49,7 @@ import pyarrow as pa
 from ..errors import UsageError
 from ..frames import Frames, label_map
 from ..kinds.base import FieldSpec
-from ..names import bounded_sql, sql_name
+from ..names import bounded_sql, sql_name, sql_slug, warn_names
 from ..schema import Connection
 from .arrow import frame_to_arrow
 from .pqfile import write_table
@@ -86,6 +90,7 @@ class TableSpec:
     primary_key: list[str] = dc_field(default_factory=list)
     # (column, referenced table, referenced column)
     foreign_keys: list[tuple[str, str, str]] = dc_field(default_factory=list)
+    named_from: str = ""   # the object name or field label the table is named after
 
 
 def object_table_names(app: AppLike) -> dict[str, str]:
@@ -113,14 +118,20 @@ def table_field(frames: Frames, table: str) -> FieldSpec | None:
 
 def app_tables(app: AppLike) -> list[TableSpec]:
     """Every table of the snapshot, parents before children (foreign keys in order).
+    One NameWarning for the tables named otherwise than their name's plain SQL form (a
+    clash, a cut): ``svc_tables`` records each table's ``named_from``.
 
     Usage: ``[t.name for t in app_tables(app)]``"""
     names = object_table_names(app)
     ids = {k: set(f.main.index) for k, f in app.items()}
     out: list[TableSpec] = []
+    renamed: dict[str, str] = {}
     for key, frames in app.items():
+        named = app.names.get(key) or key
+        if names[key] != sql_slug(named):
+            renamed[f"{named} ({key})"] = names[key]
         out.append(TableSpec(names[key], frame_to_arrow(frames.main), "object", key,
-                             primary_key=["id"]))
+                             primary_key=["id"], named_from=named))
     taken = {t.name for t in out} | {"svc_tables", "svc_connections", "svc_sources"}
     conn_tables: dict[str, str] = {}
     for key, frames in app.items():
@@ -131,6 +142,8 @@ def app_tables(app: AppLike) -> list[TableSpec]:
             if name in taken:
                 name = bounded_sql(f"{names[key]}__{sql_name(spec.key if spec else tname)}")
             taken.add(name)
+            if name != f"{names[key]}__{sql_slug(label)}":
+                renamed[f"{app.names.get(key) or key} / {label}"] = name
             fks = [("record_id", names[key], "id")]
             if spec is not None and spec.kind == "connection":
                 target = str((spec.relationship or {}).get("object") or "")
@@ -140,12 +153,13 @@ def app_tables(app: AppLike) -> list[TableSpec]:
                 pk = ([] if tdf.duplicated(["record_id", "connected_id"]).any()
                       else ["record_id", "connected_id"])
                 out.append(TableSpec(name, frame_to_arrow(tdf), "connection", key,
-                                     spec.key, pk, fks))
+                                     spec.key, pk, fks, label))
             else:
                 kind: TableKind = ("intervals" if spec is not None and spec.kind == "timer"
                                    else "choices")
                 out.append(TableSpec(name, frame_to_arrow(tdf), kind, key,
-                                     spec.key if spec else tname, [], fks))
+                                     spec.key if spec else tname, [], fks, label))
+    warn_names("SQL table names", renamed)
     out.extend(meta_tables(app, names, conn_tables, out))
     return out
 
@@ -163,12 +177,13 @@ def meta_tables(app: AppLike, names: dict[str, str], conn_tables: dict[str, str]
         "kind": [t.kind for t in described],
         "object_key": [t.object_key for t in described],
         "field": [t.field for t in described],
+        "named_from": [t.named_from or t.name for t in described],
         "rows": [meta_rows[t.name] if t.kind == "meta" else t.data.num_rows
                  for t in described],
         "primary_key": [json.dumps(t.primary_key) for t in described],
         "foreign_keys": [json.dumps(t.foreign_keys) for t in described],
     }).astype({c: "string" for c in ("table_name", "kind", "object_key", "field",
-                                     "primary_key", "foreign_keys")})
+                                     "named_from", "primary_key", "foreign_keys")})
     conns = app.connections
     svc_connections = pd.DataFrame({
         "field": [c.field for c in conns], "label": [c.label for c in conns],

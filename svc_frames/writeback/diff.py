@@ -37,6 +37,7 @@ from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
 from .retype import read_as_loaded
 from .uploads import UNCHANGED, placed_assets, plan_asset_value
 from .values import interval_lists, intervals_key, same_intervals
+from .walls import may_be_skipped
 
 __all__ = ["diff", "add_rows"]
 
@@ -703,8 +704,14 @@ class PlanBuilder:
         frame = pd.DataFrame(self.changes, columns=CHANGE_COLUMNS)
         for c in ("record_id", "action", "field", "column"):
             frame[c] = frame[c].astype("string")
+        fields = self.layout.fields
+        walls = [rid for rid, act in self.actions.items() if act == "update"
+                 and any(fields[k].kind in ("date_time", "timer")
+                         and may_be_skipped(fields[k], v, self.loaded.get(rid, {}).get(k, {}),
+                                            self.wanted.get(rid, {}).get(k, {}))
+                         for k, v in self.payloads.get(rid, {}).items())]
         return Plan(frame, self.payloads, self.actions, source, edited, base, self.loaded,
-                    self.wanted, self.create_rows)
+                    self.wanted, self.create_rows, walls)
 
 
 def _total(spans: Sequence[tuple[Any, Any]]) -> Any:

@@ -38,7 +38,7 @@ from .target import where as where_of
 from .values import Values, decode_records, holds, same, short
 from .walls import keep_stored_parts
 
-__all__ = ["guard", "check_unanswered", "check_written", "reread", "fetch_all"]
+__all__ = ["guard", "keep_skipped_walls", "check_unanswered", "check_written", "reread", "fetch_all"]
 
 
 def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None) -> None:
@@ -70,6 +70,26 @@ def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None) -
                             conflicts=pd.DataFrame(run.conflicts))
     with run.adopt_lock:
         run.todo = {rid: a for rid, a in run.todo.items() if rid not in run.outcomes}
+
+
+def keep_skipped_walls(run: RunState) -> None:
+    """Without the guard: the updates sending an unedited date part that may stand for a
+    wall time the timezone skips (``plan.walls_reread``, walls.may_be_skipped) re-read
+    those records alone, and send such parts as the server stores them; nothing else is
+    compared (``plan.estimate_requests(guard="off")`` counts these re-reads)."""
+    layout, plan = run.layout, run.plan
+    ids = [rid for rid in plan.walls_reread if run.todo.get(rid) == "update"]
+    if not ids:
+        return
+    got = reread(run.client, run.source, ids, run.counter, layout, plan.base)
+    for rid, record in got.items():
+        payload = run.payloads[rid]
+        for key, val in payload.items():
+            f = layout.fields[key]
+            if f.kind in ("date_time", "timer"):
+                payload[key] = keep_stored_parts(f, val, record.get(f"{key}_raw"),
+                                                 plan.loaded.get(rid, {}).get(key, {}),
+                                                 plan.wanted.get(rid, {}).get(key, {}))
 
 
 def _guard_delete(run: RunState, rid: str, srv: Values | None, on_conflict: str) -> None:

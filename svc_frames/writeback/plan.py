@@ -316,6 +316,9 @@ class Plan:
     wanted: dict[str, dict[str, dict[str, Any]]] = dc_field(default_factory=dict, repr=False)
     # temporary id of a create -> position of its row in ``edited.main``
     create_rows: dict[str, int] = dc_field(default_factory=dict, repr=False)
+    # updates sending an unedited date part that may stand for a wall time the timezone
+    # skips (writeback/walls.py): without the guard they are re-read for it alone
+    walls_reread: list[str] = dc_field(default_factory=list, repr=False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -424,6 +427,9 @@ class Plan:
         deleted = [rid for rid in checked if self.actions[rid] == "delete"]
         rereads, checks = guard_requests(self.source, layout, self.base, updated, deleted,
                                          mode, rate)
+        if not mode.rereads:
+            walls = [rid for rid in self.walls_reread if rid in set(updated)]
+            rereads = reread_requests(self.source, layout, self.base, walls) if walls else 0
         creates = [self.payloads.get(rid, {}) for rid in sent if self.actions[rid] == "create"]
         return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads,
                                lookups=baseline_requests(layout, self.base, creates),
@@ -461,7 +467,8 @@ class Plan:
                     {i: self.actions[i] for i in keep}, self.source, self.edited, self.base,
                     {i: self.loaded[i] for i in keep if i in self.loaded},
                     {i: self.wanted[i] for i in keep if i in self.wanted},
-                    {i: p for i, p in self.create_rows.items() if i in wanted})
+                    {i: p for i, p in self.create_rows.items() if i in wanted},
+                    [i for i in self.walls_reread if i in wanted])
 
     def summary(self) -> pd.DataFrame:
         """One row per record: ``record_id``, ``action`` and the ``fields`` it sends.

@@ -35,7 +35,7 @@ from .budget import DEFAULT_QUOTA_RESERVE, check_reserve, quota_note
 from .diff import diff
 from .follow import follow
 from .gate import QuotaGate
-from .guard import check_written
+from .guard import check_written, keep_skipped_walls
 from .guard import guard as guard_phase
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .journal import Journal, check_journal_path
@@ -103,8 +103,11 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         ``guard_window`` after its write (a value no longer ours is ``overwritten``): the
         run waits that long at its end. ``"once"``: one re-read of every record before
         the first write and no check after (cheaper; an edit made meanwhile can be
-        overwritten silently). ``"off"`` (or False): no re-read.
-        ``plan.estimate_requests(guard=...)`` counts each choice's requests.
+        overwritten silently). ``"off"`` (or False): no re-read, but for a record whose
+        unedited date part may be a wall time the timezone skips (held as the first valid
+        instant): it is re-read so that part goes as the server stores it
+        (``plan.walls_reread``). ``plan.estimate_requests(guard=...)`` counts each
+        choice's requests.
     max_workers : int, default 8
         Writes in flight at once (the client's pace still bounds them).
     progress : bool, optional
@@ -189,6 +192,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         live = None
         if mode.mode == "once" or (mode.live and on_conflict == "raise"):
             guard_within_quota(run, on_conflict, gate)   # 3. lost-update guard
+        if not mode.rereads:                  # skipped wall times: as the server has them
+            keep_skipped_walls(run)
         if mode.live:                         # 3. per batch, just before its writes
             live = LiveBatches(lambda ids: guard_batch(run, on_conflict, gate, ids),
                                mode.batch(client.limiter.rate), mode.window)
