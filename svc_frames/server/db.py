@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import filtervalues
 from .private import touch_private
 
 SCHEMA_SQL = """
@@ -46,7 +47,7 @@ CREATE TABLE IF NOT EXISTS assets(id TEXT PRIMARY KEY, type TEXT NOT NULL,
 DROP TABLE IF EXISTS tokens;
 CREATE TABLE IF NOT EXISTS user_tokens(token_hash TEXT PRIMARY KEY, obj TEXT NOT NULL,
     user_id TEXT NOT NULL, expires REAL NOT NULL, stamp TEXT NOT NULL DEFAULT '');
-"""
+""" + filtervalues.SCHEMA_SQL
 # ``tokens`` held tokens in plain text (before 0.1.1): dropped, its users log in again
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
+from . import filtervalues
 from .accounts import Accounts, hash_password
 from .apierror import ApiError
 from .assetstore import SHARED, AssetStore
@@ -129,6 +130,8 @@ class Store:
                                  clock=lambda: self.app.clock())
         self._add_raw_fragments()
         self._add_value_indexes()
+        with self.db.transaction() as conn:
+            filtervalues.fill_once(conn)
         # fields whose connection points at each object: (source object, field spec)
         self._inbound: dict[str, list[tuple[ObjectDef, FieldSpec]]] = {}
         for obj, f in app.iter_fields():
@@ -356,11 +359,15 @@ class Store:
         (_, _, frag, frag_raw, vals, _), _ = self.render_row(obj, rid, raw, conn)
         sec = dumps(secret) if secret else None
         if creating:
-            conn.execute("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
-                         "VALUES (?,?,?,?,?,?)", (obj.key, rid, frag, frag_raw, vals, sec))
+            seq = conn.execute("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
+                               "VALUES (?,?,?,?,?,?)",
+                               (obj.key, rid, frag, frag_raw, vals, sec)).lastrowid
         else:
-            conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ?, secret = ? "
-                         "WHERE obj = ? AND id = ?", (frag, frag_raw, vals, sec, obj.key, rid))
+            seq = conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ?, secret = ? "
+                               "WHERE obj = ? AND id = ? RETURNING seq",
+                               (frag, frag_raw, vals, sec, obj.key, rid)).fetchall()[0][0]
+        assert seq is not None
+        filtervalues.put(conn, seq, obj.key, vals)
         self._write_links(conn, obj, rid, raw)
         for asset_id, field_key in hooks.placements:
             AssetStore.place(conn, asset_id, field_key, rid)
@@ -477,18 +484,21 @@ class Store:
                     continue
                 raw[conn_field.key] = conns or None
                 (_, _, frag, frag_raw, vals, _), _ = self.render_row(src_obj, sid, raw, conn)
-                conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ? "
-                             "WHERE obj = ? AND id = ?", (frag, frag_raw, vals, src_obj.key, sid))
+                seq = conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ? "
+                                   "WHERE obj = ? AND id = ? RETURNING seq",
+                                   (frag, frag_raw, vals, src_obj.key, sid)).fetchall()[0][0]
+                filtervalues.put(conn, seq, src_obj.key, vals)
                 if deleted:
                     self._write_links(conn, src_obj, sid, raw)
 
     def delete(self, obj_key: str, record_id: str) -> None:
         """Delete one record (404 when unknown); connections to it are dropped."""
         with self.db.transaction() as conn:
-            cur = conn.execute("DELETE FROM records WHERE obj = ? AND id = ?",
-                               (obj_key, record_id))
-            if cur.rowcount == 0:
+            gone = conn.execute("DELETE FROM records WHERE obj = ? AND id = ? RETURNING seq",
+                                (obj_key, record_id)).fetchall()
+            if not gone:
                 raise ApiError.not_found(f"no record {record_id!r} in {obj_key}")
+            filtervalues.forget(conn, gone[0][0])
             conn.execute("DELETE FROM links WHERE obj = ? AND id = ?", (obj_key, record_id))
             self._refresh_dependents(conn, obj_key, [record_id], deleted=True)
             Accounts.forget_user(conn, record_id)
@@ -499,8 +509,13 @@ class Store:
                     counters: Mapping[tuple[str, str], int]) -> None:
         """Insert pre-rendered rows (``render.record_row``) in one transaction."""
         with self.db.transaction() as conn:
-            conn.executemany("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
-                             "VALUES (?,?,?,?,?,?)", rows)
+            added = []
+            for row in rows:  # one by one: each row's seq keys its filter values
+                seq = conn.execute("INSERT INTO records(obj, id, frag, frag_raw, vals, "
+                                   "secret) VALUES (?,?,?,?,?,?)", row).lastrowid
+                assert seq is not None
+                added.append((seq, row[0], row[4]))
+            filtervalues.add(conn, added)
             conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)",
                              links)
             for (o, f), v in counters.items():
