@@ -16,7 +16,7 @@ import requests
 
 from svc_frames.server import LocalService
 from svc_frames.server.activity import Activity
-from svc_frames.server.filtervalues import TABLE, rows_of
+from svc_frames.server.filtervalues import TABLE
 from svc_frames.server.store import Store
 from svc_frames.testing import object_url
 
@@ -26,9 +26,20 @@ def _rows(store: Store) -> list[tuple[Any, ...]]:
         f"SELECT obj, field, text, seq, num, lat, lon FROM {TABLE}").fetchall())
 
 
+def _rows_of(seq: int, obj_key: str, vals: str) -> list[tuple[Any, ...]]:
+    """The narrow rows of one record, worked out here apart from the service's SQL."""
+    by_field: dict[str, list[Any]] = {}
+    for key, value in json.loads(vals).items():
+        field, _, part = key.partition("#")
+        by_field.setdefault(field, ["", None, None, None])[
+            {"": 0, "n": 1, "lat": 2, "lon": 3}[part]] = value
+    return [(obj_key, f, t, seq, *(None if v is None else float(v) for v in rest))
+            for f, (t, *rest) in by_field.items()]
+
+
 def _derived(store: Store) -> list[tuple[Any, ...]]:
     return sorted(row for seq, obj, vals in store.reader.execute(
-        "SELECT seq, obj, vals FROM records") for row in rows_of(seq, obj, vals))
+        "SELECT seq, obj, vals FROM records") for row in _rows_of(seq, obj, vals))
 
 
 def _records(store: Store) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:

@@ -51,6 +51,10 @@ CREATE TABLE IF NOT EXISTS user_tokens(token_hash TEXT PRIMARY KEY, obj TEXT NOT
 # ``tokens`` held tokens in plain text (before 0.1.1): dropped, its users log in again
 
 
+WRITER_CACHE_KIB = 131_072
+"""Page cache of the writer connection (KiB; SQLite's default is 2,000)."""
+
+
 def new_id(now: float | None = None) -> str:
     """A 24-hex record/asset id, time-prefixed like the hosted service's ids (``now``: the
     service's clock, epoch seconds; default this machine's)."""
@@ -69,6 +73,10 @@ class Database:
         self._local = threading.local()
         self._wlock = threading.RLock()
         self._writer = self._connect()
+        # the filter values' indexes take a row per record and field, in another order
+        # than the records': a large bulk write must not read and write a page per row
+        self._writer.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        self._writer.execute("PRAGMA temp_store=MEMORY")  # their staging and sorting
         self._writer.executescript(SCHEMA_SQL)
         self._all_conns: list[sqlite3.Connection] = [self._writer]
         self._conns_lock = threading.Lock()

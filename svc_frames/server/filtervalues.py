@@ -4,7 +4,8 @@ non-empty field (``obj``, ``field``, ``text``, ``seq`` of the record, ``num``, `
 written, so filters never read the records' wide rows (their two answer fragments).
 
 Keyed by ``(obj, field, text, seq)`` (equality and sets on text are index probes) with an
-index on ``(obj, field, num)`` (number and date ranges) and one on ``seq`` (a record's
+index on ``(obj, field, num)`` of the rows that have a number (number and date ranges)
+and one on ``seq`` (a record's
 rows replaced or dropped). A record's text is ``''`` in its row when it has only a number
 or a position; a record with no row is blank in that field (query.py relies on both).
 
@@ -27,31 +28,28 @@ SCHEMA_SQL = f"""
 CREATE TABLE IF NOT EXISTS {TABLE}(obj TEXT NOT NULL, field TEXT NOT NULL,
     text TEXT NOT NULL, seq INTEGER NOT NULL, num REAL, lat REAL, lon REAL,
     PRIMARY KEY(obj, field, text, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS {TABLE}_num ON {TABLE}(obj, field, num);
+CREATE INDEX IF NOT EXISTS {TABLE}_n ON {TABLE}(obj, field, num) WHERE num IS NOT NULL;
 CREATE INDEX IF NOT EXISTS {TABLE}_seq ON {TABLE}(seq);
 """
 _READY = "filter_values_ready"  # meta key: the table holds every record's rows
 FilterRow = tuple[str, str, str, int, "float | None", "float | None", "float | None"]
-_SLOTS = {"": 0, "n": 1, "lat": 2, "lon": 3}
 _INSERT = f"INSERT INTO {TABLE}(obj, field, text, seq, num, lat, lon) VALUES (?,?,?,?,?,?,?)"
 
 
 def rows_of(seq: int, obj_key: str, vals: str) -> list[FilterRow]:
     """The narrow rows of one record from its ``vals`` JSON (``field_N``: text,
     ``field_N#n``: number, ``field_N#lat``/``#lon``: position)."""
-    by_field: dict[str, list[object]] = {}
-    for key, value in json.loads(vals).items():
-        field, _, part = key.partition("#")
-        row = by_field.setdefault(field, ["", None, None, None])
-        slot = _SLOTS.get(part)
-        if slot is not None:
-            row[slot] = value
-    return [(obj_key, f, str(r[0]), seq, _num(r[1]), _num(r[2]), _num(r[3]))
-            for f, r in by_field.items()]
-
-
-def _num(value: object) -> float | None:
-    return float(value) if isinstance(value, (int, float)) else None
+    members = json.loads(vals)
+    out: list[FilterRow] = []
+    for key, value in members.items():
+        if "#" not in key:
+            out.append((obj_key, key, value, seq, members.get(key + "#n"),
+                        members.get(key + "#lat"), members.get(key + "#lon")))
+        elif key.endswith("#n") and key[:-2] not in members:  # a number without text
+            base = key[:-2]
+            out.append((obj_key, base, "", seq, value, members.get(base + "#lat"),
+                        members.get(base + "#lon")))
+    return out
 
 
 def put(conn: sqlite3.Connection, seq: int, obj_key: str, vals: str) -> None:
@@ -61,9 +59,19 @@ def put(conn: sqlite3.Connection, seq: int, obj_key: str, vals: str) -> None:
 
 
 def add(conn: sqlite3.Connection, records: Iterable[tuple[int, str, str]]) -> None:
-    """Rows of records new to the table: ``(seq, object key, vals)`` each."""
-    conn.executemany(_INSERT, (row for seq, obj_key, vals in records
-                               for row in rows_of(seq, obj_key, vals)))
+    """Rows of many records new to the table: ``(seq, object key, vals)`` each.
+
+    Staged in a temporary table and inserted in key order: rows in their records' order
+    would land all over the key's B-tree (a page read and written per row once it
+    outgrows the cache)."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS filter_rows(obj, field, text, seq, num, "
+                 "lat, lon)")
+    conn.executemany("INSERT INTO temp.filter_rows VALUES (?,?,?,?,?,?,?)",
+                     (row for seq, obj_key, vals in records
+                      for row in rows_of(seq, obj_key, vals)))
+    conn.execute(f"INSERT INTO {TABLE} SELECT * FROM temp.filter_rows "
+                 "ORDER BY obj, field, text, seq")
+    conn.execute("DELETE FROM temp.filter_rows")
 
 
 def forget(conn: sqlite3.Connection, seq: int) -> None:

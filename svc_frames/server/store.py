@@ -509,13 +509,17 @@ class Store:
                     counters: Mapping[tuple[str, str], int]) -> None:
         """Insert pre-rendered rows (``render.record_row``) in one transaction."""
         with self.db.transaction() as conn:
-            added = []
-            for row in rows:  # one by one: each row's seq keys its filter values
-                seq = conn.execute("INSERT INTO records(obj, id, frag, frag_raw, vals, "
-                                   "secret) VALUES (?,?,?,?,?,?)", row).lastrowid
-                assert seq is not None
-                added.append((seq, row[0], row[4]))
-            filtervalues.add(conn, added)
+            rows = list(rows)
+            first = conn.execute("SELECT COALESCE(max(seq), 0) + 1 FROM records").fetchone()[0]
+            conn.executemany("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
+                             "VALUES (?,?,?,?,?,?)", rows)
+            # the seqs of the rows just written, from the (obj, id) index alone
+            seqs: dict[tuple[str, str], int] = {}
+            for obj_key in {row[0] for row in rows}:
+                seqs.update(((obj_key, rid), seq) for rid, seq in conn.execute(
+                    "SELECT id, seq FROM records INDEXED BY records_id WHERE obj = ? "
+                    "AND seq >= ?", (obj_key, first)))
+            filtervalues.add(conn, ((seqs[row[0], row[1]], row[0], row[4]) for row in rows))
             conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)",
                              links)
             for (o, f), v in counters.items():
