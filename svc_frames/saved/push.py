@@ -181,8 +181,9 @@ def _sent_as_baseline(on_disk: Frames, applied: pd.DataFrame) -> Frames:
 def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
          save: bool = True, overwrite: bool = False, **options: Any) -> Report:
     """``write_back`` for saved frames (``to_parquet`` or ``export``) edited with any tool
-    (the ``svc-frames push`` command). ``parquet.read_for_push`` reads and checks the
-    directory before any request.
+    (the ``svc-frames push`` command). ``read_for_push`` reads and checks the directory
+    before any request; ``check_application`` and ``check_schema`` check it against the
+    client's application and its live schema before any write.
 
     After a run that applied something, the as-loaded copy follows (so pushing again sends
     nothing); the data files are rewritten with new ids and server values only with

@@ -7,8 +7,10 @@ Users and tokens live in ``accounts.Accounts`` and uploaded files in
 
 A record row keeps ``frag`` (its ``format=both`` JSON text, asset URLs with a base-URL
 placeholder swapped at answer time), ``vals`` (filter/sort values, see query.py) and
-``secret`` (password hashes, never served). ``frag`` is the last column: filters read
-``vals`` without walking the (large) fragment's overflow pages.
+``secret`` (password hashes, never served). ``frag`` is the last column: a sort reads
+``vals`` without walking the (large) fragment's overflow pages. Every write of a record's
+row writes its narrow filter rows in the same transaction (filtervalues.py): filters read
+those, never the wide rows.
 
 Date and auto-increment fields (what incremental loads filter and sort on: a stamp, a
 cursor) have an index on their numeric value (``query.numeric_value_sql``), so a filter or
