@@ -13,8 +13,9 @@ row writes its narrow filter rows in the same transaction (filtervalues.py): fil
 those, never the wide rows.
 
 Date and auto-increment fields (what incremental loads filter and sort on: a stamp, a
-cursor) have an index on their numeric value (``query.numeric_value_sql``), so a filter or
-a sort on one reads a range of the index instead of every record's ``vals``; a page sorted
+cursor) have an index on their numeric value (``query.numeric_value_sql``), so a sort on
+one reads the index in order instead of every record's ``vals`` (a filter reads the
+number index of the filter values); a page sorted
 by a field counts its matches apart from the sorted rows it reads (a window count would
 make SQLite compute the sort key of every match first). The emulated latency and limits
 apply as to any request (emulate.py): the index only makes SQLite quick, as a hosted
