@@ -8,9 +8,12 @@ error type, the words the message must hold and those it must not).
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -29,6 +32,7 @@ from svc_frames.filters import Field
 from svc_frames.frames import Frames
 from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.saved.push import push
 from svc_frames.server import LocalService
@@ -151,6 +155,44 @@ def _changed_as_loaded_copy(env: Env) -> object:
     return push(env.client, dest)
 
 
+def _saved_before_a_change(env: Env, target: str,
+                           was: Callable[[dict[str, Any]], None]) -> Path:
+    """Frames of ``target`` saved from the same application (same id, key and records)
+    as it was before the schema change ``was`` undoes: a copy of the service's data
+    directory whose document ``was`` edits. Returns the saved directory."""
+    old_dir = env.tmp / "before-change"
+    old_dir.mkdir()
+    with sqlite3.connect(env.svc.data_dir / "service.db") as live, \
+            sqlite3.connect(old_dir / "service.db") as copy:
+        live.backup(copy)
+    meta = json.loads((env.svc.data_dir / "app.json").read_text())
+    objects = {o["key"]: o for o in meta["document"]["objects"]}
+    was(objects)
+    meta["document"]["objects"] = list(objects.values())
+    (old_dir / "app.json").write_text(json.dumps(meta))
+    with LocalService(data_dir=old_dir, rate_limit=0) as old:
+        before = Client(old.app_id, api_key=old.api_key, base_url=old.base_url, rate_limit=0)
+        export(before, target, env.tmp / "orders", progress=False)
+    return env.tmp / "orders"
+
+
+def _push_after_a_change(env: Env, target: str,
+                         was: Callable[[dict[str, Any]], None]) -> object:
+    return push(env.client, _saved_before_a_change(env, target, was))
+
+
+def _field(objects: dict[str, Any], obj: str, key: str) -> dict[str, Any]:
+    return next(f for f in objects[obj]["fields"] if f["key"] == key)
+
+
+def _with_extra_object(objects: dict[str, Any]) -> None:
+    objects["object_99"] = {**objects["object_2"], "key": "object_99", "name": "Old parts"}
+    objects["object_99"]["fields"] = [
+        {**f, "key": f["key"].replace("field_", "field_99")}
+        for f in objects["object_2"]["fields"] if f["type"] != "connection"]
+    objects["object_99"]["identifier"] = "field_998"
+
+
 CASES = [
     Case("Client with a negative timeout", lambda env: _client_with(env, timeout=-1),
          ConfigurationError, ("timeout", "-1")),
@@ -191,6 +233,27 @@ CASES = [
     Case("push of saved frames to another application", _push_to_another_application,
          UsageError, ("orders", "application {app}", "'another_application'",
                       "object_3", "nothing was sent")),
+    Case("push of saved frames whose object is gone from the application",
+         lambda env: _push_after_a_change(env, "object_99", _with_extra_object),
+         UsageError, ("orders", "object object_99 (Old parts)",
+                      "is not an object of application {app}", "object_3",
+                      "nothing was sent")),
+    Case("push of saved frames whose object was renamed or swapped",
+         lambda env: _push_after_a_change(
+             env, "object_2", lambda objs: objs["object_2"].update(name="Spare parts")),
+         UsageError, ("orders", "object object_2 (Spare parts)", "calls object_2 'Parts'",
+                      "nothing was sent")),
+    Case("push of saved frames holding a field gone from the object",
+         lambda env: _push_after_a_change(env, OBJECT, lambda objs: objs[OBJECT]["fields"].append(
+             {"key": "field_999", "name": "Old notes", "type": "short_text"})),
+         UsageError, ("orders", "field_999 (Old notes, short_text)", "no field of object_3",
+                      "nothing was sent")),
+    Case("push of saved frames whose field changed kind",
+         lambda env: _push_after_a_change(
+             env, OBJECT, lambda objs: _field(objs, OBJECT, "field_13").update(
+                 type="short_text")),
+         UsageError, ("orders", "field_13 (Description)", "was short_text",
+                      "now has it as paragraph_text", "nothing was sent")),
     Case("push of saved frames whose as-loaded copy was changed", _changed_as_loaded_copy,
          UsageError, ("orders.svc_frames", "as-loaded copy was changed", "SHA-256",
                       "nothing was sent")),

@@ -21,6 +21,7 @@ import pandas as pd
 from ..errors import SvcError, UsageError
 from ..frames import Frames
 from ..http.client import Client
+from ..schema import Schema
 from ..writeback import Report, write_back
 from .layout import SavedLayout, Staging, meta_doc, read_meta, write_meta
 from .parquet import column_fields, new_or_na, read_parquet, same_target, write_frames
@@ -72,6 +73,52 @@ def check_application(frames: Frames, client: Client, path: str | os.PathLike[st
                          f"({what}{name}), but the client is for application "
                          f"{client.app_id!r}: push writes only to the application they were "
                          "loaded from; nothing was sent")
+
+
+def check_schema(frames: Frames, client: Client, path: str | os.PathLike[str]) -> None:
+    """UsageError, before any write, when the saved frames no longer match the
+    application's schema (read once, ``client.schema()``): their object (or view) is
+    gone or now has another name (metadata edited to point elsewhere), a saved field is
+    gone from the object, or a field's kind changed. Writing such frames would send
+    values to the wrong fields or in the wrong shape. A service that shows no schema
+    lets them through (nothing to compare with)."""
+    src = frames.source
+    assert src is not None  # read_for_push refuses frames without a source
+    schema = Schema.of(client.schema())
+    if not schema.available:
+        return
+    key = src.object_key
+    saved_as = f"object {key}" + (f" ({src.name})" if src.name and src.kind == "object"
+                                   else "")
+    if src.kind == "view" and schema.view(str(src.scene_key), str(src.view_key)) is None:
+        raise UsageError(f"{path}: view {src.scene_key}/{src.view_key} of these saved "
+                         f"frames is not in application {client.app_id!r} any more; "
+                         "nothing was sent")
+    if schema.object(key) is None:
+        raise UsageError(f"{path}: {saved_as} of these saved frames is not an object of "
+                         f"application {client.app_id!r} (objects: "
+                         f"{', '.join(schema.object_keys()) or 'none'}); nothing was sent",
+                         field=key)
+    live_name = schema.object_name(key)
+    if src.kind == "object" and src.name and live_name and src.name != live_name:
+        raise UsageError(f"{path}: these frames were saved from {saved_as}, but the "
+                         f"application calls {key} {live_name!r}: the metadata names "
+                         "another object than the data came from (or the object was "
+                         "renamed: export it again); nothing was sent", field=key)
+    # a view shows fields of connected objects too (field keys are the application's)
+    live = (schema.all_fields() if src.kind == "view"
+            else {f.key: f for f in schema.object_fields(key) or ()})
+    for f in src.fields:
+        now = live.get(f.key)
+        if now is None:
+            raise UsageError(f"{path}: saved field {f.key} ({f.label}, {f.kind}) is no "
+                             f"field of {key if src.kind == 'object' else 'the application'} in "
+                             f"application {client.app_id!r} any more; "
+                             "export the object again; nothing was sent", field=f.key)
+        if not src.kinds_inferred and now.kind != f.kind:
+            raise UsageError(f"{path}: saved field {f.key} ({f.label}) was {f.kind} when "
+                             f"the frames were saved, {key} now has it as {now.kind}; "
+                             "export the object again; nothing was sent", field=f.key)
 
 
 def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataFrame, *,
@@ -169,7 +216,9 @@ def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
     UsageError
         Before any request: everything :func:`read_parquet` refuses, saved frames without
         a source or an as-loaded copy, new rows without ``overwrite=True``, frames saved
-        from another application than the client's, and bad :func:`write_back` options.
+        from another application than the client's, frames whose object, view or fields
+        the live schema no longer has as saved (checked with one schema request before any
+        write), and bad :func:`write_back` options.
     ConflictError
         ``on_conflict="raise"`` and a record changed on the service since it was saved.
     ServiceError
@@ -196,6 +245,7 @@ def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
     """
     frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
     check_application(frames, client, path)
+    check_schema(frames, client, path)
     report = write_back(client, frames, dry_run=dry_run, **options)
     if save and not dry_run and (report.table["status"] == "applied").any():
         try:

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import filtervalues
 from .private import touch_private
 
 SCHEMA_SQL = """
@@ -46,8 +47,12 @@ CREATE TABLE IF NOT EXISTS assets(id TEXT PRIMARY KEY, type TEXT NOT NULL,
 DROP TABLE IF EXISTS tokens;
 CREATE TABLE IF NOT EXISTS user_tokens(token_hash TEXT PRIMARY KEY, obj TEXT NOT NULL,
     user_id TEXT NOT NULL, expires REAL NOT NULL, stamp TEXT NOT NULL DEFAULT '');
-"""
+""" + filtervalues.SCHEMA_SQL
 # ``tokens`` held tokens in plain text (before 0.1.1): dropped, its users log in again
+
+
+WRITER_CACHE_KIB = 131_072
+"""Page cache of the writer connection (KiB; SQLite's default is 2,000)."""
 
 
 def new_id(now: float | None = None) -> str:
@@ -68,6 +73,10 @@ class Database:
         self._local = threading.local()
         self._wlock = threading.RLock()
         self._writer = self._connect()
+        # the filter values' indexes take a row per record and field, in another order
+        # than the records': a large bulk write must not read and write a page per row
+        self._writer.execute(f"PRAGMA cache_size=-{WRITER_CACHE_KIB}")
+        self._writer.execute("PRAGMA temp_store=MEMORY")  # their staging and sorting
         self._writer.executescript(SCHEMA_SQL)
         self._all_conns: list[sqlite3.Connection] = [self._writer]
         self._conns_lock = threading.Lock()

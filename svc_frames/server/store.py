@@ -7,12 +7,15 @@ Users and tokens live in ``accounts.Accounts`` and uploaded files in
 
 A record row keeps ``frag`` (its ``format=both`` JSON text, asset URLs with a base-URL
 placeholder swapped at answer time), ``vals`` (filter/sort values, see query.py) and
-``secret`` (password hashes, never served). ``frag`` is the last column: filters read
-``vals`` without walking the (large) fragment's overflow pages.
+``secret`` (password hashes, never served). ``frag`` is the last column: a sort reads
+``vals`` without walking the (large) fragment's overflow pages. Every write of a record's
+row writes its narrow filter rows in the same transaction (filtervalues.py): filters read
+those, never the wide rows.
 
 Date and auto-increment fields (what incremental loads filter and sort on: a stamp, a
-cursor) have an index on their numeric value (``query.numeric_value_sql``), so a filter or
-a sort on one reads a range of the index instead of every record's ``vals``; a page sorted
+cursor) have an index on their numeric value (``query.numeric_value_sql``), so a sort on
+one reads the index in order instead of every record's ``vals`` (a filter reads the
+number index of the filter values); a page sorted
 by a field counts its matches apart from the sorted rows it reads (a window count would
 make SQLite compute the sort key of every match first). The emulated latency and limits
 apply as to any request (emulate.py): the index only makes SQLite quick, as a hosted
@@ -36,6 +39,7 @@ from typing import Any
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
+from . import filtervalues
 from .accounts import Accounts, hash_password
 from .apierror import ApiError
 from .assetstore import SHARED, AssetStore
@@ -129,6 +133,8 @@ class Store:
                                  clock=lambda: self.app.clock())
         self._add_raw_fragments()
         self._add_value_indexes()
+        with self.db.transaction() as conn:
+            filtervalues.fill_once(conn)
         # fields whose connection points at each object: (source object, field spec)
         self._inbound: dict[str, list[tuple[ObjectDef, FieldSpec]]] = {}
         for obj, f in app.iter_fields():
@@ -356,11 +362,15 @@ class Store:
         (_, _, frag, frag_raw, vals, _), _ = self.render_row(obj, rid, raw, conn)
         sec = dumps(secret) if secret else None
         if creating:
-            conn.execute("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
-                         "VALUES (?,?,?,?,?,?)", (obj.key, rid, frag, frag_raw, vals, sec))
+            seq = conn.execute("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
+                               "VALUES (?,?,?,?,?,?)",
+                               (obj.key, rid, frag, frag_raw, vals, sec)).lastrowid
         else:
-            conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ?, secret = ? "
-                         "WHERE obj = ? AND id = ?", (frag, frag_raw, vals, sec, obj.key, rid))
+            seq = conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ?, secret = ? "
+                               "WHERE obj = ? AND id = ? RETURNING seq",
+                               (frag, frag_raw, vals, sec, obj.key, rid)).fetchall()[0][0]
+        assert seq is not None
+        filtervalues.put(conn, seq, obj.key, vals)
         self._write_links(conn, obj, rid, raw)
         for asset_id, field_key in hooks.placements:
             AssetStore.place(conn, asset_id, field_key, rid)
@@ -477,18 +487,21 @@ class Store:
                     continue
                 raw[conn_field.key] = conns or None
                 (_, _, frag, frag_raw, vals, _), _ = self.render_row(src_obj, sid, raw, conn)
-                conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ? "
-                             "WHERE obj = ? AND id = ?", (frag, frag_raw, vals, src_obj.key, sid))
+                seq = conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ? "
+                                   "WHERE obj = ? AND id = ? RETURNING seq",
+                                   (frag, frag_raw, vals, src_obj.key, sid)).fetchall()[0][0]
+                filtervalues.put(conn, seq, src_obj.key, vals)
                 if deleted:
                     self._write_links(conn, src_obj, sid, raw)
 
     def delete(self, obj_key: str, record_id: str) -> None:
         """Delete one record (404 when unknown); connections to it are dropped."""
         with self.db.transaction() as conn:
-            cur = conn.execute("DELETE FROM records WHERE obj = ? AND id = ?",
-                               (obj_key, record_id))
-            if cur.rowcount == 0:
+            gone = conn.execute("DELETE FROM records WHERE obj = ? AND id = ? RETURNING seq",
+                                (obj_key, record_id)).fetchall()
+            if not gone:
                 raise ApiError.not_found(f"no record {record_id!r} in {obj_key}")
+            filtervalues.forget(conn, gone[0][0])
             conn.execute("DELETE FROM links WHERE obj = ? AND id = ?", (obj_key, record_id))
             self._refresh_dependents(conn, obj_key, [record_id], deleted=True)
             Accounts.forget_user(conn, record_id)
@@ -499,8 +512,17 @@ class Store:
                     counters: Mapping[tuple[str, str], int]) -> None:
         """Insert pre-rendered rows (``render.record_row``) in one transaction."""
         with self.db.transaction() as conn:
+            rows = list(rows)
+            first = conn.execute("SELECT COALESCE(max(seq), 0) + 1 FROM records").fetchone()[0]
             conn.executemany("INSERT INTO records(obj, id, frag, frag_raw, vals, secret) "
                              "VALUES (?,?,?,?,?,?)", rows)
+            # the seqs of the rows just written, from the (obj, id) index alone
+            seqs: dict[tuple[str, str], int] = {}
+            for obj_key in {row[0] for row in rows}:
+                seqs.update(((obj_key, rid), seq) for rid, seq in conn.execute(
+                    "SELECT id, seq FROM records INDEXED BY records_id WHERE obj = ? "
+                    "AND seq >= ?", (obj_key, first)))
+            filtervalues.add(conn, ((seqs[row[0], row[1]], row[0], row[4]) for row in rows))
             conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)",
                              links)
             for (o, f), v in counters.items():
