@@ -635,6 +635,13 @@ class Client:
         self._schema_loaded = True
         return self._schema
 
+    @property
+    def schema_read(self) -> bool:
+        """True when ``schema()`` answers without a request (read already, or not used).
+
+        Usage: ``client.schema() if client.schema_read else None``"""
+        return self._schema_loaded
+
     def records_path(self, target: Target) -> tuple[str, bool, str]:
         """(path of the record list, is_view, display name) of a target."""
         kind, a, b = parse_target(target)
