@@ -28,11 +28,11 @@ def _load_during_activity(svc: LocalService, **kw: Any) -> tuple[pd.DataFrame, i
     Returns the loaded main frame and how many inserts and deletes came meanwhile."""
     act = svc.activity
     assert act is not None
+    client = client_for(svc)
+    client.schema()   # read first: a sorted load pages by ranges only with it in hand
     act.pause()
     before = _ids(svc)
     act.resume()
-    client = client_for(svc)
-    client.schema()
     t0 = svc.emulation.now()
     svc.request_log.clear()
     frames = read_object(client, OBJ, rows_per_page=25, progress=False, **kw)

@@ -504,18 +504,25 @@ class Paginator:
                     ids.append(rid)
 
         take(first)
-        yield first
         number = 1
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-range") as pool:
             todo = list(reversed(ranges))
             pending: list[tuple[KeyRange, Future[Page]]] = []
+
+            def send() -> None:
+                window = min(self.prefetch, 4 * number)
+                while todo and len(pending) < window:
+                    rng = todo.pop()
+                    pending.append((rng, pool.submit(self._fetch, 0, 1, True, rng)))
+
             try:
+                # the first ranges leave before page 1 is handed out: the consumer's
+                # decode of page 1 overlaps their trips instead of preceding them
+                send()
+                yield first
                 while todo or pending:
-                    window = min(self.prefetch, 4 * number)
-                    while todo and len(pending) < window:
-                        rng = todo.pop()
-                        pending.append((rng, pool.submit(self._fetch, 0, 1, True, rng)))
+                    send()
                     rng, fut = pending.pop(0)
                     page = fut.result()
                     number += 1
