@@ -161,11 +161,17 @@ class ConsistencyError(SvcError):
 
 
 class ConflictError(SvcError):
-    """write_back(on_conflict="raise"): a record changed on the server since it was loaded."""
+    """write_back(on_conflict="raise"): a record changed on the server since it was loaded.
 
-    def __init__(self, message: str, conflicts: Any = None) -> None:
+    ``conflicts``: the clashing fields (a DataFrame). ``report``: None when nothing was
+    written; else the run's Report (a record edited on the server after the check before
+    the first write was found once some writes had gone: those stand, the rest was not
+    sent)."""
+
+    def __init__(self, message: str, conflicts: Any = None, report: Any = None) -> None:
         super().__init__(message)
         self.conflicts = conflicts
+        self.report = report
 
 
 # --- signals between layers, caught inside the package ---------------------------------------

@@ -415,10 +415,12 @@ def test_load_the_quota_cannot_finish_is_refused_after_page_1(
     svc.emulation.daily_quota = svc.emulation.quota_used + 5
     svc.request_log.clear()
     # 30 records in 6 pages of 5, sorted so they page by number: page 1, then 5 more pages
-    # and page 1 again to verify, but only 4 are left after page 1 (an unsorted load pages
-    # by ranges of the auto-increment field: its plan is tests/test_live_loads.py's)
+    # and page 1 again to verify, but only 4 are left after page 1 (an unsorted load, or
+    # one sorted ascending by the auto-increment field, pages by its ranges: its plan is
+    # tests/test_live_loads.py's)
     with pytest.raises(QuotaInsufficient) as info:
-        read_object(client, "object_3", rows_per_page=5, sort_field="field_24")
+        read_object(client, "object_3", rows_per_page=5, sort_field="field_24",
+                    sort_order="desc")
     err = info.value
     assert (err.needed, err.remaining) == (6, 4)
     assert isinstance(err, QuotaExceeded) and err.status is None
@@ -426,7 +428,8 @@ def test_load_the_quota_cannot_finish_is_refused_after_page_1(
     assert svc.request_log.count(path_prefix="/v1/objects/object_3/records") == 1
     # with enough left the same load goes through
     svc.emulation.daily_quota = svc.emulation.quota_used + 7  # page 1 and 6 more
-    assert len(read_object(client, "object_3", rows_per_page=5, sort_field="field_24").main) == 30
+    assert len(read_object(client, "object_3", rows_per_page=5, sort_field="field_24",
+                           sort_order="desc").main) == 30
 
 
 def test_retry_after_is_honoured(fresh_service: LocalService) -> None:

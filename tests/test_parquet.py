@@ -207,7 +207,8 @@ def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
 def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
                                              tmp_path: Path) -> None:
     ids = [r["id"] for r in requests.get(
-        f"{fresh_service.base_url}/v1/objects/object_3/records", params={"rows_per_page": 100},
+        f"{fresh_service.base_url}/v1/objects/object_3/records",
+        params={"rows_per_page": 100, "sort_field": "field_24", "sort_order": "desc"},
         headers=fresh_service.headers(), timeout=30).json()["records"]]
     victims = ids[1:3]
     client = _client(fresh_service, max_workers=1)
@@ -227,11 +228,11 @@ def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
         return env
 
     client.get_page = get_page_then_delete  # type: ignore[method-assign]
-    # sorted, so it pages by number (an unsorted load of an object with an auto-increment
-    # field pages by its ranges, where no record shifts: tests/test_live_loads.py); this
-    # is the repair of a pass that saw records move
+    # sorted descending, so it pages by number (a load of an object with an auto-increment
+    # field, unsorted or ascending by it, pages by its ranges, where no record shifts:
+    # tests/test_live_loads.py); this is the repair of a pass that saw records move
     res = export(client, "object_3", tmp_path / "m", rows_per_page=3, sort_field="field_24",
-                 progress=False)
+                 sort_order="desc", progress=False)
     got = ds.dataset(tmp_path / "m").to_table().column("id").to_pylist()
     assert len(got) == len(set(got)) == res.records
     assert set(got) == set(ids) - set(victims)

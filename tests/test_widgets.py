@@ -50,7 +50,8 @@ def test_apply_sends_only_the_ticked_records_and_shows_the_report(setup) -> None
     assert "Title" in row_html and "Reviewed title 3" in row_html  # labels and new values
     assert "4</b> of 4 records selected" in box.summary.value
     assert f"Apply sends at most {plan.requests}" in box.summary.value
-    assert str(plan.requests).startswith("6 requests (4 writes, 1 re-reads, 1 checks)")
+    assert str(plan.requests).startswith(
+        "7 requests (4 writes, 1 re-reads, 1 checks, up to 1 late re-reads)")
 
     box.checkboxes[ids[1]].value = False  # untick one, as a user would
     assert "3</b> of 4" in box.summary.value

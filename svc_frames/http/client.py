@@ -927,6 +927,13 @@ class Client:
         self._schema_loaded = True
         return self._schema
 
+    @property
+    def schema_read(self) -> bool:
+        """True when ``schema()`` answers without a request (read already, or not used).
+
+        Usage: ``client.schema() if client.schema_read else None``"""
+        return self._schema_loaded
+
     def records_path(self, target: Target) -> tuple[str, bool, str]:
         """The address of a target's record list, whether it is a view, and its display name.
 

@@ -213,13 +213,19 @@ class Paginator:
         if self.query.text is not None:
             self._params["filters"] = self.query.text
         # keyset paging (keyset.py) over the object's auto-increment field, when asked
-        # for (the loaders) and the listing has no order or cut of its own
+        # for (the loaders) and the listing has no cut of its own, and no order other
+        # than that field's, ascending (the order keyset paging returns); a sorted load
+        # asks only a schema already read (else it would wait for one before page 1 for
+        # a sort by any other field)
         self.key_field: str | None = None
-        if keyset and sort_field is None and limit is None and stop is None \
-                and isinstance(target, str) and len(self.query.also([])) == 1:
+        if keyset and limit is None and stop is None and isinstance(target, str) \
+                and (sort_field is None or ((sort_order or "asc") == "asc"
+                                            and client.schema_read)) \
+                and len(self.query.also([])) == 1:
             fields = Schema.of(client.schema()).object_fields(target) or []
-            self.key_field = next((f.key for f in fields if f.kind == "auto_increment"),
-                                  None)
+            key = next((f.key for f in fields if f.kind == "auto_increment"), None)
+            if sort_field is None or sort_field == key:
+                self.key_field = key
         if self.key_field is not None:
             self._params.update(sort_field=self.key_field, sort_order="asc")
 
@@ -498,18 +504,25 @@ class Paginator:
                     ids.append(rid)
 
         take(first)
-        yield first
         number = 1
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-range") as pool:
             todo = list(reversed(ranges))
             pending: list[tuple[KeyRange, Future[Page]]] = []
+
+            def send() -> None:
+                window = min(self.prefetch, 4 * number)
+                while todo and len(pending) < window:
+                    rng = todo.pop()
+                    pending.append((rng, pool.submit(self._fetch, 0, 1, True, rng)))
+
             try:
+                # the first ranges leave before page 1 is handed out: the consumer's
+                # decode of page 1 overlaps their trips instead of preceding them
+                send()
+                yield first
                 while todo or pending:
-                    window = min(self.prefetch, 4 * number)
-                    while todo and len(pending) < window:
-                        rng = todo.pop()
-                        pending.append((rng, pool.submit(self._fetch, 0, 1, True, rng)))
+                    send()
                     rng, fut = pending.pop(0)
                     page = fut.result()
                     number += 1

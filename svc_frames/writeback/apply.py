@@ -39,8 +39,9 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     """Updates, then creates, then deletes, concurrently within the client's pace; a bar
     of writes done / planned when ``progress`` (see ``want_progress``). ``live``: the
     live guard, which re-reads each batch of updates and deletes just before writing it
-    (``live.prepare``) and re-reads again any record whose write would leave later than
-    ``live.window`` after its re-read."""
+    (``live.prepare``); records whose write would leave later than ``live.window`` after
+    their re-read are not written then but re-read together once the batch's other
+    writes are done (``_write_batch``)."""
     todo = run.todo
     order = sorted(todo, key=lambda r: _ORDER[todo[r]])
     if not order:
@@ -51,19 +52,18 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}", unit="rec",
                    total=len(order))
-    one = (lambda rid: budgeted(run, rid, write)) if live is None \
-        else (lambda rid: budgeted(run, rid, lambda r, i: _fresh_write(r, i, live)))
+    spare = _Spare()
     try:
         for batch in _batches(run, order, live):
             if live is not None and run.todo.get(batch[0]) != "create" \
-                    and not (run.gate and run.gate.stopped):
-                live.prepare(batch)   # settles conflicts: they leave run.todo
+                    and not _stopped(run):
+                live.prepare(batch, "rereads")   # settles conflicts: they leave run.todo
+                spare.left += live.cost(batch)
             for rid in batch:
                 if rid in run.outcomes:
                     bar.update(1)
-            for out in pool.map(one, [r for r in batch if r not in run.outcomes]):
-                run.outcomes[out.record_id] = out
-                bar.update(1)
+            _write_batch(run, pool, [r for r in batch if r not in run.outcomes], live,
+                         spare, bar)
     except BaseException:
         # interrupted (Ctrl-C, a crash): start nothing more; the journal holds
         # every acknowledged write for the re-run
@@ -77,12 +77,78 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
 
 @dataclass(frozen=True)
 class LiveBatches:
-    """The live guard as ``apply`` sees it: ``prepare(ids)`` re-reads and guards those
-    records, ``size`` of a batch, ``window`` seconds a re-read stays fresh."""
+    """The live guard as ``apply`` sees it: ``prepare(ids, purpose)`` re-reads and guards
+    those records (its requests counted under ``purpose``), ``cost(ids)`` is what that
+    re-read sends (``plan.reread_requests``), ``size`` of a batch, ``window`` seconds a
+    re-read stays fresh."""
 
-    prepare: Callable[[Sequence[str]], None]
+    prepare: Callable[[Sequence[str], str], None]
+    cost: Callable[[Sequence[str]], int]
     size: int
     window: float
+
+
+@dataclass
+class _Spare:
+    """The late re-reads a run may still send: each batch's re-read adds its own cost,
+    as ``plan.requests`` counts them (``RequestEstimate.late``)."""
+
+    left: int = 0
+
+
+def _stopped(run: RunState) -> bool:
+    """No write will be sent any more: the quota's gate shut, or the run halted."""
+    return bool(run.gate and run.gate.stopped) or run.halted is not None
+
+
+def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
+                 live: LiveBatches | None, spare: _Spare, bar: Progress) -> None:
+    """Write ``ids`` concurrently. With the live guard, a record whose re-read is older
+    than the window when its turn comes (the pace, shared with other clients, kept it
+    waiting) is not sent: once the others are done, those records are re-read together
+    (one filtered request per chunk, counted as ``late``) and written, again while the
+    run's spare re-reads last; a record still late after that is ``not_applied``. So the
+    run never sends more re-reads than ``plan.requests`` counts."""
+    pending = list(ids)
+    while pending:
+        late: list[str] = []
+        for rid, out in zip(pending, pool.map(lambda r: _one(run, r, live), pending),
+                            strict=True):
+            if out is None:
+                late.append(rid)
+                continue
+            run.outcomes[out.record_id] = out
+            bar.update(1)
+        if not late:
+            return
+        assert live is not None
+        cost = live.cost(late)
+        if cost > spare.left:
+            for rid in late:
+                run.outcomes[rid] = Outcome(
+                    rid, run.todo[rid], list(run.payloads.get(rid, {})), "not_applied",
+                    f"not sent: the pace (shared with other clients?) kept it waiting "
+                    f"longer than guard_window ({live.window:g} s) after its re-read, and "
+                    f"the run's late re-reads, which plan.requests counts, are spent: "
+                    f"write_back again")
+                bar.update(1)
+            return
+        spare.left -= cost
+        live.prepare(late, "late")
+        for rid in late:
+            if rid in run.outcomes:
+                bar.update(1)
+        pending = [r for r in late if r not in run.outcomes]
+
+
+def _one(run: RunState, rid: str, live: LiveBatches | None) -> Outcome | None:
+    """One record's write behind the quota's gate; None, unsent, when the live guard's
+    re-read of it is older than the window (see ``_write_batch``)."""
+    if live is not None and run.todo.get(rid) in ("update", "delete") \
+            and not _stopped(run) \
+            and time.monotonic() - run.read_at.get(rid, float("-inf")) > live.window:
+        return None
+    return budgeted(run, rid, write)
 
 
 def _batches(run: RunState, order: Sequence[str], live: LiveBatches | None
@@ -101,23 +167,14 @@ def _batches(run: RunState, order: Sequence[str], live: LiveBatches | None
     return out
 
 
-def _fresh_write(run: RunState, rid: str, live: LiveBatches) -> Outcome:
-    """``write``, once the record's re-read is younger than the window (a record the
-    pace kept waiting is re-read alone first, and may then be a conflict)."""
-    act = run.todo.get(rid)
-    if act in ("update", "delete") and \
-            time.monotonic() - run.read_at.get(rid, float("-inf")) > live.window:
-        live.prepare([rid])
-        if rid not in run.todo:
-            return run.outcomes[rid]
-    return write(run, rid)
-
-
 def write(run: RunState, rid: str) -> Outcome:
     """One record's write; service errors become its outcome, not the run's."""
     act = run.todo[rid]
     if run.stop.is_set():
         return Outcome(rid, act, list(run.payloads.get(rid, {})), "skipped", "interrupted")
+    if run.halted is not None:   # on_conflict="raise" met a conflict after a write
+        return Outcome(rid, act, list(run.payloads.get(rid, {})), "not_applied",
+                       run.halted)
     try:
         if act == "update":
             return update(run, rid)

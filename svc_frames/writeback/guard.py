@@ -41,11 +41,13 @@ from .walls import keep_stored_parts
 __all__ = ["guard", "keep_skipped_walls", "check_unanswered", "check_written", "reread", "fetch_all"]
 
 
-def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None) -> None:
+def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None, *,
+          purpose: str = "rereads") -> None:
     """Re-read the records about to change (``ids`` alone when given) and compare with
     what was loaded (see the module docstring); ``on_conflict="raise"`` raises
     ConflictError before any write of them. Each record's re-read time is kept
-    (``run.read_at``): the live guard writes it only within its window."""
+    (``run.read_at``): the live guard writes it only within its window. The requests
+    count under ``purpose``."""
     todo = dict(run.todo)
     updates = [rid for rid, a in todo.items() if a == "update" and (ids is None or rid in ids)]
     deletes = [rid for rid, a in todo.items() if a == "delete" and (ids is None or rid in ids)]
@@ -53,7 +55,8 @@ def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None) -
         return
     plan, layout = run.plan, run.layout
     started = time.monotonic()
-    got = reread(run.client, run.source, updates + deletes, run.counter, layout, plan.base)
+    got = reread(run.client, run.source, updates + deletes, run.counter, layout, plan.base,
+                 purpose=purpose)
     with run.adopt_lock:
         for rid in updates + deletes:
             run.read_at[rid] = started

@@ -187,22 +187,28 @@ def reread_requests(source: Source, layout: Layout, base: Frames | None,
 
 def guard_requests(source: Source, layout: Layout, base: Frames | None,
                    updated: Sequence[str], deleted: Sequence[str], mode: GuardMode,
-                   rate: float | None = None) -> tuple[int, int]:
-    """(re-reads, checks) the guard sends for the ``updated`` and ``deleted`` records, by
-    ``guard.reread``'s rules: ``once``, one re-read of them all; ``live``, one per batch of
-    ``mode.batch(rate)`` records of one action written together (as ``apply`` batches
-    them), and the check of every update after its write.
+                   rate: float | None = None, *, upfront: bool = False
+                   ) -> tuple[int, int, int]:
+    """(re-reads, late re-reads, checks) the guard sends for the ``updated`` and
+    ``deleted`` records, by ``guard.reread``'s rules: ``once``, one re-read of them all;
+    ``live``, one per batch of ``mode.batch(rate)`` records of one action written
+    together (as ``apply`` batches them), and as many again at most for the records the
+    pace kept past the window (``apply`` never sends more: see ``RequestEstimate.late``),
+    and the check of every update after its write. ``upfront``: the live guard also
+    re-reads them all before the first write (``on_conflict="raise"``).
 
     Usage: ``guard_requests(plan.source, layout, plan.base, ids, [], GuardMode())``"""
     checked = list(updated) + list(deleted)
     if not mode.rereads or not checked:
-        return 0, 0
+        return 0, 0, 0
+    everything = reread_requests(source, layout, base, checked)
     if not mode.live:
-        return reread_requests(source, layout, base, checked), 0
+        return everything, 0, 0
     size = mode.batch(rate)
     pre = sum(reread_requests(source, layout, base, list(ids[i:i + size]))
               for ids in (updated, deleted) for i in range(0, len(ids), size))
-    return pre, reread_requests(source, layout, base, list(updated))
+    return (pre + (everything if upfront else 0), pre,
+            reread_requests(source, layout, base, list(updated)))
 
 
 def baseline_requests(layout: Layout, base: Frames | None,
@@ -235,8 +241,11 @@ class RequestEstimate:
     to place) are upper bounds, since the guard drops conflicts and values already on the
     server and a journal remembers uploads; ``rereads`` are the guard's, by its own rules
     (exact then; the live guard re-reads each batch of records just before writing it);
-    ``checks`` are the live guard's re-reads after the writes (is the server's value
-    still ours?); ``lookups`` are the list reads taken before the creates (so that a
+    ``late`` are the live guard's re-reads of records the pace kept waiting longer than
+    the window after their batch's re-read (other clients sharing the pace): batched like
+    the batch re-reads, at most as many as those in a run (a record still late when they
+    are spent is ``not_applied``, not sent), none when the pace keeps up; ``checks`` are
+    the live guard's re-reads after the writes (is the server's value still ours?); ``lookups`` are the list reads taken before the creates (so that a
     create whose answer is lost can be proven ours), by the same rules; each lost answer
     adds a lookup or a re-read, and retries after faults come on top of everything.
 
@@ -247,15 +256,17 @@ class RequestEstimate:
     rereads: int = 0
     lookups: int = 0
     checks: int = 0
+    late: int = 0
 
     @property
     def total(self) -> int:
-        return self.writes + self.uploads + self.rereads + self.lookups + self.checks
+        return (self.writes + self.uploads + self.rereads + self.lookups + self.checks
+                + self.late)
 
     def as_dict(self) -> dict[str, int]:
         """The same keys as ``Report.requests``."""
         return {"writes": self.writes, "rereads": self.rereads, "uploads": self.uploads,
-                "lookups": self.lookups, "checks": self.checks}
+                "lookups": self.lookups, "checks": self.checks, "late": self.late}
 
     def __str__(self) -> str:
         parts = [f"{n} {what}" for what, n in (("writes", self.writes),
@@ -263,6 +274,8 @@ class RequestEstimate:
                                                ("re-reads", self.rereads),
                                                ("lookups", self.lookups),
                                                ("checks", self.checks)) if n]
+        if self.late:
+            parts.append(f"up to {self.late} late re-reads")
         return f"{self.total} requests" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -383,7 +396,8 @@ class Plan:
     def estimate_requests(self, *, guard: bool | str = "live",
                           delete_missing: bool = False,
                           guard_window: float = DEFAULT_GUARD_WINDOW,
-                          rate: float | None = None) -> RequestEstimate:
+                          rate: float | None = None,
+                          on_conflict: str = "skip") -> RequestEstimate:
         """The requests ``write_back`` would send with the given options, by purpose.
 
         Parameters
@@ -397,11 +411,16 @@ class Plan:
         rate : float, optional
             The client's pace in requests per second (``client.limiter.rate``), which
             sizes the live guard's batches; default: the hosted 10.
+        on_conflict : {"skip", "overwrite", "raise"}, default "skip"
+            ``write_back``'s ``on_conflict``: ``"raise"`` with the live guard adds its
+            re-read of every record before the first write.
 
         Returns
         -------
         RequestEstimate
-            ``writes``, ``uploads``, ``rereads``, ``lookups``, ``checks`` and ``total``.
+            ``writes``, ``uploads``, ``rereads``, ``lookups``, ``checks``, ``late`` (the
+            live guard's allowance for records re-read again because their turn came
+            after the window) and ``total``.
 
         Raises
         ------
@@ -425,15 +444,16 @@ class Plan:
         layout = Layout.of(self.source)
         updated = [rid for rid in checked if self.actions[rid] == "update"]
         deleted = [rid for rid in checked if self.actions[rid] == "delete"]
-        rereads, checks = guard_requests(self.source, layout, self.base, updated, deleted,
-                                         mode, rate)
+        rereads, late, checks = guard_requests(self.source, layout, self.base, updated,
+                                               deleted, mode, rate,
+                                               upfront=on_conflict == "raise")
         if not mode.rereads:
             walls = [rid for rid in self.walls_reread if rid in set(updated)]
             rereads = reread_requests(self.source, layout, self.base, walls) if walls else 0
         creates = [self.payloads.get(rid, {}) for rid in sent if self.actions[rid] == "create"]
         return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads,
                                lookups=baseline_requests(layout, self.base, creates),
-                               checks=checks)
+                               checks=checks, late=late)
 
     def select(self, ids: Iterable[str]) -> Plan:
         """The same plan restricted to the records ``ids``.

@@ -213,12 +213,13 @@ class Outcome:
 
 
 class Counter:
-    """Requests of a run by purpose (thread-safe): writes, rereads, uploads, lookups."""
+    """Requests of a run by purpose (thread-safe): writes, rereads, uploads, lookups,
+    checks, late (the live guard's re-reads of records the pace kept past the window)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.n: dict[str, int] = {"writes": 0, "rereads": 0, "uploads": 0, "lookups": 0,
-                                  "checks": 0}
+                                  "checks": 0, "late": 0}
 
     def add(self, what: str, k: int = 1) -> None:
         with self._lock:

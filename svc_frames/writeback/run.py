@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..errors import QuotaExceeded, QuotaInsufficient, UsageError
+from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, UsageError
 from ..frames import Frames
 from ..http.client import Client
 from ..joins import refuse_join_result
@@ -83,7 +83,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         Plan and report (status ``planned``); send nothing.
     on_conflict : {"skip", "overwrite", "raise"}, default "skip"
         A record changed on the service since it was loaded is skipped (status
-        ``conflict``), overwritten, or raises ConflictError before anything is written.
+        ``conflict``), overwritten, or raises ConflictError (see Raises).
     delete_missing : bool, default False
         Delete the loaded records whose rows were removed from the frame (otherwise they
         are reported ``skipped``).
@@ -134,8 +134,13 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         upload that does not exist, a ``target`` that is not the frames' object or a
         view, or a view behind a login without a token (``ConfigurationError``).
     ConflictError
-        ``on_conflict="raise"`` and a record changed on the service since it was loaded;
-        nothing was written.
+        ``on_conflict="raise"`` and a record changed on the service since it was loaded.
+        Every conflict known before the first write raises before any write
+        (``err.report`` is None). With the live guard, a record edited after that check
+        and found by its batch's re-read once some writes went raises after them: those
+        writes stand, ``err.report`` is the run's Report (the changed records
+        ``conflict``, the unsent ones ``not_applied``), and the message names the written
+        and the unwritten records (docs/live-application.md).
     ServiceError
         A request that is no record's own write failed after the client's retries (the
         schema, the guard's re-reads); a write's failure is its record's status instead.
@@ -175,8 +180,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     tgt = resolve_target(client, plan.source, target, token)
     check_upload_files(plan)
     needed = plan.estimate_requests(guard=mode.mode, delete_missing=delete_missing,
-                                    guard_window=mode.window,
-                                    rate=client.limiter.rate).total
+                                    guard_window=mode.window, rate=client.limiter.rate,
+                                    on_conflict=on_conflict).total
     note = quota_note(client, needed, reserve)    # what is left, before the first request
     if dry_run:
         report = dry_run_report(plan, delete_missing, note)
@@ -195,8 +200,10 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         if not mode.rereads:                  # skipped wall times: as the server has them
             keep_skipped_walls(run)
         if mode.live:                         # 3. per batch, just before its writes
-            live = LiveBatches(lambda ids: guard_batch(run, on_conflict, gate, ids),
-                               mode.batch(client.limiter.rate), mode.window)
+            live = LiveBatches(
+                lambda ids, purpose: guard_live(run, on_conflict, gate, ids, purpose),
+                lambda ids: reread_requests(run.source, run.layout, run.plan.base, ids),
+                mode.batch(client.limiter.rate), mode.window)
         if note.remaining is None:            # unknown before: the first answer told it
             note = quota_note(client, needed, reserve, learned=True,
                               sent=sum(run.counter.n.values()))
@@ -207,7 +214,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         apply(run, max_workers, progress, live)   # 4. uploads + writes, concurrently
         if mode.live:                         # an editor who wrote after us?
             check_written(run, mode.window)
-        if run.jr and not any(o.status == "unknown" for o in run.outcomes.values()):
+        if run.jr and run.halted is None \
+                and not any(o.status == "unknown" for o in run.outcomes.values()):
             run.jr.settle()
     finally:
         if run.jr:
@@ -219,6 +227,9 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
                          + run.extra, plan, run.conflicts, run.counter,
                          quota=note)                                      # 6. one row each
     _summarize(report, tgt.name, progress)
+    if run.halted is not None:
+        raise ConflictError(halt_message(run, report), conflicts=report.conflicts,
+                            report=report)
     return report
 
 
@@ -259,17 +270,75 @@ def guard_within_quota(run: RunState, on_conflict: str, gate: QuotaGate) -> None
 
 
 def guard_batch(run: RunState, on_conflict: str, gate: QuotaGate,
-                ids: Sequence[str] | None) -> None:
+                ids: Sequence[str] | None, purpose: str = "rereads") -> None:
     """The guard's re-read of ``ids`` (None: every record to write); when the quota runs
     out during it the gate shuts and nothing more is written."""
     try:
-        guard_phase(run, on_conflict, ids)
+        guard_phase(run, on_conflict, ids, purpose=purpose)
     except QuotaInsufficient as exc:   # the paged re-read found it cannot finish
         gate.shut(f"not sent: the guard's re-read needs {exc.needed} requests, only "
                   f"{exc.remaining} are left of the daily quota; resume after "
                   f"{when_reset(exc.reset_at)}", exc.reset_at)
     except QuotaExceeded as exc:
         gate.spent(exc)
+
+
+def guard_live(run: RunState, on_conflict: str, gate: QuotaGate, ids: Sequence[str],
+               purpose: str) -> None:
+    """The live guard's re-read of a batch (or of its late records). With
+    ``on_conflict="raise"``, a conflict found before any write was sent raises at once
+    (nothing was written); one found after (a record edited since the check before the
+    first write) cannot un-send what went: the run halts, its conflicts are ``conflict``,
+    every record not yet written ``not_applied``, and ``write_back`` raises after the
+    Report is made (``halt_message``)."""
+    try:
+        guard_batch(run, on_conflict, gate, ids, purpose)
+    except ConflictError:
+        if not run.counter.n["writes"]:
+            raise
+        batch = set(ids)
+        clashed: dict[str, list[str]] = {}
+        for c in run.conflicts:
+            if c["record_id"] in batch:
+                clashed.setdefault(c["record_id"], []).append(c["field"])
+        with run.adopt_lock:
+            for rid, fields in clashed.items():
+                if rid not in run.outcomes:
+                    run.outcomes[rid] = Outcome(
+                        rid, run.todo[rid], [f for f in fields if f], "conflict",
+                        "changed on the server after the check before the first write: "
+                        + ", ".join(f for f in fields if f))
+            run.todo = {rid: a for rid, a in run.todo.items() if rid not in run.outcomes}
+            run.halt_ids = sorted(clashed)
+            run.halted = (f"not sent: on_conflict='raise' and {len(clashed)} record"
+                          f"{'s' if len(clashed) != 1 else ''} changed on the server after "
+                          f"the check before the first write ({_some(run.halt_ids)}); the "
+                          "run stopped writing")
+
+
+def halt_message(run: RunState, report: Report) -> str:
+    """The ConflictError of a halted run: which records changed, which were written
+    before (their writes stand), and which were not."""
+    table = report.table
+    written = table[table["status"].isin(["applied", "overwritten", "unknown"])]
+    rest = table[~table.index.isin(written.index)]
+    ids = run.halt_ids
+    return (f"{len(ids)} record{'s' if len(ids) != 1 else ''} changed on the server after "
+            f"the check before the first write ({_some(ids)}), found when "
+            f"{'their' if len(ids) != 1 else 'its'} batch was re-read; "
+            f"{len(written)} record{'s' if len(written) != 1 else ''} had already been "
+            f"sent and stay written ({_some(written['record_id'].tolist())}: the report "
+            f"says applied, overwritten or unknown for each); {len(rest)} were not "
+            f"written ({_some(rest['record_id'].tolist())}). "
+            "The error's report holds every record's outcome; the frames follow what was "
+            "written, so write_back again sends only the rest")
+
+
+def _some(ids: Sequence[Any], shown: int = 10) -> str:
+    """Up to ``shown`` ids, then how many more."""
+    head = ", ".join(map(str, ids[:shown]))
+    more = len(ids) - shown
+    return head + (f" and {more} more" if more > 0 else "") if ids else "none"
 
 
 def drop_fields_the_view_does_not_take(run: RunState) -> None:

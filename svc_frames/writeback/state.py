@@ -67,6 +67,10 @@ class RunState:
     base_values: Values | None = None    # the loaded values, for the guard (made once)
     gate: QuotaGate | None = None        # the daily quota's gate (gate.py); None: no budget
     stamp: Stamp | None = None           # what object writes stamp themselves (stamp.py)
+    # why no further write is sent: on_conflict="raise" met a conflict after a write had
+    # gone (the live guard's later re-read); the run ends, reports, then raises
+    halted: str | None = None
+    halt_ids: list[str] = field(default_factory=list)    # the records in conflict then
 
     @classmethod
     def start(cls, client: Client, plan: Plan, layout: Layout, tgt: Target,
