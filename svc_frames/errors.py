@@ -221,8 +221,37 @@ class NameWarning(SvcWarning, UserWarning):
 
 
 def warn_user(message: str, category: type[Warning]) -> None:
-    """``warnings.warn`` shown at the first caller outside svc_frames (the user's line),
-    however deep the call that warns."""
+    """Warn at the first caller outside svc_frames (the user's line).
+
+    ``warnings.warn`` with the stack level found by walking out of svc_frames' own frames,
+    however deep the call that warns.
+
+    Parameters
+    ----------
+    message : str
+        The warning's text.
+    category : type of Warning
+        Its class (a :class:`SvcWarning` subclass for svc_frames' own warnings).
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    Warning
+        ``category``, when the warnings filter turns it into an error.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from svc_frames.errors import NameWarning, warn_user
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     warn_user("a name changed", NameWarning)
+    >>> seen[0].category.__name__, str(seen[0].message)
+    ('NameWarning', 'a name changed')
+    """
     frame, level = inspect.currentframe(), 1
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith(
             "svc_frames"):

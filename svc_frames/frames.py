@@ -203,6 +203,10 @@ class Frames:
         Where the records came from (None: not loaded by svc_frames).
     original : Frames, optional
         The data as loaded (a ``snapshot``), which ``diff`` compares the edits with.
+    skipped : dict of str to list of str, optional
+        Column -> the records whose wall time there the application's timezone skips (a
+        daylight-saving gap): held as the first valid instant, warned about once by the
+        load, and sent back as the server stores it when untouched.
 
     See Also
     --------

@@ -931,7 +931,16 @@ class Client:
     def schema_read(self) -> bool:
         """True when ``schema()`` answers without a request (read already, or not used).
 
-        Usage: ``client.schema() if client.schema_read else None``"""
+        Examples
+        --------
+        >>> fresh = Client(service.app_id, api_key=service.api_key,
+        ...                base_url=service.base_url, rate_limit=0)
+        >>> fresh.schema_read
+        False
+        >>> _ = fresh.schema()
+        >>> fresh.schema_read
+        True
+        """
         return self._schema_loaded
 
     def records_path(self, target: Target) -> tuple[str, bool, str]:

@@ -305,6 +305,9 @@ class Plan:
         guard compares with the server).
     create_rows : dict
         Temporary id of a create -> the position of its row in ``edited.main``.
+    walls_reread : list of str
+        Updates whose unedited date part may be a wall time the timezone skips: re-read
+        before the write even with ``guard="off"``, so that part goes as the server has it.
 
     Examples
     --------
@@ -312,7 +315,7 @@ class Plan:
     >>> frames.main.loc[frames.main.index[:2], "field_27"] = "Done"
     >>> plan = diff(frames)
     >>> plan
-    Plan(2 update, 0 create, 0 delete; 2 changed cells; 4 requests (2 writes, 1 re-reads, 1 checks))
+    Plan(2 update, 0 create, 0 delete; 2 changed cells; 5 requests (2 writes, 1 re-reads, 1 checks, up to 1 late re-reads))
     >>> plan.changes["new"].tolist()
     ['Done', 'Done']
     """
@@ -379,7 +382,10 @@ class Plan:
 
         With the default options: the live guard, deletes not asked for, the hosted pace
         (10 requests/s). Writes and uploads are upper bounds (the guard drops conflicts
-        and values already on the server); retries after faults come on top.
+        and values already on the server), and so is ``late``: the live guard's allowance
+        for records whose turn comes after the window (a pace shared with other writers),
+        which a run never exceeds; a clean run alone sends ``total - late``. Retries after
+        faults come on top.
 
         Examples
         --------
@@ -387,9 +393,9 @@ class Plan:
         >>> frames.main.loc[frames.main.index[:3], "field_25"] = 5.0
         >>> plan = diff(frames)
         >>> plan.requests
-        RequestEstimate(writes=3, uploads=0, rereads=1, lookups=0, checks=1)
+        RequestEstimate(writes=3, uploads=0, rereads=1, lookups=0, checks=1, late=1)
         >>> plan.requests.total
-        5
+        6
         """
         return self.estimate_requests()
 
