@@ -32,6 +32,21 @@ if TYPE_CHECKING:
 # directory: tests (and the processes they start) keep theirs in a directory of their own
 os.environ.setdefault("SVC_PACE_DIR", tempfile.mkdtemp(prefix="svc-frames-pace-"))
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow(seconds=10): a test of many seconds, started "
+                                       "first (the longest first)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests marked ``slow`` first, the longest first (the others keep their order):
+    started last, a few of them made the workers of ``make test`` wait for the one still
+    running."""
+    def order(item: pytest.Item) -> tuple[bool, float]:
+        slow = item.get_closest_marker("slow")
+        return slow is None, -float(slow.kwargs.get("seconds", 10)) if slow else 0.0
+    items.sort(key=order)
+
+
 settings.register_profile("dev", print_blob=True)
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE")

@@ -16,6 +16,7 @@ from svc_frames.errors import ConfigurationError
 from svc_frames.saved.parquet import read_parquet, renamed_columns
 
 
+@pytest.mark.slow
 def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path) -> None:
     log = io.StringIO()
     made = run(records=25, out_dir=tmp_path / "out", stream=log)
@@ -95,6 +96,7 @@ def test_bulk_edit_always_has_something_to_do(top: float | None) -> None:
         service.stop()
 
 
+@pytest.mark.slow
 def test_demo_entry_point_takes_its_size_and_output_from_the_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -32,6 +32,7 @@ def test_the_guides_have_examples() -> None:
             "docs/whole-app.md", "docs/saved-frames.md"} <= names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("guide", GUIDES, ids=lambda p: p.name)
 def test_guide_runs_as_written(guide: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                capsys: pytest.CaptureFixture[str]) -> None:

@@ -292,6 +292,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_two_processes_share_one_pace(tmp_path: Path) -> None:
     env = {**os.environ, "SVC_PACE_DIR": str(tmp_path)}
     with LocalService(demo=True, records=1000, rate_limit=10, latency_ms=20,

@@ -85,6 +85,7 @@ def test_committed_notebook_is_the_built_one_without_outputs(name: str) -> None:
             assert cell.outputs == [] and cell.execution_count is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_notebook_runs_top_to_bottom(name: str, kernel_env: Path) -> None:
     nb = execute(name)

@@ -72,6 +72,7 @@ def test_readme_has_the_blocks_this_test_knows() -> None:
     assert any("jupyter execute" in b and "--output" in b for b in blocks)
 
 
+@pytest.mark.slow(seconds=30)
 def test_cli_round_trip_block(clone: Path) -> None:
     (block,) = [b for b in shell_blocks() if "svc-frames serve" in b]
     done = run_block(block, clone)
@@ -90,6 +91,7 @@ def test_cli_round_trip_block(clone: Path) -> None:
     assert not (clone / "svc.env").exists()  # the service was stopped: its env file is gone
 
 
+@pytest.mark.slow
 def test_notebook_execute_block_keeps_the_executed_copy(clone: Path) -> None:
     (block,) = [b for b in shell_blocks() if "jupyter execute" in b]
     done = run_block(block, clone)

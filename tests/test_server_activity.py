@@ -173,6 +173,7 @@ def test_the_cli_spelling() -> None:
     assert Activity.of({"objects": "object_3", "rate": 2}) == Activity(("object_3",), 2)
 
 
+@pytest.mark.slow
 def test_serve_runs_the_activity_and_refuses_a_bad_one(tmp_path: Any) -> None:
     import json
     import subprocess

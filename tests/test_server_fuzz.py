@@ -53,6 +53,7 @@ def test_openapi_served(fuzz_service: LocalService) -> None:
     assert "post" in paths["/v1/pages/scene_2/views/view_4/records"]
 
 
+@pytest.mark.slow(seconds=20)
 def test_every_answer_conforms(fuzz_service: LocalService) -> None:
     svc = fuzz_service
     schema = schemathesis.from_uri(

@@ -56,6 +56,7 @@ def test_data_directory_without_raw_fragments_is_upgraded(tmp_path: Path) -> Non
     assert raw == [format_record(b, "raw") for b in both] and len(raw) >= 30
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 def test_sigkill_mid_burst_keeps_every_answered_write(tmp_path: Path) -> None:
     def start() -> tuple[subprocess.Popen[str], dict[str, Any]]:

@@ -533,6 +533,7 @@ def test_the_create_proof_costs_one_batched_read_per_run(fresh: LocalService) ->
     assert fresh.request_log.count(method="POST") == 10
 
 
+@pytest.mark.slow
 def test_creates_and_updates_under_faults_finish_in_one_call() -> None:
     """20% of all requests fault (every kind, before and after the write): one call
     applies 200 updates and 40 creates, each exactly once."""
@@ -781,6 +782,7 @@ def prop_svc() -> Iterator[LocalService]:
         yield s
 
 
+@pytest.mark.slow(seconds=40)
 @pytest.mark.parametrize("object_key", ["object_3", "object_1"])   # demo.py: work orders, people
 @settings(max_examples=20, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

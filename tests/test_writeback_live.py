@@ -48,6 +48,7 @@ def _server(client: Client, key: str) -> dict[str, Any]:
     return {str(k): v for k, v in main[key].items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("apart", [0.0, 0.7])
 def test_two_writers_of_the_same_cells_never_both_win(apart: float) -> None:
     # one pace of 10/s for both: a batch's writes take longer than the window, so
