@@ -31,10 +31,12 @@ typecheck: $(STAMP)
 
 # four workers on two cores: a third of a test's time is spent waiting (the write guard's
 # check after its window, the hosted pace, subprocesses starting), which the other workers
-# fill; every test starts its own local service or uses its worker's one
+# fill; a worker that runs out of tests takes some of another's queue (worksteal), so none
+# is left running alone at the end; every test starts its own local service or uses its
+# worker's one
 PYTEST_WORKERS ?= 4
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist worksteal
 
 # JupyterLab and Notebook 7 on 127.0.0.1 with the project's kernel, driven by playwright in
 # Debian's Chromium (installed with apt when missing; playwright downloads no browser):

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..errors import InvalidValue
 from ._util import invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 from .rawvalues import ConnectionItem
@@ -103,7 +104,10 @@ class ConnectionCodec(Codec):
             return []
         if hooks is None:
             raise invalid(field, "connections can only be resolved by the service")
-        return hooks.connected(str(rel.get("object") or ""), ids)
+        try:
+            return hooks.connected(str(rel.get("object") or ""), ids)
+        except InvalidValue as exc:   # an id of no record: this field is the culprit
+            raise invalid(field, exc.message) from None
 
     def render(self, raw: Any, field: FieldSpec) -> Any:
         if not isinstance(raw, list):
