@@ -111,8 +111,9 @@ def test_read_app_paced_at_the_service_limit_sends_no_429() -> None:
         assert len(app["Work Orders"].main) == 2500
         assert svc.request_log.count(status=429) == 0
         assert c.status_counts[429] == 0 and c.retry_count == 0
-        # every object was loaded, each page once (+ the verification of page 1)
-        assert svc.request_log.count("GET", "/v1/objects/object_3/records") == 3 + 1
+        # every object was loaded, each page once (ordered pages of dense values, nobody
+        # deleting: no gap to check)
+        assert svc.request_log.count("GET", "/v1/objects/object_3/records") == 3
 
 
 # ---- joins ------------------------------------------------------------------------------

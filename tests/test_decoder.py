@@ -88,6 +88,9 @@ def test_helper_pages_equal_pages_decoded_here(service: LocalService, decoder: P
         want = parse_json(body)
         assert env["total_records"] == want["total_records"]
         assert [r["id"] for r in env["records"]] == [r["id"] for r in want["records"]]
+        # the auto-increment value stays beside the id: keyset paging reads it
+        assert [r["field_24"] for r in env["records"]] == [r["field_24"]
+                                                            for r in want["records"]]
         same(env["frames"], here(setup, body))
 
 

@@ -1,7 +1,8 @@
 """Loads while other users insert, update and delete (the local service's ``activity``),
 over real HTTP: a load of an object with an auto-increment field, unsorted or sorted
-ascending by that field, pages by ranges of it and returns every record that existed from
-its start to its end exactly once, and none deleted before it began (computed from the
+ascending by that field, pages in that field's order (ordered pages and their gap check
+without a filter, ranges of it with one) and returns every record that existed from its
+start to its end exactly once, and none deleted before it began (computed from the
 activity log); a load sorted by another field pages by number as before."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from svc_frames.testing import client_for
 OBJ = "object_3"   # work orders: field_24 is its auto-increment field
 
 
-def _ids(svc: LocalService, obj: str = OBJ) -> set[str]:
-    return set(map(str, read_object(client_for(svc), obj, progress=False,
+def _ids(svc: LocalService, obj: str = OBJ, filters: Any = None) -> set[str]:
+    return set(map(str, read_object(client_for(svc), obj, progress=False, filters=filters,
                                     verify="none").main.index))
 
 
@@ -31,28 +32,33 @@ def _load_during_activity(svc: LocalService, **kw: Any) -> tuple[pd.DataFrame, i
     client = client_for(svc)
     client.schema()   # read first: a sorted load pages by ranges only with it in hand
     act.pause()
-    before = _ids(svc)
+    before = _ids(svc, filters=kw.get("filters"))
     act.resume()
     t0 = svc.emulation.now()
     svc.request_log.clear()
     frames = read_object(client, OBJ, rows_per_page=25, progress=False, **kw)
     t1 = svc.emulation.now()
+    sent = list(svc.request_log.entries)
     act.pause()
     entries = [e for e in act.log.entries if e.object_key == OBJ
                and t0 <= e.time <= t1 and e.action in ("insert", "delete")]
     inserted = {e.record_id for e in entries if e.action == "insert"}
     deleted = {e.record_id for e in entries if e.action == "delete"}
-    after = _ids(svc)
+    after = _ids(svc, filters=kw.get("filters"))
     stable = (before & after) - inserted - deleted
     got = [str(i) for i in frames.main.index]
     assert len(got) == len(set(got))                  # none twice
     assert stable <= set(got)                         # none missing
     assert set(got) <= before | inserted              # none deleted before
-    # the ranges of the auto-increment field, side by side
-    ranged = [e for e in svc.request_log.entries
-              if e.path == f"/v1/objects/{OBJ}/records" and "filters=" in e.query
-              and "field_24" in e.query]
-    assert len(ranged) >= len(before) // 25 - 2
+    # every request in the auto-increment field's order (ranges: and its largest value,
+    # one row sorted descending), about a page's worth each
+    listing = [e.query for e in sent if e.path == f"/v1/objects/{OBJ}/records"]
+    assert all("sort_field=field_24" in q for q in listing)
+    assert sum("sort_order=asc" in q for q in listing) >= len(listing) - 1
+    assert len(listing) >= len(before) // 25 - 2
+    # with a filter of its own: ranges past page 1; without: pages by number
+    assert any("higher+than" in q for q in listing) == bool(kw.get("filters"))
+    assert any("page=2&" in q for q in listing) != bool(kw.get("filters"))
     act.resume()
     return frames.main, len(entries)
 
@@ -62,6 +68,15 @@ def test_loads_under_steady_edits_hold_every_stable_record_once() -> None:
                       activity=f"{OBJ}:40/s") as svc:
         changed_during = sum(_load_during_activity(svc)[1] for _ in range(3))
         assert changed_during > 0      # the activity did insert and delete meanwhile
+
+
+def test_a_filtered_load_under_steady_edits_pages_by_ranges() -> None:
+    with LocalService(demo=True, records=400, rate_limit=0, latency_ms=5, seed=24,
+                      activity=f"{OBJ}:40/s") as svc:
+        # the filter keeps about every work order, so the activity still moves the list
+        main, changed = _load_during_activity(svc, filters=[
+            {"field": "field_12", "operator": "is not blank"}])
+        assert changed > 0
 
 
 def test_a_load_sorted_by_the_auto_increment_field_pages_by_its_ranges() -> None:

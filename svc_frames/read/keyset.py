@@ -1,27 +1,39 @@
-"""Keyset paging: a load over ranges of a key that shifts no record.
+"""Keyset paging: a load over a key that shifts no record.
 
 Page numbers count positions in a list that others change while a load runs: an insert
 or a delete before a page's start moves every later record across the page boundary, so
 offset paging misses or repeats records, and its consistency passes can only detect
 that and try again (under steady edits: again and again). An auto-increment value never
-changes and is never reused, so the records whose value lies in a fixed range are the
-same records whatever else happens: ranges never shift a record. A load by ranges
-returns every record that existed from its start to its end exactly once (records
-created during it have values past the plan and may come or not; records deleted during
-it may come or not).
+changes and is never reused, and a new record's value is larger than every value given
+before. Two plans use that; both return every record that existed from the load's start
+to its end exactly once (records created or deleted during it may come or not).
 
-The plan: page 1 sorted by the key, ascending (its records are every record up to its
-last value), and beside it the largest value (one row, descending); from the density
-between them and the total, ranges of the key past page 1 sized to fill
-``FILL_MEASURED`` of a page each, the last one open-ended; all fetched side by side within
-the pace (each its own filter, sorted by the key). A range holding more than a page (a
-dense stretch) goes on from the last value it returned.
+**Ordered pages** (a load with no filter of its own, whose page 1 shows the values dense,
+``DENSE``): the pages by number, sorted by the key ascending, side by side within the
+pace as any load's pages, then one check of the *gaps* between them. Sorted so, an insert
+lands past every page and only a delete moves records, and only towards the front: a
+record that existed throughout and that no page returned was moved from the start of a
+page to the end of the one before after that one was answered, so its value lies
+strictly between one page's last value and the next page's first (``page_gaps``). The
+values in those gaps are asked for at the end, ``VALUES_PER_CHECK`` to a request (an "or"
+of ``is`` rules), a wide gap as a range of its own (``gap_checks``). When nothing moved
+and the values have no holes, there is nothing to check: the pages alone. Proof and
+costs: ARCHITECTURE.md, "Keyset paging".
+
+**Ranges** (a filtered load, or values spread thin): page 1 sorted by the key, ascending
+(its records are every record up to its last value), and beside it the largest value
+(one row, descending); from the density between them and the total, ranges of the key
+past page 1 sized to fill ``FILL_MEASURED`` of a page each, the last one open-ended; all
+fetched side by side within the pace (each its own filter, sorted by the key). A range
+holding more than a page (a dense stretch) goes on from the last value it returned. The
+records whose value lies in a fixed range are the same whatever else happens.
 
 Usage::
 
     keys = key_values(first.records, "field_24")
     for rng in plan_ranges(keys, first.total_records, 1000):
-        rules = rng.rules("field_24")        # AND-ed with the load's own filters
+        query = rng.query(load_query, "field_24")   # AND-ed with the load's own filters
+    checks = gap_checks(page_gaps([[1, 2, 3], [5, 6], [9]]))   # values 4, 7 and 8
 """
 
 from __future__ import annotations
@@ -31,13 +43,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["KeyRange", "plan_ranges", "key_values", "key_value", "FILL", "FILL_MEASURED"]
+from ..query import Query
+
+__all__ = ["KeyRange", "KeyValues", "plan_ranges", "key_values", "key_value", "page_gaps",
+           "gap_checks", "dense", "FILL", "FILL_MEASURED", "DENSE", "VALUES_PER_CHECK"]
 
 #: Share of a page a range is planned to fill: values are spread unevenly (deleted
 #: records leave gaps), and a range that overflows costs one more request, in sequence.
 #: With the largest value known, the density past page 1 is measured, not guessed.
 FILL = 0.85
 FILL_MEASURED = 0.95
+
+#: Records per key value on page 1 from which ordered pages are chosen for a load with no
+#: filter: the gaps between 40 pages then hold about 40 values or fewer, one check request
+#: (values spread thinner: ranges, whose cost does not grow with the holes)
+DENSE = 0.5
+
+#: Values one gap check lists ("is" rules, OR-ed): about 90 bytes each once URL-encoded, so
+#: 40 keep the request line near 4 KB, half the common 8 KB limit
+VALUES_PER_CHECK = 40
 
 
 @dataclass(frozen=True)
@@ -60,6 +84,32 @@ class KeyRange:
     def rest(self, last: int) -> KeyRange:
         """The part of this range past ``last`` (a range that filled its page)."""
         return KeyRange(last, self.upto)
+
+    def query(self, base: Query, key: str) -> Query:
+        """``base`` (an "and" or no filter) AND this range: what its request sends."""
+        return base.also(self.rules(key))[0]
+
+
+@dataclass(frozen=True)
+class KeyValues:
+    """Records whose key is one of ``values`` (a gap check of ordered pages)."""
+
+    values: tuple[int, ...]
+
+    def rules(self, key: str) -> list[dict[str, Any]]:
+        """One ``is`` rule per value (OR-ed by ``query``)."""
+        return [{"field": key, "operator": "is", "value": v} for v in self.values]
+
+    def rest(self, last: int) -> KeyValues:
+        """The values past ``last`` (a check that filled its page)."""
+        return KeyValues(tuple(v for v in self.values if v > last))
+
+    def query(self, base: Query, key: str) -> Query:
+        """What its request sends: the values OR-ed; ``base`` must hold no filter (ordered
+        pages are only chosen for a load without one: an "or" cannot be AND-ed with it)."""
+        if base.text is not None:
+            raise ValueError("a gap check by values needs a listing without filters")
+        return Query.encode({"match": "or", "rules": self.rules(key)})
 
 
 def key_value(record: Any, key: str) -> int | None:
@@ -114,3 +164,50 @@ def plan_ranges(first_keys: Sequence[int], total: int, rows_per_page: int,
     width = max(1, math.ceil(per_range / density))
     return [KeyRange(lo + i * width, lo + (i + 1) * width if i < n - 1 else None)
             for i in range(n)]
+
+
+def dense(first_keys: Sequence[int]) -> bool:
+    """Whether page 1's values (ascending) are dense enough for ordered pages (``DENSE``).
+    Usage: ``dense([1, 2, 4])``"""
+    if not first_keys:
+        return False
+    return len(first_keys) / (first_keys[-1] - first_keys[0] + 1) >= DENSE
+
+
+def page_gaps(pages_keys: Sequence[Sequence[int]]) -> list[tuple[int, int | None]]:
+    """The gaps between consecutive ordered pages (each page's values, ascending, in page
+    order): ``(last, first)`` when the next page's first value is more than one past the
+    page's last, ``(last, None)`` when an empty page follows (the list ended earlier than
+    it did when planned: anything past ``last`` may have moved before it). A record that
+    existed throughout and that no page returned has its value strictly inside one of
+    them (keyset.py's docstring; ARCHITECTURE.md has the proof).
+    Usage: ``page_gaps([[1, 2, 3], [5, 6], []])`` is ``[(3, 5), (6, None)]``"""
+    out: list[tuple[int, int | None]] = []
+    for page, after in zip(pages_keys, pages_keys[1:], strict=False):
+        if not page:
+            continue
+        if not after:
+            out.append((page[-1], None))
+        elif after[0] > page[-1] + 1:
+            out.append((page[-1], after[0]))
+    return out
+
+
+def gap_checks(gaps: Sequence[tuple[int, int | None]], per_check: int = VALUES_PER_CHECK
+               ) -> list[KeyRange | KeyValues]:
+    """The requests that return every record whose value lies strictly inside one of
+    ``gaps``: narrow gaps listed value by value, ``per_check`` to a request (at most
+    ``VALUES_PER_CHECK``; the loader passes its page size when smaller, so a check never
+    holds more than a page); a gap wider than that, or open, as a range of its own.
+    Usage: ``gap_checks([(3, 5), (6, 9)])`` is ``[KeyValues((4, 7, 8))]``"""
+    per_check = max(1, min(per_check, VALUES_PER_CHECK))
+    values: list[int] = []
+    out: list[KeyRange | KeyValues] = []
+    for lo, hi in gaps:
+        if hi is None or hi - lo - 1 > per_check:
+            out.append(KeyRange(lo, None if hi is None else hi - 1))
+        else:
+            values.extend(range(lo + 1, hi))
+    out.extend(KeyValues(tuple(values[i:i + per_check]))
+               for i in range(0, len(values), per_check))
+    return out

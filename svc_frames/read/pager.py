@@ -48,7 +48,7 @@ from ..filters import prepare_query
 from ..http.body import parse_json
 from ..query import Query, needs_schema, validate_filters
 from ..schema import Schema
-from .keyset import KeyRange, key_values, plan_ranges
+from .keyset import KeyRange, KeyValues, dense, gap_checks, key_values, page_gaps, plan_ranges
 from .rawpages import RawRecord, raw_page_parser
 
 if TYPE_CHECKING:
@@ -107,8 +107,8 @@ class Page:
     format: PageFormat = "both"
     decoded: bool = False  # decoded while fetched (PageDecoder): ``frames`` holds the page
     frames: Frames | None = None  # its frames; None when the page needs display values
-    # a keyset page (keyset.py): the range it asked for, so a refetch asks for it again
-    key_range: KeyRange | None = None
+    # a keyset page (keyset.py): the range or values it asked for, so a refetch asks again
+    key_range: KeyRange | KeyValues | None = None
 
 
 @dataclass
@@ -124,6 +124,44 @@ class PassReport:
     consistent: bool = False
     reason: str = ""
     stopped: bool = False  # the caller's stop condition ended it (see Paginator)
+
+
+class _Seen:
+    """The ids a keyset pass has taken, in order and each once (with ``keep_ids=False``
+    their 64-bit hashes: flat memory), and what it hands the pager at the end."""
+
+    def __init__(self, keep_ids: bool) -> None:
+        self.keep_ids = keep_ids
+        self.ids: list[str] = []
+        self.seen: set[str] = set()
+        self.hashes: list[np.ndarray] = []
+
+    def take(self, report: PassReport, page: Page) -> None:
+        """Count ``page`` in ``report`` and note its ids (a repeated one is dropped)."""
+        report.pages += 1
+        report.records += len(page.records)
+        report.totals.add(page.total_records)
+        if not self.keep_ids:
+            self.hashes.append(id_hashes(page.records))
+            return
+        for rid in record_ids(page.records):
+            if rid in self.seen:
+                report.duplicates += 1
+            else:
+                self.seen.add(rid)
+                self.ids.append(rid)
+
+    def finish(self, report: PassReport, pager: Paginator) -> None:
+        """The pass's ids (or sorted hashes) on ``pager``, its distinct count on ``report``."""
+        if self.keep_ids:
+            pager.final_ids = self.ids
+            report.distinct = len(self.ids)
+            return
+        order = np.concatenate(self.hashes) if self.hashes else np.empty(0, np.int64)
+        uniq = np.unique(order)
+        report.duplicates = len(order) - len(uniq)
+        report.distinct = len(uniq)
+        pager.final_hashes = np.sort(uniq)
 
 
 class Paginator:
@@ -231,13 +269,13 @@ class Paginator:
 
     # ---- fetching ------------------------------------------------------------------------
     def _fetch(self, number: int, pass_no: int, notify: bool = True,
-               key_range: KeyRange | None = None) -> Page:
+               key_range: KeyRange | KeyValues | None = None) -> Page:
         fmt = self.page_format
         params = dict(self._params, page=number)
         if key_range is not None:   # page 1 of the range's own listing
             assert self.key_field is not None
             params["page"] = 1
-            params["filters"] = self.query.also(key_range.rules(self.key_field))[0].text
+            params["filters"] = key_range.query(self.query, self.key_field).text
         if fmt != "both":
             params["format"] = fmt
         env = self.client.get_page(self.target, page=number, params=params,
@@ -297,9 +335,10 @@ class Paginator:
             n = min(n, math.ceil(self.limit / self.rows_per_page)) if self.limit else 0
         return max(n, 1)
 
-    def _one_pass(self, pass_no: int) -> Iterator[Page]:
-        """Yield the pages of one pass, in order, fetched concurrently within the pace."""
-        first = self._fetch(1, pass_no)
+    def _one_pass(self, pass_no: int, first: Page | None = None) -> Iterator[Page]:
+        """Yield the pages of one pass, in order, fetched concurrently within the pace
+        (``first``: its page 1, fetched already)."""
+        first = first or self._fetch(1, pass_no)
         if pass_no == 1:
             self.total_records, self.total_pages = first.total_records, first.total_pages
         if self._stopped(first) or (not first.records or self.limit == 0
@@ -334,7 +373,7 @@ class Paginator:
                     pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
                     next_submit += 1
                 if (next_submit > wanted and self._early is None and wanted > 1
-                        and self.verify == "first"):
+                        and self.verify == "first" and self.key_field is None):
                     # the verification request right behind the last page request (it
                     # takes the next slot), not after its answer: no extra round trip
                     self._early = pool.submit(self._first_after, list(pending.values()),
@@ -460,18 +499,23 @@ class Paginator:
             "field that does not change")
 
     def _keyset_run(self) -> Iterator[Page]:
-        """One pass by ranges of ``key_field`` (keyset.py): page 1 sorted by it, then the
-        ranges past it side by side within the pace, in order, a range that fills its page
-        going on from its last value. Consistent by construction (no record shifts
-        between ranges); a repeated id is dropped. Page 1 with a blank or repeated value:
-        ``key_field`` is set to None and nothing is yielded (page-number paging follows)."""
+        """One pass over ``key_field`` (keyset.py): page 1 sorted by it, then ordered pages
+        and a check of their gaps (no filter of the load's own, dense values) or ranges
+        past page 1 (else). Consistent by construction; a repeated id is dropped. Page 1
+        with a blank or repeated value: ``key_field`` is set to None and nothing is
+        yielded (page-number paging follows)."""
         report = PassReport(1)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-top") as side:
-            top_future = side.submit(self._top_key)   # beside page 1: no round trip more
-            first = self._fetch(1, 1)
-            top = top_future.result() if first.total_records > len(first.records) \
-                else None
-        keys = key_values(first.records, self.key_field or "")
+        key = self.key_field or ""
+        unfiltered = self.query.text is None
+        if unfiltered:   # ordered pages need no largest value; thin values plan without it
+            first, top = self._fetch(1, 1), None
+        else:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-top") as side:
+                top_future = side.submit(self._top_key)   # beside page 1: no round trip more
+                first = self._fetch(1, 1)
+                top = top_future.result() if first.total_records > len(first.records) \
+                    else None
+        keys = key_values(first.records, key)
         if keys is None or keys != sorted(set(keys)):
             self.key_field = None
             self._params.pop("sort_field", None)
@@ -479,76 +523,83 @@ class Paginator:
             return
         self.passes.append(report)
         self.total_records, self.total_pages = first.total_records, first.total_pages
-        ranges = plan_ranges(keys, first.total_records, self.rows_per_page, top) \
-            if first.total_records > len(first.records) else []
-        if ranges:
-            self.check_quota(len(ranges) + 1)
-            if self.on_first is not None:
-                self.on_first(first)
-        ids: list[str] = []
-        seen: set[str] = set()
-        hashes: list[np.ndarray] = []
+        seen = _Seen(self.keep_ids)
+        if unfiltered and dense(keys) and first.total_records > len(first.records):
+            pages_keys: list[list[int]] = []
+            for page in self._one_pass(1, first):
+                page_keys = key_values(page.records, key)
+                if page_keys is None or page_keys != sorted(set(page_keys)):
+                    raise ConsistencyError(
+                        f"page {page.number} of {self._what()} is not sorted by {key} as "
+                        "asked (or a value is blank): which records moved cannot be told; "
+                        "try again, or load with a sort of your own")
+                pages_keys.append(page_keys)
+                seen.take(report, page)
+                yield page
+            checks = gap_checks(page_gaps(pages_keys), self.rows_per_page)
+            report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
+            for page in self._ranged(checks, report.pages, None):
+                seen.take(report, page)
+                yield page
+        else:
+            ranges = plan_ranges(keys, first.total_records, self.rows_per_page, top) \
+                if first.total_records > len(first.records) else []
+            if ranges:
+                self.check_quota(len(ranges) + 1)
+                if self.on_first is not None:
+                    self.on_first(first)
+            seen.take(report, first)
+            for page in self._ranged(ranges, 1, first):
+                if page is not first:
+                    seen.take(report, page)
+                yield page
+            report.reason = f"keyset: {report.pages} ranges of {key}"
+        seen.finish(report, self)
+        report.consistent = True
 
-        def take(page: Page) -> None:
-            report.pages += 1
-            report.records += len(page.records)
-            report.totals.add(page.total_records)
-            if not self.keep_ids:
-                hashes.append(id_hashes(page.records))
-                return
-            for rid in record_ids(page.records):
-                if rid in seen:
-                    report.duplicates += 1
-                else:
-                    seen.add(rid)
-                    ids.append(rid)
-
-        take(first)
-        number = 1
+    def _ranged(self, ranges: Sequence[KeyRange | KeyValues], number: int,
+                lead: Page | None) -> Iterator[Page]:
+        """The pages of ``ranges`` (each page 1 of its own filter), side by side within
+        the pace and the slow-start window, in order, numbered after ``number``; a range
+        whose answer says it holds more than the page goes on from its last value, next
+        in order. ``lead`` (page 1) is yielded first, once the first window is sent: the
+        consumer's decode of it overlaps their trips instead of preceding them."""
+        key = self.key_field or ""
         with ThreadPoolExecutor(max_workers=self.max_workers,
                                 thread_name_prefix="svc-range") as pool:
             todo = list(reversed(ranges))
-            pending: list[tuple[KeyRange, Future[Page]]] = []
+            pending: list[Future[Page]] = []
+            sent = number
 
             def send() -> None:
-                window = min(self.prefetch, 4 * number)
+                window = min(self.prefetch, 4 * sent)
                 while todo and len(pending) < window:
-                    rng = todo.pop()
-                    pending.append((rng, pool.submit(self._fetch, 0, 1, True, rng)))
+                    pending.append(pool.submit(self._fetch, 0, 1, True, todo.pop()))
 
             try:
-                # the first ranges leave before page 1 is handed out: the consumer's
-                # decode of page 1 overlaps their trips instead of preceding them
                 send()
-                yield first
+                if lead is not None:
+                    yield lead
                 while todo or pending:
                     send()
-                    rng, fut = pending.pop(0)
-                    page = fut.result()
+                    page = pending.pop(0).result()
                     number += 1
+                    sent += 1
                     page.number = number
-                    if page.total_records > len(page.records) and page.records:
-                        # a dense stretch: the rest of this range comes next, in order
-                        last = key_values(page.records[-1:], self.key_field or "")
-                        if last:
-                            pending.insert(0, (rng.rest(last[0]), pool.submit(
-                                self._fetch, 0, 1, True, rng.rest(last[0]))))
-                    take(page)
+                    rng = page.key_range
+                    if page.total_records > len(page.records) and page.records \
+                            and rng is not None:
+                        last = key_values(page.records[-1:], key)
+                        if not last:
+                            raise ConsistencyError(
+                                f"{self._what()}: a page of records by {key} whose last "
+                                f"value is blank: where its range goes on cannot be told")
+                        pending.insert(0, pool.submit(self._fetch, 0, 1, True,
+                                                      rng.rest(last[0])))
                     yield page
             finally:
-                for _, fut in pending:
+                for fut in pending:
                     fut.cancel()
-        if self.keep_ids:
-            self.final_ids = ids
-            report.distinct = len(ids)
-        else:
-            order = np.concatenate(hashes) if hashes else np.empty(0, np.int64)
-            uniq = np.unique(order)
-            report.duplicates = len(order) - len(uniq)
-            report.distinct = len(uniq)
-            self.final_hashes = np.sort(uniq)
-        report.consistent = True
-        report.reason = f"keyset: {report.pages} ranges of {self.key_field}"
 
     def _top_key(self) -> int | None:
         """The largest value of ``key_field`` in the listing (one row, sorted descending);

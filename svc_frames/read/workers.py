@@ -63,6 +63,9 @@ class _Decode:
     def __init__(self, fields: list[FieldSpec], source: Source, tz: ZoneInfo | None) -> None:
         self.fields, self.source, self.tz = fields, source, tz
         self.parse = raw_page_parser(fields, parse_json) or parse_json
+        # kept beside the ids: keyset paging reads a page's auto-increment values (its
+        # gaps, where a range goes on)
+        self.keys = [f.key for f in fields if f.kind == "auto_increment"]
 
     def __call__(self, body: bytes) -> dict[str, Any]:
         env = self.parse(body)
@@ -71,7 +74,9 @@ class _Decode:
             return cast(dict[str, Any], env)  # not a record list: the client reports it
         ids = [r.get("id") if hasattr(r, "get") else None for r in records]
         out = {k: v for k, v in env.items() if k != "records"}
-        out["records"] = [{"id": i} for i in ids]
+        out["records"] = [{"id": i} for i in ids] if not self.keys else [
+            {"id": i, **{k: r.get(k) for k in self.keys if r.get(k) is not None}}
+            for i, r in zip(ids, records, strict=True)]
         if any(not isinstance(i, str) for i in ids):
             out["records"] = records  # the paginator names the bad record
             return out
@@ -167,7 +172,7 @@ class PageDecoder:
         return all(self._ready.acquire(timeout=timeout) for _ in range(helpers))
 
     def decode(self, body: bytes) -> dict[str, Any]:
-        """A raw page's bytes -> its envelope, ``records`` reduced to ids and ``frames``
+        """A raw page's bytes -> its envelope, ``records`` reduced to ids (and auto-increment values) and ``frames``
         holding the decoded page (absent when the page needs display values)."""
         helper = self._free.get()
         if helper is not None:

@@ -1,0 +1,152 @@
+"""Keyset paging (read/keyset.py): the plans' arithmetic, and ordered pages over real HTTP
+finding the record a delete moved between two page answers."""
+
+from __future__ import annotations
+
+import threading
+from urllib.parse import quote
+
+import requests
+
+from svc_frames.http.client import Client
+from svc_frames.query import Query
+from svc_frames.read.keyset import (
+    VALUES_PER_CHECK,
+    KeyRange,
+    KeyValues,
+    dense,
+    gap_checks,
+    page_gaps,
+    plan_ranges,
+)
+from svc_frames.read.pager import Page, Paginator
+from svc_frames.server import LocalService
+from svc_frames.server.protocol import MAX_REQUEST_LINE_BYTES
+
+OBJ = "object_3"   # work orders: field_24 is its auto-increment field
+
+
+def test_page_gaps_are_the_holes_between_pages_and_after_an_empty_one() -> None:
+    assert page_gaps([[1, 2, 3], [4, 5], [6]]) == []               # no hole: no check
+    assert page_gaps([[1, 2, 3], [5, 6], [9]]) == [(3, 5), (6, 9)]
+    assert page_gaps([[1, 2, 3], [3, 4]]) == []                    # a repeat: no hole
+    assert page_gaps([[1, 2, 3], [5, 6], []]) == [(3, 5), (6, None)]
+    assert page_gaps([[1, 2]]) == [] and page_gaps([]) == []
+
+
+def test_gap_checks_list_narrow_gaps_and_range_wide_or_open_ones() -> None:
+    assert gap_checks([]) == []
+    assert gap_checks([(3, 5), (6, 9)]) == [KeyValues((4, 7, 8))]
+    wide = (10, 10 + VALUES_PER_CHECK + 2)
+    assert gap_checks([wide, (6, None)]) == [KeyRange(10, 10 + VALUES_PER_CHECK + 1),
+                                             KeyRange(6, None)]
+    # many narrow gaps: VALUES_PER_CHECK (or the page size, if smaller) to a request
+    many = [(i * 3, i * 3 + 2) for i in range(100)]
+    checks = gap_checks(many)
+    assert [len(c.values) for c in checks if isinstance(c, KeyValues)] == [40, 40, 20]
+    assert all(len(c.values) <= 4 for c in gap_checks(many, 4) if isinstance(c, KeyValues))
+    # every value strictly inside a gap is asked for, once
+    asked = [v for c in checks if isinstance(c, KeyValues) for v in c.values]
+    assert asked == [i * 3 + 1 for i in range(100)]
+
+
+def test_a_full_values_check_fits_the_request_line_limit() -> None:
+    """40 twelve-digit values, URL-encoded as the client sends them, stay well inside
+    the 8 KB request line that front ends (and the local service) accept."""
+    values = KeyValues(tuple(10**11 + i for i in range(VALUES_PER_CHECK)))
+    text = values.query(Query(None), "field_1234").text
+    assert text is not None
+    line = f"GET /v1/objects/object_1234/records?page=1&rows_per_page=1000&filters=" \
+           f"{quote(text)}&sort_field=field_1234&sort_order=asc&format=raw HTTP/1.1"
+    assert len(line.encode()) < MAX_REQUEST_LINE_BYTES * 0.75
+
+
+def test_dense_values_choose_ordered_pages() -> None:
+    assert dense([1, 2, 3, 4]) and dense([1, 3, 5, 7])
+    assert not dense([1, 4, 7, 10]) and not dense([])
+
+
+def test_ranges_cover_everything_past_page_one() -> None:
+    ranges = plan_ranges([1, 2, 3], 30, 3, top=40)
+    assert ranges[0].after == 3 and ranges[-1].upto is None
+    for a, b in zip(ranges, ranges[1:], strict=False):
+        assert a.upto == b.after            # adjacent: no value falls between two ranges
+
+
+def _client(svc: LocalService) -> Client:
+    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
+                  max_workers=1)   # page requests one after another
+
+
+def _ids(svc: LocalService) -> list[str]:
+    r = requests.get(f"{svc.base_url}/v1/objects/{OBJ}/records",
+                     params={"rows_per_page": 1000}, headers=svc.headers(), timeout=30)
+    r.raise_for_status()
+    return [rec["id"] for rec in r.json()["records"]]
+
+
+def test_a_delete_between_two_page_answers_is_found_by_the_gap_check() -> None:
+    """Ordered pages of 4: once page 1 is answered, its first record is deleted, so page 2
+    (asked after) starts one record later and the record that was fifth is on no page.
+    Its value lies between page 1's last and page 2's first: the gap check returns it.
+    Every other record comes once; the deleted one came (it existed when page 1 was
+    answered: a record deleted during the load may come or not)."""
+    with LocalService(demo=True, records=30, rate_limit=0, seed=31) as svc:
+        start = _ids(svc)
+        done = threading.Event()
+
+        def on_page(page: Page) -> None:
+            if page.number == 1 and not done.is_set():
+                done.set()
+                requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{start[0]}",
+                                headers=svc.headers(), timeout=30).raise_for_status()
+
+        client = _client(svc)
+        svc.request_log.clear()
+        pager = Paginator(client, OBJ, rows_per_page=4, on_page=on_page, keyset=True)
+        pages = list(pager.iter_pages())
+        assert done.is_set() and pager.final_ids is not None
+        ids = pager.final_ids
+        assert len(ids) == len(set(ids)) and set(ids) == set(start)
+        # the fifth record came from the check, the last page yielded
+        assert start[4] in [r["id"] for r in pages[-1].records]
+        assert start[4] not in [r["id"] for p in pages[:-1] for r in p.records]
+        report = pager.passes[0]
+        assert report.consistent and "1 gap check" in report.reason
+        checks = [e.query for e in svc.request_log.entries
+                  if e.path == f"/v1/objects/{OBJ}/records" and "filters=" in e.query]
+        assert len(checks) == 1 and "%22is%22" in checks[0]
+
+
+def test_dense_values_and_no_edits_cost_the_pages_alone() -> None:
+    """No holes in the values and nobody editing: the pages by number and nothing more
+    (no largest value, no page 1 again, no check)."""
+    with LocalService(demo=True, records=30, rate_limit=0, seed=32) as svc:
+        client = _client(svc)
+        client.schema()
+        svc.request_log.clear()
+        pager = Paginator(client, OBJ, rows_per_page=4, keyset=True)
+        recs = list(pager.iter_pages())
+        listing = [e.query for e in svc.request_log.entries
+                   if e.path == f"/v1/objects/{OBJ}/records"]
+        assert len(listing) == len(recs) == 8                  # 30 records, pages of 4
+        assert not any("filters=" in q for q in listing)
+        assert pager.passes[0].reason.endswith("0 gap check(s)")
+
+
+def test_holes_in_the_values_cost_one_check() -> None:
+    """Records deleted before the load leave holes: one check lists the values of the
+    holes at page boundaries, returns nothing, and the load holds every record once."""
+    with LocalService(demo=True, records=30, rate_limit=0, seed=33) as svc:
+        start = _ids(svc)
+        # the fifth record's value is a hole between pages 1 and 2, the eleventh's one
+        # inside page 3 (no check needed for it)
+        for rid in (start[4], start[10]):
+            requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{rid}",
+                            headers=svc.headers(), timeout=30).raise_for_status()
+        client = _client(svc)
+        pager = Paginator(client, OBJ, rows_per_page=4, keyset=True)
+        pages = list(pager.iter_pages())
+        assert sorted(pager.final_ids or []) == sorted(_ids(svc))
+        assert pager.passes[0].reason.endswith("1 gap check(s)")
+        assert pages[-1].records == []                     # the check found nothing
