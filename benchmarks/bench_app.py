@@ -39,8 +39,9 @@ from typing import Any
 
 import pandas as pd
 
-from benchmarks.bench_load import RemoteService, client_for
+from benchmarks.bench_load import client_for
 from benchmarks.naive import naive_load
+from benchmarks.remote import RemoteService
 from svc_frames.application import App, read_app
 from svc_frames.http.client import Client
 from svc_frames.loaders import read_object

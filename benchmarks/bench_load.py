@@ -22,7 +22,6 @@ import argparse
 import gc
 import json
 import math
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -31,6 +30,7 @@ import time
 from typing import Any
 
 from benchmarks.naive import naive_load
+from benchmarks.remote import RemoteService
 from svc_frames.frames import build_frames, decodes_raw_alone
 from svc_frames.http.body import parse_json
 from svc_frames.http.client import Client
@@ -40,62 +40,6 @@ from svc_frames.read.pipeline import concat_frames
 from svc_frames.read.rawpages import raw_page_parser
 from svc_frames.read.target import describe
 from svc_frames.schema import Schema
-from svc_frames.server import LocalService
-
-
-def _service_main(conn: Any, records: int, seed: int) -> None:
-    """Child process: a LocalService driven through a pipe (emulation knobs, request log)."""
-    with LocalService(demo=True, records=records, seed=seed) as svc:
-        conn.send({"base_url": svc.base_url, "app_id": svc.app_id, "api_key": svc.api_key})
-        while True:
-            cmd, arg = conn.recv()
-            if cmd == "stop":
-                break
-            if cmd == "set":
-                for k, v in arg.items():
-                    setattr(svc.emulation, k, v)
-                conn.send(None)
-            elif cmd == "count":
-                conn.send(svc.request_log.count(**arg))
-            elif cmd == "clear":
-                svc.request_log.clear()
-                conn.send(None)
-
-
-class RemoteService:
-    """The local service in its own process, as the hosted service would be: its CPU does
-    not compete with the client's for one interpreter lock."""
-
-    def __init__(self, records: int, seed: int = 0) -> None:
-        ctx = mp.get_context("fork")
-        self._conn, child = ctx.Pipe()
-        self._proc = ctx.Process(target=_service_main, args=(child, records, seed),
-                                 daemon=True)
-        self.records = records
-
-    def __enter__(self) -> RemoteService:
-        self._proc.start()
-        info = self._conn.recv()
-        self.base_url, self.app_id, self.api_key = (info["base_url"], info["app_id"],
-                                                    info["api_key"])
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._conn.send(("stop", None))
-        self._proc.join(timeout=30)
-
-    def _ask(self, cmd: str, arg: Any = None) -> Any:
-        self._conn.send((cmd, arg))
-        return self._conn.recv()
-
-    def set(self, **knobs: Any) -> None:
-        self._ask("set", knobs)
-
-    def count(self, **filters: Any) -> int:
-        return int(self._ask("count", filters))
-
-    def clear(self) -> None:
-        self._ask("clear")
 
 
 def biggest_object(client: Client) -> tuple[str, int]:

@@ -34,7 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_load import RemoteService, biggest_object
+from benchmarks.bench_load import biggest_object
+from benchmarks.remote import RemoteService
 from svc_frames.http.client import Client
 from svc_frames.http.limiter import RateLimiter
 from svc_frames.http.paceledger import open_ledger

@@ -38,7 +38,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from benchmarks.bench_load import RemoteService, client_for
+from benchmarks.bench_load import client_for
+from benchmarks.remote import RemoteService
 from svc_frames.frames import Frames
 from svc_frames.http.client import Client
 from svc_frames.kinds.base import ReadContext
