@@ -4,11 +4,14 @@ finding the record a delete moved between two page answers."""
 from __future__ import annotations
 
 import threading
+from typing import Any
 from urllib.parse import quote
 
 import requests
+from requests.adapters import HTTPAdapter
 
 from svc_frames.http.client import Client
+from svc_frames.read.load import load
 from svc_frames.query import Query
 from svc_frames.read.keyset import (
     VALUES_PER_CHECK,
@@ -150,3 +153,44 @@ def test_holes_in_the_values_cost_one_check() -> None:
         assert sorted(pager.final_ids or []) == sorted(_ids(svc))
         assert pager.passes[0].reason.endswith("1 gap check(s)")
         assert pages[-1].records == []                     # the check found nothing
+
+
+class _SlowPageTwo(HTTPAdapter):
+    """Holds page 2's request back on this side of the wire until ``released`` (then
+    sends it for real): page 3 is answered first."""
+
+    def __init__(self, released: threading.Event) -> None:
+        super().__init__()
+        self.released = released
+
+    def send(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        if "page=2&" in (request.url or "") and "filters=" not in (request.url or ""):
+            assert self.released.wait(30)
+        return super().send(request, *args, **kwargs)
+
+
+def test_pages_answered_out_of_order_around_a_delete_give_each_record_once() -> None:
+    """Page 3 is answered, then a record of page 1 is deleted, then page 2 is answered:
+    page 2 now starts one record later, so the record that was ninth is on pages 2 and 3
+    and the fifth on neither. The load holds each once: the repeat dropped, the missing
+    one found by the gap check; the frame has no row twice."""
+    with LocalService(demo=True, records=30, rate_limit=0, seed=34) as svc:
+        start = _ids(svc)
+        released = threading.Event()
+
+        def on_page(page: Page) -> None:
+            if page.number == 3 and not released.is_set():
+                requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{start[0]}",
+                                headers=svc.headers(), timeout=30).raise_for_status()
+                released.set()
+
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=0, max_workers=4)
+        client.schema()
+        client.session.mount("http://", _SlowPageTwo(released))
+        frames = load(client, OBJ, rows_per_page=4, on_page=on_page)   # read_object's
+        assert released.is_set()
+        got = [str(i) for i in frames.main.index]
+        assert len(got) == len(set(got)) and set(got) == set(start)
+        for name, table in frames.tables.items():   # each record's rows once
+            assert not table.duplicated().any(), name

@@ -29,7 +29,7 @@ from ..schema import Schema
 from .gcpause import paused_gc
 from .options import Columns, check_columns, user_timezone
 from .pager import Page, Paginator, Verify
-from .pipeline import PagePipeline, concat_frames, decode_helpers
+from .pipeline import PagePipeline, decode_helpers, final_frames
 from .target import describe
 from .workers import PageDecoder
 
@@ -134,7 +134,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         return frames
     assert source is not None
     source.load = asked
-    frames = concat_frames([f for n, f in parts if n == final_pass], source)
+    frames = final_frames(pager, parts, source)
     if len(frames.main) != len(final_ids):  # limit cut the last page
         keep = pd.Index(final_ids, dtype="string")
         frames.main = frames.main.iloc[: len(final_ids)]

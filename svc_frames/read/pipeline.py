@@ -95,14 +95,25 @@ class PagePipeline:
         assert self.source is not None
         parts: list[tuple[int, Frames]] = [(page.pass_no, self.frames(page))
                                            for page in self.pager.iter_pages()]
-        final = self.pager.passes[-1].pass_no
-        kept = [f for n, f in parts if n == final]
-        if not kept:
-            kept = [build_frames([], self.fields or [], self.source, tz=self.tz,
-                                 keep_original=False)]
-        if self.pager.passes[-1].duplicates:  # pages shifted in a pass not verified
-            kept = latest_only(kept)
-        return concat_frames(kept, self.source)
+        if not any(n == self.pager.passes[-1].pass_no for n, _ in parts):
+            parts.append((self.pager.passes[-1].pass_no, build_frames(
+                [], self.fields or [], self.source, tz=self.tz, keep_original=False)))
+        return final_frames(self.pager, parts, self.source)
+
+
+def final_frames(pager: Paginator, parts: list[tuple[int, Frames]], source: Source
+                 ) -> Frames:
+    """The page frames ``(pass number, frames)`` of the pager's consistent pass as one
+    Frames, each record once: a record on two pages of the pass (pages shifted under a
+    pass that allows it: ordered pages fetched side by side while others delete) is kept
+    on its later page only.
+
+    Usage: ``final_frames(pager, parts, source)``"""
+    final = pager.passes[-1]
+    kept = [f for n, f in parts if n == final.pass_no]
+    if final.duplicates:
+        kept = latest_only(kept)
+    return concat_frames(kept, source)
 
 
 def latest_only(parts: list[Frames]) -> list[Frames]:
