@@ -194,3 +194,22 @@ def test_pages_answered_out_of_order_around_a_delete_give_each_record_once() -> 
         assert len(got) == len(set(got)) and set(got) == set(start)
         for name, table in frames.tables.items():   # each record's rows once
             assert not table.duplicated().any(), name
+
+
+def test_an_ordered_page_fetched_again_is_asked_for_by_its_values() -> None:
+    """A page fetched again (with display values) after others deleted one of its
+    records and created others: asked for by the range of its own values, it comes back
+    without the deleted record and with nothing new (an offset would have shifted it)."""
+    with LocalService(demo=True, records=30, rate_limit=0, seed=35) as svc:
+        client = _client(svc)
+        pager = Paginator(client, OBJ, rows_per_page=4, keyset=True)
+        pages = list(pager.iter_pages())
+        second = [r["id"] for r in pages[1].records]
+        base = f"{svc.base_url}/v1/objects/{OBJ}/records"
+        for rid in (pages[0].records[0]["id"], second[1]):
+            requests.delete(f"{base}/{rid}", headers=svc.headers(),
+                            timeout=30).raise_for_status()
+        requests.post(base, json={"field_12": "new"}, headers=svc.headers(),
+                      timeout=30).raise_for_status()
+        again = pager.refetch(pages[1])
+        assert [r["id"] for r in again.records] == [second[0], *second[2:]]

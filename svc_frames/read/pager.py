@@ -315,12 +315,24 @@ class Paginator:
 
     def refetch(self, page: Page) -> Page:
         """``page`` again, in the current ``page_format`` (its pass and number); raises
-        ConsistencyError if it no longer holds the same records.
+        ConsistencyError if it no longer holds the same records. A keyset page is asked
+        for by its own values (an ordered page: the range from its first value to its
+        last), so others' edits move nothing in or out of it but deletes, and a record
+        deleted meanwhile is simply left out (one deleted during the load may come or not).
 
         Usage: ``page = pager.refetch(page)``"""
-        again = self._fetch(page.number, page.pass_no, notify=False,
-                            key_range=page.key_range)
-        if record_ids(again.records) != record_ids(page.records):
+        rng = page.key_range
+        if rng is None and self.key_field is not None:
+            keys = key_values(page.records, self.key_field)
+            if keys:
+                rng = KeyRange(keys[0] - 1, keys[-1])
+        again = self._fetch(page.number, page.pass_no, notify=False, key_range=rng)
+        before = record_ids(page.records)
+        if rng is not None:
+            held = set(before)
+            again.records = [r for r in again.records if r["id"] in held]
+        now = record_ids(again.records)
+        if now != before and (rng is None or now != [i for i in before if i in set(now)]):
             raise ConsistencyError(
                 f"page {page.number} of {self._what()} changed while it was fetched again "
                 "with display values; try again, or sort by a field that does not change")
