@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from ..errors import UsageError
-from ..frames import Frames, Source, build_frames, warn_skipped
+from ..frames import Frames, Source, warn_skipped
 from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
@@ -121,17 +121,17 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
                     parts.append((page.pass_no, pipe.frames(page)))
         finally:
             bar.close()
-    final_pass = pager.passes[-1].pass_no
     final_ids = pager.final_ids or []
     if collected is not None:
-        latest = {r["id"]: r for p in collected if p.pass_no == final_pass for r in p.records}
-        records = [latest[rid] for rid in final_ids]
+        # no schema: the kinds are inferred from every record of the consistent pass, then
+        # its pages are decoded as any load's (one PagePipeline, one final_frames)
+        final_pass = pager.passes[-1].pass_no
+        records = [r for p in collected if p.pass_no == final_pass for r in p.records]
         tz = tz or Schema.of(app).timezone
         fields, source = describe(client, target, app, records, columns, tz)
-        source.load = asked
-        frames = build_frames(records, fields, source, tz=tz)
-        warn_skipped(frames.skipped, source.timezone, set(frames.main.index))
-        return frames
+        pipe.tz = tz
+        pipe.settle(None, fields, source, raw_pages=False)
+        parts = [(p.pass_no, pipe.frames(p)) for p in collected if p.pass_no == final_pass]
     assert source is not None
     source.load = asked
     frames = final_frames(pager, parts, source)
