@@ -332,7 +332,8 @@ class Paginator:
             held = set(before)
             again.records = [r for r in again.records if r["id"] in held]
         now = record_ids(again.records)
-        if now != before and (rng is None or now != [i for i in before if i in set(now)]):
+        kept = set(now)
+        if now != (before if rng is None else [i for i in before if i in kept]):
             raise ConsistencyError(
                 f"page {page.number} of {self._what()} changed while it was fetched again "
                 "with display values; try again, or sort by a field that does not change")
