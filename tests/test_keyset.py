@@ -11,7 +11,6 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from svc_frames.http.client import Client
-from svc_frames.read.load import load
 from svc_frames.query import Query
 from svc_frames.read.keyset import (
     VALUES_PER_CHECK,
@@ -22,6 +21,7 @@ from svc_frames.read.keyset import (
     page_gaps,
     plan_ranges,
 )
+from svc_frames.read.load import load
 from svc_frames.read.pager import Page, Paginator
 from svc_frames.server import LocalService
 from svc_frames.server.protocol import MAX_REQUEST_LINE_BYTES
@@ -110,7 +110,7 @@ def test_a_delete_between_two_page_answers_is_found_by_the_gap_check() -> None:
         pages = list(pager.iter_pages())
         assert done.is_set() and pager.final_ids is not None
         ids = pager.final_ids
-        assert len(ids) == len(set(ids)) and set(ids) == set(start)
+        assert ids == start and pager.reordered     # every record once, in the key's order
         # the fifth record came from the check, the last page yielded
         assert start[4] in [r["id"] for r in pages[-1].records]
         assert start[4] not in [r["id"] for p in pages[:-1] for r in p.records]
@@ -191,7 +191,7 @@ def test_pages_answered_out_of_order_around_a_delete_give_each_record_once() -> 
         frames = load(client, OBJ, rows_per_page=4, on_page=on_page)   # read_object's
         assert released.is_set()
         got = [str(i) for i in frames.main.index]
-        assert len(got) == len(set(got)) and set(got) == set(start)
+        assert got == start              # each once, in the key's order (the check's find too)
         for name, table in frames.tables.items():   # each record's rows once
             assert not table.duplicated().any(), name
 

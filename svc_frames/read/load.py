@@ -135,6 +135,9 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     assert source is not None
     source.load = asked
     frames = final_frames(pager, parts, source)
+    if pager.reordered:   # records a gap check found go where their key puts them
+        order = pd.Index(final_ids, dtype="string")
+        frames.main = frames.main.loc[order[order.isin(frames.main.index)]]
     if len(frames.main) != len(final_ids):  # limit cut the last page
         keep = pd.Index(final_ids, dtype="string")
         frames.main = frames.main.iloc[: len(final_ids)]

@@ -229,6 +229,9 @@ class Paginator:
         # keep_ids=False (streaming export): ids are tracked as 64-bit hashes in numpy
         self.keep_ids = keep_ids
         self.final_hashes: np.ndarray | None = None
+        # the final ids are in another order than the pages came: records a keyset gap
+        # check found, put where their key belongs (the loader orders its frame so)
+        self.reordered = False
         self.total_records: int | None = None
         self.total_pages: int | None = None
         self._lock = threading.Lock()
@@ -539,6 +542,7 @@ class Paginator:
         seen = _Seen(self.keep_ids)
         if unfiltered and dense(keys) and first.total_records > len(first.records):
             pages_keys: list[list[int]] = []
+            pages_ids: list[list[str]] = []
             for page in self._one_pass(1, first):
                 page_keys = key_values(page.records, key)
                 if page_keys is None or page_keys != sorted(set(page_keys)):
@@ -547,13 +551,23 @@ class Paginator:
                         "asked (or a value is blank): which records moved cannot be told; "
                         "try again, or load with a sort of your own")
                 pages_keys.append(page_keys)
+                pages_ids.append(record_ids(page.records))
                 seen.take(report, page)
                 yield page
             checks = gap_checks(page_gaps(pages_keys), self.rows_per_page)
             report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
             for page in self._ranged(checks, report.pages, None):
+                pages_keys.append(key_values(page.records, key) or [])
+                pages_ids.append(record_ids(page.records))
                 seen.take(report, page)
                 yield page
+            if self.keep_ids and any(pages_ids[len(pages_ids) - len(checks):]):
+                # what the checks found lies between pages: the ids in the key's order
+                # (the loader puts its frame in it: a load sorted by the key stays so)
+                order = {rid: k for keys_, ids_ in zip(pages_keys, pages_ids, strict=True)
+                         for k, rid in zip(keys_, ids_, strict=False)}
+                seen.ids.sort(key=lambda rid: order.get(rid, math.inf))
+                self.reordered = True
         else:
             ranges = plan_ranges(keys, first.total_records, self.rows_per_page, top) \
                 if first.total_records > len(first.records) else []
