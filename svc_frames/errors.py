@@ -183,6 +183,15 @@ class DisplayValuesNeeded(SvcError, ValueError):
     """
 
 
+class SendDeadlinePassed(SvcError):
+    """Raised inside write_back when the pace held a write past its send-by time.
+
+    The live guard's window after the record's re-read had passed when the write's turn
+    in the pace came, so nothing was sent: the record is re-read and written again, or
+    ends ``not_applied``. Never reaches a user.
+    """
+
+
 # --- warnings -------------------------------------------------------------------------------
 class SvcWarning(Warning):
     """Base of every warning svc_frames gives: the call went on, but look at this."""
@@ -269,7 +278,7 @@ __all__ = [
     "PayloadTooLarge", "RateLimited", "QuotaExceeded", "QuotaInsufficient", "ServerError",
     "OutcomeUnknown", "ServiceUnreachable",
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
-    "ConsistencyError", "ConflictError", "DisplayValuesNeeded",
+    "ConsistencyError", "ConflictError", "DisplayValuesNeeded", "SendDeadlinePassed",
     "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
     "warn_user",
 ]

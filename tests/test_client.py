@@ -26,6 +26,7 @@ from svc_frames.errors import (
     QuotaExceeded,
     QuotaInsufficient,
     RateLimited,
+    SendDeadlinePassed,
     ServerError,
     ServiceError,
     ServiceUnreachable,
@@ -703,3 +704,22 @@ def test_parallel_pages_renew_an_expired_token_once(fresh_service: LocalService)
     got = read_view(client, "scene_3", "view_5", rows_per_page=3, progress=False)
     assert got.main.index.tolist() == want.main.index.tolist() and len(want.main) > 6
     assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1   # one login
+
+
+def test_a_request_the_pace_holds_past_its_deadline_is_not_sent() -> None:
+    """At 1 request a second, a second request must wait about a second for its turn: with
+    a deadline 0.2 s away it raises SendDeadlinePassed and never reaches the service;
+    without one, or with time enough, it is sent."""
+    with LocalService(demo=True, records=5, rate_limit=0, seed=41) as svc:
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=1)
+        client.get_page("object_3", rows_per_page=1)
+        svc.request_log.clear()
+        with pytest.raises(SendDeadlinePassed), \
+                client.send_by(client.limiter.now() + 0.2):
+            client.get_page("object_3", rows_per_page=1)
+        assert svc.request_log.count("GET", "/v1/objects/object_3/records") == 0
+        with client.send_by(client.limiter.now() + 5):
+            client.get_page("object_3", rows_per_page=1)
+        client.get_page("object_3", rows_per_page=1)   # outside the block: no deadline
+        assert svc.request_log.count("GET", "/v1/objects/object_3/records") == 2

@@ -7,6 +7,7 @@ after ours is reported ``overwritten`` with the server's value; its requests are
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 import threading
 import time
@@ -341,3 +342,35 @@ def test_a_lost_create_with_a_unique_value_is_proven_by_it() -> None:
         now = read_object(client, parts, progress=False).main
         (mine,) = now.index[now["field_8"] == "widget nobody else makes"].tolist()
         assert report.table["record_id"].tolist() == [mine]
+
+
+def test_no_write_leaves_later_than_the_window_after_its_re_read() -> None:
+    """At 4 requests a second, six writes after one re-read cannot all leave within the
+    0.5 s window: the ones the pace holds longer are not sent then (their turn in the pace
+    is checked against the window, not only their turn in the pool), but re-read and
+    written again, or end ``not_applied``. From the service's log: every write arrived
+    within the window of a re-read that named its record."""
+    window = 0.5
+    with LocalService(demo=True, records=10, rate_limit=0, seed=43) as svc:
+        client = client_for(svc, rate_limit=4)
+        frames = read_object(client, OBJ, progress=False)
+        text = _text_field(frames)
+        ids = [str(i) for i in frames.main.index[:6]]
+        _edit(frames, ids, text.key, "late")
+        svc.request_log.clear()
+        report = write_back(client, frames, progress=False, max_workers=6,
+                            guard_window=window)
+        rereads = [(e.time, e.query) for e in svc.request_log.entries
+                   if e.method == "GET" and "filters=" in e.query]
+        puts = [(e.time, e.path.rsplit("/", 1)[1]) for e in svc.request_log.entries
+                if e.method == "PUT"]
+        assert puts and report.requests["late"] > 0   # some were held, re-read again
+        number = {r: int(frames.main.at[r, "field_24"]) for r in ids}   # what re-reads name
+        for at, rid in puts:
+            named = [t for t, q in rereads if t <= at
+                     and re.search(rf"%22value%22%3A{number[rid]}(%7D|%2C)", q)]
+            assert named and at - max(named) <= window + 0.05, (rid, at, named)
+        status = _status(report)
+        assert sorted(status[r] for r in ids if status[r] == "applied") == \
+            ["applied"] * len(puts)
+        assert set(status.values()) <= {"applied", "not_applied"}

@@ -35,6 +35,7 @@ cannot be reached (refused, unknown host, no connection in time) raises
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import email.utils
 import html
@@ -46,7 +47,7 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -64,6 +65,7 @@ from ..errors import (
     PayloadTooLarge,
     QuotaExceeded,
     RateLimited,
+    SendDeadlinePassed,
     ServerError,
     ServiceError,
     ServiceUnreachable,
@@ -219,6 +221,7 @@ class Client:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self._count_lock = threading.Lock()
+        self._send_by = threading.local()   # .at: this thread's latest send time, or None
         self.request_count = 0
         self.retry_count = 0
         self.status_counts: collections.Counter[int] = collections.Counter()
@@ -319,6 +322,44 @@ class Client:
         0.0
         """
         return self.limiter.state
+
+    @contextlib.contextmanager
+    def send_by(self, deadline: float | None) -> Iterator[None]:
+        """Requests of this thread inside the block leave by ``deadline`` or not at all.
+
+        A request whose turn in the pace comes later raises instead of being sent, unless
+        an earlier try of it may have landed (its answer was lost: it is sent again).
+        write_back's live guard uses it: a write must leave within its window after its
+        re-read, however long another client sharing the pace keeps it waiting.
+
+        Parameters
+        ----------
+        deadline : float or None
+            The latest send time, on the limiter's clock (``client.limiter.now()``, epoch
+            seconds); None: no deadline.
+
+        Yields
+        ------
+        None
+
+        Raises
+        ------
+        SendDeadlinePassed
+            A request of the block whose turn came after ``deadline``; nothing was sent.
+
+        Examples
+        --------
+        >>> with client.send_by(client.limiter.now() + 5):
+        ...     page = client.get_page("object_3", rows_per_page=1)
+        >>> page["total_records"]
+        30
+        """
+        before = getattr(self._send_by, "at", None)
+        self._send_by.at = deadline
+        try:
+            yield
+        finally:
+            self._send_by.at = before
 
     @property
     def has_api_key(self) -> bool:
@@ -574,6 +615,11 @@ class Client:
         while True:
             self.limiter.acquire()
             sent_at = self.limiter.now()  # with answered_at: when the service counted it
+            deadline = getattr(self._send_by, "at", None)
+            if deadline is not None and sent_at > deadline and not uncertain:
+                # the pace held it past its time, and no earlier try may have landed
+                raise SendDeadlinePassed(f"{method} {what}: not sent, the pace held it "
+                                         f"{sent_at - deadline:.2f} s past its deadline")
             with self._count_lock:
                 self.request_count += 1
                 seq = self.request_count

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import OutcomeUnknown, QuotaExceeded, ServerError, SvcError
+from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerError, SvcError
 from ..progress import Progress, want_progress
 from .budget import budgeted
 from .guard import check_unanswered, fetch_all
@@ -143,12 +143,19 @@ def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
 
 def _one(run: RunState, rid: str, live: LiveBatches | None) -> Outcome | None:
     """One record's write behind the quota's gate; None, unsent, when the live guard's
-    re-read of it is older than the window (see ``_write_batch``)."""
-    if live is not None and run.todo.get(rid) in ("update", "delete") \
-            and not _stopped(run) \
-            and time.monotonic() - run.read_at.get(rid, float("-inf")) > live.window:
+    re-read of it is older than the window when its turn comes, in the pool or in the
+    pace (``Client.send_by``; see ``_write_batch``)."""
+    if live is None or run.todo.get(rid) not in ("update", "delete") or _stopped(run):
+        return budgeted(run, rid, write)
+    left = run.read_at.get(rid, float("-inf")) + live.window - time.monotonic()
+    if left <= 0:
         return None
-    return budgeted(run, rid, write)
+    try:
+        with run.client.send_by(run.client.limiter.now() + left):
+            return budgeted(run, rid, write)
+    except SendDeadlinePassed:
+        run.counter.add("writes", -1)   # counted as it was about to leave; it did not
+        return None
 
 
 def _batches(run: RunState, order: Sequence[str], live: LiveBatches | None
@@ -183,8 +190,8 @@ def write(run: RunState, rid: str) -> Outcome:
         return delete(run, rid)
     except OutcomeUnknown as exc:
         return Outcome(rid, act, list(run.payloads.get(rid, {})), "unknown", exc.message)
-    except QuotaExceeded:
-        raise   # refused, not failed: budget.budgeted says not_applied (or unknown)
+    except (QuotaExceeded, SendDeadlinePassed):
+        raise   # refused, not failed: budget.budgeted says not_applied (or unknown); late
     except SvcError as exc:
         return Outcome(rid, act, list(run.payloads.get(rid, {})), "failed", exc.message)
     except BaseException:
