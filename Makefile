@@ -3,6 +3,11 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 COMMA := ,
+# Python writes bytecode in every target even where PYTHONDONTWRITEBYTECODE is set (CI, this
+# machine): without it every process (each test worker, each CLI run, notebook kernel,
+# decoder helper the tests start) compiles svc_frames and site-packages again, and pytest
+# rewrites the asserts of every test module in every worker
+unexport PYTHONDONTWRITEBYTECODE
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-browser test-engines lint typecheck bytecode pytest fuzz bench serve clean
@@ -42,27 +47,24 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict svc_frames
 
-# Python writes bytecode here even where PYTHONDONTWRITEBYTECODE is set (CI, this machine):
-# without it every process (each worker, each CLI run, notebook kernel, decoder helper the
-# tests start) compiles svc_frames and site-packages again, and pytest rewrites the asserts
-# of every test module in every worker. Plugins are named, not found by entry point: an
-# autoloaded plugin's whole distribution gets its asserts rewritten in every worker
-# (schemathesis is used as a library, tests/test_server_fuzz.py).
-PYTEST = PYTHONDONTWRITEBYTECODE= PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q \
+# Plugins are named, not found by entry point: an autoloaded plugin's whole distribution
+# gets its asserts rewritten in every worker (schemathesis is used as a library,
+# tests/test_server_fuzz.py)
+PYTEST = PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q \
 	-p no:cacheprovider -p xdist.plugin -p pytest_timeout -p _hypothesis_pytestplugin
 
 # the bytecode of svc_frames, of the test modules (asserts rewritten) and of what collecting
 # them imports, written once before the workers start
 bytecode: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q svc_frames
+	$(BIN)/python -m compileall -q svc_frames
 	$(PYTEST) --collect-only >$(VENV)/collected.txt || { cat $(VENV)/collected.txt; exit 1; }
 
-# four workers on two cores: a third of a test's time is spent waiting (the write guard's
+# six workers on two cores: two thirds of a test's wall time is waiting (the write guard's
 # check after its window, the hosted pace, subprocesses starting), which the other workers
-# fill; a worker that runs out of tests takes some of another's queue (worksteal), so none
-# is left running alone at the end; every test starts its own local service or uses its
-# worker's one
-PYTEST_WORKERS ?= 4
+# fill (four left a third of the CPU idle); a worker that runs out of tests takes some of
+# another's queue (worksteal), so none is left running alone at the end; every test starts
+# its own local service or uses its worker's one
+PYTEST_WORKERS ?= 6
 pytest: $(STAMP)
 	$(PYTEST) -n $(PYTEST_WORKERS) --dist worksteal
 
@@ -87,7 +89,9 @@ test-engines: $(ENGINES_STAMP)
 fuzz: $(STAMP)
 	SVC_FUZZ_EXAMPLES=$${SVC_FUZZ_EXAMPLES:-250} $(PYTEST) tests/test_server_fuzz.py
 
+# cold child processes are timed: all of site-packages compiled first, as pip's install did
 bench: $(STAMP)
+	$(BIN)/python -m compileall -q -j0 $$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))') >/dev/null
 	$(BIN)/python -m benchmarks
 
 serve: $(STAMP)
