@@ -19,7 +19,7 @@ STAMP := $(VENV)/.installed
 # CPU): `make test` writes the bytecode of what it imports.
 INSTALL = if test -x $(BIN)/uv || $(PY) -m pip --python $(BIN)/python install --quiet uv; then \
 	  $(BIN)/uv pip install --quiet --python $(BIN)/python -e '$(1)' pip; \
-	else $(BIN)/python -m ensurepip --upgrade >/dev/null \
+	else $(BIN)/python -m ensurepip --upgrade --default-pip >/dev/null \
 	  && $(BIN)/python -m pip install --quiet -e '$(1)'; fi
 
 $(STAMP): pyproject.toml
