@@ -129,6 +129,11 @@ def key_value(record: Any, key: str) -> int | None:
 def key_values(records: Sequence[Any], key: str) -> list[int] | None:
     """The key values of a page's records, or None when one is blank or not a number
     (ranges could then miss it: the caller pages by number instead)."""
+    # raw pages (struct records, or the ids and values a helper kept) hold ints under the
+    # key: read at C speed; anything else (display pages: "1,234") value by value
+    raws = [rec.get(key) for rec in records]
+    if all(type(v) is int for v in raws):
+        return raws
     out = []
     for rec in records:
         v = key_value(rec, key)
