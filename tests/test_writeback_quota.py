@@ -106,11 +106,15 @@ def test_plan_rereads_follow_the_guard_rules(n: int) -> None:
         svc.request_log.clear()
         report = write_back(client, frames, quota_reserve=0)
         assert report.ok
-        # the live guard: re-reads before each batch, and the check after the writes
+        # the live guard: re-reads before each batch, and the check after the writes;
+        # on a starved machine a write can miss its window: its late re-read is counted
+        # and stays within what the plan allows for
+        late = report.requests["late"]
+        assert late <= plan.requests.late
         assert svc.request_log.count(method="GET") == (plan.requests.rereads
-                                                       + plan.requests.checks)
+                                                       + plan.requests.checks + late)
         assert report.requests["checks"] == plan.requests.checks >= 1
-        assert svc.request_log.count() == plan.requests.total - plan.requests.late
+        assert svc.request_log.count() == plan.requests.total - plan.requests.late + late
 
 
 def test_dry_run_prints_requests_beside_the_quota(svc: LocalService) -> None:

@@ -136,20 +136,23 @@ class _Seen:
         self.seen: set[str] = set()
         self.hashes: list[np.ndarray] = []
 
-    def take(self, report: PassReport, page: Page) -> None:
-        """Count ``page`` in ``report`` and note its ids (a repeated one is dropped)."""
+    def take(self, report: PassReport, page: Page) -> list[str]:
+        """Count ``page`` in ``report`` and note its ids (a repeated one is dropped);
+        returns the page's ids (none when only hashes are kept)."""
         report.pages += 1
         report.records += len(page.records)
         report.totals.add(page.total_records)
         if not self.keep_ids:
             self.hashes.append(id_hashes(page.records))
-            return
-        for rid in record_ids(page.records):
+            return []
+        page_ids = record_ids(page.records)
+        for rid in page_ids:
             if rid in self.seen:
                 report.duplicates += 1
             else:
                 self.seen.add(rid)
                 self.ids.append(rid)
+        return page_ids
 
     def finish(self, report: PassReport, pager: Paginator) -> None:
         """The pass's ids (or sorted hashes) on ``pager``, its distinct count on ``report``."""
@@ -551,15 +554,13 @@ class Paginator:
                         "asked (or a value is blank): which records moved cannot be told; "
                         "try again, or load with a sort of your own")
                 pages_keys.append(page_keys)
-                pages_ids.append(record_ids(page.records))
-                seen.take(report, page)
+                pages_ids.append(seen.take(report, page))
                 yield page
             checks = gap_checks(page_gaps(pages_keys), self.rows_per_page)
             report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
             for page in self._ranged(checks, report.pages, None):
                 pages_keys.append(key_values(page.records, key) or [])
-                pages_ids.append(record_ids(page.records))
-                seen.take(report, page)
+                pages_ids.append(seen.take(report, page))
                 yield page
             if self.keep_ids and any(pages_ids[len(pages_ids) - len(checks):]):
                 # what the checks found lies between pages: the ids in the key's order

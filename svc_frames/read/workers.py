@@ -172,8 +172,9 @@ class PageDecoder:
         return all(self._ready.acquire(timeout=timeout) for _ in range(helpers))
 
     def decode(self, body: bytes) -> dict[str, Any]:
-        """A raw page's bytes -> its envelope, ``records`` reduced to ids (and auto-increment values) and ``frames``
-        holding the decoded page (absent when the page needs display values)."""
+        """A raw page's bytes -> its envelope, ``records`` reduced to ids (and
+        auto-increment values) and ``frames`` holding the decoded page (absent when the
+        page needs display values)."""
         helper = self._free.get()
         if helper is not None:
             try:
