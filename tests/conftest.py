@@ -7,6 +7,7 @@ records others may change: create your own, or use ``fresh_service``).
 
 from __future__ import annotations
 
+import gc
 import os
 import tempfile
 from collections.abc import Iterator
@@ -45,6 +46,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         slow = item.get_closest_marker("slow")
         return slow is None, -float(slow.kwargs.get("seconds", 10)) if slow else 0.0
     items.sort(key=order)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection built (modules, test items, their parameters: about 150,000
+    objects a worker) is kept to the end: frozen, the collector stops walking it. A worker
+    grows to 300,000-470,000 objects, and its full collections (10-15 in a run, plus
+    pytest's five at the end) walked them all: 7-13 s of each worker's CPU was spent in
+    the collector (measured with gc.callbacks). Frozen, with young collections 14 times
+    rarer and full ones tried half as often: 3-7 s, of which full collections 1.1-1.5 s
+    (frozen alone, full collections came more often: 3-8 s of them)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
 
 
 settings.register_profile("dev", print_blob=True)
