@@ -8,10 +8,11 @@ records others may change: create your own, or use ``fresh_service``).
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import tempfile
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import settings
@@ -53,9 +54,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     objects a worker) is kept to the end: frozen, the collector stops walking it. A worker
     grows to 300,000-470,000 objects, and its full collections (10-15 in a run, plus
     pytest's five at the end) walked them all: 7-13 s of each worker's CPU was spent in
-    the collector (measured with gc.callbacks). Frozen, with young collections 14 times
-    rarer and full ones tried half as often: 3-7 s, of which full collections 1.1-1.5 s
-    (frozen alone, full collections came more often: 3-8 s of them)."""
+    the collector (measured with gc.callbacks). Frozen, with a young collection after
+    10,000 allocations instead of 700 (4-6 times fewer in a run) and full ones tried half
+    as often: 3-7 s, of which full collections 1.1-1.5 s (frozen alone, full collections
+    came more often: 3-8 s of them)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 20, 20)
@@ -77,6 +79,20 @@ def service() -> Iterator[LocalService]:
 def fresh_service() -> Iterator[LocalService]:
     with LocalService(demo=True, records=30, rate_limit=0, seed=1) as svc:
         yield svc
+
+
+@pytest.fixture()
+def scrypt_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the password hashes computed meanwhile (by services in this process)."""
+    calls: list[int] = []
+    real: Callable[..., bytes] = hashlib.scrypt
+
+    def counting(*args: Any, **kwargs: Any) -> bytes:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hashlib, "scrypt", counting)
+    return calls
 
 
 @pytest.fixture()

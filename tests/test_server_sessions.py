@@ -9,9 +9,8 @@ which says what a timing measurement would, without a timed assertion.
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -108,20 +107,6 @@ def test_token_lifetimes_are_the_hosted_ones(svc: LocalService) -> None:
     r = requests.get(view_url(svc, *VIEW), timeout=30,
                      headers=svc.headers(view=True, token=login(svc, 0)))
     assert r.status_code == 403 and r.text == "Invalid or Expired Token"
-
-
-@pytest.fixture()
-def scrypt_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Counts the password hashes the service computes (it runs in this process)."""
-    calls: list[int] = []
-    real: Callable[..., bytes] = hashlib.scrypt
-
-    def counting(*args: Any, **kwargs: Any) -> bytes:
-        calls.append(1)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(hashlib, "scrypt", counting)
-    return calls
 
 
 def test_login_hashes_once_whether_or_not_the_email_is_known(
