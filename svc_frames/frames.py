@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -398,13 +398,17 @@ def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec],
 
 
 def warn_skipped(skipped: Mapping[str, Sequence[str]], timezone: str | None,
-                 held: Collection[str] | None = None) -> None:
+                 held: Iterable[str] | None = None) -> None:
     """One PrecisionWarning for a load whose date values include wall times the
     application's timezone skips (``skipped``: column -> records, as ``Frames.skipped``),
-    naming each column and its records (those in ``held``, when given)."""
+    naming each column and its records (those in ``held``, when given: a frame's index,
+    read only when some wall time was skipped, which is rare)."""
+    if not any(skipped.values()):
+        return
+    keep = None if held is None else set(held)
     parts = []
     for col, ids in skipped.items():
-        uniq = [i for i in dict.fromkeys(ids) if held is None or i in held]
+        uniq = [i for i in dict.fromkeys(ids) if keep is None or i in keep]
         if not uniq:
             continue
         parts.append(f"{col}: {len(uniq)} record{'s' if len(uniq) != 1 else ''} ("

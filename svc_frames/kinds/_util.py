@@ -209,12 +209,19 @@ def string_series(values: Iterable[Any]) -> pd.Series:
     return pd.Series(vals, dtype="string")
 
 
-def float_series(values: Sequence[Any]) -> pd.Series:
-    """A Float64 Series; None is NA, numeric text is parsed, anything else is NA."""
+def float_values(values: Sequence[Any]) -> np.ndarray:
+    """The float64 array of ``float_series`` (NaN where it holds NA), for a caller that
+    checks the numbers before wrapping them (pandas' ``to_numpy`` copies them again)."""
     try:
-        arr = np.array([np.nan if v is None else v for v in values], dtype="float64")
+        return np.array([np.nan if v is None else v for v in values], dtype="float64")
     except (TypeError, ValueError, OverflowError):
-        arr = np.array([_float_or_none(v) for v in values], dtype="float64")
+        return np.array([_float_or_none(v) for v in values], dtype="float64")
+
+
+def float_series(values: Sequence[Any] | np.ndarray) -> pd.Series:
+    """A Float64 Series; None is NA, numeric text is parsed, anything else is NA (an
+    array from ``float_values`` is taken as it is)."""
+    arr = values if isinstance(values, np.ndarray) else float_values(values)
     return pd.Series(pd.arrays.FloatingArray(arr, np.isnan(arr)))
 
 

@@ -36,9 +36,20 @@ _id_text = operator.attrgetter("id", "identifier")
 
 def _all_items(lists: Sequence[Any]) -> bool:
     """Whether these values (one per record) are all lists of rawpages' ConnectionItems:
-    one parse makes every item of a page one, so a list's first item tells."""
-    return any(lists) and all(type(r) is list and (not r or type(r[0]) is ConnectionItem)
-                              for r in lists)
+    one parse makes every item of a page one, so a list's first item tells. The types
+    are gathered by C maps (a generator per record cost about 0.6 ms a page)."""
+    return any(lists) and _first_item_types(lists) == _ITEMS_ONLY
+
+
+_ITEMS_ONLY = {ConnectionItem}
+_first = operator.itemgetter(0)
+
+
+def _first_item_types(lists: Sequence[Any]) -> set[type] | None:
+    """The types of the non-empty lists' first items; None when a value is not a list."""
+    if set(map(type, lists)) - {list}:
+        return None
+    return set(map(type, map(_first, filter(None, lists))))
 
 
 def _esc(text: Any) -> str:
@@ -128,9 +139,12 @@ class ConnectionCodec(Codec):
         # a name-like item ({first, last}) has its id only in the display HTML; rawpages'
         # ConnectionItems all have one (an item without does not parse), and a list holds
         # items of one parse: its first tells
+        lists = [r for r in raws if type(r) is list]
+        if _first_item_types(lists) == _ITEMS_ONLY:
+            return True
         return all(type(r[0]) is ConnectionItem
                    or all(type(item) is dict and "id" in item for item in r)
-                   for r in raws if type(r) is list and r)
+                   for r in lists if r)
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:

@@ -647,12 +647,15 @@ def instants(wall_ms: Sequence[int], ctx: ReadContext, column: str = "",
     tz = ctx.timezone
     if tz is None:
         return pd.Series(idx.tz_localize("UTC"))
-    local = idx.tz_localize(tz, ambiguous=np.ones(len(idx), dtype=bool),
-                            nonexistent="shift_forward")
-    if ctx.skipped is not None:
-        # a skipped wall time is the one whose wall clock the shift changed
-        moved = np.flatnonzero(local.tz_localize(None).asi8 != idx.asi8)
-        if len(moved):
+    daylight = np.ones(len(idx), dtype=bool)
+    # the skipped wall times come out NaT; they are rare, so the shift (and the second
+    # localisation it costs) is paid only when there is one: a third of this function's
+    # time otherwise went to finding them by converting back
+    local = idx.tz_localize(tz, ambiguous=daylight, nonexistent="NaT")
+    moved = np.flatnonzero(local.isna() & (ms != _NAT))
+    if len(moved):
+        local = idx.tz_localize(tz, ambiguous=daylight, nonexistent="shift_forward")
+        if ctx.skipped is not None:
             who = ids if ids is not None else ctx.ids
             ctx.skipped.setdefault(column, []).extend(
                 str(who[i]) if who is not None else str(i) for i in moved.tolist())

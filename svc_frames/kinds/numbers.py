@@ -14,6 +14,7 @@ import pandas as pd
 from ..errors import PrecisionWarning, ReadOnlyField
 from ._util import (
     float_series,
+    float_values,
     get_value,
     html_to_text,
     int_series,
@@ -65,15 +66,19 @@ class NumberCodec(Codec):
         return isinstance(raw, (int, float)) and not isinstance(raw, bool)
 
     def _numbers(self, raws: Sequence[Any], displays: Sequence[Any]) -> list[Any]:
-        # fast path: JSON numbers as they are (float_series makes them Float64)
-        return [r if (t := type(r)) is int or t is float else _slow_number(r, d)
+        # fast path: JSON numbers as they are (float_series makes them Float64), and a
+        # blank (no raw, no display: a raw page's empty number) without a call
+        return [r if (t := type(r)) is int or t is float
+                else None if r is None and d is None else _slow_number(r, d)
                 for r, d in zip(raws, displays, strict=False)]
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:
         nums = self._numbers(raws, displays)
-        out = float_series(nums)
-        big = np.flatnonzero(np.abs(out.to_numpy(dtype="float64", na_value=0.0)) >= _EXACT)
+        values = float_values(nums)
+        out = float_series(values)
+        with np.errstate(invalid="ignore"):  # NaN (NA) compares False: not big
+            big = np.flatnonzero(np.abs(values) >= _EXACT)
         lost = [nums[i] for i in big.tolist() if type(nums[i]) is int
                 and int(float(nums[i])) != nums[i]]
         if lost:

@@ -144,7 +144,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         frames.tables = {k: t[t[t.columns[0]].isin(keep)].reset_index(drop=True)
                          for k, t in frames.tables.items()}
     frames.original = frames.snapshot()
-    warn_skipped(frames.skipped, source.timezone, set(frames.main.index))
+    warn_skipped(frames.skipped, source.timezone, frames.main.index)
     return frames
 
 

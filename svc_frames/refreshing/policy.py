@@ -284,7 +284,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
             incremental(client, frames, source, load, mod, stamps_creates, rpp, merger,
                         report)
         merger.finish()
-    warn_skipped(merger.skipped, source.timezone, set(frames.main.index))
+    warn_skipped(merger.skipped, source.timezone, frames.main.index)
     report.added, report.changed, report.deleted = merger.added, merger.changed, merger.deleted
     report.conflicts = merger.conflict_frame()
     new_load = {**load, "loaded_at": started.isoformat(timespec="seconds"),

@@ -527,7 +527,7 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
                              "(push would read its absence as every row removed)")
         tables[name] = _read_dataset(tdir, t["columns"], meta, f"table {name!r}")[0]
     skipped = meta.skipped
-    warn_skipped(skipped, meta.source.timezone if meta.source else None, set(main.index))
+    warn_skipped(skipped, meta.source.timezone if meta.source else None, main.index)
     return Frames(main, tables, meta.source, original, skipped=skipped)
 
 
