@@ -1,4 +1,5 @@
-"""``paused_gc``: no cyclic garbage collection while pages are parsed and decoded.
+"""``paused_gc``: no cyclic garbage collection while pages are parsed and decoded
+(``gc_paused_call``: for a whole call, until its locals are freed).
 
 Usage: ``with paused_gc(): frames = decode(pages)``
 """
@@ -6,9 +7,14 @@ Usage: ``with paused_gc(): frames = decode(pages)``
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 _gc_lock = threading.Lock()
 
@@ -45,3 +51,20 @@ def paused_gc() -> Iterator[None]:
             _gc_pauses -= 1
             if _gc_pauses == 0 and _gc_was_enabled:
                 gc.enable()
+
+
+def gc_paused_call(func: Callable[P, R]) -> Callable[P, R]:
+    """``func`` with the cyclic GC paused (``paused_gc``) until the call has returned and
+    its locals are gone: a load's page frames, garbage once joined, are then freed by
+    reference counting before the collector runs again. A pause that ended inside the load
+    left them to it: in a paced 40-page load a young collection (25-35 ms) and then an
+    older one (30-40 ms) walked them, a third of the time after the last response. (This
+    wrapper, unlike contextlib's decorator, is a frame of svc_frames: ``warn_user`` still
+    finds the user's line.)
+
+    Usage: ``@gc_paused_call`` on a function"""
+    @functools.wraps(func)
+    def paused(*args: P.args, **kwargs: P.kwargs) -> R:
+        with paused_gc():
+            return func(*args, **kwargs)
+    return paused

@@ -26,7 +26,7 @@ from ..kinds.base import FieldSpec
 from ..progress import PageProgress, want_progress
 from ..query import Filters, Query
 from ..schema import Schema
-from .gcpause import paused_gc
+from .gcpause import gc_paused_call
 from .options import Columns, check_columns, user_timezone
 from .pager import Page, Paginator, Verify
 from .pipeline import PagePipeline, decode_helpers, final_frames
@@ -34,6 +34,7 @@ from .target import describe
 from .workers import PageDecoder
 
 
+@gc_paused_call
 def load(client: Client, target: Target, *, filters: Filters | Query | None = None,
          sort_field: str | None = None, sort_order: str | None = None,
          limit: int | None = None, columns: Columns = "keys",
@@ -79,7 +80,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     fields: list[FieldSpec] | None = None
     source: Source | None = None
     app: dict[str, Any] | None = None
-    with paused_gc(), contextlib.ExitStack() as stack:
+    with contextlib.ExitStack() as stack:
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1,
                                                       thread_name_prefix="svc-schema"))
         schema_future = pool.submit(client.schema)  # in parallel with the first page
