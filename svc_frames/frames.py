@@ -183,6 +183,12 @@ class Source:
         return cls(**data)
 
 
+COPY_ON_WRITE: bool = int(pd.__version__.split(".")[0]) >= 3 or \
+    pd.options.mode.copy_on_write is True
+"""Whether pandas copies on write (always from 3.0; an option before): then a shallow copy
+of a frame is as independent of it as a deep one."""
+
+
 @dataclass
 class Frames:
     """The main frame, its exploded tables, its source, and the values as loaded.
@@ -230,7 +236,12 @@ class Frames:
     skipped: dict[str, list[str]] = dc_field(default_factory=dict, repr=False)
 
     def snapshot(self) -> Frames:
-        """A deep copy of the data as it is now, as the loaders keep it in ``original`` for diffing.
+        """A copy of the data as it is now, as the loaders keep it in ``original`` for diffing.
+
+        With pandas' copy-on-write (always on from pandas 3) the copy shares the data until
+        either side changes it, which then copies what it changes: no edit of one reaches
+        the other, as with a deep copy, without the time and memory of copying every
+        column at load time. Older pandas without it get a deep copy.
 
         Returns
         -------
@@ -244,8 +255,9 @@ class Frames:
         >>> copied.main.equals(orders.main), copied.main is orders.main
         (True, False)
         """
-        return Frames(self.main.copy(deep=True),
-                      {k: v.copy(deep=True) for k, v in self.tables.items()},
+        deep = not COPY_ON_WRITE
+        return Frames(self.main.copy(deep=deep),
+                      {k: v.copy(deep=deep) for k, v in self.tables.items()},
                       copy.deepcopy(self.source))
 
     def __getitem__(self, name: str) -> pd.DataFrame:

@@ -78,7 +78,7 @@ WRITES: frozenset[str] = frozenset({
 NO_TYPED_ERRORS: dict[str, str] = {
     "Client.close": "closes the HTTP session; sends nothing",
     "Client.quota_left": "arithmetic on the quota already kept; sends nothing",
-    "Frames.snapshot": "a deep copy of frames in memory",
+    "Frames.snapshot": "a copy of frames in memory",
     "Source.to_dict": "the source's fields as plain data",
     "FieldSpec.to_schema": "the field as plain data",
     "App.keys": "the keys already loaded",

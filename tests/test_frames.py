@@ -189,6 +189,33 @@ def test_original_is_an_independent_snapshot(app: dict[str, Any],
     assert frames.original.main["field_7"].iloc[0] != "edited"
 
 
+def test_no_edit_of_either_side_of_a_snapshot_reaches_the_other(
+        app: dict[str, Any], records: list[dict[str, Any]]) -> None:
+    # with copy-on-write the snapshot shares the data until a side writes: every way of
+    # writing must still leave the other side as it was, in both directions
+    frames = load(app, records)
+    edits = [
+        lambda m: m.loc.__setitem__((m.index[0], "field_7"), "edited"),
+        lambda m: m.iloc.__setitem__((1, m.columns.get_loc("field_7")), "edited"),
+        lambda m: m.__setitem__("field_7", "all edited"),
+        lambda m: m.fillna({"field_7": "filled"}, inplace=True),
+        lambda m: m.update(m[["field_7"]].iloc[:1].assign(field_7="updated")),
+    ]
+    for edit in edits:
+        for writer in ("frames", "snapshot"):
+            base = frames.snapshot()
+            copied = base.snapshot()
+            before = base.main.copy(deep=True)
+            edit(base.main if writer == "frames" else copied.main)
+            untouched = copied.main if writer == "frames" else base.main
+            pd.testing.assert_frame_equal(untouched, before)
+    tables = frames.snapshot()
+    name, table = next(iter(tables.tables.items()))
+    copied = tables.snapshot()
+    table.iloc[0, 0] = "changed"
+    assert copied.tables[name].iloc[0, 0] != "changed"
+
+
 def test_field_keys_in_first_seen_order() -> None:
     recs = [{"id": "a", "field_2": "", "field_1": "x", "field_1_raw": "x"},
             {"id": "b", "field_2": "", "field_1": "y", "field_1_raw": "y", "field_3": ""}]
