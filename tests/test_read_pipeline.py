@@ -14,8 +14,8 @@ import pytest
 from svc_frames import Client, read_object, read_view
 from svc_frames.errors import QuotaInsufficient
 from svc_frames.frames import Frames, Source
-from svc_frames.read.pager import Page, Paginator
-from svc_frames.read.pipeline import PagePipeline, latest_only
+from svc_frames.read.pager import Page, Paginator, PassReport
+from svc_frames.read.pipeline import PageParts, PagePipeline, final_frames, latest_only
 from svc_frames.read.target import describe
 from svc_frames.server import LocalService
 
@@ -153,3 +153,56 @@ def test_latest_only_keeps_a_repeated_record_on_its_last_page() -> None:
     assert list(a.main.index) == ["1"] and list(a.tables["t"]["record_id"]) == ["1"]
     assert list(b.main["v"]) == ["new", "new"] and list(b.tables["t"]["record_id"]) == [
         "2", "3"]
+
+
+def _part(source: Source, ids: list[str], value: str) -> Frames:
+    main = pd.DataFrame({"v": [value] * len(ids)},
+                        index=pd.Index(ids, dtype="string", name="id"))
+    return Frames(main, {"t": pd.DataFrame({"record_id": ids, "x": [value] * len(ids)})},
+                  source)
+
+
+def test_page_parts_join_while_the_pager_waits_and_keep_the_order() -> None:
+    # one request at a time, 40 ms each: the consumer waits for every page after the
+    # first, and joins a pair of parts in each wait
+    with LocalService(demo=True, records=45, rate_limit=0, latency_ms=40, seed=11) as slow:
+        client = Client(slow.app_id, api_key=slow.api_key, base_url=slow.base_url,
+                        rate_limit=0, max_workers=1)
+        want = read_object(client, WO, progress=False)
+        pager = Paginator(client, WO, rows_per_page=3, verify="none", max_workers=1)
+        fields, source, tz = fields_and_source(client, WO)
+        pipe = PagePipeline(pager, fields, source, tz)
+        parts = PageParts(pager)
+        for page in pager.iter_pages():
+            parts.append(page.pass_no, pipe.frames(page))
+    assert pager.passes[-1].pages == 15
+    assert len(parts) <= 5   # a binary counter over 15 pages: at most 4 parts, + 1 late
+    got = final_frames(pager, parts, source)
+    pd.testing.assert_frame_equal(got.main, want.main)
+    assert got.tables.keys() == want.tables.keys()
+    for name, table in want.tables.items():
+        pd.testing.assert_frame_equal(got.tables[name], table)
+
+
+def test_page_parts_join_only_equal_runs_of_the_current_clean_pass(svc: LocalService
+                                                                     ) -> None:
+    source = Source("object", WO, [])
+    pager = Paginator(client_of(svc), WO)   # no request is sent here
+    parts = PageParts(pager)
+    pager.passes.append(PassReport(1))
+    for n in range(3):
+        parts.append(1, _part(source, [str(n)], f"p{n}"))
+        parts.join_some()
+    # pages 0+1 joined at the second page; the third waits for a partner
+    assert [len(f.main) for _, f in parts] == [2, 1]
+    pager.passes.append(PassReport(2))   # a new pass: the old one's parts stay as they are
+    parts.append(2, _part(source, ["a"], "q"))
+    parts.append(2, _part(source, ["b"], "q"))
+    pager.passes[-1].duplicates = 1      # a record came twice: a joined part could hide it
+    parts.join_some()
+    assert [len(f.main) for _, f in parts] == [2, 1, 1, 1]
+    pager.passes[-1].duplicates = 0
+    parts.join_some()
+    assert [(n, list(f.main.index)) for n, f in parts] == [
+        (1, ["0", "1"]), (1, ["2"]), (2, ["a", "b"])]
+    assert list(parts)[2][1].tables["t"]["record_id"].tolist() == ["a", "b"]

@@ -29,7 +29,7 @@ from ..schema import Schema
 from .gcpause import gc_paused_call
 from .options import Columns, check_columns, user_timezone
 from .pager import Page, Paginator, Verify
-from .pipeline import PagePipeline, decode_helpers, final_frames
+from .pipeline import PageParts, PagePipeline, decode_helpers, final_frames
 from .target import describe
 from .workers import PageDecoder
 
@@ -75,7 +75,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     asked = load_params(pager.query, sort_field, sort_order, limit, rows_per_page)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
     pipe = PagePipeline(pager, tz=tz)
-    parts: list[tuple[int, Frames]] = []
+    parts = PageParts(pager)   # joined while the pager waits for answers
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None
     source: Source | None = None
@@ -119,7 +119,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
                     collected.append(page)
                 else:
                     assert fields is not None and source is not None
-                    parts.append((page.pass_no, pipe.frames(page)))
+                    parts.append(page.pass_no, pipe.frames(page))
         finally:
             bar.close()
     final_ids = pager.final_ids or []
@@ -132,7 +132,9 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         fields, source = describe(client, target, app, records, columns, tz)
         pipe.tz = tz
         pipe.settle(None, fields, source, raw_pages=False)
-        parts = [(p.pass_no, pipe.frames(p)) for p in collected if p.pass_no == final_pass]
+        for p in collected:
+            if p.pass_no == final_pass:
+                parts.append(p.pass_no, pipe.frames(p))
     assert source is not None
     source.load = asked
     frames = final_frames(pager, parts, source)

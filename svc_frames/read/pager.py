@@ -179,6 +179,11 @@ class Paginator:
     (``ask_raw``) gets every later page in that format, not only those requested after it
     has seen page 1.
 
+    ``on_idle`` is called when the next page is asked for and its answer is not in yet,
+    with a function that tells whether it is still on its way: the consumer's chance to
+    do work that would otherwise wait for the end (the loaders join their page frames
+    there), in the time it would spend waiting anyway, and to stop when the page is in.
+
     ``stop`` is the caller's own stop condition: asked with each page of a pass (in order,
     before the next page is requested), True ends the pass after that page. A stopped pass
     holds the pages it needed: it is judged by its totals and repeats alone, and no quota
@@ -226,6 +231,7 @@ class Paginator:
         self._raw_parser: Callable[[bytes], Any] | None = None
         self.on_page = on_page
         self.on_first = on_first
+        self.on_idle: Callable[[Callable[[], bool]], None] | None = None
         self.stop = stop
         self.passes: list[PassReport] = []
         self.final_ids: list[str] | None = None
@@ -413,7 +419,7 @@ class Paginator:
                         wanted = number  # total was an estimate: the data grew
                         self._early_stale = True
                         continue
-                    page = pending.pop(number).result()
+                    page = self._answer(pending.pop(number))
                     if self._stopped(page):
                         yield page
                         break
@@ -443,6 +449,12 @@ class Paginator:
             return False
         self.passes[-1].stopped = True
         return True
+
+    def _answer(self, pending: Future[Page]) -> Page:
+        """A requested page; while it is still on its way, the consumer's ``on_idle``."""
+        if self.on_idle is not None and not pending.done():
+            self.on_idle(lambda: not pending.done())
+        return pending.result()
 
     def iter_pages(self) -> Iterator[Page]:
         """Every page of every pass, in order; passes repeat until one is consistent.
@@ -610,7 +622,7 @@ class Paginator:
                     yield lead
                 while todo or pending:
                     send()
-                    page = pending.pop(0).result()
+                    page = self._answer(pending.pop(0))
                     number += 1
                     sent += 1
                     page.number = number

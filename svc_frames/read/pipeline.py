@@ -7,7 +7,7 @@ decoding (in a helper process already, or here), and the fallback to display val
 a raw page that needs them (``frames``). Loads, exports, the cache and the refresh's
 listings are callers with their own stop conditions; ``collect`` is the whole listing
 as one Frames. Also here: when helper processes pay (``decode_helpers``) and joining
-the frames of many pages (``concat_frames``).
+the frames of many pages (``PageParts``, ``concat_frames``).
 
 Usage::
 
@@ -19,7 +19,7 @@ Usage::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -94,15 +94,71 @@ class PagePipeline:
 
         Usage: ``PagePipeline(pager, source.fields, source, tz).collect()``"""
         assert self.source is not None
-        parts: list[tuple[int, Frames]] = [(page.pass_no, self.frames(page))
-                                           for page in self.pager.iter_pages()]
+        parts = PageParts(self.pager)
+        for page in self.pager.iter_pages():
+            parts.append(page.pass_no, self.frames(page))
         if not any(n == self.pager.passes[-1].pass_no for n, _ in parts):
-            parts.append((self.pager.passes[-1].pass_no, build_frames(
-                [], self.fields or [], self.source, tz=self.tz, keep_original=False)))
+            parts.append(self.pager.passes[-1].pass_no, build_frames(
+                [], self.fields or [], self.source, tz=self.tz, keep_original=False))
         return final_frames(self.pager, parts, self.source)
 
 
-def final_frames(pager: Paginator, parts: list[tuple[int, Frames]], source: Source
+class PageParts:
+    """The frames of a run's pages, in order, each with its pass number, joined as they
+    come in while the reader would wait anyway: set as the pager's ``on_idle``, so that the
+    join after the last answer is short (in a paced 40-page load it took 25-45 ms after
+    the last page, most of a load's time past its last answer but the round trip).
+
+    Adjacent parts of the current pass holding as many pages each are joined, pair by
+    pair while the next page is still on its way (a binary counter: about log2(pages)
+    parts are left, and each page is copied about log2(pages) times, in time otherwise
+    spent waiting). A reader that never waits (its decoding is the bottleneck) joins
+    nothing early. Parts are joined only while their pass has seen no record twice: a
+    joined part holds each record once, as ``latest_only`` needs.
+
+    Usage: ``parts = PageParts(pager); parts.append(page.pass_no, frames)``"""
+
+    def __init__(self, pager: Paginator) -> None:
+        self.pager = pager
+        self._parts: list[tuple[int, Frames, int]] = []   # pass, frames, pages in them
+        pager.on_idle = self.join_some
+
+    def append(self, pass_no: int, frames: Frames) -> None:
+        """One more page's frames, after the others."""
+        self._parts.append((pass_no, frames, 1))
+
+    def __iter__(self) -> Iterator[tuple[int, Frames]]:
+        return ((n, f) for n, f, _ in self._parts)
+
+    def __len__(self) -> int:
+        return len(self._parts)
+
+    def join_some(self, waiting: Callable[[], bool] = lambda: True) -> None:
+        """Join pairs of adjacent parts of the current pass holding as many pages each,
+        the latest first, while ``waiting()`` (the next page is not in) and that pass has
+        seen no record twice."""
+        while waiting() and self._join_one():
+            pass
+
+    def _join_one(self) -> bool:
+        """Join the latest such pair; whether there was one."""
+        passes = self.pager.passes
+        if not passes or passes[-1].duplicates:
+            return False
+        current = passes[-1].pass_no
+        for i in range(len(self._parts) - 1, 0, -1):
+            (n1, f1, k1), (n2, f2, k2) = self._parts[i - 1], self._parts[i]
+            if n2 != current:
+                return False
+            if n1 == current and k1 == k2:
+                assert f1.source is not None
+                self._parts[i - 1: i + 1] = [(current, concat_frames([f1, f2], f1.source),
+                                              k1 + k2)]
+                return True
+        return False
+
+
+def final_frames(pager: Paginator, parts: Iterable[tuple[int, Frames]], source: Source
                  ) -> Frames:
     """The page frames ``(pass number, frames)`` of the pager's consistent pass as one
     Frames, each record once: a record on two pages of the pass (pages shifted under a
