@@ -206,3 +206,11 @@ def test_page_parts_join_only_equal_runs_of_the_current_clean_pass(svc: LocalSer
     assert [(n, list(f.main.index)) for n, f in parts] == [
         (1, ["0", "1"]), (1, ["2"]), (2, ["a", "b"])]
     assert list(parts)[2][1].tables["t"]["record_id"].tolist() == ["a", "b"]
+    # a pager keeping hashes only counts its repeats at the end of a pass: never joined
+    hashed = Paginator(client_of(svc), WO, keep_ids=False)
+    hashed.passes.append(PassReport(1))
+    unjoined = PageParts(hashed)
+    unjoined.append(1, _part(source, ["x"], "h"))
+    unjoined.append(1, _part(source, ["y"], "h"))
+    unjoined.join_some()
+    assert len(unjoined) == 2

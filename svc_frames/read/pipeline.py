@@ -143,7 +143,8 @@ class PageParts:
     def _join_one(self) -> bool:
         """Join the latest such pair; whether there was one."""
         passes = self.pager.passes
-        if not passes or passes[-1].duplicates:
+        # without ids kept (keep_ids=False) a pass counts its repeats only at its end
+        if not passes or passes[-1].duplicates or not self.pager.keep_ids:
             return False
         current = passes[-1].pass_no
         for i in range(len(self._parts) - 1, 0, -1):
