@@ -140,7 +140,7 @@ class ConnectionCodec(Codec):
         # ConnectionItems all have one (an item without does not parse), and a list holds
         # items of one parse: its first tells
         lists = [r for r in raws if type(r) is list]
-        if _first_item_types(lists) == _ITEMS_ONLY:
+        if _all_items(lists):
             return True
         return all(type(r[0]) is ConnectionItem
                    or all(type(item) is dict and "id" in item for item in r)
