@@ -21,7 +21,9 @@ All knobs live on ``Emulation`` and may be changed while the service runs
   refused and faulted ones too; once spent, every request is 429 ``Daily limit
   exceeded`` until the next UTC day or ``new_quota_day()`` (tests and benchmarks cannot
   wait a day); ``daily_quota=0`` (off): the headers show a full 25,000;
-* ``latency_ms`` (+ uniform ``jitter_ms``) is added before the request is handled;
+* ``latency_ms`` (+ uniform ``jitter_ms``) is added before the request is handled; the
+  jitter is split at random between the trip there (before the request is counted: it
+  moves which of the service's seconds counts it, as on a real network) and the trip back;
 * ``expose_schema=False`` makes ``GET /v1/applications/<id>`` answer 404 (deployments
   that do not expose the schema);
 * with probability ``fault_rate`` a fault is chosen among ``faults`` (only for requests
@@ -335,10 +337,18 @@ class Emulation:
                        "Retry-After": str(max(1, math.ceil(self._retry_at - now)))}
         return status, (THROTTLED_403 if status == 403 else RATE_LIMITED), headers
 
-    def delay(self) -> float:
+    def delays(self) -> tuple[float, float]:
+        """Seconds before a request is counted and after it: the jitter (uniform in
+        [0, ``jitter_ms``]) split at random between the trip there and the trip back,
+        the latency after. A service counts a request when it arrives, so the jitter of
+        the trip there moves which of its seconds counts it; here too (a client that
+        paces by the service's seconds must allow for it)."""
         with self._lock:
-            jitter = self._rng.uniform(0, self.jitter_ms) if self.jitter_ms else 0.0
-        return (self.latency_ms + jitter) / 1000.0
+            if not self.jitter_ms:
+                return 0.0, self.latency_ms / 1000.0
+            jitter = self._rng.uniform(0, self.jitter_ms)
+            there = jitter * self._rng.random()
+        return there / 1000.0, (self.latency_ms + jitter - there) / 1000.0
 
 
 def check_clock_offset(value: Any) -> None:
@@ -368,13 +378,15 @@ class EmulationMiddleware:
         method = scope.get("method", "GET")
         path = scope.get("path", "")
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        there, back = self.emu.delays()
+        if there > 0:   # the trip there: counted when it arrives
+            await asyncio.sleep(there)
         now = self.emu.now()
         refuse, body, headers, fault = self.emu.admit(now, method, path)
         # uvicorn's own Date header is off (service.py): this one reads the service's clock
         headers["Date"] = formatdate(now, usegmt=True)
-        delay = self.emu.delay()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        if back > 0:
+            await asyncio.sleep(back)
         hdrs = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
         if refuse is not None or fault in BEFORE_FAULTS:
             status = refuse if refuse is not None else (503 if fault == "drop" else
