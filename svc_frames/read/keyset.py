@@ -41,9 +41,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from ..query import Query
+from .rawpages import RawRecord
 
 __all__ = ["KeyRange", "KeyValues", "plan_ranges", "key_values", "key_value", "page_gaps",
            "gap_checks", "dense", "FILL", "FILL_MEASURED", "DENSE", "VALUES_PER_CHECK"]
@@ -131,8 +133,13 @@ def key_values(records: Sequence[Any], key: str) -> list[int] | None:
     (ranges could then miss it: the caller pages by number instead)."""
     # raw pages (struct records, or the ids and values a helper kept) hold ints under the
     # key: read at C speed; anything else (display pages: "1,234") value by value
-    raws = [rec.get(key) for rec in records]
-    if all(type(v) is int for v in raws):
+    try:
+        raws = list(map(attrgetter(key), records)) \
+            if all(issubclass(k, RawRecord) for k in set(map(type, records))) \
+            else [rec.get(key) for rec in records]
+    except AttributeError:   # a struct without that slot
+        raws = [rec.get(key) for rec in records]
+    if set(map(type, raws)) <= {int}:
         return raws
     out = []
     for rec in records:

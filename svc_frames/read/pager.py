@@ -146,6 +146,10 @@ class _Seen:
             self.hashes.append(id_hashes(page.records))
             return []
         page_ids = record_ids(page.records)
+        if self.seen.isdisjoint(page_ids) and len(set(page_ids)) == len(page_ids):
+            self.seen.update(page_ids)  # the usual page: all new, in C
+            self.ids.extend(page_ids)
+            return page_ids
         for rid in page_ids:
             if rid in self.seen:
                 report.duplicates += 1
@@ -471,35 +475,17 @@ class Paginator:
             self._early, self._early_stale = None, False
             report = PassReport(pass_no)
             self.passes.append(report)
-            ids: list[str] = []
-            seen: set[str] = set()
-            hashes: list[np.ndarray] = []
+            seen = _Seen(self.keep_ids)
             head: list[str] = []
             for page in self._one_pass(pass_no):
-                report.pages += 1
-                report.records += len(page.records)
-                report.totals.add(page.total_records)
-                page_ids = record_ids(page.records) if self.keep_ids or report.pages == 1 \
-                    else []
-                if report.pages == 1:
-                    head = page_ids
-                if self.keep_ids:
-                    if seen.isdisjoint(page_ids) and len(set(page_ids)) == len(page_ids):
-                        seen.update(page_ids)  # the usual page: all new, in C
-                        ids.extend(page_ids)
-                    else:
-                        for rid in page_ids:
-                            if rid in seen:
-                                report.duplicates += 1
-                            else:
-                                seen.add(rid)
-                                ids.append(rid)
-                else:  # 8 bytes per record instead of a str in a set: flat memory
-                    hashes.append(id_hashes(page.records))
+                page_ids = seen.take(report, page)
+                if report.pages == 1:  # page 1's ids, for verify="first" (hashes or not)
+                    head = page_ids if self.keep_ids else record_ids(page.records)
                 yield page
+            ids = seen.ids
             order: Any = ids
             if not self.keep_ids:
-                order = np.concatenate(hashes) if hashes else np.empty(0, np.int64)
+                order = np.concatenate(seen.hashes) if seen.hashes else np.empty(0, np.int64)
                 _, first = np.unique(order, return_index=True)
                 report.duplicates = len(order) - len(first)
                 order = order[np.sort(first)]
