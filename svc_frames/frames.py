@@ -501,7 +501,7 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
         ids = list(map(operator.attrgetter("id"), records))
     else:
         ids = [r["id"] for r in records]
-    ctx = ReadContext(timezone=tz, ids=ids, skipped={})
+    ctx = ReadContext(timezone=tz, ids=ids, skipped={}, decoded={})
     n = len(ids)
     columns: dict[str, Any] = {}
     tables: dict[str, pd.DataFrame] = {}

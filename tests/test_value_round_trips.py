@@ -12,10 +12,11 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pandas as pd
+import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from svc_frames.kinds import FieldSpec, ReadContext, codec_for, values_equal
+from svc_frames.kinds import FieldSpec, ReadContext, codec_for, dates, values_equal
 from svc_frames.saved.csvtext import csv_text, format_column, parse_column
 
 TZ = ZoneInfo("America/New_York")
@@ -141,3 +142,40 @@ def test_timer_tables_read_from_raw_page_structs_equal_the_dict_path() -> None:
     slow = codec.tables(ids, [s.as_dict() if s else None for s in structs], [None] * 4, f,
                         CTX)["field_1"]
     assert fast.equals(slow) and fast["record_id"].tolist() == ["a", "a", "c", "d", "d", "d"]
+
+
+def test_timer_tables_after_decode_equal_the_tables_read_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a load, ``tables`` reuses what ``decode`` built when each timer has one interval
+    (``ReadContext.decoded``); the table must be the one read from the values alone, for
+    struct and dict values, with blanks, and with several intervals (no reuse)."""
+    from svc_frames.kinds.rawvalues import DateEnd, TimerSpan, TimerValue
+
+    f = FieldSpec("field_1", "timer", "T")
+    ms = 1_772_900_000_000
+
+    def page(counts: list[int]) -> list[TimerValue | None]:
+        return [TimerValue(total_time=1, times=[
+            TimerSpan(start=DateEnd(unix_timestamp=ms + 60_000 * i + j),
+                      to=DateEnd(unix_timestamp=ms + 60_000 * i + 2 * j + 1))
+            for j in range(k)]) if k else None for i, k in enumerate(counts)]
+
+    codec = codec_for(f)
+    for counts in ([1, 0, 1, 1], [1, 1], [0, 0], [2, 0, 1, 3]):
+        structs = page(counts)
+        ids = [f"r{i}" for i in range(len(counts))]
+        for raws in (structs, [s.as_dict() if s else None for s in structs]):
+            alone = codec.tables(ids, raws, [None] * len(raws), f, CTX)["field_1"]
+            ctx = ReadContext(TZ, ids=ids, skipped={}, decoded={})
+            codec.decode(raws, [None] * len(raws), f, ctx)
+            with monkeypatch.context() as m:
+                if max(counts) <= 1:   # reused: the intervals are not read again
+                    m.setattr(dates, "_struct_spans", _must_not_run)
+                    m.setattr(dates, "timer_intervals", _must_not_run)
+                reused = codec.tables(ids, raws, [None] * len(raws), f, ctx)["field_1"]
+            pd.testing.assert_frame_equal(reused, alone)
+            assert len(reused) == sum(counts)
+
+
+def _must_not_run(*args: Any) -> Any:
+    raise AssertionError("the intervals were read again")

@@ -145,11 +145,15 @@ class ReadContext:
 
     ``ids`` (the records being decoded, in order) and ``skipped`` (filled by the date
     codecs: column -> the records whose wall time the timezone skips) let one load name
-    the values a frame cannot hold exactly; both None outside a load."""
+    the values a frame cannot hold exactly; both None outside a load. ``decoded`` (field
+    key -> what that field's ``decode`` built) lets a codec's ``tables`` reuse its own
+    ``decode`` of the same values, which ``build_frames`` asks for first; None outside a
+    load, where ``tables`` works from the values alone."""
 
     timezone: ZoneInfo | None = None
     ids: Sequence[str] | None = dc_field(default=None, compare=False)
     skipped: dict[str, list[str]] | None = dc_field(default=None, compare=False)
+    decoded: dict[str, Any] | None = dc_field(default=None, compare=False)
 
 
 class ServiceHooks(Protocol):
