@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 
 import pytest
@@ -116,6 +117,32 @@ def test_request_log(fresh_service: LocalService) -> None:
     assert svc.request_log.count(method="GET", path_prefix="/v1/objects/") == 4
     assert svc.request_log.count(status=401) == 1
     assert [e.status for e in svc.request_log.entries] == [200, 200, 200, 401]
+
+
+def test_jitter_on_the_way_there_moves_when_a_request_is_counted(
+        fresh_service: LocalService) -> None:
+    """The jitter is split between the trip there and the trip back: a request can be
+    counted well after it left (as a real trip moves which of the service's seconds
+    counts it), never before, and the whole delay stays the latency plus the jitter."""
+    svc = fresh_service
+    svc.emulation.latency_ms, svc.emulation.jitter_ms = 0, 200
+    svc.request_log.clear()
+    sent, took = [], []
+    for _ in range(20):
+        t0 = time.time()
+        requests.get(object_url(svc, "object_2"), headers=svc.headers(),
+                     params={"rows_per_page": 1}, timeout=30)
+        sent.append(t0)
+        took.append(time.time() - t0)
+    counted = [e.time for e in svc.request_log.entries]
+    assert len(counted) == 20
+    waits = [c - s for c, s in zip(counted, sent, strict=True)]
+    # all of the jitter after the count would leave every wait near 0; the chance that
+    # 20 splits all put under 30 ms on the way there is below 1e-7
+    assert max(waits) >= 0.03
+    assert min(waits) >= -0.01
+    assert all(w <= t + 0.01 for w, t in zip(waits, took, strict=True))
+    assert max(took) <= 0.2 + 0.5   # the latency (0) and the jitter, and loopback's own
 
 
 def test_knobs_are_validated() -> None:
