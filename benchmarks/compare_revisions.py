@@ -124,8 +124,7 @@ def count_instructions(arms: dict[str, Path], records: int) -> None:
     with RemoteService(records) as svc:
         svc.set(rate_limit=0, latency_ms=0)
         for arm, path in arms.items():
-            child = arm.split(" ")[0] if arm.startswith("before") else arm
-            n0, n1, n2 = (instructions(child, path, svc, k) for k in (0, 1, 2))
+            n0, n1, n2 = (instructions(arm, path, svc, k) for k in (0, 1, 2))
             print(f"instructions {arm:<22} imports {n0 / 1e6:,.0f} M | first load "
                   f"{(n1 - n0) / 1e6:,.0f} M | another load {(n2 - n1) / 1e6:,.0f} M",
                   flush=True)
@@ -186,8 +185,7 @@ def main() -> None:
                     svc.set(latency_ms=100, **knobs)
                     for order in rotations(list(arms), args.rounds):
                         for arm in order:
-                            row = run_child(arm.split(" ")[0] if arm.startswith("before")
-                                            else arm, arms[arm], svc, phase)
+                            row = run_child(arm, arms[arm], svc, phase)
                             if "paced_s" in row:
                                 pages = -(-args.records // 1000)
                                 row["paced_ratio"] = row["paced_s"] / (pages / 10)
