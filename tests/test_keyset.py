@@ -4,6 +4,7 @@ finding the record a delete moved between two page answers."""
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -119,6 +120,82 @@ def test_a_delete_between_two_page_answers_is_found_by_the_gap_check() -> None:
         checks = [e.query for e in svc.request_log.entries
                   if e.path == f"/v1/objects/{OBJ}/records" and "filters=" in e.query]
         assert len(checks) == 1 and "%22is%22" in checks[0]
+
+
+def _checks_sent(svc: LocalService) -> list[str]:
+    return [e.query for e in svc.request_log.entries
+            if e.path == f"/v1/objects/{OBJ}/records" and "filters=" in e.query]
+
+
+def test_a_slow_consumer_gets_the_gap_check_sent_once_every_page_is_in() -> None:
+    """A consumer slower than the answers (decoding wide pages): the gap check leaves
+    once every page is answered, not after the consumer has taken them all, so its
+    answer is in while the consumer catches up. The load is as the fast consumer's:
+    the record the delete moved is found, each record once, in the key's order."""
+    with LocalService(demo=True, records=30, rate_limit=0, seed=31) as svc:
+        start = _ids(svc)
+        done = threading.Event()
+
+        def on_page(page: Page) -> None:
+            if page.number == 1 and not done.is_set():
+                done.set()
+                requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{start[0]}",
+                                headers=svc.headers(), timeout=30).raise_for_status()
+
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=0, max_workers=4)
+        client.schema()
+        svc.request_log.clear()
+        pager = Paginator(client, OBJ, rows_per_page=4, on_page=on_page, keyset=True)
+        sent_by_last_page: list[int] = []
+        for page in pager.iter_pages():
+            if page.number == 8:       # the pass's last page (30 records, pages of 4)
+                sent_by_last_page.append(len(_checks_sent(svc)))
+            time.sleep(0.2)            # the consumer's decode
+        assert sent_by_last_page == [1]       # the check had left before the last page
+        assert pager.final_ids == start and pager.reordered
+        assert len(_checks_sent(svc)) == 1 and "1 gap check" in pager.passes[0].reason
+
+
+def test_a_list_grown_past_the_plan_after_the_early_check_is_checked_again() -> None:
+    """The early gap check saw the pages as planned; then the list grew past them (two
+    records created) and a delete left the page after the plan empty: the gaps at the end
+    differ, so the checks go again for every gap. Every record that stayed comes once."""
+    with LocalService(demo=True, records=32, rate_limit=0, seed=35) as svc:
+        start = _ids(svc)
+        url = f"{svc.base_url}/v1/objects/{OBJ}/records"
+        first_done = threading.Event()
+
+        def on_page(page: Page) -> None:
+            if page.number == 1 and not first_done.is_set():
+                first_done.set()
+                requests.delete(f"{url}/{start[0]}", headers=svc.headers(),
+                                timeout=30).raise_for_status()
+                for _ in range(2):
+                    requests.post(url, json={"field_12": "a new order"},
+                                  headers=svc.headers(), timeout=30).raise_for_status()
+
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=0, max_workers=4)
+        client.schema()
+        svc.request_log.clear()
+        pager = Paginator(client, OBJ, rows_per_page=4, on_page=on_page, keyset=True)
+        early = 0
+        for page in pager.iter_pages():
+            if page.number == 8:   # the planned pass's last page: the early check went
+                early = len(_checks_sent(svc))
+                requests.delete(f"{url}/{start[9]}", headers=svc.headers(),
+                                timeout=30).raise_for_status()
+            time.sleep(0.2)
+        assert early == 1
+        assert len(_checks_sent(svc)) > early      # checked again, every gap
+        got = pager.final_ids or []
+        assert len(got) == len(set(got))
+        assert set(start) - {start[0], start[9]} <= set(got)
+        created = [rid for rid in _ids(svc) if rid not in start]
+        assert len(created) == 2
+        order = start + created                    # the auto-increment field's order
+        assert got == [rid for rid in order if rid in set(got)]
 
 
 def test_dense_values_and_no_edits_cost_the_pages_alone() -> None:

@@ -56,17 +56,20 @@ def _load_during_activity(svc: LocalService, **kw: Any) -> tuple[pd.DataFrame, i
     assert all("sort_field=field_24" in q for q in listing)
     assert sum("sort_order=asc" in q for q in listing) >= len(listing) - 1
     assert len(listing) >= len(before) // 25 - 2
-    # with a filter of its own: ranges past page 1; without: pages by number, and only
-    # after the last of them the gap checks (values listed, or a range where a gap is
-    # wide or the list ended early: the activity deletes as well as inserts)
+    # with a filter of its own: ranges past page 1; without: pages by number, and the gap
+    # checks (values listed, or a range where a gap is wide or the list ended early: the
+    # activity deletes as well as inserts) only once every page of the plan was asked
+    # for (pages past the plan, the list having grown, may follow them)
     ranged = [i for i, q in enumerate(listing) if "higher+than" in q]
     by_number = [i for i, q in enumerate(listing) if not q.startswith("page=1&")]
     if kw.get("filters"):
         assert ranged and not by_number
     else:
         assert by_number
-        assert all(i > by_number[-1] for i in ranged)
-        assert all("filters=" not in listing[i] for i in range(by_number[-1] + 1))
+        planned = -(-len(before) // 25) - 1   # pages 2.. of the plan (a delete may cut one)
+        checks = [i for i, q in enumerate(listing) if "filters=" in q]
+        assert all(i > by_number[planned - 2] for i in checks)
+        assert all("filters=" not in listing[i] for i in by_number)
     act.resume()
     return frames.main, len(entries)
 

@@ -15,7 +15,15 @@ from svc_frames import Client, read_object, read_view
 from svc_frames.errors import QuotaInsufficient
 from svc_frames.frames import Frames, Source
 from svc_frames.read.pager import Page, Paginator, PassReport
-from svc_frames.read.pipeline import PageParts, PagePipeline, final_frames, latest_only
+from svc_frames.read.pipeline import (
+    MAX_PIECES,
+    PageParts,
+    PagePipeline,
+    concat_frames,
+    final_frames,
+    in_order,
+    latest_only,
+)
 from svc_frames.read.target import describe
 from svc_frames.server import LocalService
 
@@ -214,3 +222,31 @@ def test_page_parts_join_only_equal_runs_of_the_current_clean_pass(svc: LocalSer
     unjoined.append(1, _part(source, ["y"], "h"))
     unjoined.join_some()
     assert len(unjoined) == 2
+
+
+def test_in_order_puts_found_rows_where_the_order_says_by_slices() -> None:
+    """Rows a gap check found (the last part) move to where the ids' order puts them, in
+    row slices of the parts: the concat equals a take of the whole, rows of no id in the
+    order are left out, and many moved rows fall back to one take."""
+    source = Source("object", WO, [])
+    parts = [_part(source, ["1", "2", "4"], "a"), _part(source, ["6", "7"], "b"),
+             _part(source, ["3", "5"], "check")]
+    order = ["1", "2", "3", "4", "5", "6", "7"]
+    pieces = in_order([p.main for p in parts], order)
+    joined = pd.concat(pieces)
+    assert list(joined.index) == order
+    assert list(joined["v"]) == ["a", "a", "check", "a", "check", "b", "b"]
+    assert len(pieces) == 5 and all(p.index.dtype == "string" for p in pieces)
+    # rows not in the order are dropped; an order of none of them gives no row
+    assert list(pd.concat(in_order([p.main for p in parts], ["7", "1"])).index) == [
+        "7", "1"]
+    assert pd.concat(in_order([p.main for p in parts], ["9"])).empty
+    # the whole Frames: the main frame in the order, the tables as the parts had them
+    frames = concat_frames(parts, source, order=order)
+    assert list(frames.main.index) == order
+    assert list(frames.tables["t"]["record_id"]) == ["1", "2", "4", "6", "7", "3", "5"]
+    # every row moved (reversed): more runs than MAX_PIECES is one take
+    many = [str(i) for i in range(2 * MAX_PIECES)]
+    big = [_part(source, many, "x")]
+    one = in_order([p.main for p in big], list(reversed(many)))
+    assert len(one) == 1 and list(one[0].index) == list(reversed(many))

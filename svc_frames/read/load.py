@@ -138,13 +138,11 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     assert source is not None
     source.load = asked
     frames = final_frames(pager, parts, source)
-    if pager.reordered:   # records a gap check found go where their key puts them
-        order = pd.Index(final_ids, dtype="string")
-        frames.main = frames.main.loc[order[order.isin(frames.main.index)]]
     if len(frames.main) != len(final_ids):  # limit cut the last page
         keep = pd.Index(final_ids, dtype="string")
         frames.main = frames.main.iloc[: len(final_ids)]
-        frames.tables = {k: t[t[t.columns[0]].isin(keep)].reset_index(drop=True)
+        frames.tables = {k: t[keep.get_indexer(pd.Index(t[t.columns[0]])) >= 0]
+                         .reset_index(drop=True)
                          for k, t in frames.tables.items()}
     frames.original = frames.snapshot()
     warn_skipped(frames.skipped, source.timezone, frames.main.index)

@@ -36,7 +36,7 @@ import math
 import operator
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -364,9 +364,13 @@ class Paginator:
             n = min(n, math.ceil(self.limit / self.rows_per_page)) if self.limit else 0
         return max(n, 1)
 
-    def _one_pass(self, pass_no: int, first: Page | None = None) -> Iterator[Page]:
+    def _one_pass(self, pass_no: int, first: Page | None = None,
+                  on_all_in: Callable[[list[Page]], None] | None = None) -> Iterator[Page]:
         """Yield the pages of one pass, in order, fetched concurrently within the pace
-        (``first``: its page 1, fetched already)."""
+        (``first``: its page 1, fetched already). ``on_all_in`` is called once, with the
+        pages not yet handed out, when the consumer asks for a page and every page the
+        pass planned has been answered: a consumer slower than the pages learns what
+        they hold before it has decoded them (the keyset pass sends its gap check then)."""
         first = first or self._fetch(1, pass_no)
         if pass_no == 1:
             self.total_records, self.total_pages = first.total_records, first.total_pages
@@ -423,6 +427,10 @@ class Paginator:
                         wanted = number  # total was an estimate: the data grew
                         self._early_stale = True
                         continue
+                    if on_all_in is not None and next_submit > wanted and all(
+                            f.done() and f.exception() is None for f in pending.values()):
+                        on_all_in([pending[n].result() for n in sorted(pending)])
+                        on_all_in = None
                     page = self._answer(pending.pop(number))
                     if self._stopped(page):
                         yield page
@@ -454,9 +462,10 @@ class Paginator:
         self.passes[-1].stopped = True
         return True
 
-    def _answer(self, pending: Future[Page]) -> Page:
-        """A requested page; while it is still on its way, the consumer's ``on_idle``."""
-        if self.on_idle is not None and not pending.done():
+    def _answer(self, pending: Future[Any], idle: bool = True) -> Any:
+        """A requested page; while it is still on its way, the consumer's ``on_idle``
+        (``idle=False``: a side thread's wait, which must not run the consumer's work)."""
+        if idle and self.on_idle is not None and not pending.done():
             self.on_idle(lambda: not pending.done())
         return pending.result()
 
@@ -544,23 +553,54 @@ class Paginator:
         if unfiltered and dense(keys) and first.total_records > len(first.records):
             pages_keys: list[list[int]] = []
             pages_ids: list[list[str]] = []
-            for page in self._one_pass(1, first):
-                page_keys = key_values(page.records, key)
-                if page_keys is None or page_keys != sorted(set(page_keys)):
-                    raise ConsistencyError(
-                        f"page {page.number} of {self._what()} is not sorted by {key} as "
-                        "asked (or a value is blank): which records moved cannot be told; "
-                        "try again, or load with a sort of your own")
-                pages_keys.append(page_keys)
-                pages_ids.append(seen.take(report, page))
-                yield page
-            checks = gap_checks(page_gaps(pages_keys), self.rows_per_page)
-            report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
-            for page in self._ranged(checks, report.pages, None):
-                pages_keys.append(key_values(page.records, key) or [])
-                pages_ids.append(seen.take(report, page))
-                yield page
-            if self.keep_ids and any(pages_ids[len(pages_ids) - len(checks):]):
+            early: list[tuple[list[KeyRange | KeyValues], Future[list[Page]]]] = []
+            side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-gaps")
+
+            def all_in(rest: list[Page]) -> None:
+                """Every page answered, the consumer still decoding: the gap check goes
+                now, its answer in while the consumer catches up (the gaps are those of
+                the pages as answered, whenever the check is made)."""
+                rest_keys: list[list[int]] = []
+                for p in rest:
+                    k = key_values(p.records, key)
+                    if k is None or k != sorted(set(k)):
+                        return   # the pass raises when it reaches that page
+                    rest_keys.append(k)
+                checks = gap_checks(page_gaps(pages_keys + rest_keys), self.rows_per_page)
+                if checks:
+                    run = self._ranged(checks, len(pages_keys) + len(rest), None, idle=False)
+                    early.append((checks, side.submit(list, run)))
+
+            try:
+                for page in self._one_pass(1, first, on_all_in=all_in):
+                    page_keys = key_values(page.records, key)
+                    if page_keys is None or page_keys != sorted(set(page_keys)):
+                        raise ConsistencyError(
+                            f"page {page.number} of {self._what()} is not sorted by {key} "
+                            "as asked (or a value is blank): which records moved cannot "
+                            "be told; try again, or load with a sort of your own")
+                    pages_keys.append(page_keys)
+                    pages_ids.append(seen.take(report, page))
+                    yield page
+                checks = gap_checks(page_gaps(pages_keys), self.rows_per_page)
+                report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
+                found: Iterable[Page]
+                if early and early[0][0] == checks:
+                    found = self._answer(early[0][1])
+                else:   # the pass went past its plan (the list grew): check it all again
+                    if early:
+                        early[0][1].exception()
+                    found = self._ranged(checks, report.pages, None)
+                found_any = False
+                for page in found:
+                    page.number = report.pages + 1
+                    pages_keys.append(key_values(page.records, key) or [])
+                    pages_ids.append(seen.take(report, page))
+                    found_any = found_any or bool(pages_ids[-1])
+                    yield page
+            finally:
+                side.shutdown(wait=True, cancel_futures=True)
+            if found_any:
                 # what the checks found lies between pages: the ids in the key's order
                 # (the loader puts its frame in it: a load sorted by the key stays so)
                 order = {rid: k for keys_, ids_ in zip(pages_keys, pages_ids, strict=True)
@@ -584,7 +624,7 @@ class Paginator:
         report.consistent = True
 
     def _ranged(self, ranges: Sequence[KeyRange | KeyValues], number: int,
-                lead: Page | None) -> Iterator[Page]:
+                lead: Page | None, idle: bool = True) -> Iterator[Page]:
         """The pages of ``ranges`` (each page 1 of its own filter), side by side within
         the pace and the slow-start window, in order, numbered after ``number``; a range
         whose answer says it holds more than the page goes on from its last value, next
@@ -608,7 +648,7 @@ class Paginator:
                     yield lead
                 while todo or pending:
                     send()
-                    page = self._answer(pending.pop(0))
+                    page = self._answer(pending.pop(0), idle)
                     number += 1
                     sent += 1
                     page.number = number
