@@ -11,11 +11,6 @@ import ast
 import re
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: before pyplot is imported anywhere
-
-import matplotlib.pyplot as plt
 import pandas as pd
 import pytest
 
@@ -36,7 +31,11 @@ STATUS, TAGS, URGENT, PRIORITY, PARTS = "field_27", "field_28", "field_26", "fie
 
 @pytest.fixture(autouse=True)
 def _close_figures():
+    # imported here, not at collection: each of make test's workers would import pyplot
+    import matplotlib
+    matplotlib.use("Agg")  # headless: before svc_frames.plot imports pyplot
     yield
+    import matplotlib.pyplot as plt
     plt.close("all")
 
 

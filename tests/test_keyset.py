@@ -151,7 +151,7 @@ def test_a_slow_consumer_gets_the_gap_check_sent_once_every_page_is_in() -> None
         for page in pager.iter_pages():
             if page.number == 8:       # the pass's last page (30 records, pages of 4)
                 sent_by_last_page.append(len(_checks_sent(svc)))
-            time.sleep(0.2)            # the consumer's decode
+            time.sleep(0.1)            # the consumer's decode
         assert sent_by_last_page == [1]       # the check had left before the last page
         assert pager.final_ids == start and pager.reordered
         assert len(_checks_sent(svc)) == 1 and "1 gap check" in pager.passes[0].reason
@@ -186,7 +186,7 @@ def test_a_list_grown_past_the_plan_after_the_early_check_is_checked_again() -> 
                 early = len(_checks_sent(svc))
                 requests.delete(f"{url}/{start[9]}", headers=svc.headers(),
                                 timeout=30).raise_for_status()
-            time.sleep(0.2)
+            time.sleep(0.1)
         assert early == 1
         assert len(_checks_sent(svc)) > early      # checked again, every gap
         got = pager.final_ids or []

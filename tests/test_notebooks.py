@@ -9,11 +9,12 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
+
+if TYPE_CHECKING:   # imported where used, not at collection (each worker would import them)
+    import nbformat
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 NAMES = sorted(p.name for p in NOTEBOOKS.glob("*.ipynb"))
@@ -53,6 +54,8 @@ def kernel_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def execute(name: str) -> nbformat.NotebookNode:
+    import nbformat
+    from nbclient import NotebookClient
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     NotebookClient(nb, timeout=180, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
@@ -76,6 +79,7 @@ def test_there_are_five_notebooks() -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_notebook_is_the_built_one_without_outputs(name: str) -> None:
+    import nbformat
     on_disk = nbformat.read(NOTEBOOKS / name, as_version=4)
     built = _builder().build(name)
     assert [c.source for c in on_disk.cells] == [c.source for c in built.cells], \
@@ -141,6 +145,7 @@ def test_notebook_runs_top_to_bottom(name: str, kernel_env: Path) -> None:
 def test_without_local_service_or_credentials_the_notebook_says_what_to_set(
         kernel_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SVC_LOCAL", "0")
+    from nbclient.exceptions import CellExecutionError
     with pytest.raises(CellExecutionError) as info:
         execute("01_quickstart.ipynb")
     message = str(info.value)
@@ -155,6 +160,7 @@ def test_a_writing_notebook_refuses_a_real_deployment_without_permission(
     monkeypatch.setenv("SVC_API_KEY", service.api_key)
     monkeypatch.setenv("SVC_BASE_URL", service.base_url)
     service.request_log.clear()
+    from nbclient.exceptions import CellExecutionError
     with pytest.raises(CellExecutionError) as info:
         execute("02_bulk_edit.ipynb")
     assert "SVC_ALLOW_WRITES=1" in str(info.value)

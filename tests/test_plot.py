@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: before pyplot is imported anywhere
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -63,7 +58,11 @@ def synthetic(n: int = 60, seed: int = 1, columns: str = "keys") -> Frames:
 
 @pytest.fixture(autouse=True)
 def _close_figures():
+    # imported here, not at collection: each of make test's workers would import pyplot
+    import matplotlib
+    matplotlib.use("Agg")  # headless: before svc_frames.plot imports pyplot
     yield
+    import matplotlib.pyplot as plt
     plt.close("all")
 
 
@@ -99,6 +98,7 @@ def test_locations_colour_by_category_gives_a_legend_and_by_number_a_colour_bar(
         assert f"{status} ({n})" in legend
     assert any(t.startswith(BLANK) for t in legend)
 
+    import matplotlib.pyplot as plt
     fig, ax2 = plt.subplots()
     out = plot_locations(frames, "field_2", color_by="Amount", ax=ax2)
     assert out is ax2

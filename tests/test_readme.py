@@ -26,7 +26,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pandas as pd
 import pytest
 
@@ -97,6 +96,7 @@ def test_notebook_execute_block_keeps_the_executed_copy(clone: Path) -> None:
     done = run_block(block, clone)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     kept = clone / "demo-output" / "notebooks" / "01_quickstart_executed.ipynb"
+    import nbformat  # here, not at collection (each worker would import it)
     nb = nbformat.read(kept, as_version=4)
     outputs = [o for c in nb.cells for o in c.get("outputs", [])]
     assert outputs and not any(o.get("output_type") == "error" for o in outputs)
