@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -89,6 +90,19 @@ def _ids(svc: LocalService) -> list[str]:
     return [rec["id"] for rec in r.json()["records"]]
 
 
+def _delete_once_page_one_is_answered(svc: LocalService, record_id: str
+                                      ) -> tuple[threading.Event, Callable[[Page], None]]:
+    """An ``on_page`` hook deleting ``record_id`` once page 1 is answered (set: done)."""
+    done = threading.Event()
+
+    def on_page(page: Page) -> None:
+        if page.number == 1 and not done.is_set():
+            done.set()
+            requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{record_id}",
+                            headers=svc.headers(), timeout=30).raise_for_status()
+    return done, on_page
+
+
 def test_a_delete_between_two_page_answers_is_found_by_the_gap_check() -> None:
     """Ordered pages of 4: once page 1 is answered, its first record is deleted, so page 2
     (asked after) starts one record later and the record that was fifth is on no page.
@@ -97,13 +111,7 @@ def test_a_delete_between_two_page_answers_is_found_by_the_gap_check() -> None:
     answered: a record deleted during the load may come or not)."""
     with LocalService(demo=True, records=30, rate_limit=0, seed=31) as svc:
         start = _ids(svc)
-        done = threading.Event()
-
-        def on_page(page: Page) -> None:
-            if page.number == 1 and not done.is_set():
-                done.set()
-                requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{start[0]}",
-                                headers=svc.headers(), timeout=30).raise_for_status()
+        done, on_page = _delete_once_page_one_is_answered(svc, start[0])
 
         client = _client(svc)
         svc.request_log.clear()
@@ -134,13 +142,7 @@ def test_a_slow_consumer_gets_the_gap_check_sent_once_every_page_is_in() -> None
     the record the delete moved is found, each record once, in the key's order."""
     with LocalService(demo=True, records=30, rate_limit=0, seed=31) as svc:
         start = _ids(svc)
-        done = threading.Event()
-
-        def on_page(page: Page) -> None:
-            if page.number == 1 and not done.is_set():
-                done.set()
-                requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{start[0]}",
-                                headers=svc.headers(), timeout=30).raise_for_status()
+        done, on_page = _delete_once_page_one_is_answered(svc, start[0])
 
         client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
                         rate_limit=0, max_workers=4)
@@ -152,7 +154,7 @@ def test_a_slow_consumer_gets_the_gap_check_sent_once_every_page_is_in() -> None
             if page.number == 8:       # the pass's last page (30 records, pages of 4)
                 sent_by_last_page.append(len(_checks_sent(svc)))
             time.sleep(0.1)            # the consumer's decode
-        assert sent_by_last_page == [1]       # the check had left before the last page
+        assert done.is_set() and sent_by_last_page == [1]   # the check left before it
         assert pager.final_ids == start and pager.reordered
         assert len(_checks_sent(svc)) == 1 and "1 gap check" in pager.passes[0].reason
 
