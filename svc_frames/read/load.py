@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from ..arrowcols import member
 from ..errors import UsageError
 from ..frames import Frames, Source, warn_skipped
 from ..http.client import Client
@@ -141,8 +142,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     if len(frames.main) != len(final_ids):  # limit cut the last page
         keep = pd.Index(final_ids, dtype="string")
         frames.main = frames.main.iloc[: len(final_ids)]
-        frames.tables = {k: t[keep.get_indexer(pd.Index(t[t.columns[0]])) >= 0]
-                         .reset_index(drop=True)
+        frames.tables = {k: t[member(t[t.columns[0]], keep)].reset_index(drop=True)
                          for k, t in frames.tables.items()}
     frames.original = frames.snapshot()
     warn_skipped(frames.skipped, source.timezone, frames.main.index)

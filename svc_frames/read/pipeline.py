@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
+from ..arrowcols import member
 from ..errors import DisplayValuesNeeded
 from ..frames import Frames, Source, build_frames, decodes_raw_alone
 from ..kinds.base import FieldSpec
@@ -191,7 +192,7 @@ def latest_only(parts: list[Frames]) -> list[Frames]:
         later = np.fromiter((i in seen for i in ids), dtype=bool, count=len(ids))
         if later.any():
             gone = set(ids[later])
-            f = Frames(f.main[~later], {k: t[~t[t.columns[0]].isin(gone)]
+            f = Frames(f.main[~later], {k: t[~member(t[t.columns[0]], gone)]
                                         .reset_index(drop=True)
                                         for k, t in f.tables.items()}, f.source,
                        skipped={c: [i for i in kept if i not in gone]

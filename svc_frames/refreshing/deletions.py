@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..arrowcols import member
 from ..frames import Frames, Source
 from ..http.client import Client
 from ..query import Query
-from .arrowcols import member
 from .listing import list_all, list_ids, target_of
 from .merge import Merger
 

@@ -15,9 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..frames import Frames
-from ..kinds import values_equal
-from .arrowcols import (
+from ..arrowcols import (
     ARROW_ERRORS,
     arrow_backed,
     combined,
@@ -28,6 +26,8 @@ from .arrowcols import (
     locate,
     member,
 )
+from ..frames import Frames
+from ..kinds import values_equal
 from .listing import column_names
 
 

@@ -16,6 +16,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
+from ..arrowcols import member
 from ..errors import ConsistencyError
 from ..frames import Frames, Source, build_frames
 from ..http.client import Client
@@ -23,7 +24,6 @@ from ..kinds.base import FieldSpec
 from ..query import Query, format_filter_date
 from ..read.pager import Page, Paginator
 from ..read.pipeline import PagePipeline
-from .arrowcols import member
 from .listing import OVERLAP_DAYS, decode, describe, target_of
 
 STAMP_MARGIN = dt.timedelta(seconds=30)

@@ -51,6 +51,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..arrowcols import member
 from ..errors import UsageError
 from ..frames import Frames, Source, label_map, label_renames, relabel, warn_skipped
 from ..kinds import codec_for
@@ -262,7 +263,7 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
         base = None
         if loaded is not None and meta.index in text.columns:
             ids = pd.Index(text[meta.index].tolist(), dtype="string")
-            base = loaded.reindex(ids.where(ids.isin(loaded.index)))
+            base = loaded.reindex(ids.where(member(ids, loaded.index)))
         cols: dict[str, Any] = {}
         for name, dtype in columns.items():
             cells = text[name].tolist()

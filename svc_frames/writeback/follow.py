@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..arrowcols import member
 from ..errors import SvcError
 from ..frames import Frames
 from .plan import Layout, Plan
@@ -68,7 +69,7 @@ def _relabel_created(edited: Frames, plan: Plan, applied: Mapping[str, Outcome]
     main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=main.index.name)
     for name in list(edited.tables):
         t = edited.tables[name]
-        if "record_id" in t.columns and t["record_id"].isin(list(relabel)).any():
+        if "record_id" in t.columns and member(t["record_id"], list(relabel)).any():
             t = t.copy()
             t["record_id"] = t["record_id"].map(lambda r: relabel.get(r, r)).astype(
                 t["record_id"].dtype)
@@ -98,8 +99,8 @@ def _take_server_values(edited: Frames, layout: Layout, applied: Mapping[str, Ou
             continue
         ids = [i for i in dec.main.index if timer in present[i]]
         t, st = edited.tables[name], dec.tables[name]
-        edited.tables[name] = pd.concat([t[~t["record_id"].isin(ids)],
-                                         st[st["record_id"].isin(ids)]], ignore_index=True)
+        edited.tables[name] = pd.concat([t[~member(t["record_id"], ids)],
+                                         st[member(st["record_id"], ids)]], ignore_index=True)
     # positions, not labels: a label-aligned assignment per column re-looked up every id
     # in both indexes (the step was most of write_back's own CPU after the writes)
     dec_ids = list(dec.main.index)
@@ -161,13 +162,13 @@ def _refresh_original(edited: Frames, orig: Frames, layout: Layout,
         if "record_id" not in t.columns:
             continue
         if gone:   # deleted records take their table rows with them
-            t = t[~t["record_id"].isin(list(gone))].reset_index(drop=True)
+            t = t[~member(t["record_id"], list(gone))].reset_index(drop=True)
             edited.tables[name] = t
         ot = orig.tables.get(name)
         if ot is None:
             continue
         orig.tables[name] = pd.concat(
-            [ot[~ot["record_id"].isin(touched)], t[t["record_id"].isin(touched)]],
+            [ot[~member(ot["record_id"], touched)], t[member(t["record_id"], touched)]],
             ignore_index=True)
 
 

@@ -1,5 +1,8 @@
-"""Arrow-backed column helpers for the merge: whether a dtype is Arrow-backed, data
-compared without pandas' object paths, ids probed in Arrow, chunks joined.
+"""Arrow-backed column helpers: whether a dtype is Arrow-backed, data compared without
+pandas' object paths, ids probed in Arrow, chunks joined. Below every reader and writer of
+frames (the read path, write-back, saved frames, the refresh's merge): pandas' string
+dtype answers ``isin`` by walking its values in Python (half a second for 50,000 ids
+against 50,000), which ``member`` does in Arrow.
 
 Usage: ``mask = member(frame.index, ids)``; ``arrow_backed(series.dtype)``
 """

@@ -1,4 +1,4 @@
-"""refreshing/arrowcols.py: the merge's Arrow helpers agree with pandas' own answers."""
+"""arrowcols.py: the Arrow column helpers agree with pandas' own answers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from svc_frames.refreshing.arrowcols import arrow_backed, concat_rows, locate, member
+from svc_frames.arrowcols import arrow_backed, concat_rows, locate, member
 
 
 def chunked(values: list[str | None], size: int) -> pd.Series:
@@ -22,6 +22,19 @@ def test_member_is_isin_over_chunks() -> None:
     assert got.tolist() == col.isin(["a", "d", "x"]).fillna(False).tolist()
     assert member(col, []).tolist() == [False] * 6
     assert member(pd.Index([1, 2, 3]), [2]).tolist() == [False, True, False]
+
+
+def test_member_takes_what_its_callers_pass() -> None:
+    """The read path, saved frames and write-back ask with a string Index (the loaded
+    frame's), a set or a list of ids, of string Series and Indexes with NA: each answer
+    is pandas' own ``isin``."""
+    values = pd.Index(["r1", "r2", None, "r4", "r2"], dtype="string")
+    column = pd.Series(values)
+    for ids in (pd.Index(["r2", "r4", "r9"], dtype="string"), {"r2", "r4"}, ["r4"],
+                pd.Index(["r1"], dtype=object)):
+        for hay in (values, column):
+            want = hay.isin(list(ids)).tolist()
+            assert member(hay, ids).tolist() == [bool(w) for w in want], (ids, type(hay))
 
 
 def test_locate_finds_the_first_position_and_counts_repeats() -> None:
