@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from ..arrowcols import member
 from ..assets import PendingUpload
 from ..errors import SvcError
 from ..frames import Frames, Source, label_map, relabel
@@ -488,7 +489,7 @@ class Plan:
         """
         keep = [i for i in ids if i in self.actions]
         wanted = set(keep)
-        ch = self.changes[self.changes["record_id"].isin(wanted)].reset_index(drop=True)
+        ch = self.changes[member(self.changes["record_id"], wanted)].reset_index(drop=True)
         return Plan(ch, {i: self.payloads[i] for i in keep if i in self.payloads},
                     {i: self.actions[i] for i in keep}, self.source, self.edited, self.base,
                     {i: self.loaded[i] for i in keep if i in self.loaded},

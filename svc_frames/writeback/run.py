@@ -24,6 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, Literal
 
+from ..arrowcols import member
 from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, UsageError
 from ..frames import Frames
 from ..http.client import Client
@@ -321,7 +322,7 @@ def halt_message(run: RunState, report: Report) -> str:
     before (their writes stand), and which were not."""
     table = report.table
     written = table[table["status"].isin(["applied", "overwritten", "unknown"])]
-    rest = table[~table.index.isin(written.index)]
+    rest = table[~member(table.index, written.index)]
     ids = run.halt_ids
     return (f"{len(ids)} record{'s' if len(ids) != 1 else ''} changed on the server after "
             f"the check before the first write ({_some(ids)}), found when "
