@@ -20,6 +20,7 @@ from svc_frames.read.keyset import (
     KeyValues,
     dense,
     gap_checks,
+    ordered_key_values,
     page_gaps,
     plan_ranges,
 )
@@ -64,6 +65,15 @@ def test_a_full_values_check_fits_the_request_line_limit() -> None:
     line = f"GET /v1/objects/object_1234/records?page=1&rows_per_page=1000&filters=" \
            f"{quote(text)}&sort_field=field_1234&sort_order=asc&format=raw HTTP/1.1"
     assert len(line.encode()) < MAX_REQUEST_LINE_BYTES * 0.75
+
+
+def test_ordered_key_values_refuse_a_page_out_of_order_or_with_a_blank() -> None:
+    def recs(*values: Any) -> list[dict[str, Any]]:
+        return [{"id": str(i), "field_24": v} for i, v in enumerate(values)]
+    assert ordered_key_values(recs(1, 2, 5), "field_24") == [1, 2, 5]
+    assert ordered_key_values(recs(2, 1), "field_24") is None       # not the key's order
+    assert ordered_key_values(recs(1, 1, 2), "field_24") is None    # a value repeats
+    assert ordered_key_values(recs(1, None), "field_24") is None    # a blank
 
 
 def test_dense_values_choose_ordered_pages() -> None:

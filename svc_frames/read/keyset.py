@@ -150,6 +150,14 @@ def key_values(records: Sequence[Any], key: str) -> list[int] | None:
     return out
 
 
+def ordered_key_values(records: Sequence[Any], key: str) -> list[int] | None:
+    """``key_values`` of a page asked for in the key's order, or None when one is blank or
+    they are not strictly ascending (the service ignored the sort, or a value repeats).
+    Usage: ``ordered_key_values(page.records, "field_24")``"""
+    keys = key_values(records, key)
+    return keys if keys is not None and keys == sorted(set(keys)) else None
+
+
 def plan_ranges(first_keys: Sequence[int], total: int, rows_per_page: int,
                 top: int | None = None) -> list[KeyRange]:
     """The ranges past page 1 (whose values, ascending, are ``first_keys``) for a list of

@@ -48,7 +48,16 @@ from ..filters import prepare_query
 from ..http.body import parse_json
 from ..query import Query, needs_schema, validate_filters
 from ..schema import Schema
-from .keyset import KeyRange, KeyValues, dense, gap_checks, key_values, page_gaps, plan_ranges
+from .keyset import (
+    KeyRange,
+    KeyValues,
+    dense,
+    gap_checks,
+    key_values,
+    ordered_key_values,
+    page_gaps,
+    plan_ranges,
+)
 from .rawpages import RawRecord, raw_page_parser
 
 if TYPE_CHECKING:
@@ -541,8 +550,8 @@ class Paginator:
                 first = self._fetch(1, 1)
                 top = top_future.result() if first.total_records > len(first.records) \
                     else None
-        keys = key_values(first.records, key)
-        if keys is None or keys != sorted(set(keys)):
+        keys = ordered_key_values(first.records, key)
+        if keys is None:
             self.key_field = None
             self._params.pop("sort_field", None)
             self._params.pop("sort_order", None)
@@ -553,28 +562,30 @@ class Paginator:
         if unfiltered and dense(keys) and first.total_records > len(first.records):
             pages_keys: list[list[int]] = []
             pages_ids: list[list[str]] = []
-            early: list[tuple[list[KeyRange | KeyValues], Future[list[Page]]]] = []
+            # the gap checks sent once every page was in, and their pages on their way
+            early: tuple[list[KeyRange | KeyValues], Future[list[Page]]] | None = None
             side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-gaps")
 
             def all_in(rest: list[Page]) -> None:
                 """Every page answered, the consumer still decoding: the gap check goes
                 now, its answer in while the consumer catches up (the gaps are those of
                 the pages as answered, whenever the check is made)."""
+                nonlocal early
                 rest_keys: list[list[int]] = []
                 for p in rest:
-                    k = key_values(p.records, key)
-                    if k is None or k != sorted(set(k)):
+                    k = ordered_key_values(p.records, key)
+                    if k is None:
                         return   # the pass raises when it reaches that page
                     rest_keys.append(k)
                 checks = gap_checks(page_gaps(pages_keys + rest_keys), self.rows_per_page)
                 if checks:
                     run = self._ranged(checks, len(pages_keys) + len(rest), None, idle=False)
-                    early.append((checks, side.submit(list, run)))
+                    early = (checks, side.submit(list, run))
 
             try:
                 for page in self._one_pass(1, first, on_all_in=all_in):
-                    page_keys = key_values(page.records, key)
-                    if page_keys is None or page_keys != sorted(set(page_keys)):
+                    page_keys = ordered_key_values(page.records, key)
+                    if page_keys is None:
                         raise ConsistencyError(
                             f"page {page.number} of {self._what()} is not sorted by {key} "
                             "as asked (or a value is blank): which records moved cannot "
@@ -585,11 +596,11 @@ class Paginator:
                 checks = gap_checks(page_gaps(pages_keys), self.rows_per_page)
                 report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
                 found: Iterable[Page]
-                if early and early[0][0] == checks:
-                    found = self._answer(early[0][1])
+                if early is not None and early[0] == checks:
+                    found = self._answer(early[1])
                 else:   # the pass went past its plan (the list grew): check it all again
-                    if early:
-                        early[0][1].exception()
+                    if early is not None:
+                        early[1].exception()   # its pages are not used: wait it out
                     found = self._ranged(checks, report.pages, None)
                 found_any = False
                 for page in found:

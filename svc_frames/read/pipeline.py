@@ -304,7 +304,7 @@ def in_order(mains: list[pd.DataFrame], order: Sequence[str]) -> list[pd.DataFra
         i = bisect_right(bounds, lo) - 1
         while lo < hi:                             # cut where one part ends
             stop = min(hi, bounds[i + 1])
-            whole = lo == bounds[i] and stop == bounds[i + 1]
-            pieces.append(mains[i] if whole else mains[i].iloc[lo - bounds[i]: stop - bounds[i]])
+            entire = lo == bounds[i] and stop == bounds[i + 1]
+            pieces.append(mains[i] if entire else mains[i].iloc[lo - bounds[i]: stop - bounds[i]])
             lo, i = stop, i + 1
     return pieces
