@@ -59,6 +59,9 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--daily-quota", type=int, default=0, help="requests per day, 0 = off")
     p.add_argument("--latency-ms", type=float, default=0, help="added latency per request")
     p.add_argument("--jitter-ms", type=float, default=0, help="random extra latency (max)")
+    p.add_argument("--handshake-ms", type=float, default=None,
+                   help="how much later a new connection's first request arrives (its TCP "
+                        "and TLS handshakes; default twice --latency-ms)")
     p.add_argument("--faults", type=float, default=0.0,
                    help="probability of an emulated fault (500/502/503/429/dropped "
                         "connection), applied before the request is handled")
@@ -124,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            rate_limit=args.rate_limit, latency_ms=args.latency_ms,
                            faults=args.faults, seed=args.seed, app=args.app, host=args.host,
                            port=args.port, daily_quota=args.daily_quota,
-                           jitter_ms=args.jitter_ms,
+                           jitter_ms=args.jitter_ms, handshake_ms=args.handshake_ms,
                            upload_limit_bytes=int(args.upload_limit_mb * 1024 * 1024),
                            token_ttl_s=args.token_hours * 3600,
                            clock_offset_ms=args.clock_offset_ms, activity=activity)

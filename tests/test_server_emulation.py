@@ -298,3 +298,19 @@ def test_new_knobs_are_validated() -> None:
         Emulation(faults=("cut", "boom")).validate()
     with pytest.raises(ValueError, match="unknown fault"):
         Emulation().inject("boom")
+
+
+def test_a_new_connections_first_request_arrives_after_its_handshake() -> None:
+    assert Emulation(latency_ms=40).handshake_s() == pytest.approx(0.08)  # two round trips
+    assert Emulation(latency_ms=40, handshake_ms=0).handshake_s() == 0
+    with pytest.raises(ValueError, match="handshake_ms"):
+        Emulation(handshake_ms=-1).validate()
+    with LocalService(demo=True, records=5, handshake_ms=300) as svc:
+        url = f"{svc.base_url}/v1/applications/{svc.app_id}"
+        arrived = []
+        with requests.Session() as session:
+            for _ in range(2):   # the second goes on the connection the first opened
+                sent = time.time()
+                assert session.get(url, timeout=10).status_code == 200
+                arrived.append(svc.request_log.entries[-1].time - sent)
+        assert arrived[0] >= 0.29 and arrived[1] < 0.2

@@ -7,6 +7,9 @@ request line, a deadline for each request to arrive, and refusals the client can
   (``REQUEST_TIMEOUT_S`` by default) of its first byte, or of the connection's opening:
   a half-sent request is answered ``408``, a connection that never sent a byte is
   closed. Between requests, uvicorn's keep-alive timeout closes idle connections.
+- A connection's first bytes reach h11 only ``handshake_s()`` seconds after it opened:
+  the TCP and TLS handshakes of a hosted connection, which the loopback lacks. The
+  connection's first request is counted (the rate limit's second) that much later.
 - Whenever the connection is closed while the client may still be sending (a request
   refused before its body was read, with ``Connection: close``; a 414; a 408), it is
   half-closed and what the client still sends is read and dropped for up to ``DRAIN_S``
@@ -15,7 +18,7 @@ request line, a deadline for each request to arrive, and refusals the client can
 
 Usage::
 
-    uvicorn.Config(app, http=bounded_protocol(REQUEST_TIMEOUT_S),
+    uvicorn.Config(app, http=bounded_protocol(REQUEST_TIMEOUT_S, handshake_s=lambda: 0.2),
                    h11_max_incomplete_event_size=MAX_HEAD_BYTES)
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -102,9 +106,11 @@ class BoundedH11Protocol(H11Protocol):
     """h11 with a request-line limit (414), a request deadline (408) and drained closes."""
 
     request_timeout_s = REQUEST_TIMEOUT_S
+    handshake_s: Callable[[], float] = staticmethod(lambda: 0.0)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._held: list[bytes] | None = None  # bytes in before the handshake is over
         self.draining = False
         self._raw: asyncio.Transport | None = None
         self._deadline: asyncio.TimerHandle | None = None
@@ -114,6 +120,15 @@ class BoundedH11Protocol(H11Protocol):
         self._raw = transport
         super().connection_made(_DrainingTransport(transport, self))
         self._start_deadline()
+        handshake = self.handshake_s()
+        if handshake > 0:
+            self._held = []
+            self.loop.call_later(handshake, self._handshake_over)
+
+    def _handshake_over(self) -> None:
+        held, self._held = self._held, None
+        if held and self._raw is not None and not self._raw.is_closing():
+            self.data_received(b"".join(held))
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_deadline()
@@ -130,6 +145,9 @@ class BoundedH11Protocol(H11Protocol):
             self._raw.close()  # the client has sent all it will: the drain is over
 
     def data_received(self, data: bytes) -> None:
+        if self._held is not None:
+            self._held.append(data)  # still in the handshake
+            return
         if self.draining:
             return  # refused: the rest of the request is read and dropped
         if self.conn.their_state is h11.IDLE:
@@ -212,9 +230,13 @@ class BoundedH11Protocol(H11Protocol):
         self.loop.call_later(DRAIN_S, raw.close)
 
 
-def bounded_protocol(request_timeout_s: float = REQUEST_TIMEOUT_S) -> type[BoundedH11Protocol]:
-    """``BoundedH11Protocol`` with its own request deadline (tests use a short one)."""
+def bounded_protocol(request_timeout_s: float = REQUEST_TIMEOUT_S, *,
+                     handshake_s: Callable[[], float] = lambda: 0.0,
+                     ) -> type[BoundedH11Protocol]:
+    """``BoundedH11Protocol`` with its own request deadline (tests use a short one) and
+    the handshake time of each new connection (read as each one opens)."""
     if not request_timeout_s > 0:
         raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s!r}")
     return type("BoundedH11Protocol", (BoundedH11Protocol,),
-                {"request_timeout_s": float(request_timeout_s)})
+                {"request_timeout_s": float(request_timeout_s),
+                 "handshake_s": staticmethod(handshake_s)})

@@ -164,8 +164,9 @@ class LocalService:
     ----------
     demo, records, data_dir, seed, app, host, port
         What is served, and where (module docstring).
-    rate_limit, daily_quota, latency_ms, jitter_ms, faults, upload_limit_bytes
-        The first values of the emulation's live knobs (``svc.emulation``, emulate.py).
+    rate_limit, daily_quota, latency_ms, jitter_ms, handshake_ms, faults, upload_limit_bytes
+        The first values of the emulation's live knobs (``svc.emulation``, emulate.py;
+        ``handshake_ms`` None: twice ``latency_ms``).
     token_ttl_s : float, optional
         Lifetime of user tokens issued (default 48 hours).
     clock_offset_ms : float
@@ -196,6 +197,7 @@ class LocalService:
                  latency_ms: float = 0, faults: float = 0.0, seed: int = 0,
                  app: Any = None, host: str = "127.0.0.1", port: int = 0,
                  daily_quota: int = 0, jitter_ms: float = 0,
+                 handshake_ms: float | None = None,
                  upload_limit_bytes: int = 50 * 1024 * 1024,
                  token_ttl_s: float | None = None, clock_offset_ms: float = 0,
                  activity: Activity | Mapping[str, Any] | str | None = None,
@@ -203,6 +205,7 @@ class LocalService:
                  request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
                                    latency_ms=latency_ms, jitter_ms=jitter_ms,
+                                   handshake_ms=handshake_ms,
                                    fault_rate=faults, upload_limit_bytes=upload_limit_bytes,
                                    clock_offset_ms=clock_offset_ms, seed=seed)
         self.emulation.validate()
@@ -244,7 +247,9 @@ class LocalService:
         self.state.base_url = (self.public_url or self.base_url).rstrip("/")
         config = uvicorn.Config(build_app(self.state), log_level="critical", access_log=False,
                                 lifespan="off", timeout_keep_alive=30,
-                                http=bounded_protocol(self.request_timeout_s),
+                                http=bounded_protocol(
+                                    self.request_timeout_s,
+                                    handshake_s=self.emulation.handshake_s),
                                 date_header=False,  # emulate.py sends the service's own
                                 h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         self._server = uvicorn.Server(config)
