@@ -59,9 +59,10 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--daily-quota", type=int, default=0, help="requests per day, 0 = off")
     p.add_argument("--latency-ms", type=float, default=0, help="added latency per request")
     p.add_argument("--jitter-ms", type=float, default=0, help="random extra latency (max)")
-    p.add_argument("--handshake-ms", type=float, default=None,
+    p.add_argument("--handshake-ms", type=float, default=0,
                    help="how much later a new connection's first request arrives (its TCP "
-                        "and TLS handshakes; default twice --latency-ms)")
+                        "and TLS handshakes, about twice --latency-ms on a hosted service; "
+                        "default 0)")
     p.add_argument("--faults", type=float, default=0.0,
                    help="probability of an emulated fault (500/502/503/429/dropped "
                         "connection), applied before the request is handled")

@@ -8,9 +8,6 @@ Exact behaviour runs on injected clocks; the real runs (loopback, subprocesses) 
 from __future__ import annotations
 
 import collections
-import functools
-import heapq
-import itertools
 import json
 import math
 import os
@@ -21,7 +18,6 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -431,81 +427,3 @@ def test_a_service_clock_that_steps_is_learned_afresh() -> None:
         bounds = limiter.state.offset_bounds
         assert bounds is not None and bounds[0] <= offset <= bounds[1]
         assert bounds[1] - bounds[0] <= 0.1
-
-
-# ---- connections' handshakes ---------------------------------------------------------------
-def handshake_load(offset: float, handshake: float, phase: float, *, fresh: bool = True,
-                   n: int = 60, workers: int = 8) -> tuple[int, float]:
-    """``workers`` threads, each answered 0.1 s after its request leaves, as events on a
-    fake clock: a thread that books a later start sleeps until it and is checked again
-    then (``acquire``'s loop, one step at a time); each thread's first request opens its
-    connection, whose ``handshake`` holds it back before it arrives. ``fresh``: the
-    client tells the limiter so, as ``Client`` does. Returns (429s, span of starts)."""
-    clock = FakeClock(1000.0 + phase)
-    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep)
-    svc = OffsetService(offset, delay=0.02)
-    events: list[tuple[float, int, int, str, Any]] = []
-    order = itertools.count()
-
-    def push(t: float, worker: int, kind: str, data: Any = None) -> None:
-        heapq.heappush(events, (t, next(order), worker, kind, data))
-
-    for w in range(workers):
-        push(clock.now, w, "go")
-    cold, left, starts = set(range(workers)), n, []
-    while events:
-        t, _, w, kind, data = heapq.heappop(events)
-        clock.now = t
-        held = data if kind == "wake" else None
-        if kind == "answer":
-            headers, sent, refused, answered, opened, booked = data
-            limiter._mine.booked = booked  # the thread that sent it
-            limiter.observe(headers, sent=sent, answered=answered, fresh=opened and fresh)
-            if refused:
-                limiter.refused(headers, sent=sent, answered=answered)
-                left += 1
-        if kind != "wake":
-            if left <= 0:
-                continue
-            left -= 1
-        opens = w in cold and fresh
-        start = limiter._ledger.update(functools.partial(
-            limiter._book, t=max(t, limiter._blocked_until), held=held, opens=opens))
-        if not (start <= t or start == held):
-            push(start, w, "wake", start)
-            continue
-        opened = w in cold
-        cold.discard(w)
-        svc.delay = 0.02 + (handshake if opened else 0.0)
-        refused, headers, arrival = svc.answer(t)
-        starts.append(t)
-        push(arrival + 0.1, w, "answer", (headers, t, refused, arrival + 0.1, opened, start))
-    return svc.refused, max(starts) - min(starts)
-
-
-@pytest.mark.parametrize("handshake", [0.2, 0.4])
-def test_first_requests_held_by_their_handshake_push_no_second_over(handshake: float) -> None:
-    # a connection's first request arrives later than the others by its handshake: its
-    # start moves on when its answer says so, and a start booked meanwhile is checked
-    # again when its time comes (told nothing, the limiter draws 429s: the control)
-    offsets, phases = (-1.0, -0.3, 0.0, 0.45), (0.0, 0.35, 0.8)
-    told = [handshake_load(o, handshake, p) for o in offsets for p in phases]
-    untold = [handshake_load(o, handshake, p, fresh=False) for o in offsets for p in phases]
-    assert sum(r for r, _ in told) == 0
-    assert sum(r for r, _ in untold) > 0
-    # the cost: about one handshake and one round trip more than 60 starts at 10 a second
-    assert max(span for _, span in told) <= 5.9 + handshake + 0.2
-
-
-@pytest.mark.parametrize("offset_ms", [-500, 300])
-def test_a_load_over_connections_with_handshakes_draws_no_429(offset_ms: int) -> None:
-    # 300 ms of handshake on every new connection (the emulator holds its first bytes):
-    # the limiter learns it (pace.handshake) and books the connections opened later
-    with LocalService(demo=True, records=1500, rate_limit=10, latency_ms=40,
-                      handshake_ms=300, clock_offset_ms=offset_ms, seed=6) as svc:
-        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
-                        rate_limit=10, max_workers=8)
-        frames = read_object(client, "object_3", progress=False, rows_per_page=50)
-        assert len(frames.main) == 1500
-        assert client.status_counts[429] == 0 and svc.request_log.count(status=429) == 0
-        assert client.pace.handshake >= 0.3

@@ -301,8 +301,8 @@ def test_new_knobs_are_validated() -> None:
 
 
 def test_a_new_connections_first_request_arrives_after_its_handshake() -> None:
-    assert Emulation(latency_ms=40).handshake_s() == pytest.approx(0.08)  # two round trips
-    assert Emulation(latency_ms=40, handshake_ms=0).handshake_s() == 0
+    assert Emulation(latency_ms=40).handshake_s() == 0  # off unless asked
+    assert Emulation(handshake_ms=80).handshake_s() == pytest.approx(0.08)
     with pytest.raises(ValueError, match="handshake_ms"):
         Emulation(handshake_ms=-1).validate()
     with LocalService(demo=True, records=5, handshake_ms=300) as svc:

@@ -47,7 +47,6 @@ import random
 import re
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -222,9 +221,6 @@ class Client:
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self._count_lock = threading.Lock()
-        # the sockets answers came on: an answer on another one opened its connection
-        self._sockets: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._out = 0  # requests sent and not yet answered (each holds a connection)
         self._send_by = threading.local()   # .at: this thread's latest send time, or None
         self.request_count = 0
         self.retry_count = 0
@@ -608,18 +604,6 @@ class Client:
                          idempotent=True, parse=bytes)
         return out if isinstance(out, bytes) else b""
 
-    def _opened(self, resp: requests.Response) -> bool:
-        """Whether ``resp`` came on a connection no earlier answer came on: its request
-        waited for the connection's handshake before it left (the pace allows for that)."""
-        sock = getattr(getattr(resp.raw, "connection", None), "sock", None)
-        if sock is None:
-            return False
-        with self._count_lock:
-            if sock in self._sockets:
-                return False
-            self._sockets.add(sock)
-            return True
-
     def _send(self, method: str, url: str, what: str, *, headers: dict[str, str],
               params: Mapping[str, Any] | None = None, json_body: Any = None,
               files: Any = None, idempotent: bool, parse: Callable[[bytes], Any] | None,
@@ -629,9 +613,7 @@ class Client:
         attempt = 0
         uncertain = False  # an earlier try went unanswered or got a 5xx: it may have landed
         while True:
-            with self._count_lock:  # no idle connection: this request opens one
-                opens = self._out >= len(self._sockets)
-            self.limiter.acquire(opens=opens)
+            self.limiter.acquire()
             sent_at = self.limiter.now()  # with answered_at: when the service counted it
             deadline = getattr(self._send_by, "at", None)
             if deadline is not None and sent_at > deadline and not uncertain:
@@ -641,7 +623,6 @@ class Client:
             with self._count_lock:
                 self.request_count += 1
                 seq = self.request_count
-                self._out += 1
             sent = False
             try:
                 resp = self.session.request(
@@ -650,7 +631,6 @@ class Client:
                     files=files, timeout=(min(10.0, self.timeout), self.timeout), stream=True)
                 answered_at = self.limiter.now()  # headers in
                 sent = True
-                opened = self._opened(resp)  # before the body: reading it frees the socket
                 body = _read_body(resp)  # the whole body: a cut-off body raises here
             except (requests.ConnectionError, requests.Timeout,
                     requests.exceptions.ChunkedEncodingError,
@@ -674,11 +654,7 @@ class Client:
                 attempt += 1
                 self._sleep_backoff(attempt, method, what, reason)
                 continue
-            finally:
-                with self._count_lock:
-                    self._out -= 1
-            self.limiter.observe(resp.headers, sent=sent_at, answered=answered_at,
-                                 fresh=opened)
+            self.limiter.observe(resp.headers, sent=sent_at, answered=answered_at)
             self._note_quota(resp.headers, seq)
             status = resp.status_code
             uncertain = uncertain or status >= 500

@@ -54,11 +54,6 @@ class PaceState:
     offset_bounds : tuple of float, or None
         The narrowest interval the latest answers leave for that offset (answers at
         every phase of the service's second narrow it most).
-    handshake : float
-        Seconds a request that opens its connection may be held back by the handshake
-        (the longest of the latest such requests, at most ``MAX_HANDSHAKE``, plus the
-        margin; 0 before one): such a request is booked where every second it may land
-        in has room.
     shared_file : Path or None
         The file the pace is shared through with other processes (None: this process
         paces alone: pacing off, no ``fcntl``, or a cache directory that cannot be
@@ -71,7 +66,6 @@ class PaceState:
     margin: float
     service_offset: float | None
     offset_bounds: tuple[float, float] | None
-    handshake: float
     shared_file: Path | None
 
 
@@ -122,7 +116,6 @@ class RateLimiter:
     """
 
     MAX_MARGIN = 0.2
-    MAX_HANDSHAKE = 0.5  # seconds a handshake is allowed for at most (TCP and TLS: 2 trips)
     KEEP = 4.0  # seconds of past starts kept in the ledger (> the widest window)
     ANSWERS = 256  # latest answers the offset is learned from
 
@@ -143,12 +136,6 @@ class RateLimiter:
         self._offset: tuple[float, float] | None = None
         # (lo, hi) bounds of the offset each recent answer gave
         self._answers: deque[tuple[float, float]] = deque(maxlen=self.ANSWERS)
-        # the quickest round trip of a request on an open connection, how long the
-        # latest connections' handshakes held their first request, and the allowance
-        # made for them (``_arrival``)
-        self._quickest: float | None = None
-        self._handshakes: deque[float] = deque(maxlen=8)
-        self._handshake = 0.0
         self._mine = threading.local()  # .booked: this thread's last booked start
         self.rate = rate
 
@@ -184,77 +171,42 @@ class RateLimiter:
             rate=self._rate, window=self.window, per_window=self._per_window,
             margin=self.margin,
             service_offset=(bounds[0] + bounds[1]) / 2 if bounds else None,
-            offset_bounds=bounds, handshake=self._handshake, shared_file=self._ledger.path)
+            offset_bounds=bounds, shared_file=self._ledger.path)
 
     def now(self) -> float:
         """The limiter's clock (epoch seconds): what ``sent``/``answered`` are read on."""
         return self._clock()
 
-    def acquire(self, opens: bool = False) -> float:
-        """Block until this request's booked start; returns the seconds waited.
-
-        ``opens``: the request will open a connection (none is idle): its handshake may
-        hold it back by as long as the latest handshakes took (``observe(fresh=True)``),
-        so it is booked where every second it may then land in has room.
-
-        A start is checked again when its time comes, against what came in meanwhile
-        (answers saying where earlier starts landed, a connection's first request that
-        arrived late, other users' requests, a 429) and against a late wake-up: still
-        allowed, it goes; else it is booked again. The start is remembered for this
-        thread, so that its ``observe`` notes which second of the service counted it."""
+    def acquire(self) -> float:
+        """Block until this request's booked start; returns the seconds waited. The start
+        is remembered for this thread, so that its ``observe`` notes which second of the
+        service counted it."""
         self._mine.booked = None
         if not self._rate and self._blocked_until == 0.0:
             return 0.0
         waited = 0.0
-        held: float | None = None  # the start this thread booked and slept until
         while True:
             now = self._clock()
             with self._lock:
                 start = max(now, self._blocked_until)
                 if self._rate:
-                    start = self._ledger.update(partial(self._book, t=start, held=held,
-                                                        opens=opens))
+                    start = self._ledger.update(partial(self._book, t=start))
                     self._mine.booked = start
-            if start <= now or start == held:  # due, or still allowed once slept for
+            if start <= now:
                 return waited
             self._sleep(start - now)
             waited += start - now
-            if not self._rate:
-                if self._clock() >= self._blocked_until:  # no 429 came in meanwhile
-                    return waited
-                continue
-            held = start
+            if self._clock() >= self._blocked_until:  # no 429 came in meanwhile
+                return waited
 
-    def _book(self, starts: list[Start], t: float, held: float | None = None,
-              opens: bool = False) -> float:
+    def _book(self, starts: list[Start], t: float) -> float:
         """Book the earliest start at or after ``t`` (``starts`` sorted; lock held) that
         the sliding window allows or, once the offset is bounded, that the service's
         seconds allow: either rule bounds every second of the service (the last start
         booked in a second saw all the others of it). By seconds, a start whose answer
         came counts in the second that counted it, one still out in every second the
-        offset bounds allow.
-
-        ``held``: this thread's start, booked earlier and now due. It stays (moved to
-        ``t`` when the wake-up came later than half the margin: the margin allows for
-        that much) while either rule still allows it among all the others; else it is
-        booked again after them.
-
-        ``opens``: the start may land up to the handshake allowance later; it is booked
-        by the service's seconds alone once they are known, and noted as still out with
-        that allowance (a negative second: ``paceledger.Start``)."""
+        offset bounds allow."""
         del starts[:bisect_left(starts, t - self.KEEP, key=_time)]
-        extra = self._handshake if opens else 0.0
-        mark = -extra if extra > 0 else math.nan
-        if held is not None:
-            i = bisect_left(starts, held, key=_time)
-            while i < len(starts) and starts[i][0] == held and not _out(starts[i][1]):
-                i += 1
-            if i < len(starts) and starts[i][0] == held:
-                del starts[i]
-                at = held if t - held <= self.margin / 2 else t
-                if self._allowed(starts, at, extra):
-                    insort(starts, (at, mark), key=_time)
-                    return max(at, t)
         if starts:
             t = max(t, starts[-1][0])  # starts stay sorted (a clock stepping back)
         n = self._per_window
@@ -264,37 +216,14 @@ class RateLimiter:
             t = by_window
         else:
             lo, hi = bounds
-            while t < by_window or extra:
-                first, last = math.floor(t + lo), math.floor(t + hi + extra)
+            while t < by_window:
+                first, last = math.floor(t + lo), math.floor(t + hi)
                 if all(_count_in(starts, s, lo, hi) < n for s in range(first, last + 1)):
                     break
                 t = first + 1 - lo  # from here on it can no longer land in ``first``
-            if not extra:
-                t = min(t, by_window)
-        starts.append((t, mark))
+            t = min(t, by_window)
+        starts.append((t, math.nan))
         return t
-
-    def _allowed(self, starts: list[Start], t: float, extra: float = 0.0) -> bool:
-        """Whether a start at ``t`` (landing up to ``extra`` later) is allowed among
-        ``starts`` (earlier and later ones: those booked after it counted on it) by the
-        service's seconds, once the offset is bounded, or (``extra`` 0) by the sliding
-        window."""
-        n = self._per_window
-        bounds = self._wide_bounds() if self._rate >= 1 else None
-        if bounds is not None:
-            lo, hi = bounds
-            if all(_count_in(starts, s, lo, hi) < n
-                   for s in range(math.floor(t + lo), math.floor(t + hi + extra) + 1)):
-                return True
-            if extra:
-                return False
-        window = self.window
-        near = [x for x, _ in starts[bisect_left(starts, t - window, key=_time):]
-                if x < t + window]
-        # the windows [x, x + window) holding t that hold the most: each begins just
-        # after t - window or at a start before t
-        lefts = [x for x in (t - window + 1e-9, *near) if x <= t < x + window]
-        return all(sum(1 for y in near if x <= y < x + window) < n for x in lefts)
 
     def _wide_bounds(self) -> tuple[float, float] | None:
         """The offset bounds widened by the margin (jitter), or None before any answer."""
@@ -304,7 +233,7 @@ class RateLimiter:
         return bounds[0] - self.margin, bounds[1] + self.margin
 
     def observe(self, headers: Mapping[str, str], *, sent: float | None = None,
-                answered: float | None = None, fresh: bool = False) -> None:
+                answered: float | None = None) -> None:
         """Learn from an answer's ``X-RateLimit-Limit/-Remaining/-Reset`` headers.
 
         The request of this thread's last ``acquire``, which left at ``sent`` (on
@@ -312,12 +241,7 @@ class RateLimiter:
         with its start, and bounds the offset of the service's seconds from our starts.
         A lower limit lowers the rate; what the service counted in that second beyond
         our own starts (other users of the application) is booked as well, until that
-        second is surely over (``answered``: when the answer came).
-
-        ``fresh``: the request opened its connection. Its handshake (TCP, TLS: a round
-        trip or two) held it back (``_arrival`` says how long): its start is moved on
-        by that much (the sliding window counts it then), and it bounds the offset only
-        as far as that allows."""
+        second is surely over (``answered``: when the answer came)."""
         if not self._rate:
             return  # pacing switched off by the user: the headers do not bind us
         try:
@@ -325,45 +249,23 @@ class RateLimiter:
             if limit is not None and 0 < float(limit) < self._rate:
                 self.rate = float(limit)
             second = _second_of(headers)
-            if sent is None:
-                return
-            answered = sent if answered is None else answered
-            arrived = self._arrival(sent, answered, fresh)
-            if second is not None:
-                self._learn_offset(second, sent, arrived)
+            if second is not None and sent is not None:
+                self._learn_offset(second, sent)
             remaining = headers.get("X-RateLimit-Remaining")
             used = (None if remaining is None else
                     int(float(limit or self._per_window)) - int(float(remaining)))
-            self._settle(second, used, sent, answered, arrived - sent)
+            if sent is not None:
+                self._settle(second, used, sent, answered or sent)
         except (TypeError, ValueError):
             pass  # headers are advisory; never fail a good response over them
 
-    def _arrival(self, sent: float, answered: float, fresh: bool) -> float:
-        """When a request that left at ``sent`` may have arrived, as far as the pace is
-        concerned: at ``sent`` on an open connection (the offset holds the trip, the
-        margin its jitter). One that opened its connection arrived later by the
-        handshake, which shows in its round trip: later by that round trip's excess over
-        the quickest on an open connection, or, before one is known, by all of it (it
-        never arrives after its answer)."""
-        rtt = max(0.0, answered - sent)
+    def _learn_offset(self, second: int, sent: float) -> None:
+        """Narrow the offset bounds: a request leaving at ``sent`` was counted in
+        ``second`` of the service's clock. The bounds are what the latest answers agree
+        on (back to the first that disagrees: a clock that stepped, ours or the
+        service's, is learned afresh)."""
         with self._lock:
-            if not fresh:
-                self._quickest = rtt if self._quickest is None else min(self._quickest, rtt)
-                return sent
-            held = rtt - min(self._quickest if self._quickest is not None else 0.0, rtt)
-            # a round trip's excess beyond a handshake's few round trips is the answer's
-            # own time (a big page), not the connection's
-            self._handshakes.append(min(held, self.MAX_HANDSHAKE))
-            self._handshake = max(self._handshakes) + self.margin
-            return sent + held
-
-    def _learn_offset(self, second: int, sent: float, arrived: float) -> None:
-        """Narrow the offset bounds: a request leaving at ``sent`` (arriving by
-        ``arrived``) was counted in ``second`` of the service's clock. The bounds are
-        what the latest answers agree on (back to the first that disagrees: a clock that
-        stepped, ours or the service's, is learned afresh)."""
-        with self._lock:
-            self._answers.append((second - arrived, second + 1 - sent))
+            self._answers.append((second - sent, second + 1 - sent))
             lo, hi = -math.inf, math.inf
             for a, b in reversed(self._answers):
                 if max(lo, a) > min(hi, b):
@@ -382,12 +284,11 @@ class RateLimiter:
         return second - bounds[0]
 
     def _settle(self, second: int | None, used: int | None, sent: float,
-                answered: float, late: float = 0.0) -> None:
-        """Note the service's ``second`` on this thread's booked start (moved ``late``
-        seconds on: a handshake held it), and book as phantom starts what the service
-        counted in it (``used``) beyond our own starts (other users of the application):
-        at the start of that second as far as we know it, so they count in it and hold
-        the sliding window to its end."""
+                answered: float) -> None:
+        """Note the service's ``second`` on this thread's booked start, and book as
+        phantom starts what the service counted in it (``used``) beyond our own starts
+        (other users of the application): at the start of that second as far as we know
+        it, so they count in it and hold the sliding window to its end."""
         booked, self._mine.booked = getattr(self._mine, "booked", None), None
         window, n = self.window, self._per_window
         at = max(self._second_start(second, answered), sent - window + 1e-6)
@@ -397,18 +298,14 @@ class RateLimiter:
             if booked is not None and second is not None and booked <= sent:
                 i = bisect_left(starts, booked, key=_time)
                 while i < len(starts) and starts[i][0] == booked:
-                    if _out(starts[i][1]):
-                        if late > 0:
-                            del starts[i]
-                            insort(starts, (booked + late, tag), key=_time)
-                        else:
-                            starts[i] = (booked, tag)
+                    if math.isnan(starts[i][1]):
+                        starts[i] = (booked, tag)
                         break
                     i += 1
             if used is None:
                 return
             ours = sum(1 for t, s in starts
-                       if s == tag or (_out(s) and sent - window < t <= max(sent, at)))
+                       if s == tag or (math.isnan(s) and sent - window < t <= max(sent, at)))
             for _ in range(min(used, n) - ours):
                 insort(starts, (at, tag), key=_time)
 
@@ -449,18 +346,12 @@ def _time(start: Start) -> float:
     return start[0]
 
 
-def _out(second: float) -> bool:
-    """Whether a start's second is not known yet (NaN, or a handshake allowance)."""
-    return math.isnan(second) or second < 0
-
-
 def _count_in(starts: list[Start], second: int, lo: float, hi: float) -> int:
     """Starts that count in the service's ``second``: those it said so of, and those
-    still out that may land in it (the offset between ``lo`` and ``hi``, and later by
-    the handshake allowance of one opening its connection)."""
+    still out that may land in it (the offset between ``lo`` and ``hi``)."""
     return sum(1 for t, s in starts
-               if (s == second if not _out(s) else
-                   math.floor(t + lo) <= second <= math.floor(t + hi - (s if s < 0 else 0.0))))
+               if (s == second if not math.isnan(s)
+                   else math.floor(t + lo) <= second <= math.floor(t + hi)))
 
 
 def check_rate(value: object) -> None:

@@ -43,9 +43,7 @@ cache directory, ``$XDG_CACHE_HOME/svc_frames/pace`` or ``~/.cache/svc_frames/pa
 _HEADER = struct.Struct("<I")
 _START = struct.Struct("<dd")
 Start = tuple[float, float]
-"""A booked start: (epoch time on our clock, the service's second that counted it; while
-its answer has not said: NaN, or minus the seconds a handshake may hold it back when it
-opens a connection)."""
+"""A booked start: (epoch time on our clock, the service's second that counted it or NaN)."""
 MAX_STARTS = 4096
 """Most starts a pace file holds (a corrupt count beyond it is read as empty)."""
 

@@ -166,7 +166,7 @@ class LocalService:
         What is served, and where (module docstring).
     rate_limit, daily_quota, latency_ms, jitter_ms, handshake_ms, faults, upload_limit_bytes
         The first values of the emulation's live knobs (``svc.emulation``, emulate.py;
-        ``handshake_ms`` None: twice ``latency_ms``).
+        ``handshake_ms``: how much later a new connection's first request arrives).
     token_ttl_s : float, optional
         Lifetime of user tokens issued (default 48 hours).
     clock_offset_ms : float
@@ -197,7 +197,7 @@ class LocalService:
                  latency_ms: float = 0, faults: float = 0.0, seed: int = 0,
                  app: Any = None, host: str = "127.0.0.1", port: int = 0,
                  daily_quota: int = 0, jitter_ms: float = 0,
-                 handshake_ms: float | None = None,
+                 handshake_ms: float = 0,
                  upload_limit_bytes: int = 50 * 1024 * 1024,
                  token_ttl_s: float | None = None, clock_offset_ms: float = 0,
                  activity: Activity | Mapping[str, Any] | str | None = None,
