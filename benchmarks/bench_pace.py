@@ -2,9 +2,13 @@
 Run: ``.venv/bin/python -m benchmarks.bench_pace [--quick]``
 
 Every figure is measured in this one run, on this machine, against the local service in
-its own process emulating the hosted one (10 requests/s per second of *its* clock,
-100 ms latency, ``jitter_ms`` more at random; ``--handshake-ms`` holds each new
-connection's first request that long, as a hosted connection's TCP and TLS handshakes do):
+its own process emulating the hosted one: 10 requests/s per second of *its* clock,
+100 ms latency, ``jitter_ms`` more at random, over HTTPS, each new connection's
+handshake taking ``--handshake-ms`` (default 200 ms: a hosted connection's TCP and TLS
+1.3 handshakes, two round trips), which the client's connect waits out. ``--plain``:
+plain HTTP, each new connection's first request held that long instead. ``--book-first``:
+the offset table with each request paced before its connection opens (the client's
+order before http/connections.py), to show what that order costs.
 
 1. Offset x jitter: the service's clock set -1 ... +1 s from ours, jitter 0 and 50 ms; one
    load of 4,000 records at 100 per page (40 pages), twice per cell, each by a fresh
@@ -35,6 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from requests.adapters import HTTPAdapter
+
 from benchmarks.bench_load import biggest_object
 from benchmarks.remote import RemoteService
 from svc_frames.http.client import Client
@@ -62,18 +68,23 @@ class RecordingLimiter(RateLimiter):
         return waited
 
 
-def fresh_client(svc: RemoteService, cell: str, pace_dir: str) -> Client:
+def fresh_client(svc: RemoteService, cell: str, pace_dir: str, book_first: bool = False
+                 ) -> Client:
     """A client whose limiter is new (nothing learned, its own pace file): each cell is a
-    first load, as a new process's would be."""
+    first load, as a new process's would be. ``book_first``: requests' own adapter, so
+    each request is paced before its connection opens (the order before connections.py)."""
     client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=10,
-                    max_workers=16)
+                    max_workers=16, verify=svc.ca_file)
+    if book_first:
+        for scheme in ("http://", "https://"):
+            client.session.mount(scheme, HTTPAdapter(pool_maxsize=16, max_retries=0))
     ledger = open_ledger(f"{svc.base_url}#{cell}", svc.app_id, Path(pace_dir))
     client.limiter = RecordingLimiter(10, ledger=ledger)
     return client
 
 
 def bench_offsets(svc: RemoteService, object_key: str, n: int, offsets: tuple[float, ...],
-                  pace_dir: str, repeat: int, handshake_ms: float
+                  pace_dir: str, repeat: int, handshake_ms: float, book_first: bool = False
                   ) -> list[dict[str, Any]]:
     """``repeat`` loads per (offset, jitter) cell: the best wall time (the machine is
     shared), the 429s of all of them."""
@@ -88,7 +99,7 @@ def bench_offsets(svc: RemoteService, object_key: str, n: int, offsets: tuple[fl
             walls, last_starts, learned = [], [], []
             for i in range(repeat):
                 time.sleep(1.1)  # the setup's requests out of the service's second
-                client = fresh_client(svc, f"{offset}-{jitter}-{i}", pace_dir)
+                client = fresh_client(svc, f"{offset}-{jitter}-{i}", pace_dir, book_first)
                 t0 = time.time()
                 frames = read_object(client, object_key, progress=False,
                                      rows_per_page=ROWS_PER_PAGE)
@@ -110,12 +121,12 @@ def bench_offsets(svc: RemoteService, object_key: str, n: int, offsets: tuple[fl
     return rows
 
 
-def _loader(base_url: str, app_id: str, api_key: str, object_key: str, pace_dir: str,
-            ready: Any, go: Any, out: Any) -> None:
+def _loader(base_url: str, app_id: str, api_key: str, ca_file: str | None, object_key: str,
+            pace_dir: str, ready: Any, go: Any, out: Any) -> None:
     """Child process: one load when told to go; (start, end, 429s seen, rows) back."""
     os.environ["SVC_PACE_DIR"] = pace_dir
     client = Client(app_id, api_key=api_key, base_url=base_url, rate_limit=10,
-                    max_workers=16)
+                    max_workers=16, verify=ca_file)
     # the pace file every client of this application uses, with the starts noted
     limiter = client.limiter = RecordingLimiter(10, ledger=open_ledger(base_url, app_id))
     ready.set()
@@ -137,7 +148,7 @@ def bench_two(svc: RemoteService, object_key: str, n: int, shared: bool,
             [tempfile.mkdtemp(prefix="pace-own-", dir=pace_dir) for _ in range(2)])
     readies = [ctx.Event() for _ in range(2)]
     kids = [ctx.Process(target=_loader, args=(svc.base_url, svc.app_id, svc.api_key,
-                                              object_key, d, r, go, out))
+                                              svc.ca_file, object_key, d, r, go, out))
             for d, r in zip(dirs, readies, strict=True)]
     for kid in kids:
         kid.start()
@@ -166,9 +177,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--part", choices=("all", "offsets", "two"), default="all",
                         help="the offset x jitter table, the two processes, or both")
-    parser.add_argument("--handshake-ms", type=float, default=0,
-                        help="a new connection's first request held this long (default 0; "
-                             "a hosted one: about 200, twice the latency)")
+    parser.add_argument("--handshake-ms", type=float, default=2 * LATENCY_MS,
+                        help="how long a new connection's handshake takes (default: twice "
+                             "the latency, as a hosted one's TCP and TLS 1.3 handshakes)")
+    parser.add_argument("--book-first", action="store_true",
+                        help="the offset table with each request paced before its "
+                             "connection opens (the client's order before connections.py)")
+    parser.add_argument("--plain", action="store_true",
+                        help="plain HTTP: a new connection's first request is held for the "
+                             "handshake (by default HTTPS, the server's side of the TLS "
+                             "handshake held, so the client's connect waits as on a hosted "
+                             "service)")
     args = parser.parse_args(argv)
     n = 1000 if args.quick else 4000
     offsets = (-0.5, 0.0, 1.0) if args.quick else OFFSETS
@@ -179,16 +198,19 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                       "machine": f"{platform.machine()} {os.cpu_count()} CPUs, "
                                  f"{platform.system()} {platform.release()}",
-                      "python": platform.python_version(), "load_avg": load_before}),
+                      "python": platform.python_version(), "load_avg": load_before,
+                      "tls": not args.plain, "handshake_ms": args.handshake_ms,
+                      "book_first": args.book_first}),
           flush=True)
-    with RemoteService(n, seed=0) as svc:
+    with RemoteService(n, seed=0, tls=not args.plain) as svc:
         svc.set(rate_limit=0, latency_ms=0)
         probe = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
-                       rate_limit=0)
+                       rate_limit=0, verify=svc.ca_file)
         object_key, total = biggest_object(probe)
         assert total == n, (total, n)
         table = (bench_offsets(svc, object_key, n, offsets, pace_dir, 1 if args.quick else 2,
-                               args.handshake_ms) if args.part != "two" else [])
+                               args.handshake_ms, args.book_first)
+                 if args.part != "two" else [])
         two = ([bench_two(svc, object_key, n, shared, pace_dir, args.handshake_ms)
                 for shared in (True, False)] if args.part != "offsets" else [])
         for row in two:

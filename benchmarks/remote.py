@@ -22,7 +22,8 @@ from svc_frames.server import LocalService
 def _service_main(conn: Any, records: int, seed: int, options: dict[str, Any]) -> None:
     """Child process: a LocalService answering the parent's commands."""
     with LocalService(demo=True, records=records, seed=seed, **options) as svc:
-        conn.send({"base_url": svc.base_url, "app_id": svc.app_id, "api_key": svc.api_key})
+        conn.send({"base_url": svc.base_url, "app_id": svc.app_id, "api_key": svc.api_key,
+                   "ca_file": svc.ca_file})
         while True:
             cmd, arg = conn.recv()
             if cmd == "stop":
@@ -64,6 +65,7 @@ class RemoteService:
         info = self._conn.recv()
         self.base_url, self.app_id, self.api_key = (info["base_url"], info["app_id"],
                                                     info["api_key"])
+        self.ca_file: str | None = info["ca_file"]  # clients' verify= (None: plain HTTP)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -60,9 +60,13 @@ def add_serve(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--latency-ms", type=float, default=0, help="added latency per request")
     p.add_argument("--jitter-ms", type=float, default=0, help="random extra latency (max)")
     p.add_argument("--handshake-ms", type=float, default=0,
-                   help="how much later a new connection's first request arrives (its TCP "
-                        "and TLS handshakes, about twice --latency-ms on a hosted service; "
-                        "default 0)")
+                   help="how long a new connection's handshake takes (TCP and TLS, about "
+                        "twice --latency-ms on a hosted service; default 0): with --tls "
+                        "the client's connect waits it out, without it the connection's "
+                        "first request is held")
+    p.add_argument("--tls", action="store_true",
+                   help="serve HTTPS with the loopback test certificate; clients trust "
+                        "the file printed as ca_file (requests' verify=)")
     p.add_argument("--faults", type=float, default=0.0,
                    help="probability of an emulated fault (500/502/503/429/dropped "
                         "connection), applied before the request is handled")
@@ -131,12 +135,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
                            jitter_ms=args.jitter_ms, handshake_ms=args.handshake_ms,
                            upload_limit_bytes=int(args.upload_limit_mb * 1024 * 1024),
                            token_ttl_s=args.token_hours * 3600,
-                           clock_offset_ms=args.clock_offset_ms, activity=activity)
+                           clock_offset_ms=args.clock_offset_ms, activity=activity,
+                           tls=args.tls)
         svc.start()
     except (OSError, ValueError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     info = {"base_url": svc.base_url, "app_id": svc.app_id, "api_key": svc.api_key,
+            **({"ca_file": svc.ca_file} if svc.tls else {}),
             "users": [{"email": u["email"], "password": u["password"],
                        "profile_keys": u["profile_keys"]} for u in svc.users]}
     print(json.dumps(info), flush=True)

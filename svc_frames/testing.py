@@ -101,6 +101,8 @@ def client_for(svc: LocalService, **kw: Any) -> Client:
     Usage: ``client_for(svc, rate_limit=10)``"""
     kw.setdefault("rate_limit", 0)
     kw.setdefault("backoff", 0.01)
+    if svc.ca_file is not None:
+        kw.setdefault("verify", svc.ca_file)  # the loopback certificate (server/tls.py)
     return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, **kw)
 
 

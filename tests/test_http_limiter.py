@@ -281,9 +281,9 @@ CHILD = textwrap.dedent("""
     import json, sys
     from svc_frames.http.client import Client
     from svc_frames.loaders import read_object
-    base_url, app_id, api_key = sys.argv[1:4]
+    base_url, app_id, api_key, ca_file = sys.argv[1:5]
     client = Client(app_id, api_key=api_key, base_url=base_url, rate_limit=10,
-                    max_workers=8)
+                    max_workers=8, verify=ca_file)
     print("ready", flush=True)
     sys.stdin.readline()
     frames = read_object(client, "object_3", progress=False, rows_per_page=50)
@@ -295,9 +295,11 @@ CHILD = textwrap.dedent("""
 @pytest.mark.slow
 def test_two_processes_share_one_pace(tmp_path: Path) -> None:
     env = {**os.environ, "SVC_PACE_DIR": str(tmp_path)}
+    # over HTTPS, each new connection's handshake taking two round trips, as hosted
     with LocalService(demo=True, records=1000, rate_limit=10, latency_ms=20,
-                      clock_offset_ms=-300, seed=3) as svc:
-        args = [sys.executable, "-c", CHILD, svc.base_url, svc.app_id, svc.api_key]
+                      handshake_ms=40, tls=True, clock_offset_ms=-300, seed=3) as svc:
+        args = [sys.executable, "-c", CHILD, svc.base_url, svc.app_id, svc.api_key,
+                str(svc.ca_file)]
         kids = [subprocess.Popen(args, env=env, stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True) for _ in range(2)]
         for kid in kids:
@@ -391,10 +393,12 @@ def test_the_slots_of_a_killed_process_age_out(tmp_path: Path) -> None:
 # ---- over loopback, the service's clock offset ---------------------------------------------
 @pytest.mark.parametrize("offset_ms", [-450, 1000])
 def test_a_load_against_an_offset_service_draws_no_429(offset_ms: int) -> None:
+    # HTTPS with a hosted connection's handshake (two round trips): a request booked
+    # before its connection opened would land late, in a second given to later ones
     with LocalService(demo=True, records=600, rate_limit=10, latency_ms=30, jitter_ms=30,
-                      clock_offset_ms=offset_ms, seed=5) as svc:
+                      handshake_ms=60, tls=True, clock_offset_ms=offset_ms, seed=5) as svc:
         client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
-                        rate_limit=10, max_workers=8)
+                        rate_limit=10, max_workers=8, verify=svc.ca_file)
         frames = read_object(client, "object_3", progress=False, rows_per_page=25)
         assert len(frames.main) == 600
         assert client.status_counts[429] == 0 and svc.request_log.count(status=429) == 0

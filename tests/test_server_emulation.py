@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import ssl
 import time
 from collections import defaultdict
 
@@ -314,3 +316,33 @@ def test_a_new_connections_first_request_arrives_after_its_handshake() -> None:
                 assert session.get(url, timeout=10).status_code == 200
                 arrived.append(svc.request_log.entries[-1].time - sent)
         assert arrived[0] >= 0.29 and arrived[1] < 0.2
+
+
+def test_over_https_a_new_connections_connect_waits_out_its_handshake() -> None:
+    with LocalService(demo=True, records=5, handshake_ms=300, tls=True) as svc:
+        assert svc.base_url.startswith("https://") and svc.ca_file is not None
+        context = ssl.create_default_context(cafile=svc.ca_file)
+        t0 = time.perf_counter()
+        with socket.create_connection(("127.0.0.1", svc.port), timeout=10) as raw, \
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
+            took = time.perf_counter() - t0   # the client's connect, as a hosted one
+            assert 0.29 <= took < 5 and tls.version() in ("TLSv1.2", "TLSv1.3")
+            sent = time.time()
+            tls.sendall(f"GET /v1/applications/{svc.app_id} HTTP/1.1\r\n"
+                        f"Host: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            answer = b""
+            while chunk := tls.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200")
+        assert svc.request_log.entries[-1].time - sent < 0.2  # counted at once: no hold
+        # a client that speaks plain HTTP to it, or leaves mid-handshake, is closed
+        # without an answer, and the service goes on
+        with pytest.raises(requests.ConnectionError):
+            requests.get(svc.base_url.replace("https:", "http:") + "/v1/applications/x",
+                         timeout=10)
+        socket.create_connection(("127.0.0.1", svc.port), timeout=10).close()
+        with requests.Session() as session:
+            with pytest.raises(requests.exceptions.SSLError):  # not trusted by default
+                session.get(svc.base_url, timeout=10, verify=True)
+            url = f"{svc.base_url}/v1/applications/{svc.app_id}"
+            assert session.get(url, timeout=10, verify=svc.ca_file).status_code == 200

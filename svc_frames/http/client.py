@@ -54,7 +54,6 @@ from urllib.parse import quote
 
 import requests
 import urllib3
-from requests.adapters import HTTPAdapter
 
 from ..errors import (
     AuthenticationError,
@@ -75,6 +74,7 @@ from ..errors import (
 from ..keys import FIELD_KEY, Target, parse_target
 from ..query import Filters, Query
 from .body import parse_json
+from .connections import PacedAdapter, paced_by
 from .limiter import PaceState, check_rate, shared_limiter
 
 log = logging.getLogger(__name__)
@@ -163,6 +163,10 @@ class Client:
         False: never ask for the application schema; kinds are inferred from the records.
     session : requests.Session, optional
         The HTTP session to send with (default: a new one).
+    verify : bool or str, optional
+        Whether to check the service's TLS certificate, or the path of a file of the
+        certificate authorities to trust (the local service's ``svc.ca_file``); None:
+        requests' own choice (``REQUESTS_CA_BUNDLE``, then the session's ``verify``).
 
     Attributes
     ----------
@@ -194,7 +198,8 @@ class Client:
     def __init__(self, app_id: str, api_key: str | None = None, base_url: str | None = None,
                  token: str | None = None, rate_limit: float = 10.0, timeout: float = 30.0,
                  max_retries: int = 5, *, max_workers: int = 12, backoff: float = 0.25,
-                 use_schema: bool = True, session: requests.Session | None = None) -> None:
+                 use_schema: bool = True, session: requests.Session | None = None,
+                 verify: bool | str | None = None) -> None:
         if not app_id or not isinstance(app_id, str):
             raise ConfigurationError("app_id is required (or SVC_APP_ID in the environment)")
         if not base_url:
@@ -205,6 +210,13 @@ class Client:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
         _check_settings(timeout=timeout, max_retries=max_retries, rate_limit=rate_limit,
                         backoff=backoff)
+        if isinstance(verify, str) and not os.path.isfile(verify):
+            raise ConfigurationError(f"verify must be True, False or the path of a file of "
+                                     f"certificate authorities; no such file: {verify!r}")
+        if verify is not None and not isinstance(verify, (bool, str)):
+            raise ConfigurationError(f"verify must be True, False or a file path, got "
+                                     f"{verify!r}")
+        self.verify = verify
         self.app_id = app_id
         self.base_url = str(base_url).rstrip("/")
         self._api_key = api_key
@@ -216,8 +228,8 @@ class Client:
         self.limiter = shared_limiter(self.base_url, app_id, rate_limit)
         self.session = session or requests.Session()
         # pool sized for the paging threads, so no connection is thrown away under load
-        adapter = HTTPAdapter(pool_connections=4, pool_maxsize=max(max_workers, 4),
-                              max_retries=0)
+        adapter = PacedAdapter(pool_connections=4, pool_maxsize=max(max_workers, 4),
+                               max_retries=0)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
         self._count_lock = threading.Lock()
@@ -612,26 +624,43 @@ class Client:
         """The one retry and pacing policy (see ``request``)."""
         attempt = 0
         uncertain = False  # an earlier try went unanswered or got a 5xx: it may have landed
+        deadline = getattr(self._send_by, "at", None)
+        # the pace is asked once the connection is open (connections.py): a handshake
+        # after the booking would land the request later than booked
+        open_first = isinstance(self.session.get_adapter(url), PacedAdapter)
         while True:
-            self.limiter.acquire()
-            sent_at = self.limiter.now()  # with answered_at: when the service counted it
-            deadline = getattr(self._send_by, "at", None)
-            if deadline is not None and sent_at > deadline and not uncertain:
-                # the pace held it past its time, and no earlier try may have landed
-                raise SendDeadlinePassed(f"{method} {what}: not sent, the pace held it "
-                                         f"{sent_at - deadline:.2f} s past its deadline")
+            booked: list[float] = []  # when the pace let it go (the last try, if rebooked)
+
+            def pace(uncertain: bool = uncertain, booked: list[float] = booked) -> None:
+                self.limiter.acquire()
+                at = self.limiter.now()  # with answered_at: when the service counted it
+                if deadline is not None and at > deadline and not uncertain:
+                    # the pace held it past its time, and no earlier try may have landed
+                    raise SendDeadlinePassed(f"{method} {what}: not sent, the pace held it "
+                                             f"{at - deadline:.2f} s past its deadline")
+                booked.append(at)
+
+            if not open_first:
+                pace()
             with self._count_lock:
                 self.request_count += 1
                 seq = self.request_count
             sent = False
             try:
-                resp = self.session.request(
-                    method, url, params=params, headers=headers,
-                    data=json.dumps(json_body) if json_body is not None else None,
-                    files=files, timeout=(min(10.0, self.timeout), self.timeout), stream=True)
+                with paced_by(pace) if open_first else contextlib.nullcontext():
+                    resp = self.session.request(
+                        method, url, params=params, headers=headers,
+                        data=json.dumps(json_body) if json_body is not None else None,
+                        files=files, timeout=(min(10.0, self.timeout), self.timeout),
+                        stream=True, verify=self.verify)
                 answered_at = self.limiter.now()  # headers in
+                sent_at = booked[-1]
                 sent = True
                 body = _read_body(resp)  # the whole body: a cut-off body raises here
+            except SendDeadlinePassed:
+                with self._count_lock:
+                    self.request_count -= 1  # it never left
+                raise
             except (requests.ConnectionError, requests.Timeout,
                     requests.exceptions.ChunkedEncodingError,
                     requests.exceptions.ContentDecodingError) as exc:
@@ -877,11 +906,15 @@ class Client:
         if sent:
             return
         reason = _unreachable_reason(exc, min(10.0, self.timeout))
-        if reason is None or attempt < min(self.max_retries, UNREACHABLE_RETRIES):
+        if reason is None:
+            return
+        # a certificate that is not trusted will not be trusted on the next try either
+        if (attempt < min(self.max_retries, UNREACHABLE_RETRIES)
+                and not reason.startswith(_UNTRUSTED)):
             return
         raise ServiceUnreachable(
             f"{method} {what}: the service at {self.base_url} cannot be reached: {reason} "
-            f"(tried {attempt + 1} times); check the base URL and the network") from None
+            f"(tried {attempt + 1} time{'s' if attempt else ''}); check the base URL and the network") from None
 
     # ---- the service's operations --------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:
@@ -1587,11 +1620,18 @@ def _is_throttling(message: str) -> bool:
     return bool(_THROTTLE_RE.search(message or "")) and "token" not in message.lower()
 
 
+_UNTRUSTED = "its TLS certificate is not trusted"
+
+
 def _unreachable_reason(exc: Exception, connect_timeout: float) -> str | None:
     """Why no connection could be opened (refused, unknown host, none within the connect
     timeout), or None when the failure is of another kind."""
     if isinstance(exc, requests.exceptions.ConnectTimeout):
         return f"no connection within {connect_timeout:g} s"
+    if isinstance(exc, requests.exceptions.SSLError) and "CERTIFICATE_VERIFY_FAILED" in str(exc):
+        detail = str(exc).split("certificate verify failed: ", 1)[-1].split(" (_ssl", 1)[0]
+        return (f"{_UNTRUSTED} ({detail}); give the client verify= the file of the "
+                f"authority that signed it")
     if not isinstance(exc, requests.exceptions.ConnectionError):
         return None
     reason: Any = exc.args[0] if exc.args else None

@@ -24,10 +24,12 @@ All knobs live on ``Emulation`` and may be changed while the service runs
 * ``latency_ms`` (+ uniform ``jitter_ms``) is added before the request is handled; the
   jitter is split at random between the trip there (before the request is counted: it
   moves which of the service's seconds counts it, as on a real network) and the trip back;
-* a new connection's first request arrives ``handshake_ms`` later (protocol.py holds its
-  bytes): a hosted connection's TCP and TLS 1.3 handshakes, about twice ``latency_ms``,
-  which the hosted service's count comes after. Off by default (0): docs/pacing.md says
-  what the client's pace does with it today (429s) and why it is not on yet;
+* a new connection's handshake takes ``handshake_ms`` (protocol.py): a hosted
+  connection's TCP and TLS 1.3 handshakes, about twice ``latency_ms``. Over HTTPS
+  (``LocalService(tls=True)``) the server's side of the TLS handshake waits that long, so
+  the client's connect does, as on a hosted service; over plain HTTP the connection's
+  first bytes are held that long, as for a client that writes its first request as soon
+  as it connects. Off by default (0; docs/pacing.md: what the pace does with it);
 * ``expose_schema=False`` makes ``GET /v1/applications/<id>`` answer 404 (deployments
   that do not expose the schema);
 * with probability ``fault_rate`` a fault is chosen among ``faults`` (only for requests

@@ -7,9 +7,12 @@ request line, a deadline for each request to arrive, and refusals the client can
   (``REQUEST_TIMEOUT_S`` by default) of its first byte, or of the connection's opening:
   a half-sent request is answered ``408``, a connection that never sent a byte is
   closed. Between requests, uvicorn's keep-alive timeout closes idle connections.
-- A connection's first bytes reach h11 only ``handshake_s()`` seconds after it opened:
-  the TCP and TLS handshakes of a hosted connection, which the loopback lacks. The
-  connection's first request is counted (the rate limit's second) that much later.
+- A hosted connection opens with TCP and TLS handshakes, which the loopback lacks.
+  Over HTTPS (``tls``: an ``ssl.SSLContext``, see tls.py) the server's side of the TLS
+  handshake waits ``handshake_s()`` seconds, so the client's connect takes that long,
+  as a hosted one does. Over plain HTTP a connection's first bytes reach h11 only
+  ``handshake_s()`` after it opened: its first request is counted (the rate limit's
+  second) that much later, as for a client that writes it at once.
 - Whenever the connection is closed while the client may still be sending (a request
   refused before its body was read, with ``Connection: close``; a 414; a 408), it is
   half-closed and what the client still sends is read and dropped for up to ``DRAIN_S``
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -107,6 +111,7 @@ class BoundedH11Protocol(H11Protocol):
 
     request_timeout_s = REQUEST_TIMEOUT_S
     handshake_s: Callable[[], float] = staticmethod(lambda: 0.0)
+    tls: ssl.SSLContext | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,15 +120,47 @@ class BoundedH11Protocol(H11Protocol):
         self._raw: asyncio.Transport | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._stopping = False
+        self._opened = False  # False while the TLS handshake is still to be made
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        self._raw = transport
-        super().connection_made(_DrainingTransport(transport, self))
-        self._start_deadline()
         handshake = self.handshake_s()
+        if self.tls is not None:
+            # nothing is read (the ClientHello waits in the socket) until the handshake
+            # may begin: the client's connect waits that long
+            transport.pause_reading()
+            self.loop.call_later(handshake, self._start_tls, transport, self.tls)
+            return
+        self._open(transport)
         if handshake > 0:
             self._held = []
             self.loop.call_later(handshake, self._handshake_over)
+
+    def _open(self, transport: asyncio.Transport) -> None:
+        self._opened = True
+        self._raw = transport
+        super().connection_made(_DrainingTransport(transport, self))
+        self._start_deadline()
+
+    def _start_tls(self, raw: asyncio.Transport, tls: ssl.SSLContext) -> None:
+        if raw.is_closing():
+            return
+        upgrade = self.loop.create_task(self.loop.start_tls(
+            raw, self, tls, server_side=True, ssl_handshake_timeout=self.request_timeout_s))
+        upgrade.add_done_callback(lambda done: self._tls_made(done, raw))
+
+    def _tls_made(self, done: asyncio.Task[asyncio.Transport | None],
+                  raw: asyncio.Transport) -> None:
+        """The handshake is over: serve HTTP over it, or close a failed one (a client
+        that spoke plain HTTP, a bad certificate, a timeout) without an answer."""
+        failed = done.cancelled() or done.exception() is not None
+        transport = None if failed else done.result()
+        if transport is None:
+            raw.close()
+            return
+        self._open(transport)
+        # what the client sent as soon as its side of the handshake was done came in
+        # before start_tls returned: it waited in _held
+        self._handshake_over()
 
     def _handshake_over(self) -> None:
         held, self._held = self._held, None
@@ -132,7 +169,8 @@ class BoundedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_deadline()
-        super().connection_lost(exc)
+        if self._opened:  # lost before its TLS handshake: uvicorn never saw it
+            super().connection_lost(exc)
 
     def shutdown(self) -> None:
         self._stopping = True  # the server stops: no drain holds it up
@@ -145,6 +183,9 @@ class BoundedH11Protocol(H11Protocol):
             self._raw.close()  # the client has sent all it will: the drain is over
 
     def data_received(self, data: bytes) -> None:
+        if not self._opened:
+            self._held = (self._held or []) + [data]  # in before start_tls returned
+            return
         if self._held is not None:
             self._held.append(data)  # still in the handshake
             return
@@ -232,11 +273,12 @@ class BoundedH11Protocol(H11Protocol):
 
 def bounded_protocol(request_timeout_s: float = REQUEST_TIMEOUT_S, *,
                      handshake_s: Callable[[], float] = lambda: 0.0,
-                     ) -> type[BoundedH11Protocol]:
-    """``BoundedH11Protocol`` with its own request deadline (tests use a short one) and
-    the handshake time of each new connection (read as each one opens)."""
+                     tls: ssl.SSLContext | None = None) -> type[BoundedH11Protocol]:
+    """``BoundedH11Protocol`` with its own request deadline (tests use a short one), the
+    handshake time of each new connection (read as each one opens) and, with ``tls``,
+    HTTPS."""
     if not request_timeout_s > 0:
         raise ValueError(f"request_timeout_s must be > 0, got {request_timeout_s!r}")
     return type("BoundedH11Protocol", (BoundedH11Protocol,),
                 {"request_timeout_s": float(request_timeout_s),
-                 "handshake_s": staticmethod(handshake_s)})
+                 "handshake_s": staticmethod(handshake_s), "tls": tls})

@@ -40,6 +40,7 @@ from .render import Renderer
 from .schema import AppDef
 from .state import ServiceState
 from .store import Store
+from .tls import CA_FILE, server_context
 
 
 def _load_document(app: str | os.PathLike[str] | Mapping[str, Any] | None,
@@ -166,7 +167,11 @@ class LocalService:
         What is served, and where (module docstring).
     rate_limit, daily_quota, latency_ms, jitter_ms, handshake_ms, faults, upload_limit_bytes
         The first values of the emulation's live knobs (``svc.emulation``, emulate.py;
-        ``handshake_ms``: how much later a new connection's first request arrives).
+        ``handshake_ms``: how long a new connection's handshake takes, protocol.py).
+    tls : bool
+        Serve HTTPS with the loopback certificate (tls.py): a client's connect then
+        waits out ``handshake_ms`` as a hosted one does; clients trust ``svc.ca_file``
+        (``testing.client_for`` does). Default False: plain HTTP.
     token_ttl_s : float, optional
         Lifetime of user tokens issued (default 48 hours).
     clock_offset_ms : float
@@ -202,7 +207,7 @@ class LocalService:
                  token_ttl_s: float | None = None, clock_offset_ms: float = 0,
                  activity: Activity | Mapping[str, Any] | str | None = None,
                  public_url: str | None = None,
-                 request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
+                 request_timeout_s: float = REQUEST_TIMEOUT_S, tls: bool = False) -> None:
         self.emulation = Emulation(rate_limit=rate_limit, daily_quota=daily_quota,
                                    latency_ms=latency_ms, jitter_ms=jitter_ms,
                                    handshake_ms=handshake_ms,
@@ -222,6 +227,7 @@ class LocalService:
         # asset URLs in answers start with this, never with a request's Host header
         self.public_url = public_url
         self.request_timeout_s = float(request_timeout_s)
+        self.tls = bool(tls)
         self.state: ServiceState | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -249,7 +255,8 @@ class LocalService:
                                 lifespan="off", timeout_keep_alive=30,
                                 http=bounded_protocol(
                                     self.request_timeout_s,
-                                    handshake_s=self.emulation.handshake_s),
+                                    handshake_s=self.emulation.handshake_s,
+                                    tls=server_context() if self.tls else None),
                                 date_header=False,  # emulate.py sends the service's own
                                 h11_max_incomplete_event_size=MAX_HEAD_BYTES)
         self._server = uvicorn.Server(config)
@@ -301,7 +308,13 @@ class LocalService:
     @property
     def base_url(self) -> str:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+
+    @property
+    def ca_file(self) -> str | None:
+        """What a client trusts to reach the service over HTTPS (None over plain HTTP):
+        ``requests.Session().verify = svc.ca_file``."""
+        return CA_FILE if self.tls else None
 
     @property
     def app_id(self) -> str:
