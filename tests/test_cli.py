@@ -63,6 +63,22 @@ def test_serve_prints_one_json_line_then_summary(tmp_path: Path) -> None:
             assert proc.wait(timeout=30) == 0
 
 
+def test_serve_over_https_prints_what_clients_trust(tmp_path: Path) -> None:
+    with subprocess.Popen([sys.executable, "-m", "svc_frames.cli", "serve", "--demo",
+                           "--records", "5", "--port", "0", "--data", str(tmp_path), "--tls",
+                           "--handshake-ms", "100"], stdout=subprocess.PIPE, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            info = json.loads(proc.stdout.readline())
+            assert info["base_url"].startswith("https://127.0.0.1:")
+            answer = requests.get(f"{info['base_url']}/v1/applications/{info['app_id']}",
+                                  verify=info["ca_file"], timeout=10)
+            assert answer.status_code == 200 and answer.json()["application"]["id"]
+        finally:
+            proc.terminate()
+            assert proc.wait(timeout=30) == 0
+
+
 # ---- the round trip: export, edit with any tool, push ------------------------------------
 def _env(monkeypatch: pytest.MonkeyPatch, svc: LocalService) -> None:
     monkeypatch.setenv("SVC_APP_ID", svc.app_id)
