@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import threading
 import time
 from collections import defaultdict
 
@@ -346,3 +347,19 @@ def test_over_https_a_new_connections_connect_waits_out_its_handshake() -> None:
                 session.get(svc.base_url, timeout=10, verify=True)
             url = f"{svc.base_url}/v1/applications/{svc.app_id}"
             assert session.get(url, timeout=10, verify=svc.ca_file).status_code == 200
+
+
+def test_an_https_service_stops_with_a_client_connection_still_open() -> None:
+    svc = LocalService(demo=True, records=5, tls=True).start()
+    idle = requests.Session()   # keeps its connection in its pool, never closes it
+    try:
+        assert idle.get(f"{svc.base_url}/v1/applications/{svc.app_id}", timeout=10,
+                        verify=svc.ca_file).status_code == 200
+        stopping = threading.Thread(target=svc.stop, daemon=True)
+        stopping.start()
+        # not held by the TLS close (asyncio waits 30 s for the client's close_notify)
+        stopping.join(timeout=10)
+        assert not stopping.is_alive()
+    finally:
+        idle.close()
+        svc.stop()

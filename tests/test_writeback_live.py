@@ -325,14 +325,13 @@ def test_a_lost_create_with_a_unique_value_is_proven_by_it() -> None:
         frames = read_object(client, parts, progress=False)
         from svc_frames.writeback import add_rows
         add_rows(frames, [{"field_8": "widget nobody else makes"}])
-        stop, theirs = threading.Event(), []
+        theirs: list[str] = []
 
         class Cut(Client):
             def create_record(self, *a: Any, **kw: Any) -> Any:
-                other = _other_writer(svc, parts, {"field_8": "another part"}, 0.0, stop,
-                                      theirs)
-                stop.set()
-                other.join()
+                if not theirs:  # another user creates one part just before ours
+                    theirs.append(str(svc.pages.create_record(
+                        parts, {"field_8": "another part"})["id"]))
                 return super().create_record(*a, **kw)
         cut = Cut(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
                   backoff=0.01)
@@ -341,7 +340,8 @@ def test_a_lost_create_with_a_unique_value_is_proven_by_it() -> None:
         assert report.table["status"].tolist() == ["applied"]
         now = read_object(client, parts, progress=False).main
         (mine,) = now.index[now["field_8"] == "widget nobody else makes"].tolist()
-        assert report.table["record_id"].tolist() == [mine]
+        assert report.table["record_id"].tolist() == [mine] and len(theirs) == 1
+        assert theirs[0] in now.index and theirs[0] != mine   # theirs stored, not adopted
 
 
 def test_no_write_leaves_later_than_the_window_after_its_re_read() -> None:

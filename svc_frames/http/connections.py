@@ -49,6 +49,12 @@ def paced_by(before: Callable[[], None]) -> Iterator[None]:
 class _OpenFirst:
     """Mixin of urllib3's connections: open, then the hook, then the request."""
 
+    used = False  # a request went on this connection since it was opened
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        self.used = False
+
     def request(self, method: str, url: str, body: Any = None,
                 headers: Any = None, **kw: Any) -> None:
         conn: Any = self
@@ -57,14 +63,13 @@ class _OpenFirst:
             while True:
                 if conn.sock is None:  # (urllib3 opens an HTTPS one before this)
                     conn.connect()
-                    conn.answered_before = False
                 before()
-                # a connection not yet answered on is not checked: a TLS 1.3 server's
-                # session tickets, unread until the answer is, make it look closed
-                if not getattr(conn, "answered_before", False) or conn.is_connected:
+                # an unused connection is not checked: a TLS 1.3 server's session
+                # tickets, unread until an answer is, make it look closed
+                if not self.used or conn.is_connected:
                     break
                 conn.close()  # closed by the server while the pace held us
-            conn.answered_before = True
+        self.used = True
         super().request(method, url, body, headers, **kw)  # type: ignore[misc]
 
 

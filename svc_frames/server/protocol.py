@@ -176,7 +176,16 @@ class BoundedH11Protocol(H11Protocol):
         self._stopping = True  # the server stops: no drain holds it up
         super().shutdown()
         if self.draining and self._raw is not None:
-            self._raw.close()
+            self._stop_now(self._raw)
+
+    def _stop_now(self, raw: asyncio.Transport) -> None:
+        """Close as the server stops: over TLS without waiting for the client's own
+        close_notify, which an idle pooled connection never sends (the stop would wait
+        out asyncio's 30 s TLS shutdown timeout)."""
+        if self.tls is not None:
+            raw.abort()
+        else:
+            raw.close()
 
     def eof_received(self) -> None:
         if self.draining and self._raw is not None:
@@ -260,8 +269,10 @@ class BoundedH11Protocol(H11Protocol):
         if raw is None or raw.is_closing() or self.draining:
             return
         self._stop_deadline()
-        if self._stopping or (not force
-                              and self.conn.their_state not in (h11.SEND_BODY, h11.ERROR)):
+        if self._stopping:
+            self._stop_now(raw)
+            return
+        if not force and self.conn.their_state not in (h11.SEND_BODY, h11.ERROR):
             raw.close()  # nothing of the client's is still on its way
             return
         self.draining = True
