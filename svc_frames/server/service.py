@@ -245,7 +245,10 @@ class LocalService:
     def _start(self) -> None:
         self.state = open_state(self.data_dir, emulation=self.emulation,
                                 activity=self._activity, **self._opts)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on accepted sockets whose proto
+        # says TCP, and without it an answer's body, written after its head, waited for
+        # the client's delayed ACK (40 ms on Linux) behind Nagle's algorithm
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock = sock
         sock.bind((self.host, self.port))
