@@ -19,7 +19,7 @@ import os
 import shlex
 import signal
 import sys
-import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -115,10 +115,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= args.faults <= 1:
         print("error: --faults is a probability between 0 and 1", file=sys.stderr)
         return 2
-    stop = threading.Event()
+    # a plain flag, not a threading.Event: the handler runs in the main thread between
+    # two bytecodes, possibly while that thread holds the Event's lock inside wait(), and
+    # Event.set() would then wait for it forever (a SIGTERM that never stopped the service)
+    stop = [False]
 
     def _stop(*_: Any) -> None:
-        stop.set()
+        stop[0] = True
 
     if args.env_file:
         with contextlib.suppress(FileNotFoundError):  # a stale one from a killed run
@@ -169,8 +172,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     lines.append("  Ctrl-C to stop")
     print("\n".join(lines), flush=True)
     try:
-        while not stop.wait(0.5):
-            pass
+        while not stop[0]:
+            time.sleep(0.2)  # a signal ends the sleep; the handler sets the flag
     finally:
         svc.stop()
         if args.env_file:

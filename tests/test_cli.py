@@ -42,6 +42,18 @@ def test_registry_builds_every_subcommand(capsys) -> None:  # type: ignore[no-un
     assert parser.parse_args(["serve", "--port", "0"]).command == "serve"
 
 
+def _stopped(proc: subprocess.Popen[str]) -> int:
+    """SIGTERM, and the exit status; a process still running 30 s later is killed and the
+    test fails (rather than hanging in Popen.__exit__, which waits without a limit)."""
+    proc.terminate()
+    try:
+        return proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise AssertionError("serve did not stop within 30 s of SIGTERM") from None
+
+
 def test_serve_prints_one_json_line_then_summary(tmp_path: Path) -> None:
     # `with` closes the stdout pipe (else a ResourceWarning); stderr is inherited, so pytest
     # captures it and shows it on a failure, and no unread pipe can fill and block the server
@@ -59,8 +71,7 @@ def test_serve_prints_one_json_line_then_summary(tmp_path: Path) -> None:
             summary = proc.stdout.readline()
             assert "svc-frames local service" in summary
         finally:
-            proc.terminate()
-            assert proc.wait(timeout=30) == 0
+            assert _stopped(proc) == 0
 
 
 def test_serve_over_https_prints_what_clients_trust(tmp_path: Path) -> None:
@@ -75,8 +86,7 @@ def test_serve_over_https_prints_what_clients_trust(tmp_path: Path) -> None:
                                   verify=info["ca_file"], timeout=10)
             assert answer.status_code == 200 and answer.json()["application"]["id"]
         finally:
-            proc.terminate()
-            assert proc.wait(timeout=30) == 0
+            assert _stopped(proc) == 0
 
 
 # ---- the round trip: export, edit with any tool, push ------------------------------------
@@ -341,8 +351,7 @@ def test_serve_env_file_is_sourceable_private_and_removed_on_stop(tmp_path: Path
                                    text=True, check=True).stdout.split()
             assert shown == [info["base_url"], info["app_id"], info["users"][0]["email"]]
         finally:
-            proc.terminate()
-            assert proc.wait(timeout=30) == 0
+            assert _stopped(proc) == 0
     assert not env_file.exists()  # stale credentials would mislead the next shell
 
 
