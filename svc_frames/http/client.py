@@ -210,12 +210,12 @@ class Client:
             raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
         _check_settings(timeout=timeout, max_retries=max_retries, rate_limit=rate_limit,
                         backoff=backoff)
-        if isinstance(verify, str) and not os.path.isfile(verify):
-            raise ConfigurationError(f"verify must be True, False or the path of a file of "
-                                     f"certificate authorities; no such file: {verify!r}")
         if verify is not None and not isinstance(verify, (bool, str)):
             raise ConfigurationError(f"verify must be True, False or a file path, got "
                                      f"{verify!r}")
+        if isinstance(verify, str) and not os.path.isfile(verify):
+            raise ConfigurationError(f"verify must be True, False or the path of a file of "
+                                     f"certificate authorities; no such file: {verify!r}")
         self.verify = verify
         self.app_id = app_id
         self.base_url = str(base_url).rstrip("/")
@@ -914,7 +914,8 @@ class Client:
             return
         raise ServiceUnreachable(
             f"{method} {what}: the service at {self.base_url} cannot be reached: {reason} "
-            f"(tried {attempt + 1} time{'s' if attempt else ''}); check the base URL and the network") from None
+            f"(tried {attempt + 1} time{'s' if attempt else ''}); check the base URL and the "
+            f"network") from None
 
     # ---- the service's operations --------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:
