@@ -171,9 +171,11 @@ def _part(source: Source, ids: list[str], value: str) -> Frames:
 
 
 def test_page_parts_join_while_the_pager_waits_and_keep_the_order() -> None:
-    # one request at a time, 40 ms each: the consumer waits for every page after the
-    # first, and joins a pair of parts in each wait
-    with LocalService(demo=True, records=45, rate_limit=0, latency_ms=40, seed=11) as slow:
+    # one request at a time, 80 ms each: the consumer waits for every page after the
+    # first, and joins a pair of parts in each wait (its decode of a page, on a machine
+    # busy with other tests, must stay shorter than the wait; with 40 ms, once the
+    # service's answers no longer waited for a delayed ACK, it did not always)
+    with LocalService(demo=True, records=45, rate_limit=0, latency_ms=80, seed=11) as slow:
         client = Client(slow.app_id, api_key=slow.api_key, base_url=slow.base_url,
                         rate_limit=0, max_workers=1)
         want = read_object(client, WO, progress=False)
