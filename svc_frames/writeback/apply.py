@@ -57,8 +57,9 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
         for batch in _batches(run, order, live):
             if live is not None and run.todo.get(batch[0]) != "create" \
                     and not _stopped(run):
-                live.prepare(batch, "rereads")   # settles conflicts: they leave run.todo
-                spare.left += live.cost(batch)
+                # settles conflicts (they leave run.todo); behind the quota's gate
+                if _reread(run, live, batch, "rereads"):
+                    spare.left += live.cost(batch)
             for rid in batch:
                 if rid in run.outcomes:
                     bar.update(1)
@@ -94,6 +95,22 @@ class _Spare:
     as ``plan.requests`` counts them (``RequestEstimate.late``)."""
 
     left: int = 0
+
+
+def _reread(run: RunState, live: LiveBatches, ids: Sequence[str], purpose: str) -> bool:
+    """The live guard's re-read of ``ids``, its requests claimed of the quota's gate like
+    a write's; False when the gate is shut (nothing sent: the records are then
+    ``not_applied`` with the gate's reason)."""
+    gate = run.gate
+    cost = live.cost(ids)
+    if gate is not None and gate.claim(cost):
+        return False
+    try:
+        live.prepare(ids, purpose)
+    finally:
+        if gate is not None:
+            gate.release(cost)
+    return True
 
 
 def _stopped(run: RunState) -> bool:
@@ -134,7 +151,7 @@ def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
                 bar.update(1)
             return
         spare.left -= cost
-        live.prepare(late, "late")
+        _reread(run, live, late, "late")   # a shut gate leaves them to _one: not_applied
         for rid in late:
             if rid in run.outcomes:
                 bar.update(1)

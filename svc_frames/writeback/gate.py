@@ -3,7 +3,7 @@ what is left would fall below the reserve (``budget.py`` uses it; ``RunState.gat
 
 Usage::
 
-    gate = QuotaGate(client, 100)
+    gate = QuotaGate(client, 100, owed=2)   # 2: the live guard's check after the writes
     why = gate.claim(1)          # None: send; else why not (the gate stays shut)
     gate.release(1)              # the record's write was answered
 """
@@ -24,17 +24,20 @@ class QuotaGate:
     """Claims of the daily quota by concurrent writers (thread-safe).
 
     ``claim(n)`` lets a record's ``n`` requests go when what is left of the quota once
-    the claims in hand are sent stays at or above the reserve; otherwise it shuts the gate
-    and says why. The first record goes alone: its answer, the only one in flight, tells
+    the claims in hand are sent, less ``owed``, stays at or above the reserve; otherwise it
+    shuts the gate and says why. ``owed`` is what the run sends after its last claim (the
+    live guard's check of what it wrote): kept back from the start, so that the check too
+    stays above the reserve. The first record goes alone: its answer, the only one in flight, tells
     the quota exactly (the run's own count starts there), or tells that the service does
     not report one (then the gate stays open). The count errs on the safe side (see
     ``_left``): a claim counts until its record's write is answered.
 
     Usage: ``gate = QuotaGate(client, 100); why = gate.claim(1); ...; gate.release(1)``"""
 
-    def __init__(self, client: Client, reserve: int) -> None:
+    def __init__(self, client: Client, reserve: int, owed: int = 0) -> None:
         self.client = client
         self.reserve = reserve
+        self.owed = owed
         self.stopped: str | None = None
         self.reset_at: dt.datetime | None = None
         self._claimed = 0           # requests of the claims in hand
@@ -59,12 +62,14 @@ class QuotaGate:
                     continue
                 if left is None:
                     break
-                if left - n < self.reserve:
+                if left - n - self.owed < self.reserve:
                     quota = self.client.quota
                     self.reset_at = quota.reset_at if quota else None
+                    kept = (f", {self.owed} kept for the check after the writes"
+                            if self.owed else "")
                     self.stopped = (
                         f"not sent: the daily request quota is down to the reserve "
-                        f"({max(left, 0)} left, quota_reserve={self.reserve}); "
+                        f"({max(left, 0)} left, quota_reserve={self.reserve}{kept}); "
                         f"resume after {when_reset(self.reset_at)}")
                     return self.stopped
                 break

@@ -180,9 +180,10 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     # 2. resolve the target (object or view + token)
     tgt = resolve_target(client, plan.source, target, token)
     check_upload_files(plan)
-    needed = plan.estimate_requests(guard=mode.mode, delete_missing=delete_missing,
-                                    guard_window=mode.window, rate=client.limiter.rate,
-                                    on_conflict=on_conflict).total
+    estimate = plan.estimate_requests(guard=mode.mode, delete_missing=delete_missing,
+                                      guard_window=mode.window, rate=client.limiter.rate,
+                                      on_conflict=on_conflict)
+    needed = estimate.total
     note = quota_note(client, needed, reserve)    # what is left, before the first request
     if dry_run:
         report = dry_run_report(plan, delete_missing, note)
@@ -191,7 +192,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
 
     run = RunState.start(client, plan, layout, tgt,
                          Journal(journal) if journal is not None else None)
-    run.gate = gate = QuotaGate(client, reserve)
+    # the live guard's check after the writes is kept back from the writes' claims
+    run.gate = gate = QuotaGate(client, reserve, owed=estimate.checks if mode.live else 0)
     try:
         triage(run, delete_missing)           # journal acks, deletes not asked for
         drop_fields_the_view_does_not_take(run)
