@@ -67,9 +67,9 @@ def svc() -> Iterator[LocalService]:
         yield s
 
 
-# The gate's arithmetic below is shown with the single re-read guard (guard="once"): the
-# live guard's re-reads and checks are not claimed at the gate either, they come out of the
-# reserve as re-reads do; its own counts are in test_plan_rereads_follow_the_guard_rules.
+# The gate's arithmetic below is shown with the single re-read guard (guard="once"); the
+# live guard's re-reads are claimed at the gate as writes are, and its check after the
+# writes is kept back from the start (test_the_live_guards_reads_stay_above_the_reserve).
 
 # ---- plan.requests ----------------------------------------------------------------------------
 def test_plan_requests_equal_the_requests_of_a_clean_run(svc: LocalService) -> None:
@@ -81,8 +81,8 @@ def test_plan_requests_equal_the_requests_of_a_clean_run(svc: LocalService) -> N
     frames.main = frames.main.drop(index=[gone])
     plan = diff(frames)
     est = plan.requests                          # deletes not asked for: not counted
-    # 2 before the creates: their matches and the auto-increment mark
-    assert (est.writes, est.uploads, est.lookups) == (14, 0, 2)
+    # 1 before the creates: their matches
+    assert (est.writes, est.uploads, est.lookups) == (14, 0, 1)
     assert est.rereads >= 1
     full = plan.estimate_requests(delete_missing=True)
     assert full.writes == 15
@@ -199,6 +199,25 @@ def test_concurrent_writers_never_pass_the_reserve(svc: LocalService) -> None:
     assert sorted(put_ids(svc, obj)) == sorted(r for r in ids if st[r] == "applied")
     assert set(st.values()) == {"applied", "not_applied"}
     assert svc.request_log.count(status=429) == 0
+
+
+def test_the_live_guards_reads_stay_above_the_reserve(svc: LocalService) -> None:
+    client, obj, frames = load_orders(svc)
+    ids = [str(i) for i in frames.main.index[:30]]
+    edit(frames, ids, "live")
+    owed = diff(frames).requests.checks
+    learn_quota(svc, client, obj, 24)
+    svc.request_log.clear()
+    report = write_back(client, frames, quota_reserve=4, max_workers=1)   # guard="live"
+    st = statuses(report)
+    applied = [r for r in ids if st[r] == "applied"]
+    # the batches' re-reads, the writes and the check after them, all within 24 - 4
+    assert svc.emulation.quota_used <= 24 - 4
+    assert report.requests["rereads"] >= 2 and report.requests["checks"] >= 1 and owed >= 1
+    assert sorted(put_ids(svc, obj)) == sorted(applied) and len(applied) >= 10
+    assert set(st.values()) == {"applied", "not_applied"}
+    assert "kept for the check after the writes" in report.table.set_index(
+        "record_id").loc[next(r for r in ids if st[r] == "not_applied"), "message"]
 
 
 def test_guard_that_does_not_fit_sends_nothing(svc: LocalService) -> None:

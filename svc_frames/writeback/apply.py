@@ -263,12 +263,12 @@ def _unanswered(run: RunState, rid: str, act: Action, body: dict[str, Any],
 class Match:
     """What a lookup proved about a create whose answer was lost: ``ours`` (exactly one
     matching record appeared since the run began, no other unsettled create of this run
-    could own it, and either it holds the create's value of a unique field or no other
-    writer created a record in the object since the run's baseline), ``absent``
-    (nothing new matches: sending again cannot duplicate), ``ambiguous`` (several new
-    matches, one another create of this run may own, or other writers created records
-    meanwhile: ``candidates``, ``why``), ``unprovable`` (no lookup possible, or it
-    failed: ``why``)."""
+    could own it, and it holds the create's value of a unique field), ``absent``
+    (nothing new matches: sending again cannot duplicate), ``ambiguous`` (new matches
+    that are not provably ours: several, one another create of this run may own, or one
+    without a unique value, which another writer's identical create would equal:
+    ``candidates``, ``why``), ``unprovable`` (no lookup possible, or it failed:
+    ``why``)."""
 
     state: Literal["ours", "absent", "ambiguous", "unprovable"]
     record_id: str | None = None
@@ -445,7 +445,6 @@ def take_baseline(run: RunState) -> None:
     if not provable:
         return
     where_ = where(run.source)
-    run.created_after = _high_water(run, where_)
     recs: dict[str, dict[str, Any]] = {}
     try:
         if all(keyed[t] for t in provable):
@@ -468,65 +467,18 @@ def take_baseline(run: RunState) -> None:
         run.before[t] = frozenset(ids)
 
 
-def _high_water(run: RunState, where_: Any) -> int | None:
-    """The largest auto-increment value before the run's first create (0: no record;
-    None: no such field, or it could not be read): what was created since is above it,
-    so a lookup can tell whether other writers created records meanwhile."""
-    auto = run.layout.auto_increment
-    if auto is None:
-        return None
-    run.counter.add("lookups")
-    try:
-        page = run.client.get_page(where_, 1, 1, sort_field=auto, sort_order="desc")
-    except SvcError:
-        return None
-    recs = page.get("records") or []
-    return _auto_value(recs[0], auto) if recs else 0
-
-
-def _auto_value(rec: Mapping[str, Any], auto: str) -> int | None:
-    for raw in (rec.get(f"{auto}_raw"), rec.get(auto)):
-        try:
-            return int(float(str(raw).replace(",", "")))
-        except (TypeError, ValueError):
-            continue
-    return None
-
-
-def _others_created(run: RunState, tmp: str, candidates: Sequence[str]) -> str:
-    """Why other writers' creates could explain ``candidates`` ("" when they cannot):
-    every record created since the baseline (above its auto-increment high-water mark)
-    must be this run's (answered, adopted, or matching one of its creates still
-    unsettled), and no more than those unsettled creates. A unique value of the create
-    proves it alone: the service holds one record per value."""
+def _not_ours_alone(run: RunState, tmp: str) -> str:
+    """Why the one new match of a lost create is not provably ours ("" when it is): only a
+    unique field's value in the create proves it, since the service holds one record per
+    value. Without one, nothing the service shows tells our record from another writer's
+    with the same values, made while ours was lost before the service stored it: no count
+    of the records created meanwhile can, as they number the same either way."""
     body = run.plan.wanted.get(tmp, {})
     fields = run.layout.fields
     if any(fields[k].unique and k in run.payloads.get(tmp, {}) for k in body):
         return ""
-    auto, mark = run.layout.auto_increment, run.created_after
-    if auto is None or mark is None:
-        return "no auto-increment field to tell other writers' creates apart"
-    rule = {"match": "and", "rules": [{"field": auto, "operator": "higher than",
-                                       "value": mark}]}
-    try:
-        recs = _fetch_lookup(run, where(run.source), {"filters": json.dumps(rule)})
-    except SvcError as exc:
-        return f"the look at records created meanwhile failed: {exc.message}"
-    with run.adopt_lock:
-        unsettled = list(run.unsettled_creates)
-        mine = run.adopted
-        rest = [r for r in recs if str(r["id"]) not in mine]
-    if len(rest) > len(unsettled):
-        return (f"{len(rest)} records were created meanwhile by others or by this run's "
-                f"{len(unsettled)} unanswered creates: another writer is at work")
-    owned = _matching(run, rest, unsettled)
-    strangers = [str(r["id"]) for r in rest
-                 if not any(str(r["id"]) in ids for ids in owned.values())]
-    if strangers:
-        return (f"another writer created {len(strangers)} record"
-                f"{'s' if len(strangers) != 1 else ''} meanwhile, so a record with these "
-                "values may be theirs")
-    return ""
+    return ("no unique field's value proves it: another writer's create with the same "
+            "values would look the same")
 
 
 def _fetch_lookup(run: RunState, where_: Any, params: dict[str, Any] | None,
@@ -562,7 +514,7 @@ def lookup_created(run: RunState, tmp: str, body: Mapping[str, Any],
             if others else {}
         if len(new) != 1 or any(new[0] in ids for ids in owned.values()):
             return Match("ambiguous", candidates=tuple(new))
-    why = _others_created(run, tmp, new)
+    why = _not_ours_alone(run, tmp)
     with run.adopt_lock:
         if why or new[0] in run.adopted:
             return Match("ambiguous", candidates=tuple(new), why=why)

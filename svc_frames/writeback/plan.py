@@ -126,11 +126,6 @@ class Layout:
                     rules.append({"field": key, "operator": "is", "value": stored})
         return rules[:5]
 
-    @property
-    def auto_increment(self) -> str | None:
-        """The object's auto-increment field (None without one)."""
-        return next((k for k, f in self.fields.items() if f.kind == "auto_increment"), None)
-
     def key_field(self, base: Frames | None) -> tuple[str, pd.Series] | None:
         """A field whose loaded value identifies a record (auto increment, or unique), with
         the values by record id: list requests cannot filter on the record id itself.
@@ -217,8 +212,7 @@ def baseline_requests(layout: Layout, base: Frames | None,
     """The requests of ``apply.take_baseline`` before the creates ``bodies`` (the same
     rules): one OR-filter per ``REREAD_CHUNK`` distinct lookup values (a page each, when
     fewer than a page of records match), or the whole list's pages when a create has no
-    such value and the object is small, and one row for the auto-increment high-water
-    mark when the object has that field; none when no create can be looked up.
+    such value and the object is small; none when no create can be looked up.
 
     Usage: ``baseline_requests(layout, plan.base, [plan.payloads["new:0"]])``"""
     known = len(base.main) if base is not None else 0
@@ -226,11 +220,10 @@ def baseline_requests(layout: Layout, base: Frames | None,
     provable = [r for r in rules if r or known <= LOOKUP_SCAN_LIMIT]
     if not provable:
         return 0
-    mark = 1 if layout.auto_increment is not None else 0   # the high-water mark
     if all(provable):
         distinct = {json.dumps(r[0], sort_keys=True, default=str) for r in provable}
-        return mark + -(-len(distinct) // REREAD_CHUNK)
-    return mark + max(1, list_pages(known))
+        return -(-len(distinct) // REREAD_CHUNK)
+    return max(1, list_pages(known))
 
 
 @dataclass(frozen=True)

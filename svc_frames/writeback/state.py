@@ -53,9 +53,6 @@ class RunState:
     # and creates sent but not settled: a lookup adopts only a record provably its own
     before: dict[str, frozenset[str] | None] = field(default_factory=dict)
     unsettled_creates: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # the auto-increment high-water mark before the first create (None: unknown): a
-    # lookup counts what others created since
-    created_after: int | None = None
     # updates/deletes whose answer was lost (rid -> body sent): re-read before the report
     unanswered: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the live guard: when each record was last re-read (monotonic seconds), and each
