@@ -213,6 +213,12 @@ class Frames:
         Column -> the records whose wall time there the application's timezone skips (a
         daylight-saving gap): held as the first valid instant, warned about once by the
         load, and sent back as the server stores it when untouched.
+    sent_creates : dict of str to list of str or None, optional
+        Rows to create whose create ``write_back`` sent without learning its outcome (the
+        report said ``unknown``): row label -> the ids that matched its values before it
+        was sent (None: not known). The next ``write_back`` of these frames looks the
+        record up before sending it again, as with a journal's intent, so a re-run does
+        not create it twice.
 
     See Also
     --------
@@ -234,6 +240,9 @@ class Frames:
     # column -> the records whose wall time there the app's timezone skips (a daylight-
     # saving gap): held as the first valid instant; the load warns about them once
     skipped: dict[str, list[str]] = dc_field(default_factory=dict, repr=False)
+    # row label -> ids matching it before a create sent with an unknown outcome (None:
+    # not known): the next write_back looks before sending it again (writeback/apply.py)
+    sent_creates: dict[str, list[str] | None] = dc_field(default_factory=dict, repr=False)
 
     def snapshot(self) -> Frames:
         """A copy of the data as it is now, as the loaders keep it in ``original`` for diffing.

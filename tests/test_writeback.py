@@ -1037,6 +1037,34 @@ def test_lost_create_answer_is_found_not_repeated(fresh: LocalService, tmp_path:
     assert rid in report.table["message"].iloc[0]
 
 
+def test_a_create_left_unknown_is_not_sent_again_by_the_next_run(fresh: LocalService) -> None:
+    client = client_for(fresh, backoff=0.01)
+    frames = load(client, "object_3")
+    (tmp,) = add_rows(frames, [{"field_12": "only once"}])
+    fresh.emulation.inject("cut", method="POST", path_prefix="/v1/objects/object_3")
+    first = write_back(client, frames, progress=False)
+    assert first.table["status"].tolist() == ["unknown"]
+    assert tmp in frames.sent_creates            # remembered with the frames
+
+    def stored() -> list[str]:
+        now = load(client, "object_3").main
+        return now.index[now["field_12"] == "only once"].tolist()
+
+    (rid,) = stored()
+    # the same call again (no journal): looked up, found, named, not sent again
+    second = write_back(client, frames, progress=False)
+    assert second.table["status"].tolist() == ["unknown"]
+    assert "earlier run" in second.table["message"].iloc[0] and rid in \
+        second.table["message"].iloc[0]
+    assert fresh.request_log.count(method="POST", applied=True) == 1 and stored() == [rid]
+    # the analyst checked and removed it on the server: the next run finds nothing new
+    # since the first send and creates it
+    client.delete_record("object_3", rid)
+    third = write_back(client, frames, progress=False)
+    assert third.table["status"].tolist() == ["applied"]
+    assert len(stored()) == 1 and tmp not in frames.sent_creates
+
+
 def test_label_columns_and_a_view_source(fresh: LocalService) -> None:
     client = client_for(fresh)
     frames = read_object(client, "object_3", progress=False, columns="labels")

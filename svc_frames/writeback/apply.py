@@ -29,7 +29,8 @@ from .target import where
 from .uploads import resolve_uploads
 from .values import Values, decode_records, response_record, same
 
-__all__ = ["apply", "take_baseline", "lookup_created", "Match", "LiveBatches"]
+__all__ = ["apply", "take_baseline", "lookup_created", "Match", "LiveBatches",
+           "sent_earlier"]
 
 _ORDER = {"update": 0, "create": 1, "delete": 2}
 
@@ -307,6 +308,18 @@ def _intent(run: RunState, tmp: str) -> None:
                  before=sorted(before) if before is not None else None)
 
 
+def sent_earlier(run: RunState, tmp: str) -> tuple[list[str] | None] | None:
+    """``(before,)`` when an earlier run sent this create and never learned its outcome
+    (the journal's intent, or the frames' ``sent_creates``), with the ids that matched
+    it before; None when it was not sent before."""
+    if run.jr and run.keys[tmp] in run.jr.intents:
+        return (run.jr.intents[run.keys[tmp]].get("before"),)
+    edited = run.plan.edited
+    if edited is not None and tmp in edited.sent_creates:
+        return (edited.sent_creates[tmp],)
+    return None
+
+
 def create(run: RunState, tmp: str) -> Outcome:
     """A create is never repeated blindly: after an unknown outcome the record is looked
     up first, adopted only when provably ours, and sent again only when proven absent."""
@@ -314,11 +327,13 @@ def create(run: RunState, tmp: str) -> Outcome:
     key = run.keys[tmp]
     body = resolve_uploads(run, tmp, run.payloads[tmp])
     fields = list(body)
-    if jr and key in jr.intents:   # an earlier run sent it, never heard back
-        prior = jr.intents[key].get("before")
+    earlier = sent_earlier(run, tmp)
+    if earlier is not None:   # an earlier run sent it, never heard back
+        prior = earlier[0]
         m = lookup_created(run, tmp, body, frozenset(prior) if prior is not None else None)
         if m.state == "ours":
-            jr.write("ack", key, action="create", record_id=tmp, new_id=m.record_id)
+            if jr:
+                jr.write("ack", key, action="create", record_id=tmp, new_id=m.record_id)
             return Outcome(tmp, "create", fields, "applied",
                            "created by an earlier run (found)", None, m.record_id)
         if m.state != "absent":

@@ -17,6 +17,7 @@ import pandas as pd
 from ..arrowcols import member
 from ..errors import SvcError
 from ..frames import Frames
+from .apply import sent_earlier
 from .plan import Layout, Plan
 from .report import Outcome
 from .state import RunState
@@ -33,6 +34,25 @@ def follow(run: RunState, edited: Frames) -> None:
         if o.action == "create" and o.record_id in run.outcomes:
             o.new_id = run.outcomes[o.record_id].new_id   # the created record's id
     refresh_frames(edited, run.plan, run.layout, run.outcomes, run.server_now, pending)
+    if run.plan.edited is edited:
+        _remember_sent_creates(edited, run)
+
+
+def _remember_sent_creates(edited: Frames, run: RunState) -> None:
+    """Creates this run sent without learning their outcome go into
+    ``edited.sent_creates`` (with the ids that matched them before the first send, kept
+    from the earliest run), so the next write_back looks before sending them again; a
+    create now settled (applied, or provably not stored) leaves it."""
+    for tmp, o in run.outcomes.items():
+        if o.action != "create":
+            continue
+        if o.status == "unknown":
+            if tmp not in edited.sent_creates:
+                earlier = sent_earlier(run, tmp)   # a journal's intent: its ids
+                before = earlier[0] if earlier is not None else run.before.get(tmp)
+                edited.sent_creates[tmp] = sorted(before) if before is not None else None
+        elif o.status in ("applied", "failed"):
+            edited.sent_creates.pop(tmp, None)
 
 
 def refresh_frames(edited: Frames, plan: Plan, layout: Layout, outcomes: Mapping[str, Outcome],
