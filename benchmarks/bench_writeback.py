@@ -242,7 +242,7 @@ def bench_faults_one_call(updates: int = 200, creates: int = 40, rate: float = 0
             statuses = report.counts
             # a create whose answer was lost after the service stored it has no unique
             # value to prove the record it finds is its own: unknown, naming it; a
-            # second call would send it again, so it is not a reason to call again
+            # second call finds it again (frames.sent_creates) and changes nothing
             if set(statuses) <= {"applied", "unknown"}:
                 break
         wall = time.perf_counter() - t0
