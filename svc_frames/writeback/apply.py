@@ -59,8 +59,9 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
             if live is not None and run.todo.get(batch[0]) != "create" \
                     and not _stopped(run):
                 # settles conflicts (they leave run.todo); behind the quota's gate
-                if _reread(run, live, batch, "rereads"):
-                    spare.left += live.cost(batch)
+                cost = live.cost(batch)
+                if _reread(run, live, batch, "rereads", cost):
+                    spare.left += cost
             for rid in batch:
                 if rid in run.outcomes:
                     bar.update(1)
@@ -98,12 +99,12 @@ class _Spare:
     left: int = 0
 
 
-def _reread(run: RunState, live: LiveBatches, ids: Sequence[str], purpose: str) -> bool:
-    """The live guard's re-read of ``ids``, its requests claimed of the quota's gate like
-    a write's; False when the gate is shut (nothing sent: the records are then
-    ``not_applied`` with the gate's reason)."""
+def _reread(run: RunState, live: LiveBatches, ids: Sequence[str], purpose: str,
+            cost: int) -> bool:
+    """The live guard's re-read of ``ids`` (``cost`` requests: ``live.cost(ids)``),
+    claimed of the quota's gate like a write; False when the gate is shut (nothing sent:
+    the records are then ``not_applied`` with the gate's reason)."""
     gate = run.gate
-    cost = live.cost(ids)
     if gate is not None and gate.claim(cost):
         return False
     try:
@@ -152,7 +153,7 @@ def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
                 bar.update(1)
             return
         spare.left -= cost
-        _reread(run, live, late, "late")   # a shut gate leaves them to _one: not_applied
+        _reread(run, live, late, "late", cost)   # a shut gate: _one says not_applied
         for rid in late:
             if rid in run.outcomes:
                 bar.update(1)

@@ -11,9 +11,9 @@ Usage::
 A record is claimed whole (its write and the uploads it places), so it is sent whole or
 not at all. The live guard's re-reads are claimed the same way (``apply._reread``), and
 its check after the writes is kept back from the start (``QuotaGate``'s ``owed``), so the
-whole run stays above the reserve. When the gate shuts (the reserve reached, or a ``QuotaExceeded`` from quota
-spent elsewhere), writes in flight finish and every later record is ``not_applied`` with
-the reason; the run's Report says how to resume.
+whole run stays above the reserve. When the gate shuts (the reserve reached, or a
+``QuotaExceeded`` from quota spent elsewhere), writes in flight finish and every later
+record is ``not_applied`` with the reason; the run's Report says how to resume.
 """
 
 from __future__ import annotations

@@ -24,12 +24,12 @@ class QuotaGate:
     """Claims of the daily quota by concurrent writers (thread-safe).
 
     ``claim(n)`` lets a record's ``n`` requests go when what is left of the quota once
-    the claims in hand are sent, less ``owed``, stays at or above the reserve; otherwise it
-    shuts the gate and says why. ``owed`` is what the run sends after its last claim (the
-    live guard's check of what it wrote): kept back from the start, so that the check too
-    stays above the reserve. The first record goes alone: its answer, the only one in flight, tells
-    the quota exactly (the run's own count starts there), or tells that the service does
-    not report one (then the gate stays open). The count errs on the safe side (see
+    the claims in hand are sent, less ``owed``, stays at or above the reserve; otherwise
+    it shuts the gate and says why. ``owed`` is what the run sends after its last claim
+    (the live guard's check of what it wrote): kept back from the start, so that the
+    check too stays above the reserve. The first record goes alone: its answer, the only
+    one in flight, tells the quota exactly (the run's own count starts there), or tells
+    that the service does not report one (then the gate stays open). The count errs on the safe side (see
     ``_left``): a claim counts until its record's write is answered.
 
     Usage: ``gate = QuotaGate(client, 100); why = gate.claim(1); ...; gate.release(1)``"""
