@@ -121,6 +121,22 @@ def test_starts_leave_by_the_window_and_a_lone_request_never_waits() -> None:
     assert all(sum(1 for s in starts if t <= s < t + 1.05) <= 10 for t in starts)
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_next_start_says_when_a_start_would_go_and_books_nothing(shared: bool,
+                                                                 tmp_path: Path) -> None:
+    clock = FakeClock()
+    ledger = FileLedger(tmp_path / "peek.pace") if shared else None
+    limiter = RateLimiter(10, clock=clock, sleep=clock.sleep, ledger=ledger)
+    for expected in [1000.0] * 10 + [1001.05] * 10 + [1002.1]:
+        # asked twice, then taken: the start booked is the one it said
+        assert limiter.next_start() == limiter.next_start() == pytest.approx(expected)
+        limiter.acquire()
+        assert clock.now == pytest.approx(expected)
+    limiter.block_for(5.0)   # a Retry-After holds it, a peek included
+    assert limiter.next_start() == pytest.approx(clock.now + 5.0)
+    assert RateLimiter(0, clock=clock).next_start() == clock.now   # unpaced: now
+
+
 def test_limiter_below_one_per_second_spaces_starts() -> None:
     clock = FakeClock()
     limiter = RateLimiter(0.5, clock=clock, sleep=clock.sleep)

@@ -22,7 +22,9 @@ from svc_frames.read.keyset import (
     gap_checks,
     ordered_key_values,
     page_gaps,
+    page_span,
     plan_ranges,
+    span_gaps,
 )
 from svc_frames.read.load import load
 from svc_frames.read.pager import Page, Paginator
@@ -38,6 +40,23 @@ def test_page_gaps_are_the_holes_between_pages_and_after_an_empty_one() -> None:
     assert page_gaps([[1, 2, 3], [3, 4]]) == []                    # a repeat: no hole
     assert page_gaps([[1, 2, 3], [5, 6], []]) == [(3, 5), (6, None)]
     assert page_gaps([[1, 2]]) == [] and page_gaps([]) == []
+
+
+def test_a_range_between_two_pages_leaves_no_gap_on_either_side() -> None:
+    # pages by number answer for their first value to their last; a range between two
+    # of them for its whole range, so no hole is left at its edges (even an empty one)
+    assert page_span([5, 6, 8]) == (4, 8) and page_span([]) is None
+    between = KeyRange(3, 8)
+    assert page_span([5, 7], between) == (3, 8) and page_span([], between) == (3, 8)
+    spans = [page_span([1, 2, 3]), page_span([5, 7], between), page_span([9, 11])]
+    assert span_gaps(spans) == []
+    # a range that held more than a page answered up to its last value only
+    spans[1] = page_span([5, 7], between, complete=False)
+    assert span_gaps(spans) == [(7, 9)] and gap_checks(span_gaps(spans)) == [
+        KeyValues((8,))]
+    # an open range (the last page came empty) leaves nothing after it
+    assert span_gaps([page_span([1, 2]), page_span([], KeyRange(2, None)), None]) == []
+    assert span_gaps([page_span([1, 2]), None]) == [(2, None)]
 
 
 def test_gap_checks_list_narrow_gaps_and_range_wide_or_open_ones() -> None:
@@ -224,6 +243,48 @@ def test_dense_values_and_no_edits_cost_the_pages_alone() -> None:
         assert len(listing) == len(recs) == 8                  # 30 records, pages of 4
         assert not any("filters=" in q for q in listing)
         assert pager.passes[0].reason.endswith("0 gap check(s)")
+
+
+def test_the_page_before_the_last_goes_between_its_neighbours_with_the_gap_check_beside(
+        ) -> None:
+    """Paced at 5 requests a second, five ordered pages of 4 asked one at a time: page 4
+    is asked for last, as the records between pages 3 and 5 (both in by then). Nothing
+    can fall between it and them, so no check waits for its answer: a load without edits
+    sends the five pages alone; with a record deleted once page 1 is in (a hole between
+    pages 1 and 2) the gap check leaves beside the range, in the same second of the
+    pace, not a round trip (250 ms) after its answer. Each load holds every record once,
+    in order."""
+    with LocalService(demo=True, records=20, rate_limit=0, latency_ms=250, seed=34) as svc:
+        start = _ids(svc)[:18]
+        for rid in _ids(svc)[18:]:   # 18 records: five pages of 4, the last of 2
+            requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{rid}",
+                            headers=svc.headers(), timeout=30).raise_for_status()
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=5, max_workers=1)
+        client.schema()
+        for edit in (False, True):
+            time.sleep(1.1)   # the schema's (or the last load's) starts out of the window
+            svc.request_log.clear()
+            done, on_page = _delete_once_page_one_is_answered(svc, start[0])
+            pager = Paginator(client, OBJ, rows_per_page=4, keyset=True,
+                              on_page=on_page if edit else None)
+            list(pager.iter_pages())
+            assert pager.final_ids == start and done.is_set() == edit
+            listing = [e for e in svc.request_log.entries
+                       if e.path == f"/v1/objects/{OBJ}/records"]
+            ranged = [e for e in listing if "higher" in e.query]
+            checks = [e for e in listing if "%22is%22" in e.query]
+            assert len(ranged) == 1 and len(checks) == int(edit)
+            assert len(listing) == 5 + int(edit)
+            if edit:
+                assert abs(checks[0].time - ranged[0].time) < 0.15
+                assert pager.reordered
+        # unpaced, page 4 goes by its number (nothing to wait out)
+        client.limiter.rate = 0
+        pager = Paginator(client, OBJ, rows_per_page=4, keyset=True)
+        svc.request_log.clear()
+        assert pager.records() and not any(
+            "higher" in e.query for e in svc.request_log.entries)
 
 
 def test_holes_in_the_values_cost_one_check() -> None:

@@ -161,6 +161,15 @@ def test_latest_only_keeps_a_repeated_record_on_its_last_page() -> None:
     assert list(a.main.index) == ["1"] and list(a.tables["t"]["record_id"]) == ["1"]
     assert list(b.main["v"]) == ["new", "new"] and list(b.tables["t"]["record_id"]) == [
         "2", "3"]
+    # on three parts: the last keeps it; a part without a repeat is passed as it is
+    parts = [part(["1", "2"], "a"), part(["5"], "b"), part(["2", "3"], "c"),
+             part(["3", "2", "4"], "d")]
+    for repeated in (None, {"2", "3"}):   # found here, or the pass's
+        out = latest_only(parts, repeated)
+        assert [list(f.main.index) for f in out] == [["1"], ["5"], [], ["3", "2", "4"]]
+        assert out[1] is parts[1] and out[3] is parts[3]
+    clean = [part(["1"], "a"), part(["2"], "b")]
+    assert latest_only(clean) == clean
 
 
 def _part(source: Source, ids: list[str], value: str) -> Frames:
@@ -194,8 +203,7 @@ def test_page_parts_join_while_the_pager_waits_and_keep_the_order() -> None:
         pd.testing.assert_frame_equal(got.tables[name], table)
 
 
-def test_page_parts_join_only_equal_runs_of_the_current_clean_pass(svc: LocalService
-                                                                     ) -> None:
+def test_page_parts_join_only_equal_runs_of_the_current_pass(svc: LocalService) -> None:
     source = Source("object", WO, [])
     pager = Paginator(client_of(svc), WO)   # no request is sent here
     parts = PageParts(pager)
@@ -206,16 +214,17 @@ def test_page_parts_join_only_equal_runs_of_the_current_clean_pass(svc: LocalSer
     # pages 0+1 joined at the second page; the third waits for a partner
     assert [len(f.main) for _, f in parts] == [2, 1]
     pager.passes.append(PassReport(2))   # a new pass: the old one's parts stay as they are
-    parts.append(2, _part(source, ["a"], "q"))
-    parts.append(2, _part(source, ["b"], "q"))
-    pager.passes[-1].duplicates = 1      # a record came twice: a joined part could hide it
-    parts.join_some()
-    assert [len(f.main) for _, f in parts] == [2, 1, 1, 1]
-    pager.passes[-1].duplicates = 0
+    parts.append(2, _part(source, ["a", "b"], "old"))
+    parts.append(2, _part(source, ["b", "c"], "new"))
+    pager.passes[-1].duplicates = 1      # "b" came twice: the join keeps its later copy
+    pager.passes[-1].repeated = {"b"}
     parts.join_some()
     assert [(n, list(f.main.index)) for n, f in parts] == [
-        (1, ["0", "1"]), (1, ["2"]), (2, ["a", "b"])]
-    assert list(parts)[2][1].tables["t"]["record_id"].tolist() == ["a", "b"]
+        (1, ["0", "1"]), (1, ["2"]), (2, ["a", "b", "c"])]
+    joined = list(parts)[2][1]
+    assert joined.main["v"].tolist() == ["old", "new", "new"]
+    assert joined.tables["t"]["record_id"].tolist() == ["a", "b", "c"]
+    assert joined.tables["t"]["x"].tolist() == ["old", "new", "new"]
     # a pager keeping hashes only counts its repeats at the end of a pass: never joined
     hashed = Paginator(client_of(svc), WO, keep_ids=False)
     hashed.passes.append(PassReport(1))

@@ -199,6 +199,29 @@ class RateLimiter:
             if self._clock() >= self._blocked_until:  # no 429 came in meanwhile
                 return waited
 
+    def next_start(self) -> float:
+        """When a start asked for now would be booked (on ``now()``), without booking it:
+        a caller that chooses what to send in that slot can wait until then for answers
+        that change its choice, at no cost to the pace.
+
+        Examples
+        --------
+        >>> limiter = RateLimiter(1, clock=lambda: 100.0)
+        >>> limiter.next_start()
+        100.0
+        >>> limiter.acquire()
+        0.0
+        >>> limiter.next_start()
+        101.05
+        """
+        now = self._clock()
+        with self._lock:
+            start = max(now, self._blocked_until)
+            if not self._rate:
+                return start
+            # booked on a copy: the ledger keeps its starts as they were
+            return self._ledger.update(lambda starts: self._book(list(starts), t=start))
+
     def _book(self, starts: list[Start], t: float) -> float:
         """Book the earliest start at or after ``t`` (``starts`` sorted; lock held) that
         the sliding window allows or, once the offset is bounded, that the service's

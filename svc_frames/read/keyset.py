@@ -17,8 +17,12 @@ page to the end of the one before after that one was answered, so its value lies
 strictly between one page's last value and the next page's first (``page_gaps``). The
 values in those gaps are asked for at the end, ``VALUES_PER_CHECK`` to a request (an "or"
 of ``is`` rules), a wide gap as a range of its own (``gap_checks``). When nothing moved
-and the values have no holes, there is nothing to check: the pages alone. Proof and
-costs: ARCHITECTURE.md, "Keyset paging".
+and the values have no holes, there is nothing to check: the pages alone. In a paced
+load the page before the last is asked for last, as the range between its neighbours'
+values when both are answered by its turn in the pace: nothing lies between it and
+them, so the check of the other gaps goes beside it (``page_span``, ``span_gaps``: what
+each page answered for, and the holes between). Proof and costs: ARCHITECTURE.md,
+"Keyset paging".
 
 **Ranges** (a filtered load, or values spread thin): page 1 sorted by the key, ascending
 (its records are every record up to its last value), and beside it the largest value
@@ -34,6 +38,7 @@ Usage::
     for rng in plan_ranges(keys, first.total_records, 1000):
         query = rng.query(load_query, "field_24")   # AND-ed with the load's own filters
     checks = gap_checks(page_gaps([[1, 2, 3], [5, 6], [9]]))   # values 4, 7 and 8
+    checks = gap_checks(span_gaps([(0, 3), (3, 6), (8, 9)]))    # 7 and 8: (3, 6] a range
 """
 
 from __future__ import annotations
@@ -47,8 +52,8 @@ from typing import Any
 from ..query import Query
 from .rawpages import RawRecord
 
-__all__ = ["KeyRange", "KeyValues", "plan_ranges", "key_values", "key_value", "page_gaps",
-           "gap_checks", "dense", "FILL", "FILL_MEASURED", "DENSE", "VALUES_PER_CHECK"]
+__all__ = ["KeyRange", "KeyValues", "Span", "plan_ranges", "key_values", "key_value",
+           "page_gaps", "page_span", "span_gaps", "gap_checks", "dense", "FILL", "FILL_MEASURED", "DENSE", "VALUES_PER_CHECK"]
 
 #: Share of a page a range is planned to fill: values are spread unevenly (deleted
 #: records leave gaps), and a range that overflows costs one more request, in sequence.
@@ -194,6 +199,43 @@ def dense(first_keys: Sequence[int]) -> bool:
     return len(first_keys) / (first_keys[-1] - first_keys[0] + 1) >= DENSE
 
 
+Span = tuple[int, "int | None"]
+"""The key values a page answered for: every record whose value ``v`` has ``after < v <=
+upto`` (``upto`` None: no end) at the time of its answer came on it."""
+
+
+def page_span(keys: Sequence[int], key_range: KeyRange | KeyValues | None = None,
+              complete: bool = True) -> Span | None:
+    """What an ordered page answered for (``Span``): a page by number its first value to
+    its last (None when it came empty: where the list ended is not known); a page asked
+    for as the range between two pages by number (``key_range``) that range, or up to
+    its last value when it held more than a page (``complete`` False).
+    Usage: ``page_span([5, 6, 8])`` is ``(4, 8)``"""
+    if isinstance(key_range, KeyRange) and key_range.after is not None:
+        if complete or not keys:
+            return (key_range.after, key_range.upto)
+        return (key_range.after, keys[-1])
+    if not keys:
+        return None
+    return (keys[0] - 1, keys[-1])
+
+
+def span_gaps(spans: Sequence[Span | None]) -> list[tuple[int, int | None]]:
+    """The gaps between consecutive spans of ordered pages (``page_span``, in page
+    order), as ``page_gaps`` gives them: ``(last, first)`` when values lie between a
+    span's end and the next one's start, ``(last, None)`` when an empty page follows.
+    Usage: ``span_gaps([(0, 3), (3, 6), (8, 9)])`` is ``[(6, 9)]``"""
+    out: list[tuple[int, int | None]] = []
+    for span, after in zip(spans, spans[1:], strict=False):
+        if span is None or span[1] is None:
+            continue
+        if after is None:
+            out.append((span[1], None))
+        elif after[0] > span[1]:
+            out.append((span[1], after[0] + 1))
+    return out
+
+
 def page_gaps(pages_keys: Sequence[Sequence[int]]) -> list[tuple[int, int | None]]:
     """The gaps between consecutive ordered pages (each page's values, ascending, in page
     order): ``(last, first)`` when the next page's first value is more than one past the
@@ -202,15 +244,7 @@ def page_gaps(pages_keys: Sequence[Sequence[int]]) -> list[tuple[int, int | None
     existed throughout and that no page returned has its value strictly inside one of
     them (keyset.py's docstring; ARCHITECTURE.md has the proof).
     Usage: ``page_gaps([[1, 2, 3], [5, 6], []])`` is ``[(3, 5), (6, None)]``"""
-    out: list[tuple[int, int | None]] = []
-    for page, after in zip(pages_keys, pages_keys[1:], strict=False):
-        if not page:
-            continue
-        if not after:
-            out.append((page[-1], None))
-        elif after[0] > page[-1] + 1:
-            out.append((page[-1], after[0]))
-    return out
+    return span_gaps([page_span(keys) for keys in pages_keys])
 
 
 def gap_checks(gaps: Sequence[tuple[int, int | None]], per_check: int = VALUES_PER_CHECK

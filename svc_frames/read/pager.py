@@ -37,8 +37,10 @@ import operator
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import partial
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -51,12 +53,14 @@ from ..schema import Schema
 from .keyset import (
     KeyRange,
     KeyValues,
+    Span,
     dense,
     gap_checks,
     key_values,
     ordered_key_values,
-    page_gaps,
+    page_span,
     plan_ranges,
+    span_gaps,
 )
 from .rawpages import RawRecord, raw_page_parser
 
@@ -120,6 +124,28 @@ class Page:
     key_range: KeyRange | KeyValues | None = None
 
 
+def _in_key_order(ids: list[str], pages_keys: Sequence[Sequence[int]],
+                  pages_ids: Sequence[Sequence[str]]) -> list[str]:
+    """``ids`` (each once) in the order of their key values, read from the pages' values
+    and ids side by side (a record on two pages has one value: it comes once). A page
+    without its values (``[]``) puts its ids last, in page order."""
+    if all(len(k) == len(i) for k, i in zip(pages_keys, pages_ids, strict=True)):
+        keys = np.fromiter(chain.from_iterable(pages_keys), dtype=np.int64)
+        _, first = np.unique(keys, return_index=True)   # ascending, a repeat once
+        every = list(chain.from_iterable(pages_ids))
+        ordered = [every[i] for i in first.tolist()]
+        if len(ordered) == len(ids):   # one value per record, as an auto-increment field
+            return ordered
+    order = {rid: k for keys_, ids_ in zip(pages_keys, pages_ids, strict=True)
+             for k, rid in zip(keys_, ids_, strict=False)}
+    return sorted(ids, key=lambda rid: order.get(rid, math.inf))
+
+
+def _span_of(page: Page, keys: Sequence[int]) -> Span | None:
+    """What an ordered page (its key values ``keys``) answered for (``page_span``)."""
+    return page_span(keys, page.key_range, page.total_records <= len(page.records))
+
+
 @dataclass
 class PassReport:
     """What one pass over the pages saw."""
@@ -130,6 +156,7 @@ class PassReport:
     distinct: int = 0
     totals: set[int] = field(default_factory=set)
     duplicates: int = 0
+    repeated: set[str] = field(default_factory=set)   # the ids that came twice or more
     consistent: bool = False
     reason: str = ""
     stopped: bool = False  # the caller's stop condition ended it (see Paginator)
@@ -162,6 +189,7 @@ class _Seen:
         for rid in page_ids:
             if rid in self.seen:
                 report.duplicates += 1
+                report.repeated.add(rid)
             else:
                 self.seen.add(rid)
                 self.ids.append(rid)
@@ -374,12 +402,15 @@ class Paginator:
         return max(n, 1)
 
     def _one_pass(self, pass_no: int, first: Page | None = None,
-                  on_all_in: Callable[[list[Page]], None] | None = None) -> Iterator[Page]:
+                  on_all_in: Callable[[list[Page]], None] | None = None,
+                  submit: Callable[[ThreadPoolExecutor, int], Future[Page]] | None = None
+                  ) -> Iterator[Page]:
         """Yield the pages of one pass, in order, fetched concurrently within the pace
         (``first``: its page 1, fetched already). ``on_all_in`` is called once, with the
         pages not yet handed out, when the consumer asks for a page and every page the
         pass planned has been answered: a consumer slower than the pages learns what
-        they hold before it has decoded them (the keyset pass sends its gap check then)."""
+        they hold before it has decoded them (the keyset pass sends its gap check then).
+        ``submit(pool, number)`` asks for page ``number`` (default: by its number)."""
         first = first or self._fetch(1, pass_no)
         if pass_no == 1:
             self.total_records, self.total_pages = first.total_records, first.total_pages
@@ -412,7 +443,8 @@ class Paginator:
                 # page handed out
                 window = min(self.prefetch, 4 * (number - 1))
                 while next_submit <= wanted and len(pending) < window:
-                    pending[next_submit] = pool.submit(self._fetch, next_submit, pass_no)
+                    pending[next_submit] = submit(pool, next_submit) if submit else \
+                        pool.submit(self._fetch, next_submit, pass_no)
                     next_submit += 1
                 if (next_submit > wanted and self._early is None and wanted > 1
                         and self.verify == "first" and self.key_field is None):
@@ -454,8 +486,8 @@ class Paginator:
                     got += len(page.records)
                     last_full = len(page.records) >= self.rows_per_page
                     top_total = max(top_total, page.total_records)
-                    if not page.records:  # stop on an empty page
-                        break
+                    if not page.records and page.key_range is None:
+                        break   # stop on an empty page (a range may hold none)
                     if self.limit is not None and got >= self.limit:
                         break
                     number += 1
@@ -562,28 +594,94 @@ class Paginator:
         if unfiltered and dense(keys) and first.total_records > len(first.records):
             pages_keys: list[list[int]] = []
             pages_ids: list[list[str]] = []
-            # the gap checks sent once every page was in, and their pages on their way
-            early: tuple[list[KeyRange | KeyValues], Future[list[Page]]] | None = None
+            spans: list[Span | None] = []   # what each page answered for (keyset.py)
+            # the gap checks, sent as soon as the gaps are known: their own and their pages
+            early: Future[tuple[list[KeyRange | KeyValues], list[Page]]] | None = None
             side = ThreadPoolExecutor(max_workers=1, thread_name_prefix="svc-gaps")
+            wanted = self.pages_wanted(first)
+            # the page before the last is asked for last, as the records between its
+            # neighbours when they are in by its turn in the pace (``_fetch_between``):
+            # the gap check then leaves beside it, not one round trip after it
+            between = wanted - 1 if wanted >= 3 else None
+            # what each page by number answered for, noted as it is answered (``None``
+            # in ``unsorted``: not in the key's order); the pages themselves are not
+            # kept here, so each is freed once the consumer has decoded it
+            answered: dict[int, Span | None] = {1: page_span(keys)}
+            unsorted: set[int] = set()
+            noted = threading.Condition()
+            before: list[Future[Page]] = [Future()]   # the latest page by number asked
+            before[0].set_result(first)
+            held: dict[int, Future[Page]] = {}   # the last page, asked ahead of its turn
+
+            def note(number: int, fut: Future[Page]) -> None:
+                try:
+                    k = ordered_key_values(fut.result().records, key)
+                except BaseException:   # noqa: BLE001 - failed or cancelled: the pass raises
+                    k = None
+                with noted:
+                    if k is None:
+                        unsorted.add(number)
+                    else:
+                        answered[number] = page_span(k)
+                    noted.notify_all()
+
+            def by_number(pool: ThreadPoolExecutor, number: int) -> Future[Page]:
+                fut = pool.submit(self._fetch, number, 1)
+                if number <= wanted:
+                    fut.add_done_callback(partial(note, number))
+                return fut
+
+            def submit(pool: ThreadPoolExecutor, number: int) -> Future[Page]:
+                if number in held:
+                    return held.pop(number)
+                if number == between:
+                    held[number + 1] = by_number(pool, number + 1)
+                    return pool.submit(self._fetch_between, number, before[0],
+                                       held[number + 1], checks_beside)
+                before[0] = by_number(pool, number)
+                return before[0]
+
+            def run_checks(checks: list[KeyRange | KeyValues], number: int
+                           ) -> tuple[list[KeyRange | KeyValues], list[Page]]:
+                return checks, list(self._ranged(checks, number, None, idle=False))
+
+            def checks_beside(covered: Span) -> None:
+                """The page between two others goes as a range (``covered``): the gaps
+                of the pages by number are checked beside it, once they are all in."""
+                nonlocal early
+                numbers = [n for n in range(1, wanted + 1) if n != between]
+
+                def check() -> tuple[list[KeyRange | KeyValues], list[Page]]:
+                    with noted:
+                        noted.wait_for(lambda: all(n in answered or n in unsorted
+                                                   for n in numbers))
+                        if unsorted:
+                            return [], []   # the pass raises when it reaches that page
+                        spans_ = [answered[n] for n in numbers]
+                    spans_.insert(wanted - 2, covered)
+                    return run_checks(gap_checks(span_gaps(spans_), self.rows_per_page),
+                                      wanted)
+                early = side.submit(check)
 
             def all_in(rest: list[Page]) -> None:
                 """Every page answered, the consumer still decoding: the gap check goes
                 now, its answer in while the consumer catches up (the gaps are those of
                 the pages as answered, whenever the check is made)."""
                 nonlocal early
-                rest_keys: list[list[int]] = []
+                if early is not None:
+                    return   # sent beside the page between two others
+                rest_spans: list[Span | None] = []
                 for p in rest:
                     k = ordered_key_values(p.records, key)
                     if k is None:
                         return   # the pass raises when it reaches that page
-                    rest_keys.append(k)
-                checks = gap_checks(page_gaps(pages_keys + rest_keys), self.rows_per_page)
+                    rest_spans.append(_span_of(p, k))
+                checks = gap_checks(span_gaps(spans + rest_spans), self.rows_per_page)
                 if checks:
-                    run = self._ranged(checks, len(pages_keys) + len(rest), None, idle=False)
-                    early = (checks, side.submit(list, run))
+                    early = side.submit(run_checks, checks, len(spans) + len(rest))
 
             try:
-                for page in self._one_pass(1, first, on_all_in=all_in):
+                for page in self._one_pass(1, first, on_all_in=all_in, submit=submit):
                     page_keys = ordered_key_values(page.records, key)
                     if page_keys is None:
                         raise ConsistencyError(
@@ -591,16 +689,21 @@ class Paginator:
                             "as asked (or a value is blank): which records moved cannot "
                             "be told; try again, or load with a sort of your own")
                     pages_keys.append(page_keys)
+                    spans.append(_span_of(page, page_keys))
                     pages_ids.append(seen.take(report, page))
                     yield page
-                checks = gap_checks(page_gaps(pages_keys), self.rows_per_page)
+                checks = gap_checks(span_gaps(spans), self.rows_per_page)
                 report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
+                ran: tuple[list[KeyRange | KeyValues], list[Page]] | None = None
+                if early is not None:
+                    try:
+                        ran = self._answer(early)
+                    except Exception:   # noqa: BLE001 - the checks are sent again below
+                        ran = None
                 found: Iterable[Page]
-                if early is not None and early[0] == checks:
-                    found = self._answer(early[1])
+                if ran is not None and ran[0] == checks:
+                    found = ran[1]
                 else:   # the pass went past its plan (the list grew): check it all again
-                    if early is not None:
-                        early[1].exception()   # its pages are not used: wait it out
                     found = self._ranged(checks, report.pages, None)
                 found_any = False
                 for page in found:
@@ -614,9 +717,7 @@ class Paginator:
             if found_any:
                 # what the checks found lies between pages: the ids in the key's order
                 # (the loader puts its frame in it: a load sorted by the key stays so)
-                order = {rid: k for keys_, ids_ in zip(pages_keys, pages_ids, strict=True)
-                         for k, rid in zip(keys_, ids_, strict=False)}
-                seen.ids.sort(key=lambda rid: order.get(rid, math.inf))
+                seen.ids[:] = _in_key_order(seen.ids, pages_keys, pages_ids)
                 self.reordered = True
         else:
             ranges = plan_ranges(keys, first.total_records, self.rows_per_page, top) \
@@ -633,6 +734,40 @@ class Paginator:
             report.reason = f"keyset: {report.pages} ranges of {key}"
         seen.finish(report, self)
         report.consistent = True
+
+    def _fetch_between(self, number: int, before: Future[Page], after: Future[Page],
+                       on_range: Callable[[Span], None]) -> Page:
+        """Ordered page ``number``, asked for after the pages on either side of it: when
+        both are in by the time the pace would let it go, the records whose key lies
+        strictly between them (a ``KeyRange``: no gap on either side of it, and
+        ``on_range`` learns so before it is sent), else the page by its number, no later
+        than that (unpaced: by its number). Nothing lies between them: no request."""
+        key = self.key_field or ""
+        limiter = self.client.limiter
+        if not limiter.rate:
+            return self._fetch(number, 1)   # unpaced: nothing to wait out, by its number
+        # the pace's next slot, asked again as the wait goes: the neighbour asked just
+        # before this page may book its own start meanwhile, and this one's comes after
+        while not (before.done() and after.done()):
+            hold = limiter.next_start() - limiter.now()
+            if hold <= 0:
+                break
+            wait((before, after), timeout=min(hold, 0.05))
+        lo = hi = None
+        if before.done() and after.done() and before.exception() is None \
+                and after.exception() is None:
+            lo = ordered_key_values(before.result().records, key)
+            hi = ordered_key_values(after.result().records, key)
+        if not lo or hi is None:
+            return self._fetch(number, 1)
+        rng = KeyRange(lo[-1], hi[0] - 1 if hi else None)
+        on_range((lo[-1], rng.upto))
+        if rng.upto is not None and rng.upto <= lo[-1]:
+            page = Page(number, [], 0, 0, 1, self.page_format, key_range=rng)
+            if self.on_page is not None:
+                self.on_page(page)
+            return page
+        return self._fetch(number, 1, key_range=rng)
 
     def _ranged(self, ranges: Sequence[KeyRange | KeyValues], number: int,
                 lead: Page | None, idle: bool = True) -> Iterator[Page]:

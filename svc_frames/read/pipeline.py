@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from itertools import chain, repeat
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -116,8 +116,11 @@ class PageParts:
     pair while the next page is still on its way (a binary counter: about log2(pages)
     parts are left, and each page is copied about log2(pages) times, in time otherwise
     spent waiting). A reader that never waits (its decoding is the bottleneck) joins
-    nothing early. Parts are joined only while their pass has seen no record twice: a
-    joined part holds each record once, as ``latest_only`` needs.
+    nothing early. Once the pass has seen a record twice, a join keeps such a record on
+    the later part only (``latest_only``): a joined part still holds each record once, as
+    ``latest_only`` needs at the end (a live application's ordered pages repeat a few
+    records in most loads, and stopping the joins left 40 parts to join after the last
+    answer).
 
     Usage: ``parts = PageParts(pager); parts.append(page.pass_no, frames)``"""
 
@@ -138,8 +141,7 @@ class PageParts:
 
     def join_some(self, waiting: Callable[[], bool] = lambda: True) -> None:
         """Join pairs of adjacent parts of the current pass holding as many pages each,
-        the latest first, while ``waiting()`` (the next page is not in) and that pass has
-        seen no record twice."""
+        the latest first, while ``waiting()`` (the next page is not in)."""
         while waiting() and self._join_one():
             pass
 
@@ -147,7 +149,7 @@ class PageParts:
         """Join the latest such pair; whether there was one."""
         passes = self.pager.passes
         # without ids kept (keep_ids=False) a pass counts its repeats only at its end
-        if not passes or passes[-1].duplicates or not self.pager.keep_ids:
+        if not passes or not self.pager.keep_ids:
             return False
         current = passes[-1].pass_no
         for i in range(len(self._parts) - 1, 0, -1):
@@ -156,7 +158,10 @@ class PageParts:
                 return False
             if n1 == current and k1 == k2:
                 assert f1.source is not None
-                self._parts[i - 1: i + 1] = [(current, concat_frames([f1, f2], f1.source),
+                # a record on both (the pass has seen one twice) is kept on the later
+                pair = latest_only([f1, f2], passes[-1].repeated or None) \
+                    if passes[-1].duplicates else [f1, f2]
+                self._parts[i - 1: i + 1] = [(current, concat_frames(pair, f1.source),
                                               k1 + k2)]
                 return True
         return False
@@ -173,31 +178,46 @@ def final_frames(pager: Paginator, parts: Iterable[tuple[int, Frames]], source: 
     final = pager.passes[-1]
     kept = [f for n, f in parts if n == final.pass_no]
     if final.duplicates:
-        kept = latest_only(kept)
+        kept = latest_only(kept, final.repeated or None)
     # records a keyset gap check found go where their key puts them (pager.reordered)
     return concat_frames(kept, source, order=pager.final_ids if pager.reordered else None)
 
 
-def latest_only(parts: list[Frames]) -> list[Frames]:
+def latest_only(parts: list[Frames], repeated: Collection[str] | None = None
+                ) -> list[Frames]:
     """Page frames with a record listed on several pages (pages shifted while a pass
     without verification ran) kept on its last page only; its tables' rows follow it.
+    ``repeated``: the ids that may be on several (the pass's ``repeated``; None: found
+    here).
 
-    Usage: ``concat_frames(latest_only(parts), source)``"""
-    # a set of plain ids, not a growing pandas Index: isin against a string Index rebuilt
-    # for every page made this quadratic (8 s for 50 pages of 1,000)
-    seen: set[str] = set()
+    Usage: ``concat_frames(latest_only(parts, report.repeated), source)``"""
+    # only the repeated ids are looked for (a few, usually): walking every id in Python
+    # took ~0.1 s of a 50,000-record load after its last answer
+    if repeated is None:
+        every = pd.Index(np.concatenate([f.main.index.to_numpy(dtype=object)
+                                         for f in parts]) if parts else [])
+        needles = list(every[every.duplicated(keep=False)].unique())
+    else:
+        needles = list(repeated)
+    if not needles:
+        return parts
+    later: set[str] = set()   # repeated ids on a part after the one at hand
     out: list[Frames] = []
     for f in reversed(parts):
         ids = f.main.index
-        later = np.fromiter((i in seen for i in ids), dtype=bool, count=len(ids))
-        if later.any():
-            gone = set(ids[later])
-            f = Frames(f.main[~later], {k: t[~member(t[t.columns[0]], gone)]
-                                        .reset_index(drop=True)
-                                        for k, t in f.tables.items()}, f.source,
-                       skipped={c: [i for i in kept if i not in gone]
-                                for c, kept in f.skipped.items()})
-        seen.update(f.main.index)
+        hits = member(ids, needles)
+        if hits.any():
+            here = ids[hits]
+            drop = np.zeros(len(ids), dtype=bool)
+            drop[np.flatnonzero(hits)] = [i in later for i in here]
+            later.update(here)
+            if drop.any():
+                gone = set(ids[drop])
+                f = Frames(f.main[~drop], {k: t[~member(t[t.columns[0]], gone)]
+                                           .reset_index(drop=True)
+                                           for k, t in f.tables.items()}, f.source,
+                           skipped={c: [i for i in kept if i not in gone]
+                                    for c, kept in f.skipped.items()})
         out.append(f)
     out.reverse()
     return out
