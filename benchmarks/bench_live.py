@@ -1,5 +1,6 @@
 """A live application: loads, bulk edits and creates while other users work.
-Run: ``.venv/bin/python -m benchmarks.bench_live [--quick] [--records N] [--part loads]``
+Run: ``.venv/bin/python -m benchmarks.bench_live [--quick] [--records N] [--part loads]
+[--rates 2,10] [--spread]``
 
 1. Loads: work orders at 10 requests/s and 100 ms, other users making 2 and then 10
    changes a second (``activity``): over 10 loads, records missing or doubled against the
@@ -55,20 +56,32 @@ def _ids_now(svc: RemoteService) -> set[str]:
                                     verify="none").main.index))
 
 
-def bench_loads(records: int, rates: list[float], loads: int) -> None:
+def bench_loads(records: int, rates: list[float], loads: int, spread: bool = False) -> None:
     """The service in its own process (benchmarks/remote.py), the activity in it: the
-    client's decoding does not share an interpreter lock with the service's answers."""
+    client's decoding does not share an interpreter lock with the service's answers.
+
+    A paced load's wall time depends on where in the service's second it starts (its
+    requests fill the service's seconds; the last second's start is what it waits for):
+    each load's start within that second is printed. ``spread``: the loads start at
+    moments spread evenly over that second (load i of n at (i + 0.5) / n of it), so
+    their mean is what a user starting at any moment waits on average, without the
+    luck of ten random draws; else 1.1 s after the count's requests, as these figures
+    were first measured."""
     for rate in rates:
         with RemoteService(records, seed=1, **HOSTED, activity=f"{OBJ}:{rate}/s") as svc:
             missing = doubled = ghosts = refused = 0
             ratios, sent_counts, pages = [], [], -(-records // 1000)
-            for _ in range(loads):
+            phases: list[float] = []
+            for i in range(loads):
                 svc.pause()
                 before = _ids_now(svc)
                 time.sleep(1.1)   # a fresh rate-limit second after the count's requests
+                if spread:   # to the planned moment of the service's second
+                    time.sleep(((i + 0.5) / loads - svc.now()) % 1.0)
                 svc.resume()
                 client = client_for(svc, rate_limit=10)
                 t0 = svc.now()
+                phases.append(t0 % 1.0)
                 w0 = time.perf_counter()
                 sent0 = client.request_count
                 try:
@@ -100,7 +113,9 @@ def bench_loads(records: int, rates: list[float], loads: int) -> None:
                   f"deleted-before-start present {ghosts}, refused {refused}; requests "
                   f"{min(sent_counts, default=0)}-{max(sent_counts, default=0)}; "
                   f"wall/ceiling (pages / 10 per s) mean {mean:.3f}, worst {worst:.3f}, "
-                  f"all {[round(r, 3) for r in ratios]}", flush=True)
+                  f"all {[round(r, 3) for r in ratios]}; started at "
+                  f"{[round(p, 2) for p in phases]} of the service's second"
+                  f"{' (spread)' if spread else ''}", flush=True)
 
 
 # ---- 2. two writers of the same cells ------------------------------------------------------
@@ -240,6 +255,11 @@ def main() -> None:
     ap.add_argument("--loads", type=int, default=10)
     ap.add_argument("--part", choices=["loads", "writers", "creates", "refresh"],
                     action="append")
+    ap.add_argument("--rates", default="2,10",
+                    help="changes a second of the other users, for the loads")
+    ap.add_argument("--spread", action="store_true",
+                    help="start the loads at moments spread evenly over the service's "
+                         "second")
     ap.add_argument("--plain", action="store_true",
                     help="plain HTTP without handshakes (the emulation before HTTPS)")
     args = ap.parse_args()
@@ -249,7 +269,8 @@ def main() -> None:
         args.records, args.cells, args.loads = 3_000, 60, 3
     parts = args.part or ["loads", "writers", "creates", "refresh"]
     if "loads" in parts:
-        bench_loads(args.records, [2.0, 10.0], args.loads)
+        bench_loads(args.records, [float(r) for r in args.rates.split(",")], args.loads,
+                    args.spread)
     if "writers" in parts:
         bench_writers(args.cells)
     if "creates" in parts:

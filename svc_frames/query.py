@@ -365,6 +365,23 @@ def needs_schema(filters: FilterSet | None) -> bool:
     return bool(filters) and bool(filters["rules"])  # type: ignore[index]
 
 
+
+FILTER_WORK = 1_000_000
+"""The most a request's filter may cost, in rules (tests) times the records of the object
+it lists: the local service refuses more with a 400 (``server.query.MAX_FILTER_WORK``,
+docs/local-service.md), and an "or" of many rules over a large object is the slow kind of
+request on any service. Requests that list values one rule each (keyset gap checks,
+write_back's re-reads and lookups) hold at most ``rules_within`` of them."""
+
+
+def rules_within(records: int, most: int) -> int:
+    """Rules one filtered request over an object of ``records`` records may hold: at most
+    ``most``, and ``FILTER_WORK`` over the records (at least one: a single rule is always
+    taken).
+
+    Usage: ``rules_within(50_000, 40)`` is ``20``"""
+    return max(1, min(most, FILTER_WORK // max(1, records)))
+
 @dataclass(frozen=True)
 class Query:
     """Filters as sent: the ``filters`` query parameter (compact JSON, dates in the hosted

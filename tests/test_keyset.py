@@ -9,15 +9,18 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 import requests
 from requests.adapters import HTTPAdapter
 
+from svc_frames import query
 from svc_frames.http.client import Client
 from svc_frames.query import Query
 from svc_frames.read.keyset import (
     VALUES_PER_CHECK,
     KeyRange,
     KeyValues,
+    check_tests,
     dense,
     gap_checks,
     ordered_key_values,
@@ -29,6 +32,7 @@ from svc_frames.read.keyset import (
 from svc_frames.read.load import load
 from svc_frames.read.pager import Page, Paginator
 from svc_frames.server import LocalService
+from svc_frames.server import query as server_query
 from svc_frames.server.protocol import MAX_REQUEST_LINE_BYTES
 
 OBJ = "object_3"   # work orders: field_24 is its auto-increment field
@@ -63,8 +67,18 @@ def test_gap_checks_list_narrow_gaps_and_range_wide_or_open_ones() -> None:
     assert gap_checks([]) == []
     assert gap_checks([(3, 5), (6, 9)]) == [KeyValues((4, 7, 8))]
     wide = (10, 10 + VALUES_PER_CHECK + 2)
-    assert gap_checks([wide, (6, None)]) == [KeyRange(10, 10 + VALUES_PER_CHECK + 1),
-                                             KeyRange(6, None)]
+    assert gap_checks([wide, (6, None)]) == [
+        KeyRange(10, 10 + VALUES_PER_CHECK + 1, seek=True), KeyRange(6, None)]
+    # a wide gap is asked for by its start alone (one rule), as many rows as it has values
+    seek = gap_checks([wide])[0]
+    assert isinstance(seek, KeyRange) and seek.rules("f") == [
+        {"field": "f", "operator": "higher than", "value": 10}]
+    assert seek.rows(1000) == VALUES_PER_CHECK + 1 and seek.rest(30).seek
+    # over a large object a check holds fewer rules (the service's filter limit)
+    assert check_tests(50_000) == 20 and check_tests(10_000) == VALUES_PER_CHECK
+    assert check_tests(2_000_000) == 1
+    assert gap_checks([(3, 5), (6, 9)], tests=1) == [KeyRange(6, 8, seek=True),
+                                                     KeyValues((4,))]
     # many narrow gaps: VALUES_PER_CHECK (or the page size, if smaller) to a request
     many = [(i * 3, i * 3 + 2) for i in range(100)]
     checks = gap_checks(many)
@@ -303,6 +317,34 @@ def test_holes_in_the_values_cost_one_check() -> None:
         assert sorted(pager.final_ids or []) == sorted(_ids(svc))
         assert pager.passes[0].reason.endswith("1 gap check(s)")
         assert pages[-1].records == []                     # the check found nothing
+
+
+def test_the_clients_filter_limit_is_the_local_services() -> None:
+    assert query.FILTER_WORK == server_query.MAX_FILTER_WORK
+
+
+def test_gap_checks_stay_within_the_services_filter_limit(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """The service refuses a filter whose rules times the object's records pass its limit
+    (here lowered to 60: 2 rules over the 25 records left). Holes at three page
+    boundaries, one of them three values wide: the check holds 2 values, the wide gap
+    goes as a seek of one rule, and no request is refused (one check of the 5 values, as
+    before, was); every record comes once."""
+    monkeypatch.setattr(server_query, "MAX_FILTER_WORK", 60)
+    monkeypatch.setattr(query, "FILTER_WORK", 60)
+    with LocalService(demo=True, records=30, rate_limit=0, seed=35) as svc:
+        start = _ids(svc)
+        for rid in (start[4], start[9], start[14], start[15], start[16]):
+            requests.delete(f"{svc.base_url}/v1/objects/{OBJ}/records/{rid}",
+                            headers=svc.headers(), timeout=30).raise_for_status()
+        client = _client(svc)
+        svc.request_log.clear()
+        pager = Paginator(client, OBJ, rows_per_page=4, keyset=True)
+        list(pager.iter_pages())
+        assert sorted(pager.final_ids or []) == sorted(_ids(svc))
+        checks = _checks_sent(svc)
+        assert svc.request_log.count(status=400) == 0 and len(checks) == 2
+        assert sum("higher" in q and "lower" not in q for q in checks) == 1   # the seek
 
 
 class _SlowPageTwo(HTTPAdapter):

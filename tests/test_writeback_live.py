@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
+from svc_frames import query
 from svc_frames.errors import ConflictError, UsageError
 from svc_frames.frames import Frames
 from svc_frames.http.client import Client
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
+from svc_frames.server import query as server_query
 from svc_frames.testing import client_for
 from svc_frames.writeback import Report, diff, write_back
 
@@ -211,6 +213,30 @@ def test_live_guard_requests_are_counted_before_sending() -> None:
         assert {**sent, "late": 0} == {**est.as_dict(), "late": 0}
         assert sent["late"] <= est.late   # records the pace kept past the window
         assert svc.request_log.count() == sum(sent.values()) <= est.total
+
+
+def test_rereads_over_a_large_object_stay_within_the_filter_limit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service refuses a filter whose rules times the object's records pass its limit
+    (lowered here to 120: 2 rules over these 60 records, as 20 over 50,000). The live
+    guard's re-read and check of 4 records list at most 2 values a request, counted so in
+    plan.requests: no request is refused and every update is applied. With all 4 values
+    in one request, as before, they were refused and every update ended ``unknown``."""
+    monkeypatch.setattr(server_query, "MAX_FILTER_WORK", 120)
+    monkeypatch.setattr(query, "FILTER_WORK", 120)
+    with LocalService(demo=True, records=60, rate_limit=0, seed=5) as svc:
+        client = client_for(svc)
+        frames = read_object(client, OBJ, progress=False)
+        text = _text_field(frames)
+        _edit(frames, [str(i) for i in frames.main.index[:4]], text.key, "large")
+        plan = diff(frames)
+        svc.request_log.clear()
+        report = write_back(client, frames, plan=plan, progress=False)
+        assert set(_status(report).values()) == {"applied"}
+        assert svc.request_log.count(status=400) == 0
+        assert plan.requests.checks == report.requests["checks"] == 2    # 2 values each
+        assert plan.requests.rereads == report.requests["rereads"] == 2
+        assert svc.request_log.count() == sum(report.requests.values())
 
 
 def test_once_keeps_the_cheaper_guard() -> None:

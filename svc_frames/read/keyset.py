@@ -49,11 +49,12 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
-from ..query import Query
+from ..query import Query, rules_within
 from .rawpages import RawRecord
 
 __all__ = ["KeyRange", "KeyValues", "Span", "plan_ranges", "key_values", "key_value",
-           "page_gaps", "page_span", "span_gaps", "gap_checks", "dense", "FILL", "FILL_MEASURED", "DENSE", "VALUES_PER_CHECK"]
+           "page_gaps", "page_span", "span_gaps", "gap_checks", "check_tests", "dense",
+           "FILL", "FILL_MEASURED", "DENSE", "VALUES_PER_CHECK"]
 
 #: Share of a page a range is planned to fill: values are spread unevenly (deleted
 #: records leave gaps), and a range that overflows costs one more request, in sequence.
@@ -70,27 +71,42 @@ DENSE = 0.5
 #: 40 keep the request line near 4 KB, half the common 8 KB limit
 VALUES_PER_CHECK = 40
 
+def check_tests(records: int) -> int:
+    """Rules a gap check over a list of ``records`` records may hold (the service's filter
+    limit, ``query.rules_within``): 20 at 50,000 records, 1 past 500,000.
+    Usage: ``check_tests(50_000)`` is ``20``"""
+    return rules_within(records, VALUES_PER_CHECK)
+
 
 @dataclass(frozen=True)
 class KeyRange:
     """Records whose key is ``> after`` (None: from the start) and ``<= upto`` (None: no
-    end)."""
+    end). ``seek``: asked for by its start alone (one rule, whatever the object's size:
+    ``higher than after``, sorted by the key, as many rows as the range has values), the
+    records past ``upto`` that come with it left out (a gap check's wide gap)."""
 
     after: int | None
     upto: int | None
+    seek: bool = False
 
     def rules(self, key: str) -> list[dict[str, Any]]:
         """The filter rules that select this range (for ``Query.also``)."""
         out: list[dict[str, Any]] = []
         if self.after is not None:
             out.append({"field": key, "operator": "higher than", "value": self.after})
-        if self.upto is not None:
+        if self.upto is not None and not self.seek:
             out.append({"field": key, "operator": "lower than", "value": self.upto + 1})
         return out
 
+    def rows(self, page_rows: int) -> int:
+        """Rows to ask for: a page's, or no more than a seek's range has values."""
+        if self.seek and self.after is not None and self.upto is not None:
+            return max(1, min(page_rows, self.upto - self.after))
+        return page_rows
+
     def rest(self, last: int) -> KeyRange:
         """The part of this range past ``last`` (a range that filled its page)."""
-        return KeyRange(last, self.upto)
+        return KeyRange(last, self.upto, self.seek)
 
     def query(self, base: Query, key: str) -> Query:
         """``base`` (an "and" or no filter) AND this range: what its request sends."""
@@ -247,19 +263,23 @@ def page_gaps(pages_keys: Sequence[Sequence[int]]) -> list[tuple[int, int | None
     return span_gaps([page_span(keys) for keys in pages_keys])
 
 
-def gap_checks(gaps: Sequence[tuple[int, int | None]], per_check: int = VALUES_PER_CHECK
-               ) -> list[KeyRange | KeyValues]:
+def gap_checks(gaps: Sequence[tuple[int, int | None]], per_check: int = VALUES_PER_CHECK,
+               tests: int = VALUES_PER_CHECK) -> list[KeyRange | KeyValues]:
     """The requests that return every record whose value lies strictly inside one of
     ``gaps``: narrow gaps listed value by value, ``per_check`` to a request (at most
     ``VALUES_PER_CHECK``; the loader passes its page size when smaller, so a check never
-    holds more than a page); a gap wider than that, or open, as a range of its own.
+    holds more than a page) and at most ``tests`` (the rules a request over the object
+    may hold: ``check_tests``); a gap wider than that as a seek of its own (one rule), an
+    open one as a range.
     Usage: ``gap_checks([(3, 5), (6, 9)])`` is ``[KeyValues((4, 7, 8))]``"""
-    per_check = max(1, min(per_check, VALUES_PER_CHECK))
+    per_check = max(1, min(per_check, VALUES_PER_CHECK, tests))
     values: list[int] = []
     out: list[KeyRange | KeyValues] = []
     for lo, hi in gaps:
-        if hi is None or hi - lo - 1 > per_check:
-            out.append(KeyRange(lo, None if hi is None else hi - 1))
+        if hi is None:
+            out.append(KeyRange(lo, None))
+        elif hi - lo - 1 > per_check:
+            out.append(KeyRange(lo, hi - 1, seek=True))
         else:
             values.extend(range(lo + 1, hi))
     out.extend(KeyValues(tuple(values[i:i + per_check]))

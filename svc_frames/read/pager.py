@@ -54,6 +54,7 @@ from .keyset import (
     KeyRange,
     KeyValues,
     Span,
+    check_tests,
     dense,
     gap_checks,
     key_values,
@@ -329,6 +330,8 @@ class Paginator:
             assert self.key_field is not None
             params["page"] = 1
             params["filters"] = key_range.query(self.query, self.key_field).text
+            if isinstance(key_range, KeyRange):
+                params["rows_per_page"] = key_range.rows(self.rows_per_page)
         if fmt != "both":
             params["format"] = fmt
         env = self.client.get_page(self.target, page=number, params=params,
@@ -348,6 +351,15 @@ class Paginator:
                 raise ServerError(f"page {number}: a record that is not an object")
             if not isinstance(rec.get("id"), str):
                 raise ServerError(f"page {number}: a record without a string id")
+        if isinstance(key_range, KeyRange) and key_range.seek:
+            # a seek's total counts every record past its start: it goes on only while
+            # its page came full and ended inside the range (the records past the range
+            # that came with it are another page's: the pass keeps each record once)
+            last = key_values(records[-1:], self.key_field or "") or []
+            full = len(records) >= int(params["rows_per_page"])
+            upto = key_range.upto
+            total_records = len(records) + int(full and upto is not None
+                                               and any(v < upto for v in last))
         page = Page(number, records, total_pages, total_records, pass_no, fmt,
                     "frames" in env, env.get("frames"), key_range)
         if notify and self.on_page is not None:
@@ -603,6 +615,8 @@ class Paginator:
             # neighbours when they are in by its turn in the pace (``_fetch_between``):
             # the gap check then leaves beside it, not one round trip after it
             between = wanted - 1 if wanted >= 3 else None
+            # rules a check may hold over a list this long (the service's filter limit)
+            tests = check_tests(first.total_records)
             # what each page by number answered for, noted as it is answered (``None``
             # in ``unsorted``: not in the key's order); the pages themselves are not
             # kept here, so each is freed once the consumer has decoded it
@@ -659,8 +673,8 @@ class Paginator:
                             return [], []   # the pass raises when it reaches that page
                         spans_ = [answered[n] for n in numbers]
                     spans_.insert(wanted - 2, covered)
-                    return run_checks(gap_checks(span_gaps(spans_), self.rows_per_page),
-                                      wanted)
+                    return run_checks(gap_checks(span_gaps(spans_), self.rows_per_page,
+                                                 tests), wanted)
                 early = side.submit(check)
 
             def all_in(rest: list[Page]) -> None:
@@ -676,7 +690,7 @@ class Paginator:
                     if k is None:
                         return   # the pass raises when it reaches that page
                     rest_spans.append(_span_of(p, k))
-                checks = gap_checks(span_gaps(spans + rest_spans), self.rows_per_page)
+                checks = gap_checks(span_gaps(spans + rest_spans), self.rows_per_page, tests)
                 if checks:
                     early = side.submit(run_checks, checks, len(spans) + len(rest))
 
@@ -692,7 +706,7 @@ class Paginator:
                     spans.append(_span_of(page, page_keys))
                     pages_ids.append(seen.take(report, page))
                     yield page
-                checks = gap_checks(span_gaps(spans), self.rows_per_page)
+                checks = gap_checks(span_gaps(spans), self.rows_per_page, tests)
                 report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
                 ran: tuple[list[KeyRange | KeyValues], list[Page]] | None = None
                 if early is not None:

@@ -22,7 +22,7 @@ from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerEr
 from ..progress import Progress, want_progress
 from .budget import budgeted
 from .guard import check_unanswered, fetch_all
-from .plan import LOOKUP_SCAN_LIMIT, REREAD_CHUNK, Action
+from .plan import LOOKUP_SCAN_LIMIT, Action, reread_chunk
 from .report import Outcome
 from .state import RunState
 from .target import where
@@ -446,7 +446,7 @@ def _matching(run: RunState, recs: Sequence[Mapping[str, Any]], tmps: Sequence[s
 
 def take_baseline(run: RunState) -> None:
     """Before the first create: the ids matching each create's values (batched: one
-    OR-filter on a key value per ``REREAD_CHUNK`` creates, or the whole list when a create
+    OR-filter on a key value per ``reread_chunk`` creates, or the whole list when a create
     has no such value and the object is small). A lost create adopts a record only when
     it is the one new match since then. A failed read leaves ``before`` unknown: such a
     lost create is still sent again when proven absent, never adopted."""
@@ -466,7 +466,8 @@ def take_baseline(run: RunState) -> None:
         if all(keyed[t] for t in provable):
             rules = list({json.dumps(keyed[t][0], sort_keys=True, default=str): keyed[t][0]
                           for t in provable}.values())
-            chunks = [rules[i:i + REREAD_CHUNK] for i in range(0, len(rules), REREAD_CHUNK)]
+            n = reread_chunk(run.source, run.plan.base)
+            chunks = [rules[i:i + n] for i in range(0, len(rules), n)]
             params: list[dict[str, Any] | None] = [
                 {"filters": json.dumps({"match": "or", "rules": c}, default=str)}
                 for c in chunks]

@@ -31,7 +31,7 @@ from ..kinds import is_empty_cell
 from ..read.pager import Paginator
 from .guardmode import CHECK_MARGIN
 from .journal import journal_key
-from .plan import REREAD_CHUNK, Layout, Status, list_pages
+from .plan import Layout, Status, list_pages, reread_chunk
 from .report import Counter, Outcome
 from .state import RunState
 from .target import where as where_of
@@ -302,21 +302,24 @@ def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
            layout: Layout, base: Frames | None, *, purpose: str = "rereads"
            ) -> dict[str, dict[str, Any]]:
     """Current server records for ``ids``, batched: OR-filters on an identifying field
-    (auto increment / unique) in chunks of 50 values, else the whole list paged, or one
+    (auto increment / unique) in chunks of ``reread_chunk`` values (50, fewer over a
+    large object), else the whole list paged, or one
     GET per record when that is fewer requests than the pages. Matched by id.
     (``plan.reread_requests`` counts these requests by the same rules: keep them in step.)
     Each request counts under ``purpose``."""
     where = where_of(source)
     want = set(ids)
     found: dict[str, dict[str, Any]] = {}
-    n_chunks = -(-len(ids) // REREAD_CHUNK)
+    chunk = reread_chunk(source, base)
+    n_chunks = -(-len(ids) // chunk)
     if n_chunks > 2 and base is not None and list_pages(len(base.main)) < n_chunks:
         # many records to check: the whole list paged may take fewer requests
         found = _reread_list_if_fewer(client, where, want, n_chunks, counter, purpose)
     rest = [i for i in ids if i not in found]
     keyed = layout.key_field(base)
     if keyed is not None and rest:
-        found.update(_reread_by_key(client, where, want, rest, keyed, counter, purpose))
+        found.update(_reread_by_key(client, where, want, rest, keyed, counter, purpose,
+                                    chunk))
         rest = [i for i in rest if i not in found]
     if not rest:
         return found
@@ -354,18 +357,18 @@ def _reread_list_if_fewer(client: Client, where: Where, want: set[str], n_chunks
 
 
 def _reread_by_key(client: Client, where: Where, want: set[str], rest: Sequence[str],
-                   keyed: tuple[str, pd.Series], counter: Counter, purpose: str
-                   ) -> dict[str, dict[str, Any]]:
+                   keyed: tuple[str, pd.Series], counter: Counter, purpose: str,
+                   chunk: int) -> dict[str, dict[str, Any]]:
     """The wanted records found by OR-filters on their loaded identifying values (list
-    requests cannot filter on the record id), ``REREAD_CHUNK`` values per request."""
+    requests cannot filter on the record id), ``chunk`` values per request."""
     key, values = keyed
     vals = values.reindex(pd.Index(list(rest), dtype=values.index.dtype))
     usable = [v for v in vals.tolist() if not is_empty_cell(v)]
     found: dict[str, dict[str, Any]] = {}
-    for start in range(0, len(usable), REREAD_CHUNK):
+    for start in range(0, len(usable), chunk):
         rules = [{"field": key, "operator": "is",
                   "value": int(v) if isinstance(v, float) and v.is_integer() else v}
-                 for v in usable[start:start + REREAD_CHUNK]]
+                 for v in usable[start:start + chunk]]
         params = {"filters": json.dumps({"match": "or", "rules": rules}, default=str)}
         for r in fetch_all(client, where, counter, params, purpose=purpose):
             if r.get("id") in want:

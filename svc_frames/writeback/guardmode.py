@@ -39,7 +39,8 @@ CHECK_MARGIN = 0.5
 #: Share of the window the writes of one batch may take at the pace (the rest: the
 #: re-read's own trip and the pace's queue).
 _BATCH_SHARE = 0.75
-_MAX_BATCH = 50            # the guard's re-read chunk (plan.REREAD_CHUNK)
+_MAX_BATCH = 50            # the guard's re-read chunk (plan.REREAD_CHUNK; fewer values
+#                            per request over a large object: plan.reread_chunk)
 
 
 @dataclass(frozen=True)

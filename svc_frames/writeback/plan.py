@@ -26,11 +26,13 @@ from ..frames import Frames, Source, label_map, relabel
 from ..kinds import codec_for, is_empty_cell
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
+from ..query import rules_within
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 
 __all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
            "RequestEstimate", "REREAD_CHUNK", "LOOKUP_KINDS", "LOOKUP_SCAN_LIMIT",
-           "list_pages", "reread_requests", "baseline_requests", "guard_requests"]
+           "list_pages", "reread_requests", "baseline_requests", "guard_requests",
+           "object_records", "reread_chunk", "UNSEEN_RECORDS"]
 
 #: Index labels starting with this prefix (or NA) mark rows to create; connection-table
 #: rows may use the same temporary id to connect a new record.
@@ -44,6 +46,9 @@ Status = Literal["applied", "conflict", "failed", "skipped", "unknown", "not_app
 ASSET_KINDS = ("file", "image")
 CHANGE_COLUMNS = ["record_id", "action", "field", "column", "old", "new"]
 REREAD_CHUNK = 50     # values per filtered re-read (the guard): keeps the URL near 4 KB
+# Records assumed of an object whose size the frames do not show (a filtered, limited or
+# view load): its re-reads list fewer values (``reread_chunk``).
+UNSEEN_RECORDS = 100_000
 # Kinds a created record can be looked up by (an "is" filter) when its outcome is unknown.
 LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
 # Without such a field, a lookup pages the whole list: only worth it for small objects.
@@ -150,11 +155,32 @@ def list_pages(n_records: int) -> int:
     return -(-n_records // PAGE_ROWS)
 
 
+def object_records(source: Source, base: Frames | None) -> int:
+    """The records of the object behind ``base``, as far as the frames show: all of them
+    for a load of the whole object, else at least ``UNSEEN_RECORDS``.
+
+    Usage: ``object_records(plan.source, plan.base)``"""
+    n = len(base.main) if base is not None else 0
+    load = source.load
+    whole = (source.kind == "object" and base is not None and load is not None
+             and not load.get("filters") and load.get("limit") is None)
+    return n if whole else max(n, UNSEEN_RECORDS)
+
+
+def reread_chunk(source: Source, base: Frames | None) -> int:
+    """Values one filtered re-read or lookup lists ("is" rules, OR-ed): ``REREAD_CHUNK``,
+    fewer over a large object (the service's filter limit, ``query.rules_within``: 20 at
+    50,000 records).
+
+    Usage: ``reread_chunk(plan.source, plan.base)``"""
+    return rules_within(object_records(source, base), REREAD_CHUNK)
+
+
 def reread_requests(source: Source, layout: Layout, base: Frames | None,
                     ids: Sequence[str]) -> int:
     """The requests the guard's ``reread(ids)`` sends when the server still holds the
     loaded records (the same rules, in the same order): the whole list when it has fewer
-    pages than the filtered chunks would take, else OR-filters of ``REREAD_CHUNK``
+    pages than the filtered chunks would take, else OR-filters of ``reread_chunk``
     identifying values (one page each), then one GET per record without such a value (or
     the whole list, when that is fewer). A record deleted on the server since, or whose
     identifying value changed, costs more (at most the whole list's pages again).
@@ -162,7 +188,8 @@ def reread_requests(source: Source, layout: Layout, base: Frames | None,
     Usage: ``reread_requests(plan.source, layout, plan.base, ["5d79..."])``"""
     if not ids:
         return 0
-    n_chunks = -(-len(ids) // REREAD_CHUNK)
+    chunk = reread_chunk(source, base)
+    n_chunks = -(-len(ids) // chunk)
     pages = max(1, list_pages(len(base.main))) if base is not None else None
     if n_chunks > 2 and pages is not None and pages < n_chunks:
         return pages
@@ -173,7 +200,7 @@ def reread_requests(source: Source, layout: Layout, base: Frames | None,
         _key, values = keyed
         vals = values.reindex(pd.Index(list(ids), dtype=values.index.dtype))
         usable = sum(1 for v in vals.tolist() if not is_empty_cell(v))
-        sent += -(-usable // REREAD_CHUNK)
+        sent += -(-usable // chunk)
         rest -= usable
     if rest:
         n_pages = pages if pages is not None else rest
@@ -207,14 +234,14 @@ def guard_requests(source: Source, layout: Layout, base: Frames | None,
             reread_requests(source, layout, base, list(updated)))
 
 
-def baseline_requests(layout: Layout, base: Frames | None,
+def baseline_requests(source: Source, layout: Layout, base: Frames | None,
                       bodies: Sequence[Mapping[str, Any]]) -> int:
     """The requests of ``apply.take_baseline`` before the creates ``bodies`` (the same
-    rules): one OR-filter per ``REREAD_CHUNK`` distinct lookup values (a page each, when
+    rules): one OR-filter per ``reread_chunk`` distinct lookup values (a page each, when
     fewer than a page of records match), or the whole list's pages when a create has no
     such value and the object is small; none when no create can be looked up.
 
-    Usage: ``baseline_requests(layout, plan.base, [plan.payloads["new:0"]])``"""
+    Usage: ``baseline_requests(plan.source, layout, plan.base, [plan.payloads["new:0"]])``"""
     known = len(base.main) if base is not None else 0
     rules = [layout.lookup_rules(b) for b in bodies]
     provable = [r for r in rules if r or known <= LOOKUP_SCAN_LIMIT]
@@ -222,7 +249,7 @@ def baseline_requests(layout: Layout, base: Frames | None,
         return 0
     if all(provable):
         distinct = {json.dumps(r[0], sort_keys=True, default=str) for r in provable}
-        return -(-len(distinct) // REREAD_CHUNK)
+        return -(-len(distinct) // reread_chunk(source, base))
     return max(1, list_pages(known))
 
 
@@ -452,7 +479,8 @@ class Plan:
             rereads = reread_requests(self.source, layout, self.base, walls) if walls else 0
         creates = [self.payloads.get(rid, {}) for rid in sent if self.actions[rid] == "create"]
         return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads,
-                               lookups=baseline_requests(layout, self.base, creates),
+                               lookups=baseline_requests(self.source, layout, self.base,
+                                                         creates),
                                checks=checks, late=late)
 
     def select(self, ids: Iterable[str]) -> Plan:
