@@ -617,9 +617,9 @@ class Paginator:
             between = wanted - 1 if wanted >= 3 else None
             # rules a check may hold over a list this long (the service's filter limit)
             tests = check_tests(first.total_records)
-            # what each page by number answered for, noted as it is answered (``None``
-            # in ``unsorted``: not in the key's order); the pages themselves are not
-            # kept here, so each is freed once the consumer has decoded it
+            # what each page by number answered for, noted as it is answered (a page
+            # not in the key's order, or failed, in ``unsorted``); the pages themselves
+            # are not kept here, so each is freed once the consumer has decoded it
             answered: dict[int, Span | None] = {1: page_span(keys)}
             unsorted: set[int] = set()
             noted = threading.Condition()
