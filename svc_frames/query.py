@@ -365,7 +365,6 @@ def needs_schema(filters: FilterSet | None) -> bool:
     return bool(filters) and bool(filters["rules"])  # type: ignore[index]
 
 
-
 FILTER_WORK = 1_000_000
 """The most a request's filter may cost, in rules (tests) times the records of the object
 it lists: the local service refuses more with a 400 (``server.query.MAX_FILTER_WORK``,
@@ -381,6 +380,7 @@ def rules_within(records: int, most: int) -> int:
 
     Usage: ``rules_within(50_000, 40)`` is ``20``"""
     return max(1, min(most, FILTER_WORK // max(1, records)))
+
 
 @dataclass(frozen=True)
 class Query:

@@ -71,6 +71,7 @@ DENSE = 0.5
 #: 40 keep the request line near 4 KB, half the common 8 KB limit
 VALUES_PER_CHECK = 40
 
+
 def check_tests(records: int) -> int:
     """Rules a gap check over a list of ``records`` records may hold (the service's filter
     limit, ``query.rules_within``): 20 at 50,000 records, 1 past 500,000.
@@ -82,8 +83,9 @@ def check_tests(records: int) -> int:
 class KeyRange:
     """Records whose key is ``> after`` (None: from the start) and ``<= upto`` (None: no
     end). ``seek``: asked for by its start alone (one rule, whatever the object's size:
-    ``higher than after``, sorted by the key, as many rows as the range has values), the
-    records past ``upto`` that come with it left out (a gap check's wide gap)."""
+    ``higher than after``, sorted by the key, as many rows as the range has values): a
+    gap check's wide gap. Records past ``upto`` may come with it; they are other pages'
+    and the pass keeps each record once."""
 
     after: int | None
     upto: int | None
@@ -263,16 +265,15 @@ def page_gaps(pages_keys: Sequence[Sequence[int]]) -> list[tuple[int, int | None
     return span_gaps([page_span(keys) for keys in pages_keys])
 
 
-def gap_checks(gaps: Sequence[tuple[int, int | None]], per_check: int = VALUES_PER_CHECK,
-               tests: int = VALUES_PER_CHECK) -> list[KeyRange | KeyValues]:
+def gap_checks(gaps: Sequence[tuple[int, int | None]], per_check: int = VALUES_PER_CHECK
+               ) -> list[KeyRange | KeyValues]:
     """The requests that return every record whose value lies strictly inside one of
     ``gaps``: narrow gaps listed value by value, ``per_check`` to a request (at most
-    ``VALUES_PER_CHECK``; the loader passes its page size when smaller, so a check never
-    holds more than a page) and at most ``tests`` (the rules a request over the object
-    may hold: ``check_tests``); a gap wider than that as a seek of its own (one rule), an
-    open one as a range.
+    ``VALUES_PER_CHECK``; the loader passes the fewer of its page size and the rules a
+    request over the object may hold, ``check_tests``); a gap wider than that as a seek
+    of its own (one rule), an open one as a range.
     Usage: ``gap_checks([(3, 5), (6, 9)])`` is ``[KeyValues((4, 7, 8))]``"""
-    per_check = max(1, min(per_check, VALUES_PER_CHECK, tests))
+    per_check = max(1, min(per_check, VALUES_PER_CHECK))
     values: list[int] = []
     out: list[KeyRange | KeyValues] = []
     for lo, hi in gaps:

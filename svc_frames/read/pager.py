@@ -615,8 +615,9 @@ class Paginator:
             # neighbours when they are in by its turn in the pace (``_fetch_between``):
             # the gap check then leaves beside it, not one round trip after it
             between = wanted - 1 if wanted >= 3 else None
-            # rules a check may hold over a list this long (the service's filter limit)
-            tests = check_tests(first.total_records)
+            # values a check lists: a page's at most, and the rules a request over a
+            # list this long may hold (the service's filter limit)
+            per_check = min(self.rows_per_page, check_tests(first.total_records))
             # what each page by number answered for, noted as it is answered (a page
             # not in the key's order, or failed, in ``unsorted``); the pages themselves
             # are not kept here, so each is freed once the consumer has decoded it
@@ -673,8 +674,7 @@ class Paginator:
                             return [], []   # the pass raises when it reaches that page
                         spans_ = [answered[n] for n in numbers]
                     spans_.insert(wanted - 2, covered)
-                    return run_checks(gap_checks(span_gaps(spans_), self.rows_per_page,
-                                                 tests), wanted)
+                    return run_checks(gap_checks(span_gaps(spans_), per_check), wanted)
                 early = side.submit(check)
 
             def all_in(rest: list[Page]) -> None:
@@ -690,7 +690,7 @@ class Paginator:
                     if k is None:
                         return   # the pass raises when it reaches that page
                     rest_spans.append(_span_of(p, k))
-                checks = gap_checks(span_gaps(spans + rest_spans), self.rows_per_page, tests)
+                checks = gap_checks(span_gaps(spans + rest_spans), per_check)
                 if checks:
                     early = side.submit(run_checks, checks, len(spans) + len(rest))
 
@@ -706,7 +706,7 @@ class Paginator:
                     spans.append(_span_of(page, page_keys))
                     pages_ids.append(seen.take(report, page))
                     yield page
-                checks = gap_checks(span_gaps(spans), self.rows_per_page, tests)
+                checks = gap_checks(span_gaps(spans), per_check)
                 report.reason = (f"ordered pages by {key}, {len(checks)} gap check(s)")
                 ran: tuple[list[KeyRange | KeyValues], list[Page]] | None = None
                 if early is not None:

@@ -29,8 +29,8 @@ class QuotaGate:
     (the live guard's check of what it wrote): kept back from the start, so that the
     check too stays above the reserve. The first record goes alone: its answer, the only
     one in flight, tells the quota exactly (the run's own count starts there), or tells
-    that the service does not report one (then the gate stays open). The count errs on the safe side (see
-    ``_left``): a claim counts until its record's write is answered.
+    that the service does not report one (then the gate stays open). The count errs on
+    the safe side (see ``_left``): a claim counts until its record's write is answered.
 
     Usage: ``gate = QuotaGate(client, 100); why = gate.claim(1); ...; gate.release(1)``"""
 

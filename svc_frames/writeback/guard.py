@@ -303,8 +303,8 @@ def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
            ) -> dict[str, dict[str, Any]]:
     """Current server records for ``ids``, batched: OR-filters on an identifying field
     (auto increment / unique) in chunks of ``reread_chunk`` values (50, fewer over a
-    large object), else the whole list paged, or one
-    GET per record when that is fewer requests than the pages. Matched by id.
+    large object), else the whole list paged, or one GET per record when that is fewer
+    requests than the pages. Matched by id.
     (``plan.reread_requests`` counts these requests by the same rules: keep them in step.)
     Each request counts under ``purpose``."""
     where = where_of(source)
