@@ -21,6 +21,7 @@ from PIL import Image, ImageDraw
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
+from .computed import compute, inbound_aggregated
 from .render import Piece, RecordRow, record_row, text_of
 from .schema import COMPUTED_KINDS
 from .state import ServiceState
@@ -272,13 +273,16 @@ def generate_generic(state: ServiceState, records: int, seed: int = 0) -> dict[s
                     links.extend((obj.key, rid, f.key, i) for i in ids)
             for f in obj.fields_of("auto_increment"):
                 raw[f.key] = base[f.key] + n + 1
-            gen.renderer.compute(obj, raw, connected)
+            compute(gen.renderer, obj, raw, connected)
             pieces = [gen.piece(f, raw.get(f.key)) for f in obj.fields]
             rows.append(record_row(obj.key, rid, pieces))
             made[obj.key][rid] = {"raw": {p.key: p.raw for p in pieces},
                                   "display": {p.key: p.display for p in pieces}}
         store.bulk_insert(rows, links, {(obj.key, k): v + records for k, v in base.items()})
         counts[obj.key] = records
+    # aggregates over another object's connection count records made after their own
+    for obj_key in sorted({o for objs in inbound_aggregated(app).values() for o in objs}):
+        store.recompute_all(obj_key)
     return counts
 
 
