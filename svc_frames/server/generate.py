@@ -145,8 +145,20 @@ class Generator:
                    '</svg>')
             return {"svg": svg, "base30": f"{r.randint(0, 10**9):x}"}
         if k == "user_roles":
-            return [r.choice(["profile_3", "profile_3", "profile_2"])]
+            return self.roles(spec)
         return None
+
+    def roles(self, spec: FieldSpec) -> list[str] | None:
+        """Roles of the application for a user-roles field: one of the roles other than
+        its object's own (the last in key order twice as often), else its own role."""
+        app = self.state.app
+        obj = app.objects.get(spec.object_key or "")
+        own = obj.profile_key if obj is not None else None
+        others = sorted((p for p in app.profiles if p != own),
+                        key=lambda p: (len(p), p), reverse=True)
+        if others:
+            return [self.rng.choice([others[0], *others])]
+        return [own] if own else None
 
     def pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
         """POOL pieces for a field, from a random stream of its own (adding a field to an

@@ -149,8 +149,14 @@ class Renderer:
         """An accepted write input -> raw (None = empty); InvalidValue naming the field."""
         codec = self.codec(spec)
         try:
-            return codec.normalize(value, spec, hooks)
+            raw = codec.normalize(value, spec, hooks)
+            if spec.kind == "user_roles" and raw:
+                self.check_roles(spec, raw)
+            return raw
         except InvalidValue as exc:
+            if not exc.message.startswith(spec.key):  # every refusal names its field
+                raise InvalidValue(f"{spec.key} ({spec.kind}): {exc.message}",
+                                   field=spec.key) from None
             if exc.field is None:
                 exc.field = spec.key
             raise
@@ -159,6 +165,15 @@ class Renderer:
             # a 400 naming the field: the input is at fault, never a 500
             raise InvalidValue(f"{spec.key}: invalid value ({type(exc).__name__})",
                                field=spec.key) from exc
+
+    def check_roles(self, spec: FieldSpec, roles: Sequence[str]) -> None:
+        """InvalidValue naming the field for a role the application does not have (its
+        roles: the user objects' profile keys and the document's ``profiles``)."""
+        unknown = [r for r in roles if r not in self.app.profiles]
+        if unknown:
+            have = ", ".join(sorted(self.app.profiles)) or "none"
+            raise InvalidValue(f"{spec.key}: {unknown[0]!r} is not a role of this "
+                               f"application (its roles: {have})", field=spec.key)
 
     # ---- rendering ----------------------------------------------------------------------
     def display(self, spec: FieldSpec, raw: Any) -> Any:
