@@ -57,10 +57,6 @@ RefLookup = Callable[[str, "str | None"], Ref]
 """``lookup(field_key, connected_field_key_or_None) -> Ref``."""
 
 
-class _Bad(Exception):
-    """A call that cannot be evaluated (caught where the call is replaced)."""
-
-
 # ---- dates ----------------------------------------------------------------------------------
 _DATE_TEXT = [("%m/%d/%Y %H:%M", True), ("%m/%d/%Y %I:%M%p", True), ("%m/%d/%Y", False),
               ("%Y-%m-%dT%H:%M:%S", True), ("%Y-%m-%d %H:%M", True), ("%Y-%m-%d", False)]
@@ -78,7 +74,7 @@ def _date_of(arg: Ref) -> dt.datetime:
             return dt.datetime.strptime(text[:25], fmt)
         except ValueError:
             continue
-    raise _Bad(f"not a date: {arg.text!r}")
+    raise ValueError(f"not a date: {arg.text!r}")
 
 
 _MOMENT = re.compile(r"\[[^\]]*\]|YYYY|YY|MMMM|MMM|MM|Mo|M|Do|DDDD|DD|D|dddd|ddd|dd|d|"
@@ -146,7 +142,7 @@ def number_to_words(n: int) -> str:
     if n < 0:
         return "minus " + number_to_words(-n)
     if n >= 1000 ** len(_SCALES):
-        raise _Bad("number too large")
+        raise ValueError("number too large")
     words: list[str] = []
     for scale in range(len(_SCALES) - 1, -1, -1):
         chunk = (n // 1000 ** scale) % 1000
@@ -171,9 +167,9 @@ def _count(arg: Ref) -> int:
     try:
         v = float(arg.text.strip())
     except ValueError as exc:
-        raise _Bad(f"not a number: {arg.text!r}") from exc
+        raise ValueError(f"not a number: {arg.text!r}") from exc
     if not math.isfinite(v) or abs(v) > 1e9:
-        raise _Bad("count out of range")
+        raise ValueError("count out of range")
     return int(v)
 
 
@@ -185,11 +181,11 @@ def _regex(pattern: str) -> re.Pattern[str]:
         p = m.group(1)
         flags = re.I if "i" in m.group(2) else 0
     if len(p) > 1000:
-        raise _Bad("pattern too long")
+        raise ValueError("pattern too long")
     try:
         return re.compile(p, flags)
     except re.error as exc:
-        raise _Bad(f"invalid regular expression {pattern!r}") from exc
+        raise ValueError(f"invalid regular expression {pattern!r}") from exc
 
 
 def _js_replacement(repl: str) -> str:
@@ -220,9 +216,9 @@ def _words(arg: Ref) -> str:
     try:
         v = float(arg.text.replace(",", "").strip())
     except ValueError as exc:
-        raise _Bad(f"not a number: {arg.text!r}") from exc
+        raise ValueError(f"not a number: {arg.text!r}") from exc
     if not math.isfinite(v):
-        raise _Bad("not a finite number")
+        raise ValueError("not a finite number")
     return number_to_words(int(v))
 
 
@@ -332,10 +328,10 @@ def _render(template: str, lookup: RefLookup, depth: int) -> Ref:
             if len(args) > arity:  # the last argument takes the rest: "MMMM D, YYYY"
                 args = [*args[:arity - 1], ",".join(args[arity - 1:])]
             if len(args) != arity:
-                raise _Bad(f"{m.group(1)} takes {arity} arguments")
+                raise ValueError(f"{m.group(1)} takes {arity} arguments")
             values = [_render(_unquote(a), lookup, depth + 1) for a in args]
             out.append(fn(values))
-        except (_Bad, ValueError, IndexError, OverflowError, re.error, RecursionError):
+        except (ValueError, IndexError, OverflowError, re.error, RecursionError):
             out.append("")
     return Ref("".join(out))
 
@@ -353,14 +349,14 @@ def _median(*xs: float) -> float:
 def _round(x: float, places: float = 0) -> float:
     p = int(places)
     if abs(p) > 15:
-        raise _Bad("precision out of range")
+        raise ValueError("precision out of range")
     q = 10.0 ** p
     return math.floor(x * q + 0.5) / q  # half up, as JavaScript's Math.round
 
 
 def _factorial(x: float) -> float:
     if x < 0 or x > 170 or not float(x).is_integer():
-        raise _Bad("factorial of a whole number up to 170")
+        raise ValueError("factorial of a whole number up to 170")
     return float(math.factorial(int(x)))
 
 
@@ -384,7 +380,7 @@ def _random_int(a: float, b: float) -> float:
 def _date_fn(part: Callable[[dt.datetime], int]) -> Callable[..., float]:
     def fn(value: Any) -> float:
         if not isinstance(value, dt.datetime):
-            raise _Bad("not a date")
+            raise ValueError("not a date")
         return float(part(value))
     return fn
 
@@ -409,7 +405,7 @@ NUMERIC_FUNCTIONS: dict[str, Callable[..., Any]] = {
 
 def _pow(a: float, b: float) -> float:
     if abs(b) > 1000:
-        raise _Bad("exponent too large")
+        raise ValueError("exponent too large")
     return math.pow(float(a), float(b))
 
 
@@ -430,13 +426,13 @@ def _arith(op: ast.operator, a: Any, b: Any, unit_ms: float) -> Any:
     if da and db:
         if isinstance(op, ast.Sub):
             return a - b
-        raise _Bad("dates only subtract")
+        raise ValueError("dates only subtract")
     if da or db:
         date, num = (a, b) if da else (b, a)
         if isinstance(op, ast.Add) or (isinstance(op, ast.Sub) and da):
             ms = float(num) * unit_ms * (1 if isinstance(op, ast.Add) else -1)
             return date + dt.timedelta(milliseconds=ms)
-        raise _Bad("a date takes only + and - of a number")
+        raise ValueError("a date takes only + and - of a number")
     if isinstance(op, ast.Pow):
         return _pow(a, b)
     return _BINOPS[type(op)](float(a), float(b))
@@ -461,7 +457,7 @@ def equation(expr: str, lookup: RefLookup, *, unit: str = "days") -> float | dt.
     try:
         tree = ast.parse(text.strip() or "0", mode="eval")
         result = _eval(tree.body, names, unit_ms, 0)
-    except (_Bad, SyntaxError, ValueError, ZeroDivisionError, OverflowError, TypeError,
+    except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, TypeError,
             ArithmeticError, RecursionError, statistics.StatisticsError):
         return None
     if isinstance(result, dt.timedelta):
@@ -476,14 +472,14 @@ def equation(expr: str, lookup: RefLookup, *, unit: str = "days") -> float | dt.
 
 def _eval(node: ast.AST, names: dict[str, Any], unit_ms: float, depth: int) -> Any:
     if depth > 60:
-        raise _Bad("too deep")
+        raise ValueError("too deep")
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
             and not isinstance(node.value, bool):
         return float(node.value)
     if isinstance(node, ast.Name) and node.id in names:
         value = names[node.id]
         if value is None:
-            raise _Bad("a blank value where a number or date is needed")
+            raise ValueError("a blank value where a number or date is needed")
         return value
     if isinstance(node, ast.BinOp) and type(node.op) in (*_BINOPS, ast.Pow):
         return _arith(node.op, _eval(node.left, names, unit_ms, depth + 1),
@@ -491,7 +487,7 @@ def _eval(node: ast.AST, names: dict[str, Any], unit_ms: float, depth: int) -> A
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         v = _eval(node.operand, names, unit_ms, depth + 1)
         if not isinstance(v, float):
-            raise _Bad("sign of a date")
+            raise ValueError("sign of a date")
         return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
             and node.func.id in NUMERIC_FUNCTIONS and not node.keywords:
@@ -501,7 +497,7 @@ def _eval(node: ast.AST, names: dict[str, Any], unit_ms: float, depth: int) -> A
                     else a for a in args]
             if any(isinstance(a, dt.datetime) for a in args) and node.func.id not in (
                     "max", "min"):
-                raise _Bad("a date in a numeric function")
+                raise ValueError("a date in a numeric function")
         out = NUMERIC_FUNCTIONS[node.func.id](*args)
         return out if isinstance(out, dt.datetime) else float(out)
-    raise _Bad("unsupported element")
+    raise ValueError("unsupported element")

@@ -164,8 +164,13 @@ class Generator:
         """POOL pieces for a field, from a random stream of its own (adding a field to an
         application never changes the values of the others)."""
         assets = spec.kind in ("file", "image") and (spec.format or {}).get("source") != "url"
-        memo = (self.seed, json.dumps(spec.to_schema(), sort_keys=True, default=str),
-                empty_rate)
+        # a field's values depend on its definition, and user roles on the application's
+        schema = spec.to_schema()
+        if spec.kind == "user_roles":
+            obj = self.state.app.objects.get(spec.object_key or "")
+            schema = {**schema, "roles": sorted(self.state.app.profiles),
+                      "own": obj.profile_key if obj is not None else None}
+        memo = (self.seed, json.dumps(schema, sort_keys=True, default=str), empty_rate)
         if not assets and memo in _POOLS:
             return _POOLS[memo]
         main_rng, self.rng = self.rng, random.Random(f"{self.seed}:{spec.key}")
