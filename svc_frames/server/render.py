@@ -233,23 +233,24 @@ class Renderer:
                      _vals_members(spec.key, text, number, raw))
 
     # ---- computed kinds (computed.py runs them in order) --------------------------------
-    def ref(self, spec: FieldSpec, raw: Any) -> Ref:
-        """A field's value as a formula reads it (formulas.py): display text, number,
-        date."""
+    def ref(self, spec: FieldSpec, raw: Any, text: bool = True) -> Ref:
+        """A field's value as a formula reads it (formulas.py): display text (unless
+        ``text`` is false: an equation reads numbers and dates only), number, date."""
         if spec.kind == "connection":
             return Ref(", ".join(str(c.get("identifier", "")) for c in raw or []
                                  if isinstance(c, dict)))
-        text = "" if is_empty_raw(raw) else text_of(self.display(spec, raw))
+        shown = "" if not text or is_empty_raw(raw) else text_of(self.display(spec, raw))
         if spec.kind in NUMERIC_KINDS:
             number = to_number(raw)
-            return Ref(text, 0.0 if number is None else number)
+            return Ref(shown, 0.0 if number is None else number)
         if spec.kind in DATE_KINDS:
             ms = date_ms(raw)
-            return Ref(text, None, None if ms is None else _wall_clock(ms))
-        return Ref(text)
+            return Ref(shown, None, None if ms is None else _wall_clock(ms))
+        return Ref(shown)
 
     def lookup(self, obj: ObjectDef, raw: Mapping[str, Any],
-               conn_records: Callable[[str], list[dict[str, Any]]]) -> RefLookup:
+               conn_records: Callable[[str], list[dict[str, Any]]],
+               text: bool = True) -> RefLookup:
         """The reference lookup of one record: ``{field_N}`` from ``raw``,
         ``{field_C.field_M}`` from the records connection ``field_C`` holds."""
         def lookup(key: str, sub_key: str | None) -> Ref:
@@ -257,12 +258,12 @@ class Renderer:
                 return Ref("")
             spec = obj.field(key)
             if sub_key is None:
-                return self.ref(spec, raw.get(key))
+                return self.ref(spec, raw.get(key), text)
             target = self.app.objects.get((spec.relationship or {}).get("object", ""))
             if spec.kind != "connection" or target is None or not target.has_field(sub_key):
                 return Ref("")
             sub = target.field(sub_key)
-            refs = [self.ref(sub, r["raw"].get(sub_key)) for r in conn_records(key)]
+            refs = [self.ref(sub, r["raw"].get(sub_key), text) for r in conn_records(key)]
             if len(refs) == 1:
                 return refs[0]
             return Ref(", ".join(r.text for r in refs),
@@ -276,7 +277,7 @@ class Renderer:
         cannot evaluate is blank: the equation kind holds numbers)."""
         fmt = spec.format or {}
         value = equation(str(fmt.get("equation") or ""),
-                         self.lookup(obj, raw, conn_records or _no_records),
+                         self.lookup(obj, raw, conn_records or _no_records, text=False),
                          unit=str(fmt.get("date_type") or "days"))
         return value if isinstance(value, float) else None
 
