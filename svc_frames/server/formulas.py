@@ -58,18 +58,18 @@ RefLookup = Callable[[str, "str | None"], Ref]
 
 
 # ---- dates ----------------------------------------------------------------------------------
-_DATE_TEXT = [("%m/%d/%Y %H:%M", True), ("%m/%d/%Y %I:%M%p", True), ("%m/%d/%Y", False),
-              ("%Y-%m-%dT%H:%M:%S", True), ("%Y-%m-%d %H:%M", True), ("%Y-%m-%d", False)]
+_DATE_TEXT = ("%m/%d/%Y %H:%M", "%m/%d/%Y %I:%M%p", "%m/%d/%Y", "%Y-%m-%dT%H:%M:%S",
+              "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
 
 def _date_of(arg: Ref) -> dt.datetime:
-    """The date of an argument: a date field's own value, else its text read as a date."""
+    """The date of an argument: a date field's own value, else its text read as a date
+    (a range: its start)."""
     if arg.date is not None:
         return arg.date
-    text = arg.text.strip().replace(" ", " ")
+    text = arg.text.replace("\u00a0", " ").split(" to ")[0].strip()
     text = re.sub(r"\s*(am|pm)$", lambda m: m.group(1).upper(), text, flags=re.I)
-    text = text.split(" to ")[0].strip()  # a date range: its start
-    for fmt, _ in _DATE_TEXT:
+    for fmt in _DATE_TEXT:
         try:
             return dt.datetime.strptime(text[:25], fmt)
         except ValueError:
