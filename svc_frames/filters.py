@@ -535,12 +535,12 @@ class Field:
         Parameters
         ----------
         value : float, int, str or date
-            The bound (a date on a date field).
+            The highest value kept (a date on a date field).
 
         Returns
         -------
         dict
-            ``{"match": "or", "rules": [...]}``, what ``filters=`` takes.
+            Two rules of which one holds (``"match": "or"``).
 
         Examples
         --------
