@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .arrowcols import member
+
 __all__ = ["Pending", "Outline", "outline", "pending_edits", "frames_text", "frames_html"]
 
 SHOWN_COLUMNS = 12   # fields the text repr names before "... N more"
@@ -107,14 +109,16 @@ def pending_edits(main: pd.DataFrame, loaded: pd.DataFrame,
     counted as edited where any value differs in type."""
     out = Pending()
     index, before = main.index, loaded.index
-    out.added = int((~index.isin(before)).sum())
-    out.removed = int((~before.isin(index)).sum())
     out.new_columns = [str(c) for c in main.columns if c not in loaded.columns]
-    common = index[index.isin(before)]
-    if len(common):
-        now = main.loc[common] if not index.equals(before) else main
-        then = loaded.loc[common] if not index.equals(before) else loaded
-        rows = np.zeros(len(common), dtype=bool)
+    now, then = main, loaded
+    if not index.equals(before):   # rows added, removed or reordered
+        kept = member(index, before)
+        out.added = int((~kept).sum())
+        out.removed = int((~member(before, index)).sum())
+        common = index[kept]
+        now, then = main.loc[common], loaded.loc[common]
+    if len(now):
+        rows = np.zeros(len(now), dtype=bool)
         for col in main.columns:
             if col not in loaded.columns:
                 continue
@@ -133,33 +137,35 @@ def _cells_differ(a: pd.Series, b: pd.Series) -> np.ndarray:
     """Per row, whether two aligned columns differ (both missing: the same)."""
     if a.dtype != object and b.dtype != object:
         try:
-            other: Any = b.to_numpy() if a.dtype == b.dtype else b
-            same = a.eq(other).fillna(False)
+            # the arrays, not the Series: no alignment, and Arrow text compared in Arrow
+            same = pd.array(a.array == b.array).fillna(False)
             both_na = a.isna().to_numpy() & b.isna().to_numpy()
-            return ~(same.to_numpy(dtype=bool) | both_na)
+            return ~(np.asarray(same, dtype=bool) | both_na)
         except (TypeError, ValueError):
             pass   # incomparable dtypes (a date column given text): cell by cell below
-    return np.fromiter((not _same_value(x, y) for x, y in zip(a.array, b.array, strict=True)),
+    pairs = zip(a.to_numpy(dtype=object), b.to_numpy(dtype=object), strict=True)
+    return np.fromiter((x is not y and not _same_value(x, y) for x, y in pairs),
                        dtype=bool, count=len(a))
 
 
 def _same_value(x: Any, y: Any) -> bool:
-    if x is y:
-        return True
+    """Two cells of an object column: lists by their items, missing values alike."""
+    if isinstance(x, (list, tuple, np.ndarray)) or isinstance(y, (list, tuple, np.ndarray)):
+        try:
+            return len(x) == len(y) and all(_same_value(a, b) for a, b in zip(x, y, strict=True))
+        except TypeError:   # one of them has no length
+            return False
     x_na, y_na = _is_na(x), _is_na(y)
     if x_na or y_na:
         return x_na and y_na
     try:
-        return bool(np.all(x == y)) and np.shape(x) == np.shape(y)  # lists and arrays too
+        return bool(x == y)
     except (TypeError, ValueError):
         return False
 
 
 def _is_na(x: Any) -> bool:
-    try:
-        return bool(pd.isna(x))   # a list or array: not a scalar, so not missing
-    except (TypeError, ValueError):
-        return False
+    return x is None or x is pd.NA or x is pd.NaT or (isinstance(x, float) and x != x)
 
 
 def _same_table(a: pd.DataFrame, b: pd.DataFrame) -> bool:
