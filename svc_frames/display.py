@@ -105,8 +105,8 @@ def pending_edits(main: pd.DataFrame, loaded: pd.DataFrame,
                   tables: Mapping[str, pd.DataFrame],
                   loaded_tables: Mapping[str, pd.DataFrame]) -> Pending:
     """What changed in ``main`` and ``tables`` since ``loaded`` and ``loaded_tables`` (the
-    frames as loaded), counted cell by cell; a column whose cells cannot be compared is
-    counted as edited where any value differs in type."""
+    frames as loaded), counted cell by cell; a cell whose value cannot be compared with the
+    loaded one (another type: a date given as text) counts as edited."""
     out = Pending()
     index, before = main.index, loaded.index
     out.new_columns = [str(c) for c in main.columns if c not in loaded.columns]
