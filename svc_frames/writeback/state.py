@@ -59,6 +59,10 @@ class RunState:
     # acknowledged update's body (stamp aside) with the time its answer came
     read_at: dict[str, float] = field(default_factory=dict)
     written: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
+    # every write's outcome as its answer comes (set by the worker that sent it, so a run
+    # cut short keeps it), and the writes sent and not yet answered (interrupt.py)
+    answered: dict[str, Outcome] = field(default_factory=dict)
+    in_flight: set[str] = field(default_factory=set)
     adopt_lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     base_values: Values | None = None    # the loaded values, for the guard (made once)
