@@ -458,6 +458,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def interrupted_line(args: argparse.Namespace, exc: KeyboardInterrupt) -> str:
+    """The one line a Ctrl-C prints: for push, what the run did (its partial report) and
+    that pushing again sends only the rest; for an export, that its output was left as
+    it was (the export writes nothing until its last page: saved/layout.py Staging)."""
+    report = getattr(exc, "report", None)
+    command = getattr(args, "command", None)
+    if command == "push" and report is not None:
+        status = report.table["status"]
+        applied = int((status == "applied").sum())
+        rest = len(status) - applied
+        unknown = int((status == "unknown").sum())
+        lost = (f" ({unknown} sent without an answer: the next push re-reads them)"
+                if unknown else "")
+        return (f"svc-frames push: interrupted: {applied} of {len(status)} records applied, "
+                f"{rest} left{lost}; run "
+                f"`svc-frames push {args.path}` again to send only the rest")
+    if command == "push":
+        return (f"svc-frames push: interrupted; run `svc-frames push {args.path} --dry-run` "
+                "to see what is left to send")
+    if command == "export" and getattr(args, "out", None):
+        return (f"svc-frames export: interrupted; {args.out} was left as it was (an export "
+                "writes nothing until it has every page): run the same command again")
+    return f"svc-frames {command or ''}: interrupted".replace("  ", " ")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``svc-frames``: ``main(["serve", "--demo"])``."""
     parser = build_parser()
@@ -468,6 +493,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         code = int(args.handler(args))
         sys.stdout.flush()
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: one line (what was done, how to go on), not a traceback; 130 as a
+        # shell reports a command ended by SIGINT
+        print(interrupted_line(args, exc), file=sys.stderr, flush=True)
+        return 130
     except BrokenPipeError:
         # the reader went away (`svc-frames schema | head`): stop quietly, as a Unix tool
         # ended by SIGPIPE does; stdout goes to devnull so the exit's flush cannot fail
