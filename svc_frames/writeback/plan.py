@@ -329,6 +329,8 @@ class Plan:
     walls_reread : list of str
         Updates whose unedited date part may be a wall time the timezone skips: re-read
         before the write even with ``guard="off"``, so that part goes as the server has it.
+    left_out : list
+        Columns of the edited frame that are no field's (analysis columns): never sent.
 
     Examples
     --------
@@ -356,6 +358,8 @@ class Plan:
     # updates sending an unedited date part that may stand for a wall time the timezone
     # skips (writeback/walls.py): without the guard they are re-read for it alone
     walls_reread: list[str] = dc_field(default_factory=list, repr=False)
+    # columns of the edited frame that are no field's (analysis columns): never sent
+    left_out: list[Any] = dc_field(default_factory=list, repr=False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -516,7 +520,7 @@ class Plan:
                     {i: self.loaded[i] for i in keep if i in self.loaded},
                     {i: self.wanted[i] for i in keep if i in self.wanted},
                     {i: p for i, p in self.create_rows.items() if i in wanted},
-                    [i for i in self.walls_reread if i in wanted])
+                    [i for i in self.walls_reread if i in wanted], list(self.left_out))
 
     def summary(self) -> pd.DataFrame:
         """One row per record: ``record_id``, ``action`` and the ``fields`` it sends.
@@ -540,8 +544,10 @@ class Plan:
 
     def __repr__(self) -> str:
         c = self.counts
+        left = (f"; left out (no field): {', '.join(map(str, self.left_out))}"
+                if self.left_out else "")
         return (f"Plan({c['update']} update, {c['create']} create, {c['delete']} delete; "
-                f"{len(self.changes)} changed cells; {self.requests})")
+                f"{len(self.changes)} changed cells; {self.requests}{left})")
 
     def _repr_html_(self) -> str:
         return f"<p>{self!r}</p>" + self.changes.head(50).to_html()
