@@ -425,16 +425,28 @@ def cmd_push(args: argparse.Namespace) -> int:
         report = push(client, args.path, dry_run=args.dry_run, on_conflict=args.on_conflict,
                       delete_missing=args.delete_missing, journal=args.journal,
                       target=target, overwrite=args.overwrite)
+        estimate = report.plan.estimate_requests(
+            rate=client.limiter.rate, delete_missing=args.delete_missing,
+            on_conflict=args.on_conflict)
         with pd.option_context("display.width", 160, "display.max_colwidth", 60,
                                "display.max_rows", 200):
             if report.nothing_to_send:
                 print(report.nothing_to_send)
             elif args.dry_run:
                 print(report.plan.changes.to_string(index=False))
+                # what the run would take, up front: requests and time at the pace
+                print(f"{', '.join(f'{n} {a}' for a, n in report.plan.counts.items())}: "
+                      f"{estimate}")
             else:
                 print(report.table.to_string(index=False))
+        if report.plan.left_out:
+            print("left out (no field, never sent): "
+                  + ", ".join(map(str, report.plan.left_out)))
         print(json.dumps({"dry_run": args.dry_run, "plan": report.plan.counts,
-                          "status": report.counts, "requests": report.requests}))
+                          "status": report.counts, "requests": report.requests,
+                          "estimate": {"requests": estimate.total,
+                                       "seconds": None if estimate.seconds is None
+                                       else round(estimate.seconds, 1)}}))
         return 0 if report.ok else 1
 
     return run_client_command(run)

@@ -4,6 +4,7 @@ during `svc-frames push` and `svc-frames export`: one line on stderr, no traceba
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -100,3 +101,25 @@ def test_ctrl_c_during_export_prints_one_line_and_exits_130(svc: LocalService,
     assert len(lines) == 1, stderr
     assert "Traceback" not in stderr and "interrupted" in lines[0]
     assert not out.exists()
+
+
+def test_the_dry_run_says_how_long_the_push_takes(svc: LocalService, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    from svc_frames.cli import main
+
+    frames = read_object(client_for(svc), "object_3", columns="keys", progress=False)
+    s = frames.main["field_12"].copy()
+    for rid in frames.main.index[:5]:
+        s.at[rid] = "dry"
+    frames.main["field_12"] = s
+    out = to_parquet(frames, tmp_path / "orders")
+    for name, value in (("SVC_APP_ID", svc.app_id), ("SVC_API_KEY", svc.api_key),
+                        ("SVC_BASE_URL", svc.base_url)):
+        monkeypatch.setenv(name, value)
+    assert main(["push", str(out), "--dry-run", "--rate-limit", "5"]) == 0
+    printed = capsys.readouterr().out
+    assert "5 update, 0 create, 0 delete: " in printed
+    assert "requests (5 writes" in printed and "s at 5 requests/s" in printed
+    last = json.loads(printed.strip().splitlines()[-1])
+    assert last["estimate"]["requests"] >= 5 and last["estimate"]["seconds"] > 1

@@ -184,3 +184,20 @@ def test_a_crash_carries_the_report_and_the_frames_follow(svc: LocalService) -> 
     assert set(diff(frames).actions) == set(wanted) - set(applied)
     again = write_back(client_for(svc), frames, progress=False)
     assert again.counts == {"applied": EDITS - 3}
+
+
+def test_a_plan_says_how_long_it_takes_at_the_pace(
+        svc: LocalService, capsys: pytest.CaptureFixture[str]) -> None:
+    client = client_for(svc, rate_limit=RATE)
+    frames, _wanted = _edited(client, "timed")
+    plan = diff(frames)
+    rate = client.limiter.rate     # the pace the client keeps (the service's, learned)
+    est = plan.estimate_requests(rate=rate)
+    # the requests one after another at the pace, and the live guard's wait before its
+    # check after the writes (late re-reads are an allowance a run alone does not send)
+    assert est.seconds == pytest.approx((est.total - est.late) / rate + 2.0)
+    assert est.duration() == f"about {round(est.seconds)} s at {rate:g} requests/s"
+    assert "at 10 requests/s" in repr(plan)          # the hosted pace, before a client
+    assert plan.estimate_requests(rate=0).seconds is None      # unpaced: no figure
+    write_back(client, frames, progress=True)
+    assert f"write_back {OBJ} ({est.duration()})" in capsys.readouterr().err

@@ -51,7 +51,8 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
         take_baseline(run)   # before any create: what already matches each
     workers = max(1, min(max_workers, len(order)))
     pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
-    bar = Progress(want_progress(progress), f"write_back {run.tgt.name}", unit="rec",
+    took = f" ({run.duration})" if run.duration else ""
+    bar = Progress(want_progress(progress), f"write_back {run.tgt.name}{took}", unit="rec",
                    total=len(order))
     spare = _Spare()
     try:

@@ -201,6 +201,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
 
     run = RunState.start(client, plan, layout, tgt,
                          Journal(journal) if journal is not None else None)
+    run.duration = estimate.duration()
     # the live guard's check after the writes is kept back from the writes' claims
     run.gate = gate = QuotaGate(client, reserve, owed=estimate.checks if mode.live else 0)
     try:

@@ -72,6 +72,9 @@ class RunState:
     # gone (the live guard's later re-read); the run ends, reports, then raises
     halted: str | None = None
     halt_ids: list[str] = field(default_factory=list)    # the records in conflict then
+    # how long the plan takes at the client's pace ("about 18 s at 10 requests/s"), shown
+    # on the bar of writes
+    duration: str = ""
 
     @classmethod
     def start(cls, client: Client, plan: Plan, layout: Layout, tgt: Target,
