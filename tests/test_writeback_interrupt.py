@@ -10,6 +10,7 @@ import os
 import random
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -58,42 +59,58 @@ def _edited(client: Client, tag: str, creates: int = 0) -> tuple[Frames, dict[st
 
 class _Interrupter:
     """Sends SIGINT to this process (Python raises KeyboardInterrupt in the main thread,
-    where write_back runs) after ``delay`` seconds, unless the run ended first."""
+    where write_back runs) after ``delay`` seconds, unless ``stop`` came first."""
 
     def __init__(self, delay: float) -> None:
-        self.done = threading.Event()
+        self.lock = threading.Lock()
+        self.stopped = threading.Event()
         self.sent = False
         self.thread = threading.Thread(target=self._run, args=(delay,), daemon=True)
+        self.thread.start()
 
     def _run(self, delay: float) -> None:
-        if not self.done.wait(delay):
-            self.sent = True
-            os.kill(os.getpid(), signal.SIGINT)
+        if self.stopped.wait(delay):
+            return
+        with self.lock:
+            if not self.stopped.is_set():
+                self.sent = True
+                os.kill(os.getpid(), signal.SIGINT)
 
-    def __enter__(self) -> _Interrupter:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.done.set()
+    def stop(self) -> None:
+        """No signal after this one returns; a signal already sent is raised here at the
+        latest (the main thread runs the handler during the sleep)."""
+        with self.lock:
+            self.stopped.set()
         self.thread.join()
+        if self.sent:
+            time.sleep(1.0)
 
 
 def _run_interrupted(client: Client, frames: Frames, delay: float,
                      journal: Path) -> Any:
+    """The Report a Ctrl-C left (WriteInterrupted), or None when the KeyboardInterrupt came
+    before the run's first request (nothing written) or after its end (all written)."""
+    ended = False
+    intr = _Interrupter(delay)
     try:
-        with _Interrupter(delay) as intr:
+        try:
             write_back(client, frames, journal=journal, progress=False)
+            ended = True
+        finally:
+            intr.stop()
     except WriteInterrupted as exc:
         assert isinstance(exc, KeyboardInterrupt)
         assert "interrupted" in str(exc) and "write_back again" in str(exc)
         return exc.report
-    assert not intr.sent, "SIGINT was sent but write_back did not raise WriteInterrupted"
+    except KeyboardInterrupt:
+        assert not ended or diff(frames).empty
+        return None
+    assert not intr.sent
     pytest.fail(f"the run ended before the SIGINT at {delay:.2f} s")
 
 
 @pytest.mark.slow(seconds=20)
-@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
 def test_sigint_at_a_random_point_keeps_count(svc: LocalService, tmp_path: Path,
                                                seed: int) -> None:
     rng = random.Random(seed)
@@ -103,7 +120,17 @@ def test_sigint_at_a_random_point_keeps_count(svc: LocalService, tmp_path: Path,
     planned = diff(frames)
     journal = tmp_path / "run.jsonl"
     svc.request_log.clear()
-    report = _run_interrupted(client, frames, rng.uniform(0.2, 1.8), journal)
+    # from before the first request (a plain KeyboardInterrupt) to after the last write
+    report = _run_interrupted(client, frames, rng.choice([0.0, 0.2]) + rng.uniform(0, 1.6),
+                              journal)
+    if report is None:   # before the first request, or after the last answer
+        if svc.request_log.count(method="PUT") == 0:
+            assert svc.request_log.count(method="POST") == 0
+            assert set(diff(frames).actions) == set(planned.actions)
+        again = write_back(client_for(svc), frames, journal=journal, progress=False)
+        assert set(again.table["status"]) <= {"applied"}
+        assert diff(frames).empty
+        return
 
     table = report.table
     assert len(table) == len(planned.actions)
@@ -113,7 +140,8 @@ def test_sigint_at_a_random_point_keeps_count(svc: LocalService, tmp_path: Path,
     # the journal is complete: one ack per applied record
     acks = [json.loads(x) for x in journal.read_text().splitlines()]
     acked = {a["record_id"] for a in acks if a["op"] == "ack" and a["action"] == "update"}
-    assert acked == set(applied["record_id"])
+    unknown = set(table.loc[table["status"] == "unknown", "record_id"])
+    assert set(applied["record_id"]) <= acked <= set(applied["record_id"]) | unknown
     created = {a["new_id"] for a in acks if a["op"] == "ack" and a["action"] == "create"}
 
     server = _load(client_for(svc))
@@ -158,6 +186,7 @@ def test_a_plan_says_how_long_it_takes_at_the_pace(
     est = plan.estimate_requests(rate=rate)
     # the requests one after another at the pace, and the live guard's wait before its
     # check after the writes (late re-reads are an allowance a run alone does not send)
+    assert est.seconds is not None
     assert est.seconds == pytest.approx((est.total - est.late) / rate + 2.0)
     assert est.duration() == f"about {round(est.seconds)} s at {rate:g} requests/s"
     assert "at 10 requests/s" in repr(plan)          # the hosted pace, before a client

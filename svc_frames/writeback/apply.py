@@ -12,6 +12,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,7 +51,9 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     if not (run.gate and run.gate.stopped):   # the quota's gate shut: nothing will go
         take_baseline(run)   # before any create: what already matches each
     workers = max(1, min(max_workers, len(order)))
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
+    # a prefix of this run's own: _wait_for_writes finds its threads by it
+    prefix = f"write_back-{id(run):x}"
+    pool = ThreadPoolExecutor(workers, thread_name_prefix=prefix)
     took = f" ({run.duration})" if run.duration else ""
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}{took}", unit="rec",
                    total=len(order))
@@ -74,11 +77,21 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
         # second Ctrl-C stops the wait (those writes end unknown: interrupt.py)
         run.stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        _wait_for_writes(prefix)
         bar.close(complete=False)
         raise
     pool.shutdown(wait=True)
     bar.close()
     check_unanswered(run)    # writes whose answer was lost: re-read before the report
+
+
+def _wait_for_writes(prefix: str) -> None:
+    """Join every thread of the run's pool: a Ctrl-C that lands while the pool starts a
+    thread leaves it running but unknown to ``shutdown``, which then does not wait for
+    the write it takes."""
+    for t in threading.enumerate():
+        if t.name.startswith(prefix) and t is not threading.current_thread():
+            t.join()
 
 
 @dataclass(frozen=True)
