@@ -430,16 +430,28 @@ def cmd_push(args: argparse.Namespace) -> int:
         report = push(client, args.path, dry_run=args.dry_run, on_conflict=args.on_conflict,
                       delete_missing=args.delete_missing, journal=args.journal,
                       target=target, overwrite=args.overwrite)
+        estimate = report.plan.estimate_requests(
+            rate=client.limiter.rate, delete_missing=args.delete_missing,
+            on_conflict=args.on_conflict)
         with pd.option_context("display.width", 160, "display.max_colwidth", 60,
                                "display.max_rows", 200):
             if report.nothing_to_send:
                 print(report.nothing_to_send)
             elif args.dry_run:
                 print(report.plan.changes.to_string(index=False))
+                # what the run would take, up front: requests and time at the pace
+                print(f"{', '.join(f'{n} {a}' for a, n in report.plan.counts.items())}: "
+                      f"{estimate}")
             else:
                 print(report.table.to_string(index=False))
+        if report.plan.left_out:
+            print("left out (no field, never sent): "
+                  + ", ".join(map(str, report.plan.left_out)))
         print(json.dumps({"dry_run": args.dry_run, "plan": report.plan.counts,
-                          "status": report.counts, "requests": report.requests}))
+                          "status": report.counts, "requests": report.requests,
+                          "estimate": {"requests": estimate.total,
+                                       "seconds": None if estimate.seconds is None
+                                       else round(estimate.seconds, 1)}}))
         return 0 if report.ok else 1
 
     return run_client_command(run)
@@ -466,6 +478,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def interrupted_line(args: argparse.Namespace, exc: KeyboardInterrupt) -> str:
+    """The one line a Ctrl-C prints: for push, what the run did (its partial report) and
+    that pushing again sends only the rest; for an export, that its output was left as
+    it was (the export writes nothing until its last page: saved/layout.py Staging)."""
+    report = getattr(exc, "report", None)
+    command = getattr(args, "command", None)
+    if command == "push" and report is not None:
+        status = report.table["status"]
+        applied = int((status == "applied").sum())
+        rest = len(status) - applied
+        unknown = int((status == "unknown").sum())
+        lost = (f" ({unknown} sent without an answer: the next push re-reads them)"
+                if unknown else "")
+        return (f"svc-frames push: interrupted: {applied} of {len(status)} records applied, "
+                f"{rest} left{lost}; run "
+                f"`svc-frames push {args.path}` again to send only the rest")
+    if command == "push":
+        return (f"svc-frames push: interrupted; run `svc-frames push {args.path} --dry-run` "
+                "to see what is left to send")
+    if command == "export" and getattr(args, "out", None):
+        return (f"svc-frames export: interrupted; {args.out} was left as it was (an export "
+                "writes nothing until it has every page): run the same command again")
+    return f"svc-frames {command or ''}: interrupted".replace("  ", " ")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``svc-frames``: ``main(["serve", "--demo"])``."""
     parser = build_parser()
@@ -477,6 +514,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with warnings_as_lines("svc-frames"):  # one line each, not the entry point's source
             code = int(args.handler(args))
         sys.stdout.flush()
+    except KeyboardInterrupt as exc:
+        # Ctrl-C: one line (what was done, how to go on), not a traceback; 130 as a
+        # shell reports a command ended by SIGINT
+        print(interrupted_line(args, exc), file=sys.stderr, flush=True)
+        return 130
     except BrokenPipeError:
         # the reader went away (`svc-frames schema | head`): stop quietly, as a Unix tool
         # ended by SIGPIPE does; stdout goes to devnull so the exit's flush cannot fail

@@ -177,6 +177,21 @@ class ConflictError(SvcError):
         self.report = report
 
 
+class WriteInterrupted(KeyboardInterrupt):
+    """Ctrl-C (a KeyboardInterrupt) stopped ``write_back``; raised in its place.
+
+    A KeyboardInterrupt, not an Exception, so ``except Exception`` does not swallow a
+    Ctrl-C (hence not under SvcError). ``report``: the run's Report so far (what was
+    answered is ``applied``/``failed``..., what was not sent ``not_applied``, a write cut
+    in flight ``unknown``); the frames already follow every answered write, so calling
+    ``write_back`` again sends only the rest. Any other exception that stops a run after
+    its first request carries the same Report as its ``report`` attribute."""
+
+    def __init__(self, message: str, report: Any = None) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 # --- signals between layers, caught inside the package ---------------------------------------
 class DisplayValuesNeeded(SvcError, ValueError):
     """Raised inside the loader when a raw page needs its display values; never reaches a user.
@@ -319,6 +334,6 @@ __all__ = [
     "OutcomeUnknown", "ServiceUnreachable",
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded", "SendDeadlinePassed",
-    "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
+    "WriteInterrupted", "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
     "warn_user",
 ]

@@ -3,6 +3,7 @@ are caught, faults do not duplicate, an interrupted run resumes, bad input sends
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import json
 import string
@@ -603,13 +604,21 @@ def test_interrupted_run_resumes_from_journal(fresh: LocalService, tmp_path: Pat
     crashing = CrashingClient(fresh.app_id, api_key=fresh.api_key, base_url=fresh.base_url,
                               rate_limit=0)
     CrashingClient.budget = 3
-    with pytest.raises(_Crash):
+    # the frames as a killed process left them on disk: they never followed the writes
+    kept = copy.deepcopy(frames)
+    with pytest.raises(_Crash) as err:
         write_back(crashing, frames, journal=journal, max_workers=1)
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
     acked = {x["record_id"] for x in lines if x["op"] == "ack" and x["action"] == "update"}
     assert len(acked) == 3
+    # the frames in this process followed the acknowledged writes: only the rest is left
+    assert not set(diff(frames).actions) & acked
+    counts = err.value.report.counts  # type: ignore[attr-defined]
+    # the crashed write raised in flight: it may have gone, so it is unknown, not applied
+    assert counts["applied"] == 3 and counts["unknown"] == 1
+    assert any("write_back again" in n for n in err.value.__notes__)
     puts_before = fresh.request_log.count(method="PUT")
-    report = write_back(client, frames, journal=journal)
+    report = write_back(client, kept, journal=journal)
     assert set(report.table["status"]) == {"applied"}
     from_journal = report.table[report.table["message"].str.contains("journal")]
     assert set(from_journal["record_id"]) == acked

@@ -97,8 +97,11 @@ class _Helper:
         env = dict(os.environ, SVC_FRAMES_SYS_PATH=json.dumps(sys.path))
         code = ("import json, os, sys; sys.path[:] = json.loads(os.environ"
                 "['SVC_FRAMES_SYS_PATH']); from svc_frames.read.workers import serve; serve()")
+        # a session of its own: a Ctrl-C at the terminal interrupts the loader, which
+        # ends the helper (its stdin closes), not the helper mid-page with a traceback
         self.proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env)
+                                     stdout=subprocess.PIPE, env=env,
+                                     start_new_session=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         try:

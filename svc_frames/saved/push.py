@@ -221,6 +221,9 @@ def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
         write), and bad :func:`write_back` options.
     ConflictError
         ``on_conflict="raise"`` and a record changed on the service since it was saved.
+    WriteInterrupted
+        Ctrl-C during the run (see :func:`write_back`): what was applied is saved first
+        (the as-loaded copy), so pushing again sends only the rest; ``err.report``.
     ServiceError
         A request that is no record's own write failed (see :func:`write_back`).
 
@@ -246,14 +249,29 @@ def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
     frames = read_for_push(path, overwrite=overwrite, dry_run=dry_run or not save)
     check_application(frames, client, path)
     check_schema(frames, client, path)
-    report = write_back(client, frames, dry_run=dry_run, **options)
-    if save and not dry_run and (report.table["status"] == "applied").any():
-        try:
-            save_pushed(frames, path, report.table, overwrite=overwrite)
-        except (OSError, SvcError) as exc:
-            # the writes happened: the report must reach the caller whatever the disk says
-            warnings.warn(f"the writes in this report were applied, but {path} could not be "
-                          f"refreshed ({exc}); pushing it again would diff against the old "
-                          "as-loaded copy: export again before editing further",
-                          stacklevel=2)
+    try:
+        report = write_back(client, frames, dry_run=dry_run, **options)
+    except BaseException as exc:
+        # interrupted (Ctrl-C: WriteInterrupted) or failed after some writes: what was
+        # applied is saved too, so pushing again sends only the rest
+        partial = getattr(exc, "report", None)
+        if save and not dry_run and isinstance(partial, Report):
+            _keep_applied(frames, path, partial, overwrite)
+        raise
+    if save and not dry_run:
+        _keep_applied(frames, path, report, overwrite)
     return report
+
+
+def _keep_applied(frames: Frames, path: str | os.PathLike[str], report: Report,
+                  overwrite: bool) -> None:
+    """``save_pushed`` when the run applied something; a disk that refuses is a warning
+    (the writes happened: the report must reach the caller whatever the disk says)."""
+    if not (report.table["status"] == "applied").any():
+        return
+    try:
+        save_pushed(frames, path, report.table, overwrite=overwrite)
+    except (OSError, SvcError) as exc:
+        warnings.warn(f"the writes in this report were applied, but {path} could not be "
+                      f"refreshed ({exc}); pushing it again would diff against the old "
+                      "as-loaded copy: export again before editing further", stacklevel=3)

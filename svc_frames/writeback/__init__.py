@@ -2,7 +2,9 @@
 changed. One module per phase:
 
 * ``plan.py``     Plan, the column Layout of a source, statuses (``Status``)
-* ``diff.py``     diff (edited vs loaded -> Plan), add_rows
+* ``diff.py``     diff (edited vs loaded -> Plan)
+* ``appends.py``  new rows: pd.concat, .loc[new label], add_rows (which rows are creates)
+* ``analysis.py`` columns that are no field's: left out, never sent (or refused)
 * ``uploads.py``  asset placement: what a file/image column writes, uploads before writes
 * ``journal.py``  the on-disk journal of acknowledged writes (resumable runs)
 * ``target.py``   the object or view written to (fields a view takes: ``schema.py``)
@@ -12,6 +14,7 @@ changed. One module per phase:
 * ``apply.py``    updates, creates, deletes, lookups (where a create is retried)
 * ``stamp.py``    the forms' "modified" stamp, which object writes set themselves
 * ``follow.py``   frames and their ``original`` follow the server after a run
+* ``interrupt.py`` a run cut short (Ctrl-C, a crash): the frames follow, the Report so far
 * ``report.py``   Report, per-record Outcome, request counts, QuotaNote, the summary line
 * ``budget.py``   the daily quota in a run: quota_reserve, budgeted writes
 * ``gate.py``     QuotaGate: the gate every write passes (claims of the quota)
@@ -34,7 +37,8 @@ outcome is unknown it is looked up first, and a journal makes an interrupted run
 resumable.
 """
 
-from .diff import add_rows, diff
+from .appends import add_rows
+from .diff import diff
 from .journal import Journal
 from .plan import NEW_ID_PREFIX, Action, Plan, Status
 from .report import Report

@@ -12,6 +12,7 @@ Usage::
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,8 +51,11 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     if not (run.gate and run.gate.stopped):   # the quota's gate shut: nothing will go
         take_baseline(run)   # before any create: what already matches each
     workers = max(1, min(max_workers, len(order)))
-    pool = ThreadPoolExecutor(workers, thread_name_prefix="write_back")
-    bar = Progress(want_progress(progress), f"write_back {run.tgt.name}", unit="rec",
+    # a prefix of this run's own: _wait_for_writes finds its threads by it
+    prefix = f"write_back-{id(run):x}"
+    pool = ThreadPoolExecutor(workers, thread_name_prefix=prefix)
+    took = f" ({run.duration})" if run.duration else ""
+    bar = Progress(want_progress(progress), f"write_back {run.tgt.name}{took}", unit="rec",
                    total=len(order))
     spare = _Spare()
     try:
@@ -68,14 +72,26 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
             _write_batch(run, pool, [r for r in batch if r not in run.outcomes], live,
                          spare, bar)
     except BaseException:
-        # interrupted (Ctrl-C, a crash): start nothing more; the journal holds
-        # every acknowledged write for the re-run
+        # interrupted (Ctrl-C, a crash): start nothing more, and wait for the writes in
+        # flight, whose answers (run.answered) and journal lines are then complete; a
+        # second Ctrl-C stops the wait (those writes end unknown: interrupt.py)
+        run.stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        _wait_for_writes(prefix)
         bar.close(complete=False)
         raise
     pool.shutdown(wait=True)
     bar.close()
     check_unanswered(run)    # writes whose answer was lost: re-read before the report
+
+
+def _wait_for_writes(prefix: str) -> None:
+    """Join every thread of the run's pool: a Ctrl-C that lands while the pool starts a
+    thread leaves it running but unknown to ``shutdown``, which then does not wait for
+    the write it takes."""
+    for t in threading.enumerate():
+        if t.name.startswith(prefix) and t is not threading.current_thread():
+            t.join()
 
 
 @dataclass(frozen=True)
@@ -131,7 +147,7 @@ def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
     pending = list(ids)
     while pending:
         late: list[str] = []
-        for rid, out in zip(pending, pool.map(lambda r: _one(run, r, live), pending),
+        for rid, out in zip(pending, pool.map(lambda r: _kept(run, r, live), pending),
                             strict=True):
             if out is None:
                 late.append(rid)
@@ -158,6 +174,20 @@ def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
             if rid in run.outcomes:
                 bar.update(1)
         pending = [r for r in late if r not in run.outcomes]
+
+
+def _kept(run: RunState, rid: str, live: LiveBatches | None) -> Outcome | None:
+    """``_one``, its outcome kept in ``run.answered`` by the worker as soon as it is known,
+    so a run cut short (the main thread interrupted) still knows it; ``run.in_flight``
+    holds the record meanwhile (and keeps it when the write raised: it may have gone)."""
+    with run.adopt_lock:
+        run.in_flight.add(rid)
+    out = _one(run, rid, live)
+    with run.adopt_lock:
+        if out is not None:
+            run.answered[rid] = out
+        run.in_flight.discard(rid)
+    return out
 
 
 def _one(run: RunState, rid: str, live: LiveBatches | None) -> Outcome | None:
@@ -197,7 +227,8 @@ def write(run: RunState, rid: str) -> Outcome:
     """One record's write; service errors become its outcome, not the run's."""
     act = run.todo[rid]
     if run.stop.is_set():
-        return Outcome(rid, act, list(run.payloads.get(rid, {})), "skipped", "interrupted")
+        return Outcome(rid, act, list(run.payloads.get(rid, {})), "not_applied",
+                       "not sent: the run was interrupted")
     if run.halted is not None:   # on_conflict="raise" met a conflict after a write
         return Outcome(rid, act, list(run.payloads.get(rid, {})), "not_applied",
                        run.halted)

@@ -1,16 +1,15 @@
-"""diff: compare edited frames with what was loaded and build the Plan of writes; and
-add_rows, which appends rows to create.
+"""diff: compare edited frames with what was loaded and build the Plan of writes (new
+rows: appends.py; columns that are no field's: analysis.py).
 
 Usage::
 
     plan = diff(frames)                  # base = frames.original
-    tmp_ids = add_rows(frames, [{"field_2": "New order"}])
 
 The loaded frames remember their ``original``; ``diff`` compares column by column
 (vectorized) and encodes only the changed fields of changed records through the same kind
 codec that decoded them, so an unchanged frame plans nothing. Everything that cannot be
-written is refused here, naming the column and record: unknown columns, duplicate or
-unknown ids, a reset or re-typed index, values a kind does not accept, read-only kinds,
+written is refused here, naming the column and record: columns that look like fields
+but are none (analysis.py; other columns are left out), duplicate or unknown ids, a reset or re-typed index, values a kind does not accept, read-only kinds,
 missing upload files, frames without metadata, a new row without a field the schema marks
 required (the hosted service would create it blank: the refusal is about intent), an
 update that empties such a field, and text UTF-8 cannot encode (a lone surrogate).
@@ -33,60 +32,21 @@ from ..errors import InvalidValue, ReadOnlyField, SvcError, UsageError
 from ..frames import Frames, Source
 from ..joins import refuse_join_result
 from ..kinds import is_empty_cell, unencodable_text, values_equal
+from .analysis import analysis_columns, refuse_new_only
+from .appends import APPEND_FORMS, record_index
 from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
 from .retype import read_as_loaded
 from .uploads import UNCHANGED, placed_assets, plan_asset_value
 from .values import interval_lists, intervals_key, same_intervals
 from .walls import may_be_skipped
 
-__all__ = ["diff", "add_rows"]
+__all__ = ["diff"]
 
 # Kinds whose acceptance needs the service (connected ids, uploaded assets): not
 # pre-checked with the codec's normalize.
 _HOOKED_KINDS = ("connection", "file", "image")
 # Removed records a row without an id is compared with (a cleared id), at most.
 _CLEARED_SCAN = 2000
-
-
-def _is_new_label(label: Any) -> bool:
-    return label is None or (not isinstance(label, str) and pd.isna(label)) or (
-        isinstance(label, str) and (label == "" or label.startswith(NEW_ID_PREFIX)))
-
-
-def _check_index(main: pd.DataFrame, base: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
-    """Validate the index; return (is-new mask, record ids with temp ids for new rows)."""
-    idx = main.index
-    if isinstance(idx, pd.MultiIndex):
-        raise UsageError("the frame has a MultiIndex: write_back needs the record id index 'id'")
-    if idx.name != base.index.name:
-        hint = (" (it looks reset: call .set_index('id'))" if "id" in main.columns else "")
-        raise UsageError(f"the frame's index is {idx.name!r}, not the record id index "
-                         f"{base.index.name!r}{hint}")
-    if pd.api.types.is_numeric_dtype(idx.dtype) or pd.api.types.is_bool_dtype(idx.dtype):
-        raise UsageError(f"the record id index was re-typed to {idx.dtype}: ids are strings")
-    labels = idx.to_list()
-    if pd.api.types.is_string_dtype(idx.dtype) and idx.dtype != object:
-        # vectorized: string ids, new rows are NA, "" or "new:..."
-        svals = pd.Series(idx, dtype=idx.dtype)
-        new = (svals.isna() | svals.fillna("").str.startswith(NEW_ID_PREFIX)
-               | (svals.fillna("") == "")).to_numpy(dtype=bool)
-        if not new.any():
-            return new, labels
-    else:
-        new = np.fromiter((_is_new_label(x) for x in labels), dtype=bool, count=len(labels))
-    bad = [x for x, n in zip(labels, new, strict=False) if not n and not isinstance(x, str)]
-    if bad:
-        raise UsageError(f"the record id index holds non-string ids (e.g. {bad[0]!r}): "
-                         "it was re-typed")
-    ids: list[str] = []
-    for pos, (x, n) in enumerate(zip(labels, new, strict=False)):
-        if not n:
-            ids.append(x)
-        elif isinstance(x, str) and x.startswith(NEW_ID_PREFIX):
-            ids.append(x)
-        else:
-            ids.append(f"{NEW_ID_PREFIX}{pos}")
-    return new, ids
 
 
 def _changed_positions(a: pd.Series, b: pd.Series) -> np.ndarray:
@@ -177,7 +137,10 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     new row, a join result instead of object frames. Nothing is sent. Rows whose id starts with ``new:`` (see :func:`add_rows`) or
     is empty are creates; loaded rows missing from the frame are deletes (sent only with
     ``write_back(..., delete_missing=True)``). Columns are matched to fields by the
-    frames' own naming (keys or labels: docs/column-names.md).
+    frames' own naming (keys or labels: docs/column-names.md); a column that is no
+    field's (an analysis column, ``frames.main["x2"] = ...``) is left out, never sent,
+    and named in ``plan.left_out``, unless it looks like a field (a key shape, the other
+    naming, a near-miss of a field column: refused, see ``writeback/analysis.py``).
 
     Parameters
     ----------
@@ -197,7 +160,9 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     UsageError
         ``edited`` is not Frames, carries no source or no values to compare with, or is a
         join result; the record ids were changed (re-typed, repeated, cleared, or ids
-        that were not loaded); a column no field of the source gives; a timer edit that
+        that were not loaded); a column that looks like a field but is none (a key
+        the source lacks, a field named the other way, a near-miss of a field column, a
+        column filled only in new rows); a timer edit that
         cannot be applied faithfully; a connection or timer table without its columns.
         The message names the column, the table or the record.
     InvalidValue
@@ -225,16 +190,21 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     """
     source, base = source_and_base(edited, base)
     layout = Layout.of(source)
+    left_out = analysis_columns(edited.main, layout)   # never sent (analysis.py)
+    main = edited.main.drop(columns=left_out) if left_out else edited.main
     rows = Rows.of(edited.main, base.main, layout, source)
+    refuse_new_only(edited.main, left_out, rows.new_mask)
     b = PlanBuilder(layout, rows, placed=placed_assets(base, layout), base_main=base.main,
                     base=base)
-    b.updates(edited.main, base.main)
-    b.creates(edited.main)
+    b.updates(main, base.main)
+    b.creates(main)
     b.connections(edited, base)
     b.timers(edited, base)
     b.required_of_creates()
     b.deletes()
-    return b.plan(source, edited, base)
+    plan = b.plan(source, edited, base)
+    plan.left_out = left_out
+    return plan
 
 
 def source_and_base(edited: Frames, base: Frames | None) -> tuple[Source, Frames]:
@@ -265,12 +235,8 @@ class Rows:
     @classmethod
     def of(cls, main: pd.DataFrame, bmain: pd.DataFrame, layout: Layout,
            source: Source) -> Rows:
-        """Validate the index and columns (before any work): nothing unknown, no dups."""
-        new_mask, ids = _check_index(main, bmain)
-        for col in main.columns:
-            if col not in layout.col_field:
-                raise UsageError(f"unknown column {col!r}: not a column of the source's "
-                                 f"fields (object {source.object_key})")
+        """Validate the index (before any work): no unknown or duplicate ids."""
+        new_mask, ids = record_index(main, bmain)
         existing = pd.Index([i for i, n in zip(ids, new_mask, strict=False) if not n],
                             dtype=object)
         if existing.has_duplicates:
@@ -284,8 +250,8 @@ class Rows:
         unknown = existing.difference(base_ids)
         if len(unknown):
             raise UsageError(f"unknown record ids (not in the loaded frame): "
-                             f"{unknown.tolist()[:5]}; new rows need an NA id or one "
-                             f"starting with {NEW_ID_PREFIX!r}")
+                             f"{unknown.tolist()[:5]}: records of another load? To create "
+                             f"records instead, {APPEND_FORMS}")
         return cls(ids, new_mask, existing, base_ids)
 
     @property
@@ -607,8 +573,8 @@ class PlanBuilder:
                f"its column {computed[0]!r} "
                f"({layout.fields[layout.col_field[computed[0]]].kind}) holds a value only "
                "the service computes")
-        raise UsageError(f"the id of row {pos} was cleared: {why}; restore its id (add new "
-                         "rows with add_rows)")
+        raise UsageError(f"the id of row {pos} was cleared: {why}; restore its id (to "
+                         f"create records, {APPEND_FORMS})")
 
     # ---- connections: exploded tables -> id lists --------------------------------------------
     def connections(self, edited: Frames, base: Frames) -> None:
@@ -751,83 +717,3 @@ def _connection_lists(name: str, conn_key: str, table: pd.DataFrame, all_ids: se
         if c not in lst:   # a list per record: short, so `in` is cheap
             lst.append(c)
     return lists
-
-
-def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Append new rows to the main frame, to be created by ``write_back``.
-
-    Each row gets a temporary id ``new:N`` (counting on from the new rows already in the
-    frame); its cells take the columns' dtypes. A connection table row may name the same
-    temporary id as ``record_id`` to connect the new record. :func:`diff` checks the rows
-    (required fields, values of each kind) like any edit.
-
-    Parameters
-    ----------
-    frames : Frames
-        Loaded frames; ``frames.main`` is replaced by the frame with the rows appended.
-    rows : list of dict
-        One dict per new record: column name (as the frame names it:
-        docs/column-names.md) -> value; a column left out is empty.
-
-    Returns
-    -------
-    list of str
-        The temporary ids of the new rows, in order.
-
-    Raises
-    ------
-    UsageError
-        ``rows`` is not a list of dicts, or names a column the frame does not have.
-    InvalidValue
-        A text that cannot be encoded as UTF-8 (a lone surrogate), naming the row and
-        the column.
-
-    Examples
-    --------
-    >>> parts = read_object(client, "Parts")
-    >>> add_rows(parts, [{"field_8": "Valve S-99", "field_9": 12.5}])
-    ['new:0']
-    >>> diff(parts).counts
-    {'update': 0, 'create': 1, 'delete': 0}
-    >>> write_back(client, parts).counts
-    {'applied': 1}
-    >>> parts.main.loc[parts.main["field_8"] == "Valve S-99", "field_11"].tolist()      # Part No, given by the service
-    [41]
-    """
-    if not isinstance(rows, (list, tuple)):
-        raise UsageError("rows must be a list of dicts (column -> value), got a "
-                         f"{type(rows).__name__}")
-    for i, r in enumerate(rows):
-        if not isinstance(r, Mapping):
-            raise UsageError("rows must be a list of dicts (column -> value): row "
-                             f"{i} is a {type(r).__name__} ({r!r:.40})")
-    main = frames.main
-    taken = {x for x in main.index if isinstance(x, str) and x.startswith(NEW_ID_PREFIX)}
-    # count on from the pending new rows, skipping ids still in the frame (a new row may
-    # have been dropped, or created while another one failed and kept its id)
-    tmp: list[str] = []
-    n = len(taken)
-    while len(tmp) < len(rows):
-        if f"{NEW_ID_PREFIX}{n}" not in taken:
-            tmp.append(f"{NEW_ID_PREFIX}{n}")
-        n += 1
-    unknown = {k for r in rows for k in r} - set(main.columns)
-    if unknown:
-        raise UsageError(f"unknown columns in new rows: {sorted(unknown)}")
-    for i, r in enumerate(rows):
-        for col, v in r.items():
-            bad = unencodable_text(v)
-            if bad is not None:   # the frame (Arrow text) could not even hold it
-                raise InvalidValue(f"new row {i}: column {col!r} holds text that cannot be "
-                                   f"encoded as UTF-8 ({bad!r:.60}: a lone surrogate, e.g. "
-                                   "from a badly decoded file); fix the text",
-                                   field=None, column=str(col))
-    add = pd.DataFrame(list(rows), index=pd.Index(tmp, name=main.index.name),
-                       columns=main.columns)
-    for col in main.columns:
-        try:
-            add[col] = add[col].astype(main[col].dtype)
-        except (TypeError, ValueError):
-            pass
-    frames.main = pd.concat([main, add]) if len(main) else add
-    return tmp

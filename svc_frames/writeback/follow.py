@@ -81,12 +81,17 @@ def _relabel_created(edited: Frames, plan: Plan, applied: Mapping[str, Outcome]
         return relabel
     main = edited.main
     labels = main.index.tolist()
+    for tmp, pos in plan.create_rows.items():
+        # rows appended the pandas ways (appends.py) keep their temporary id, as text
+        labels[pos] = tmp
     for tmp, o in applied.items():
         if o.action == "create" and o.new_id and tmp in plan.create_rows:
             relabel[tmp] = o.new_id
             labels[plan.create_rows[tmp]] = o.new_id
     idx_dtype: Any = main.index.dtype if main.index.dtype != object else "string"
-    main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=main.index.name)
+    # pd.concat drops the index's name: the record id index takes it back
+    name = plan.base.main.index.name if plan.base is not None else main.index.name
+    main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=name)
     for name in list(edited.tables):
         t = edited.tables[name]
         if "record_id" in t.columns and member(t["record_id"], list(relabel)).any():
@@ -152,7 +157,9 @@ def _refresh_original(edited: Frames, orig: Frames, layout: Layout,
     done_ids = [o.new_id or rid for rid, o in applied.items() if o.action != "delete"]
     gone = {rid for rid, o in applied.items() if o.action == "delete"}
     keep = orig.main.drop(index=[i for i in set(done_ids) | gone if i in orig.main.index])
-    fresh = edited.main.loc[[i for i in done_ids if i in edited.main.index]]
+    # field columns only: analysis columns (writeback/analysis.py) are the frame's own
+    fresh = edited.main.loc[[i for i in done_ids if i in edited.main.index],
+                            [c for c in edited.main.columns if c in layout.col_field]]
     om = pd.concat([keep, fresh]) if len(keep) else fresh.copy()
     for col in om.columns:
         if col in orig.main.columns and om[col].dtype != orig.main[col].dtype:

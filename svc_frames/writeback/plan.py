@@ -27,7 +27,7 @@ from ..kinds import codec_for, is_empty_cell
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
 from ..query import rules_within
-from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
+from .guardmode import DEFAULT_GUARD_WINDOW, HOSTED_RATE, GuardMode
 
 __all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
            "RequestEstimate", "REREAD_CHUNK", "LOOKUP_KINDS", "LOOKUP_SCAN_LIMIT",
@@ -278,11 +278,36 @@ class RequestEstimate:
     lookups: int = 0
     checks: int = 0
     late: int = 0
+    # the pace the estimate assumes (requests/s; 0: unpaced) and the live guard's wait
+    # before its check after the writes (seconds): what ``seconds`` adds up
+    rate: float = dc_field(default=HOSTED_RATE, repr=False)
+    wait: float = dc_field(default=0.0, repr=False)
 
     @property
     def total(self) -> int:
         return (self.writes + self.uploads + self.rereads + self.lookups + self.checks
                 + self.late)
+
+    @property
+    def seconds(self) -> float | None:
+        """About how long the run takes at ``rate``: its requests (``late`` aside, which a
+        run alone does not send) one after another at the pace, and the live guard's
+        wait before its check; None when unpaced (then the answers' latency decides).
+
+        Usage: ``plan.estimate_requests(rate=client.limiter.rate).seconds``"""
+        if not self.rate:
+            return None
+        return (self.total - self.late) / self.rate + self.wait
+
+    def duration(self) -> str:
+        """``"about 18 s at 10 requests/s"`` (``""`` when unpaced).
+
+        Usage: ``print(plan.requests.duration())``"""
+        secs = self.seconds
+        if secs is None:
+            return ""
+        rate = f"{self.rate:g} request{'s' if self.rate != 1 else ''}/s"
+        return f"about {_spoken(secs)} at {rate}"
 
     def as_dict(self) -> dict[str, int]:
         """The same keys as ``Report.requests``."""
@@ -297,7 +322,17 @@ class RequestEstimate:
                                                ("checks", self.checks)) if n]
         if self.late:
             parts.append(f"up to {self.late} late re-reads")
-        return f"{self.total} requests" + (f" ({', '.join(parts)})" if parts else "")
+        took = f", {self.duration()}" if self.duration() and self.total else ""
+        return f"{self.total} requests" + (f" ({', '.join(parts)})" if parts else "") + took
+
+
+def _spoken(seconds: float) -> str:
+    """``"4 s"``, ``"12 min"``, ``"3.2 h"``: a duration as a person says it."""
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 90 * 60:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 @dataclass
@@ -329,6 +364,8 @@ class Plan:
     walls_reread : list of str
         Updates whose unedited date part may be a wall time the timezone skips: re-read
         before the write even with ``guard="off"``, so that part goes as the server has it.
+    left_out : list
+        Columns of the edited frame that are no field's (analysis columns): never sent.
 
     Examples
     --------
@@ -336,7 +373,7 @@ class Plan:
     >>> frames.main.loc[frames.main.index[:2], "field_27"] = "Done"
     >>> plan = diff(frames)
     >>> plan
-    Plan(2 update, 0 create, 0 delete; 2 changed cells; 5 requests (2 writes, 1 re-reads, 1 checks, up to 1 late re-reads))
+    Plan(2 update, 0 create, 0 delete; 2 changed cells; 5 requests (2 writes, 1 re-reads, 1 checks, up to 1 late re-reads), about 2 s at 10 requests/s)
     >>> plan.changes["new"].tolist()
     ['Done', 'Done']
     """
@@ -356,6 +393,8 @@ class Plan:
     # updates sending an unedited date part that may stand for a wall time the timezone
     # skips (writeback/walls.py): without the guard they are re-read for it alone
     walls_reread: list[str] = dc_field(default_factory=list, repr=False)
+    # columns of the edited frame that are no field's (analysis columns): never sent
+    left_out: list[Any] = dc_field(default_factory=list, repr=False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -481,7 +520,9 @@ class Plan:
         return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads,
                                lookups=baseline_requests(self.source, layout, self.base,
                                                          creates),
-                               checks=checks, late=late)
+                               checks=checks, late=late,
+                               rate=HOSTED_RATE if rate is None else rate,
+                               wait=mode.window if checks else 0.0)
 
     def select(self, ids: Iterable[str]) -> Plan:
         """The same plan restricted to the records ``ids``.
@@ -516,7 +557,7 @@ class Plan:
                     {i: self.loaded[i] for i in keep if i in self.loaded},
                     {i: self.wanted[i] for i in keep if i in self.wanted},
                     {i: p for i, p in self.create_rows.items() if i in wanted},
-                    [i for i in self.walls_reread if i in wanted])
+                    [i for i in self.walls_reread if i in wanted], list(self.left_out))
 
     def summary(self) -> pd.DataFrame:
         """One row per record: ``record_id``, ``action`` and the ``fields`` it sends.
@@ -540,8 +581,10 @@ class Plan:
 
     def __repr__(self) -> str:
         c = self.counts
+        left = (f"; left out (no field): {', '.join(map(str, self.left_out))}"
+                if self.left_out else "")
         return (f"Plan({c['update']} update, {c['create']} create, {c['delete']} delete; "
-                f"{len(self.changes)} changed cells; {self.requests})")
+                f"{len(self.changes)} changed cells; {self.requests}{left})")
 
     def _repr_html_(self) -> str:
         return f"<p>{self!r}</p>" + self.changes.head(50).to_html()

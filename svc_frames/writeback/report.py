@@ -190,10 +190,24 @@ class Report:
                 "saved with to_parquet (push saves them after each run). Nothing was "
                 "half-written: each record was sent whole or not at all.")
 
+    @property
+    def left_out(self) -> list[Any]:
+        """The frame's columns that are no field's (analysis columns): never sent.
+
+        Examples
+        --------
+        >>> frames = read_object(client, "Parts", columns="keys")
+        >>> frames.main["double"] = frames.main["field_10"] * 2
+        >>> write_back(client, frames, dry_run=True).left_out
+        ['double']
+        """
+        return list(self.plan.left_out)
+
     def __repr__(self) -> str:
         quota = f", quota: {self.quota}" if self.quota is not None else ""
         why = f"{self.nothing_to_send}; " if self.nothing_to_send else ""
-        return f"Report({why}{self.counts}, requests={self.requests}{quota})"
+        left = f", left out (no field): {self.left_out}" if self.left_out else ""
+        return f"Report({why}{self.counts}, requests={self.requests}{quota}{left})"
 
     def _repr_html_(self) -> str:
         return f"<p>{self!r}</p>" + self.table.head(50).to_html()
@@ -253,6 +267,9 @@ def summary_line(report: Report, name: str) -> str:
     """One line for the end of a run: statuses by count, then the requests sent."""
     counts = report.nothing_to_send or ", ".join(
         f"{n} {status}" for status, n in sorted(report.counts.items()))
+    left = report.plan.left_out
+    if left:   # analysis columns: said, so a misnamed field column is not missed
+        counts += f"; left out (no field): {', '.join(map(str, left))}"
     if report.dry_run:
         quota = f"; {report.quota}" if report.quota is not None else ""
         return f"write_back {name} (dry run): {counts}; nothing sent{quota}"

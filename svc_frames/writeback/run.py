@@ -39,6 +39,7 @@ from .gate import QuotaGate
 from .guard import check_written, keep_skipped_walls
 from .guard import guard as guard_phase
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
+from .interrupt import cut_short
 from .journal import Journal, check_journal_path
 from .plan import Layout, Plan, reread_requests
 from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
@@ -145,6 +146,14 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     ServiceError
         A request that is no record's own write failed after the client's retries (the
         schema, the guard's re-reads); a write's failure is its record's status instead.
+        Once a request was sent, it carries the run's Report so far as ``err.report``.
+    WriteInterrupted
+        Ctrl-C (a KeyboardInterrupt subclass, raised in its place): the writes in flight
+        were waited for (a second Ctrl-C stops the wait: they end ``unknown``), the
+        frames follow every answered write, ``err.report`` says what each record did
+        (``not_applied``: not sent), the journal holds every acknowledged write, and
+        calling ``write_back`` again sends only the rest. Any other exception raised
+        during the run is left as it is, with the same ``report`` attribute.
 
     Examples
     --------
@@ -192,6 +201,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
 
     run = RunState.start(client, plan, layout, tgt,
                          Journal(journal) if journal is not None else None)
+    run.duration = estimate.duration()
     # the live guard's check after the writes is kept back from the writes' claims
     run.gate = gate = QuotaGate(client, reserve, owed=estimate.checks if mode.live else 0)
     try:
@@ -220,6 +230,13 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         if run.jr and run.halted is None \
                 and not any(o.status == "unknown" for o in run.outcomes.values()):
             run.jr.settle()
+    except BaseException as exc:
+        # Ctrl-C or a crash: the frames follow what was answered, the exception carries
+        # the Report so far (interrupt.py); the journal is closed below, complete
+        cut = cut_short(run, edited, exc, note)
+        if cut is exc:
+            raise
+        raise cut from None
     finally:
         if run.jr:
             run.jr.close()

@@ -59,6 +59,10 @@ class RunState:
     # acknowledged update's body (stamp aside) with the time its answer came
     read_at: dict[str, float] = field(default_factory=dict)
     written: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
+    # every write's outcome as its answer comes (set by the worker that sent it, so a run
+    # cut short keeps it), and the writes sent and not yet answered (interrupt.py)
+    answered: dict[str, Outcome] = field(default_factory=dict)
+    in_flight: set[str] = field(default_factory=set)
     adopt_lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
     base_values: Values | None = None    # the loaded values, for the guard (made once)
@@ -68,6 +72,9 @@ class RunState:
     # gone (the live guard's later re-read); the run ends, reports, then raises
     halted: str | None = None
     halt_ids: list[str] = field(default_factory=list)    # the records in conflict then
+    # how long the plan takes at the client's pace ("about 18 s at 10 requests/s"), shown
+    # on the bar of writes
+    duration: str = ""
 
     @classmethod
     def start(cls, client: Client, plan: Plan, layout: Layout, tgt: Target,
