@@ -460,7 +460,10 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     as-loaded copy as ``original``, so :func:`diff` and :func:`write_back` see the edits.
     Each data file is checked against the metadata beside it first: the saved columns,
     each convertible to its saved type, ids that were loaded (or empty / ``new:...`` for
-    new rows), each once. Names as saved: docs/column-names.md.
+    new rows), each once. A cell that is what pandas, a spreadsheet or ``astype(str)``
+    made of its loaded value (``78742.0`` for the text ``78742``, ``TRUE``, the same
+    instant written another way) is that value (docs/saved-frames.md). Names as saved:
+    docs/column-names.md.
 
     Parameters
     ----------
@@ -479,8 +482,10 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
         ``path`` is not a directory, its metadata is missing or corrupt (the message
         names the JSON file), a data file lacks a saved column, holds another one, a value
         of another type, an id that was not loaded or an id twice (naming the file and
-        the column), a table directory is missing, or the as-loaded copy was changed
-        since it was saved.
+        the column), cells a tool rewrote so that they no longer tell the loaded value
+        from an edit (``1234.0`` for the loaded text ``01234``: the column, how many, a
+        few, and what to do), a table directory is missing, or the as-loaded copy was
+        changed since it was saved.
 
     Examples
     --------
