@@ -12,7 +12,13 @@ import pytest
 
 from svc_frames.kinds import codec_for
 from svc_frames.kinds.base import FieldSpec, ReadContext
-from svc_frames.kinds.celltext import list_items, meant_text, text_verdict, value_verdict
+from svc_frames.kinds.celltext import (
+    list_items,
+    meant_text,
+    text_verdict,
+    value_verdict,
+    whole_numbers,
+)
 
 TZ = ZoneInfo("America/Chicago")
 CTX = ReadContext(timezone=TZ)
@@ -34,6 +40,7 @@ CTX = ReadContext(timezone=TZ)
     ("nan", "", "same"),                 # astype(str) of an empty cell
     ("", "Austin", "edit"),              # cleared
     ("", "NA", "unsure"),                # pandas reads the text NA as empty
+    ("NA", "NA", "same"),
     ("nan", "Austin", "unsure"),         # astype(str)'s empty, or the word?
 ])
 def test_text_cells(text: str, loaded: str, verdict: str) -> None:
@@ -113,6 +120,9 @@ def test_list_texts(text: str, items: list[str] | None) -> None:
 
 
 def test_an_edit_pandas_wrote_as_a_float_is_the_text_meant() -> None:
-    assert meant_text("99999.0", "78742") == "99999"
-    assert meant_text("99999.0", "TX-1") == "99999.0"   # not a column of whole numbers
-    assert meant_text("2.5", "78742") == "2.5"
+    assert whole_numbers(["78742", None, "", "60638"])
+    assert not whole_numbers(["78742", "TX-1"]) and not whole_numbers(["01234", "78742"])
+    assert not whole_numbers([None, ""])
+    assert meant_text("99999.0", True) == "99999"
+    assert meant_text("99999.0", False) == "99999.0"   # not a column of whole numbers
+    assert meant_text("2.5", True) == "2.5"

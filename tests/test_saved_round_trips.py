@@ -98,18 +98,19 @@ def test_python_csv_round_trip_through_pandas_plans_the_edit(
 def test_zip_edited_in_a_float_column_is_sent_as_typed(fresh_service: LocalService,
                                                        tmp_path: Path) -> None:
     """pandas writes the user's 99999 in the float zip column as ``99999.0``: where the
-    loaded zips were whole numbers, that is the zip 99999, not the text "99999.0"."""
+    loaded zips were whole numbers, that is the zip 99999, not the text "99999.0" (in a
+    cell that held a zip and in one that was empty)."""
     client = _client(fresh_service)
     saved = export(client, "object_3", tmp_path / "f3", format="csv", columns="keys",
                    progress=False)
     part = _csv(saved.path)
     df = pd.read_csv(part)
-    row = int(df[ZIP].first_valid_index())
-    df.loc[row, ZIP] = 99999
+    rows = [int(df[ZIP].first_valid_index()), int(df[ZIP].isna().idxmax())]
+    df.loc[rows, ZIP] = 99999
     df.to_csv(part, index=False)
     changes = diff(read_parquet(saved.path)).changes
-    assert list(changes["column"]) == [ZIP] and list(changes["new"]) == ["99999"]
-    assert push(client, saved.path).counts == {"applied": 1}
+    assert list(changes["column"]) == [ZIP, ZIP] and list(changes["new"]) == ["99999"] * 2
+    assert push(client, saved.path).counts == {"applied": 2}
     assert push(client, saved.path, dry_run=True).counts.get("planned", 0) == 0
 
 

@@ -71,6 +71,8 @@ def loaded_verdict(text: str, loaded: Any) -> Verdict | None:
     value is kept by any empty cell; an empty cell of a loaded value is an edit (it was
     cleared), unless the loaded text is itself one the tools read as empty (``NA``,
     ``None``: pandas turns it into NaN, so the file cannot tell)."""
+    if isinstance(loaded, str) and text == loaded:
+        return "same"
     blank = empty_text(text)
     if _empty_value(loaded):
         return "same" if blank else None
@@ -253,14 +255,23 @@ def text_verdict(text: str, loaded: str) -> Verdict:
     return "edit"
 
 
-def meant_text(text: str, loaded: str) -> str:
-    """The text an edited cell means where the loaded text was a whole number and a tool
-    wrote the column as floats: ``99999.0`` is ``99999`` (pandas read the zip codes as
+def whole_numbers(loaded: Sequence[Any]) -> bool:
+    """Whether a text column as loaded holds whole numbers alone (and some): a column
+    pandas reads as numbers and writes back as floats (zip codes with blanks).
+
+    Usage: ``whole_numbers(["78742", None, "60638"]) is True``"""
+    texts = [v.strip() for v in loaded if isinstance(v, str) and v.strip()]
+    return bool(texts) and all(_WHOLE.match(t) and _canonical_number_text(t, float(t))
+                               for t in texts)
+
+
+def meant_text(text: str, whole_column: bool) -> str:
+    """The text an edited cell means in a text column of whole numbers (``whole_numbers``)
+    that a tool wrote as floats: ``99999.0`` is ``99999`` (pandas read the zip codes as
     numbers, the user typed 99999); any other text as it is.
 
-    Usage: ``meant_text("99999.0", "78742") == "99999"``"""
-    was = loaded.strip()
-    if _WHOLE.match(was) and _canonical_number_text(was, float(was)) and _WHOLE_FLOAT.match(text):
+    Usage: ``meant_text("99999.0", True) == "99999"``"""
+    if whole_column and _WHOLE_FLOAT.match(text):
         return text.strip()[:-2]
     return text
 

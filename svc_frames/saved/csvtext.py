@@ -44,7 +44,7 @@ from ..arrowcols import member
 from ..errors import SvcError, UsageError
 from ..kinds import codec_for
 from ..kinds.base import Codec, FieldSpec, ReadContext
-from ..kinds.celltext import NA_TEXT, Verdict, list_items, meant_text, value_verdict
+from ..kinds.celltext import NA_TEXT, Verdict, list_items, meant_text, whole_numbers
 from ..kinds.choices import MULTI_JOIN
 from ..kinds.tz import resolve_timezone
 from .arrow import TZ_DTYPE
@@ -260,13 +260,15 @@ def as_loaded(cells: Sequence[str], was: Sequence[Any], shown: Sequence[str],
     showed them as ``shown``) although a tool rewrote them (pandas' ``78742.0``, a
     spreadsheet's ``TRUE``, another way to write the same instant: ``Codec.same_cell``),
     and the rows the file cannot tell (``01234`` loaded, ``1234.0`` in the file), and
-    the cells as meant (an edited ``99999.0`` where whole numbers were loaded as text is
-    ``99999``: ``celltext.meant_text``). A row not ``known`` (a new row) is neither.
+    the cells as meant (an edited or new ``99999.0`` where whole numbers were loaded as
+    text is ``99999``: ``celltext.meant_text``). A row not ``known`` (a new row) is
+    neither the same nor unsure.
 
     Usage: ``same, unsure, cells = as_loaded(cells, was, shown, known, field, "Site.zip",
     ctx)``"""
     codec: Codec = codec_for(field) if field is not None else Codec()
     spec = field if field is not None else FieldSpec(column, "unknown")
+    whole = whole_numbers(was)
     same: list[bool] = []
     unsure: list[int] = []
     meant: list[Any] = []
@@ -274,11 +276,10 @@ def as_loaded(cells: Sequence[str], was: Sequence[Any], shown: Sequence[str],
         verdict: Verdict = "edit"
         if ours:
             cell = "" if _empty(cell) else str(cell)
-            verdict = ("same" if cell == text and cell != "" else
-                       codec.same_cell(cell, old, column, spec, ctx, text) if field is not None
-                       else value_verdict(cell, old, ctx.timezone, text))
-            if verdict == "edit" and isinstance(old, str):
-                cell = meant_text(cell, old)
+            verdict = ("same" if cell == text and cell != ""
+                       else codec.same_cell(cell, old, column, spec, ctx, text))
+        if verdict == "edit" and isinstance(cell, str):
+            cell = meant_text(cell, whole)
         same.append(verdict == "same")
         meant.append(cell)
         if verdict == "unsure":
@@ -299,7 +300,7 @@ def unsure_cells(where: str, column: str, rows: Sequence[int], cells: Sequence[s
         f"{where}: column {column!r}: {len(rows)} cell(s) were rewritten by the tool that "
         f"wrote this file, and their text no longer tells the loaded value from an edit "
         f"({examples}{more}){also}: pandas' read_csv reads text of digits as numbers "
-        "(01234 -> 1234.0). Either export again and read the records without guessing "
+        "(01234 -> 1234.0) and texts such as NA or None as empty. Either export again and read the records without guessing "
         "(svc_frames.read_saved(dir), or pd.read_csv(..., dtype=str, "
         "keep_default_na=False)) before making the edits, or put the loaded text back in "
         "those cells; nothing was sent", field=column)
