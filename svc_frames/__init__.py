@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .saved.export import export
     from .saved.parquet import read_parquet, to_parquet
     from .saved.push import push
+    from .saved.reader import read_saved
     from .widgets import PlanReview, review
     from .writeback import Plan, Report, add_rows, diff, write_back
 
@@ -44,7 +45,7 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "objects", "views", "fields",
            "refresh", "RefreshReport",
            "read_app", "App",
-           "to_parquet", "read_parquet", "export",
+           "to_parquet", "read_parquet", "read_saved", "export",
            "diff", "write_back", "push", "add_rows", "Plan", "Report",
            "upload_file", "upload_image", "create_with_asset", "download",
            "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview"]
@@ -56,7 +57,7 @@ _LAZY: dict[str, str] = {
     "upload_image": "assets",
     "RefreshReport": "refreshing.policy", "refresh": "refreshing.policy",
     "export": "saved.export", "read_parquet": "saved.parquet", "to_parquet": "saved.parquet",
-    "push": "saved.push",
+    "push": "saved.push", "read_saved": "saved.reader",
     "plot_counts": "plot", "plot_locations": "plot", "plot_over_time": "plot",
     "PlanReview": "widgets", "review": "widgets",
     "Plan": "writeback", "Report": "writeback", "add_rows": "writeback", "diff": "writeback",

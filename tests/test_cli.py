@@ -255,7 +255,7 @@ def test_push_refuses_a_damaged_directory_before_any_request(
     cases = {
         "dropped": (good.drop(columns=["field_16"]), "'field_16' is missing"),
         "retyped": (good.assign(field_16=good["field_16"].astype(str) + " units"),
-                    "'field_16' holds"),
+                    "column 'field_16', row 1: cannot read '230.0 units' as a number"),
         "id edited": (good.assign(id=good["id"].str.upper()), "was not loaded"),
         "added": (good.assign(extra=1), "'extra' was not saved"),
     }

@@ -61,3 +61,23 @@ def test_a_cell_that_cannot_be_read_as_its_kind_is_named(orders) -> None:
                                            rf"'{rid}': 'next Tuesday'") as raised:
         diff(frames)
     assert isinstance(raised.value, UsageError) and raised.value.record_id == rid
+
+
+def test_the_whole_frame_turned_to_text_plans_only_the_edit(orders) -> None:
+    """``main.astype(str)``: every kind as text (``nan``, ``<NA>``, ``NaT``, numpy's
+    ``['A' 'B']`` for a multiple choice) means what it meant; a list edited in numpy's
+    notation is read as its options. Columns found by kind, whatever their naming."""
+    from svc_frames.saved.parquet import column_fields
+
+    frames = orders.snapshot()
+    frames.original = orders.original
+    frames.main = frames.main.astype(str)
+    assert diff(frames).counts["update"] == 0
+    fields = column_fields(frames.source)
+    tags = next(c for c in frames.main.columns if c in fields
+                and fields[c].kind == "multiple_choice" and fields[c].format.get("type") == "multi")
+    rid = frames.main.index[4]
+    frames.main.loc[rid, tags] = "['Safety' 'Outdoor']"
+    plan = diff(frames)
+    assert plan.counts["update"] == 1
+    assert list(plan.changes["new"].iloc[0]) == ["Safety", "Outdoor"]

@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from ..errors import InvalidValue
+from .celltext import Verdict, value_verdict
 
 
 @dataclass(frozen=True)
@@ -220,3 +221,12 @@ class Codec:
         """One record's column values for this field ({column: value}, NA for empty) -> the
         value a create/update request sends. Raises InvalidValue / ReadOnlyField."""
         raise NotImplementedError
+
+    def same_cell(self, text: str, loaded: Any, column: str, field: FieldSpec,
+                  ctx: ReadContext, shown: str = "") -> Verdict:
+        """Whether ``text``, a cell of ``column`` in a file a tool wrote back (pandas, a
+        spreadsheet, ``astype(str)``), stands for ``loaded``, the value as loaded there:
+        "same", "edit" or "unsure" (the file cannot tell; kinds/celltext.py). ``shown``:
+        the export's own text of ``loaded``. By the loaded value's type unless the kind
+        has a rule of its own."""
+        return value_verdict(text, loaded, ctx.timezone, shown)

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ._util import html_to_text, invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
+from .celltext import Verdict, instant_verdict, loaded_verdict, value_verdict
 from .rawvalues import DateEnd, DateValue, TimerValue
 
 DUMMY_DATE = date(2012, 1, 1)  # the date a time-only field carries
@@ -280,6 +281,17 @@ class DateTimeCodec(Codec):
 
     def columns(self, field: FieldSpec) -> list[str]:
         return [field.key, f"{field.key}.to"] if is_range(field) else [field.key]
+
+    def same_cell(self, text: str, loaded: Any, column: str, field: FieldSpec,
+                  ctx: ReadContext, shown: str = "") -> Verdict:
+        """The same instant written any way (another format, another offset, none: the
+        application's wall clock); for a field that holds no time of day, the same day."""
+        shared = loaded_verdict(text, loaded)
+        if shared is not None:
+            return shared
+        if not isinstance(loaded, (pd.Timestamp, datetime)):
+            return value_verdict(text, loaded, ctx.timezone, shown)
+        return instant_verdict(text, loaded, ctx.timezone, day_only=not has_time(field))
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:

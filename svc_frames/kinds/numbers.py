@@ -24,6 +24,7 @@ from ._util import (
     to_number,
 )
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
+from .celltext import Verdict, bool_verdict, loaded_verdict, number_of, value_verdict
 
 _EXACT = 2**53   # every integer up to this is exact in a double
 
@@ -121,6 +122,17 @@ class ComputedNumberCodec(NumberCodec):
             digits = 2
         rounded = round(float(raw), digits)
         return int(rounded) if rounded.is_integer() else rounded
+
+    def same_cell(self, text: str, loaded: Any, column: str, field: FieldSpec,
+                  ctx: ReadContext, shown: str = "") -> Verdict:
+        """A computed number is the loaded one when it shows the same (the export and a
+        spreadsheet keep what the service shows, rounded as it rounds)."""
+        verdict = value_verdict(text, loaded, ctx.timezone, shown)
+        x = number_of(text)
+        if verdict == "edit" and x is not None and isinstance(loaded, (int, float, np.number)):
+            return "same" if self.render(x, field) == self.render(float(loaded), field) \
+                else "edit"
+        return verdict
 
 
 class AutoIncrementCodec(NumberCodec):
@@ -226,6 +238,18 @@ class BooleanCodec(Codec):
     @classmethod
     def detect(cls, raw: Any) -> bool:
         return isinstance(raw, bool)
+
+    def same_cell(self, text: str, loaded: Any, column: str, field: FieldSpec,
+                  ctx: ReadContext, shown: str = "") -> Verdict:
+        """Yes/no as the field shows it (its own words), as pandas writes it (``True``,
+        ``1.0``) or a spreadsheet (``TRUE``)."""
+        shared = loaded_verdict(text, loaded)
+        if shared is not None:
+            return shared
+        if not isinstance(loaded, (bool, np.bool_)):
+            return value_verdict(text, loaded, ctx.timezone, shown)
+        return bool_verdict(text, bool(loaded), (str(self.render(True, field)),
+                                                 str(self.render(False, field))))
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,
                ctx: ReadContext) -> dict[str, pd.Series]:

@@ -137,7 +137,7 @@ def arrow_type(dtype: str) -> pa.DataType | None:
     return None
 
 
-def _is_text(t: pa.DataType) -> bool:
+def is_text(t: pa.DataType) -> bool:
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t)
                 or getattr(pa.types, "is_string_view", lambda _: False)(t))
 
@@ -154,12 +154,12 @@ def conform(arr: pa.ChunkedArray, want: pa.DataType, tz: str | None) -> pa.Chunk
         t = arr.type
     if pa.types.is_null(t):
         return arr.cast(want)
-    if _is_text(want) and _is_text(t):
+    if is_text(want) and is_text(t):
         return arr.cast(want)
     if pa.types.is_list(want):
         if ((pa.types.is_list(t) or pa.types.is_large_list(t)
              or getattr(pa.types, "is_list_view", lambda _: False)(t))
-                and (_is_text(t.value_type) or pa.types.is_null(t.value_type))):
+                and (is_text(t.value_type) or pa.types.is_null(t.value_type))):
             return arr.cast(want)
         raise ValueError
     if pa.types.is_floating(want) and (pa.types.is_floating(t) or pa.types.is_integer(t)

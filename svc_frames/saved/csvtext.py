@@ -33,23 +33,29 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from ..arrowcols import member
 from ..errors import SvcError, UsageError
 from ..kinds import codec_for
-from ..kinds.base import FieldSpec
+from ..kinds.base import Codec, FieldSpec, ReadContext
+from ..kinds.celltext import NA_TEXT, Verdict, list_items, meant_text, whole_numbers
 from ..kinds.choices import MULTI_JOIN
+from ..kinds.tz import resolve_timezone
+from .arrow import TZ_DTYPE
 
 COMPUTED_NUMBERS = frozenset({"equation", "sum", "count", "average", "min", "max"})
 _DURATION = re.compile(r"^(-)?(\d+):([0-5]\d)(?::([0-5]\d(?:\.\d+)?))?$")
 _NUMBER_JUNK = re.compile(r"[,$\s]")  # thousands separators and a currency sign
 _QUOTE = re.compile('[",\x00-\x1f\x7f\x85\u2028\u2029]')  # separators, quotes, controls
-_TRUE = {"true", "yes", "on", "1", "y", "t"}
-_FALSE = {"false", "no", "off", "0", "n", "f"}
+_TRUE = {"true", "yes", "on", "1", "y", "t", "1.0"}
+_FALSE = {"false", "no", "off", "0", "n", "f", "0.0"}
+SHOWN = 3  # cells named in an error
 
 
 def _empty(v: Any) -> bool:
@@ -147,11 +153,8 @@ def _split_choices(text: str, options: Sequence[str]) -> list[str]:
     """``"A, B"`` -> ["A", "B"], matching the field's options first, so an option that
     itself holds ", " is kept whole; a JSON array (``list_text``) is read as one."""
     if text.startswith("["):
-        try:
-            items = json.loads(text)
-        except ValueError:
-            items = None
-        if isinstance(items, list) and all(isinstance(x, str) for x in items):
+        items = list_items(text)   # JSON, or a list as pandas or numpy writes one
+        if items is not None:
             return [x for x in items if x]
     parts = [p.strip() for p in text.split(MULTI_JOIN.strip())]
     if not options or all(p in options for p in parts):
@@ -190,7 +193,7 @@ def parse_column(texts: Sequence[str], dtype: str, field: FieldSpec | None, *,
         text = "" if _empty(raw) else str(raw)
         if not plain:   # a text's own spaces and controls are its value: kept
             text = text.strip()
-        if text == "" or (skip is not None and skip[row]):
+        if text == "" or (skip is not None and skip[row]) or (not plain and text in NA_TEXT):
             out.append(None)
             continue
         try:
@@ -248,3 +251,121 @@ def _parse_one(text: str, dtype: str, field: FieldSpec | None, timezone: str | N
             options = [str(o) for o in opts] if isinstance(opts, (list, tuple)) else []
         return _split_choices(text, options) or None
     return text
+
+
+def as_loaded(cells: Sequence[str], was: Sequence[Any], shown: Sequence[str],
+              known: Sequence[bool], field: FieldSpec | None, column: str,
+              ctx: ReadContext) -> tuple[list[bool], list[int], list[Any]]:
+    """Which ``cells`` of ``column`` stand for the loaded values ``was`` (the export
+    showed them as ``shown``) although a tool rewrote them (pandas' ``78742.0``, a
+    spreadsheet's ``TRUE``, another way to write the same instant: ``Codec.same_cell``),
+    and the rows the file cannot tell (``01234`` loaded, ``1234.0`` in the file), and
+    the cells as meant (an edited or new ``99999.0`` where whole numbers were loaded as
+    text is ``99999``: ``celltext.meant_text``). A row not ``known`` (a new row) is
+    neither the same nor unsure.
+
+    Usage: ``same, unsure, cells = as_loaded(cells, was, shown, known, field, "Site.zip",
+    ctx)``"""
+    codec: Codec = codec_for(field) if field is not None else Codec()
+    spec = field if field is not None else FieldSpec(column, "unknown")
+    whole = whole_numbers(was)
+    same: list[bool] = []
+    unsure: list[int] = []
+    meant: list[Any] = []
+    for row, (cell, old, text, ours) in enumerate(zip(cells, was, shown, known, strict=True)):
+        verdict: Verdict = "edit"
+        if ours:
+            cell = "" if _empty(cell) else str(cell)
+            verdict = ("same" if cell == text and cell != ""
+                       else codec.same_cell(cell, old, column, spec, ctx, text))
+        if verdict == "edit" and isinstance(cell, str):
+            cell = meant_text(cell, whole)
+        same.append(verdict == "same")
+        meant.append(cell)
+        if verdict == "unsure":
+            unsure.append(row)
+    return same, unsure, meant
+
+
+def unsure_cells(where: str, column: str, rows: Sequence[int], cells: Sequence[str],
+                 shown: Sequence[str], ids: Sequence[str], others: Sequence[str] = ()
+                 ) -> UsageError:
+    """The refusal of cells a tool rewrote so that the file cannot tell the loaded value
+    from an edit: the column, how many, a few of them, and the two ways out."""
+    examples = "; ".join(f"record {ids[r]!r}: loaded {shown[r]!r}, now {cells[r]!r}"
+                         for r in rows[:SHOWN])
+    more = f" and {len(rows) - SHOWN} more" if len(rows) > SHOWN else ""
+    also = f" (also in column(s) {', '.join(map(repr, others))})" if others else ""
+    return UsageError(
+        f"{where}: column {column!r}: {len(rows)} cell(s) were rewritten by the tool that "
+        f"wrote this file, and their text no longer tells the loaded value from an edit "
+        f"({examples}{more}){also}: pandas' read_csv reads text of digits as numbers "
+        "(01234 -> 1234.0) and texts such as NA or None as empty. Either export again and read the records without guessing "
+        "(svc_frames.read_saved(dir), or pd.read_csv(..., dtype=str, "
+        "keep_default_na=False)) before making the edits, or put the loaded text back in "
+        "those cells; nothing was sent", field=column)
+
+
+def read_cells(where: str, texts: Mapping[str, list[Any]], columns: Mapping[str, str],
+               fields: Mapping[str, FieldSpec], index: str, tz: str | None,
+               loaded: pd.DataFrame | None) -> pd.DataFrame:
+    """Columns of text (a CSV file, or text columns of a Parquet file written by
+    ``astype(str)``) as the saved column types. A cell that still stands for its loaded
+    value (the export's text, or what pandas or a spreadsheet made of it:
+    ``csvtext.as_loaded``) is that exact value, not parsed (CSV rounds computed numbers
+    and seconds of a duration); cells the file cannot tell from an edit are refused,
+    every column checked before any is read. ``texts``: column -> cells (the ``index``
+    column among them to match rows with ``loaded``, the as-loaded records by id);
+    ``columns``: the columns to read -> their saved dtype; ``where``: the file, for errors.
+
+    Usage: ``read_cells("a.csv", texts, {"field_29": dtype}, fields, "id", tz, loaded)``"""
+    ctx = ReadContext(timezone=resolve_timezone(tz) if tz else None)
+    n = len(next(iter(texts.values()), []))
+    base = None
+    known: list[bool] = [False] * n
+    ids: list[str] = [""] * n
+    if loaded is not None and index in texts:
+        ids = ["" if v is None else str(v) for v in texts[index]]
+        by_id = pd.Index(ids, dtype="string")
+        mask = member(by_id, loaded.index)
+        base = loaded.reindex(by_id.where(mask))
+        known = [bool(k) for k in np.asarray(mask)]
+    sames: dict[str, list[bool]] = {}
+    meant: dict[str, list[Any]] = {}
+    unsure: dict[str, tuple[list[int], list[str]]] = {}
+    for name in columns:
+        if base is not None and name in base.columns and name != index:
+            shown = format_column(base[name], fields.get(name))
+            sames[name], rows, meant[name] = as_loaded(texts[name], base[name].tolist(),
+                                                       shown, known, fields.get(name), name,
+                                                       ctx)
+            if rows:
+                unsure[name] = (rows, shown)
+    if unsure:
+        first, (rows, shown) = next(iter(unsure.items()))
+        cells = ["" if v is None else str(v) for v in texts[first]]
+        raise unsure_cells(where, first, rows, cells, shown, ids,
+                           [c for c in unsure if c != first])
+    cols: dict[str, Any] = {}
+    for name, dtype in columns.items():
+        kept = sames.get(name)
+        values = parse_column(meant.get(name, texts[name]), dtype, fields.get(name), column=name,
+                              where=where, timezone=tz, skip=kept)
+        if kept is not None:
+            assert base is not None
+            values = [w if k else v for v, w, k in zip(values, base[name].tolist(), kept,
+                                                        strict=True)]
+        cols[name] = typed_series(values, dtype)
+    return pd.DataFrame(cols, columns=list(columns))
+
+
+def typed_series(values: list[Any], dtype: str) -> pd.Series:
+    """Parsed cells as a column of the saved ``dtype`` (a pandas dtype name, or "list")."""
+    if dtype == "list" or dtype == "object":
+        return pd.Series(values, dtype=object)
+    want = pd.api.types.pandas_dtype(dtype)
+    m = TZ_DTYPE.match(dtype)
+    if m:
+        s = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
+        return s.dt.tz_convert(m.group(2)).astype(want)
+    return pd.Series(values, dtype=object).astype(want)

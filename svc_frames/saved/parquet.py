@@ -51,7 +51,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..arrowcols import member
 from ..errors import UsageError
 from ..frames import Frames, Source, label_map, label_renames, relabel, warn_skipped
 from ..kinds import codec_for
@@ -60,14 +59,14 @@ from ..names import path_names
 from ..read.options import Columns, check_columns
 from .arrow import (
     PANDAS_INDEX,
-    TZ_DTYPE,
     arrow_to_frame,
     arrow_type,
     conform,
     frame_to_arrow,
+    is_text,
     table_meta,
 )
-from .csvtext import csv_text, format_column, parse_column
+from .csvtext import csv_text, format_column, read_cells
 from .layout import (
     DATA_SUFFIXES,
     NEW_ID_PREFIX,
@@ -260,27 +259,8 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: not a readable CSV file ({exc})") from None
         _check_names(path, [str(c) for c in text.columns], columns)
-        base = None
-        if loaded is not None and meta.index in text.columns:
-            ids = pd.Index(text[meta.index].tolist(), dtype="string")
-            base = loaded.reindex(ids.where(member(ids, loaded.index)))
-        cols: dict[str, Any] = {}
-        for name, dtype in columns.items():
-            cells = text[name].tolist()
-            same: list[bool] | None = None
-            if base is not None and name in base.columns:
-                # a cell unchanged since export stands for the exact value loaded (CSV
-                # rounds: computed numbers, seconds of a duration), so it is no edit, and
-                # is not parsed at all
-                was = base[name].tolist()
-                same = [c == b and c != "" for c, b in zip(
-                    cells, format_column(base[name], fields.get(name)), strict=True)]
-            values = parse_column(cells, dtype, fields.get(name), column=name,
-                                  where=str(path), timezone=tz, skip=same)
-            if same is not None:
-                values = [w if k else v for v, w, k in zip(values, was, same, strict=True)]
-            cols[name] = _typed_series(values, dtype)
-        return pd.DataFrame(cols, columns=list(columns))
+        return read_cells(str(path), {n: text[n].tolist() for n in columns}, columns, fields,
+                          meta.index, meta.source.timezone if meta.source else None, loaded)
     try:
         table = read_table(path)
     except (OSError, pa.ArrowException) as exc:
@@ -297,7 +277,8 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
                              "file was saved from another object or view")
     keep = [c for c in table.column_names if not PANDAS_INDEX.match(c)]
     _check_names(path, keep, columns)
-    arrays = []
+    arrays: dict[str, pa.ChunkedArray] = {}
+    as_text: dict[str, str] = {}
     for name, dtype in columns.items():
         want = arrow_type(dtype)
         arr = table.column(name)
@@ -305,14 +286,32 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
             try:
                 arr = conform(arr, want, tz)
             except (ValueError, pa.ArrowException):
-                raise UsageError(_changed_type(path, name, arr.type, dtype, want),
-                                 field=name) from None
+                if loaded is None or not (is_text(arr.type) or is_text(want) or (
+                        pa.types.is_boolean(want) and pa.types.is_floating(arr.type))):
+                    raise UsageError(_changed_type(path, name, arr.type, dtype, want),
+                                     field=name) from None
+                # text where a value was saved (astype(str)), a value where text was
+                # (read_excel's floats for digits), 1.0/0.0 for yes/no (read_excel with
+                # blanks): read cell by cell against the loaded values, as CSV is
+                as_text[name] = dtype
+                continue
             raw = table.column(name)
             if (loaded is not None and pa.types.is_timestamp(raw.type) and raw.type.tz is None
                     and name in loaded.columns and meta.index in table.column_names):
                 _check_wall_clock(path, name, raw, arr, table.column(meta.index), loaded)
-        arrays.append(arr)
-    return arrow_to_frame(pa.table(arrays, names=list(columns)), columns, None)
+        arrays[name] = arr
+    if not as_text:
+        return arrow_to_frame(pa.table(list(arrays.values()), names=list(columns)), columns,
+                              None)
+    texts = {c: [None if v is None else str(v) for v in table.column(c).to_pylist()]
+             for c in [meta.index, *as_text] if c in table.column_names}
+    read = read_cells(str(path), texts, as_text, fields, meta.index, tz, loaded)
+    rest = [c for c in columns if c not in as_text]
+    out = arrow_to_frame(pa.table([arrays[c] for c in rest], names=rest),
+                         {c: columns[c] for c in rest}, None)
+    for name in as_text:
+        out[name] = read[name].array
+    return out[list(columns)]
 
 
 def _check_wall_clock(path: Path, name: str, wall: pa.ChunkedArray, read: pa.ChunkedArray,
@@ -367,17 +366,6 @@ def _changed_type(path: Path, name: str, found: pa.DataType, dtype: str,
                 "array<string>)")
     return (f"{path}: column {name!r} holds {found} but was saved as {dtype}: its type "
             "changed (convert it back, or export again)")
-
-
-def _typed_series(values: list[Any], dtype: str) -> pd.Series:
-    if dtype == "list" or dtype == "object":
-        return pd.Series(values, dtype=object)
-    want = pd.api.types.pandas_dtype(dtype)
-    m = TZ_DTYPE.match(dtype)
-    if m:
-        s = pd.to_datetime(pd.Series(values, dtype=object), utc=True)
-        return s.dt.tz_convert(m.group(2)).astype(want)
-    return pd.Series(values, dtype=object).astype(want)
 
 
 def _check_names(path: Path, names: list[str], columns: Mapping[str, str]) -> None:
@@ -472,7 +460,10 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     as-loaded copy as ``original``, so :func:`diff` and :func:`write_back` see the edits.
     Each data file is checked against the metadata beside it first: the saved columns,
     each convertible to its saved type, ids that were loaded (or empty / ``new:...`` for
-    new rows), each once. Names as saved: docs/column-names.md.
+    new rows), each once. A cell that is what pandas, a spreadsheet or ``astype(str)``
+    made of its loaded value (``78742.0`` for the text ``78742``, ``TRUE``, the same
+    instant written another way) is that value (docs/saved-frames.md). Names as saved:
+    docs/column-names.md.
 
     Parameters
     ----------
@@ -491,8 +482,10 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
         ``path`` is not a directory, its metadata is missing or corrupt (the message
         names the JSON file), a data file lacks a saved column, holds another one, a value
         of another type, an id that was not loaded or an id twice (naming the file and
-        the column), a table directory is missing, or the as-loaded copy was changed
-        since it was saved.
+        the column), cells a tool rewrote so that they no longer tell the loaded value
+        from an edit (``1234.0`` for the loaded text ``01234``: the column, how many, a
+        few, and what to do), a table directory is missing, or the as-loaded copy was
+        changed since it was saved.
 
     Examples
     --------

@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InvalidValue
-from ..kinds.base import FieldSpec
+from ..kinds import codec_for
+from ..kinds.base import FieldSpec, ReadContext
+from ..kinds.celltext import list_items
 
 __all__ = ["read_as_loaded"]
 
@@ -91,6 +93,9 @@ def read_as_loaded(values: pd.Series, loaded: pd.Series, spec: FieldSpec, column
     the field's kind; unchanged when the dtypes already agree or the loaded column holds
     Python objects (lists, mixed values). InvalidValue when a cell cannot be read so."""
     want = loaded.dtype
+    if pd.api.types.is_object_dtype(want) and values.dtype != want \
+            and pd.api.types.is_string_dtype(values.dtype):
+        return _lists(values, loaded, spec, column)
     if values.dtype == want or pd.api.types.is_object_dtype(want):
         return values
     try:
@@ -145,6 +150,30 @@ def _wall_hint(values: pd.Series, bad: list[int], tz: Any) -> str:
             f"which instant is meant is not guessed: give it with its zone, e.g. "
             f"pd.Timestamp({str(ts)!r}).tz_localize({str(tz)!r}, ambiguous=True, "
             f"nonexistent='shift_forward') for the first reading or the next valid time")
+
+
+def _lists(values: pd.Series, loaded: pd.Series, spec: FieldSpec, column: str) -> pd.Series:
+    """A list column (a multiple choice) turned to text (``astype(str)``: numpy's
+    ``['A' 'B']``, Python's ``['A', 'B']``): a cell that shows its loaded list is that
+    list (``Codec.same_cell``), another list literal is read as its items; any other text
+    is left for diff's own check, which names it."""
+    if not loaded.index.is_unique or not values.index.is_unique:
+        return values
+    base = loaded.reindex(values.index)
+    known = values.index.isin(loaded.index)
+    codec = codec_for(spec)
+    ctx = ReadContext()
+    out: list[Any] = []
+    for v, old, ours in zip(values.tolist(), base.tolist(), known, strict=True):
+        if not isinstance(v, str):
+            out.append(v)
+        elif ours and codec.same_cell(v, old if old is not None else [], column, spec,
+                                      ctx) == "same":
+            out.append(old)
+        else:
+            items = list_items(v)
+            out.append(v if items is None else items)
+    return pd.Series(out, index=values.index, dtype=object)
 
 
 def _unreadable(values: pd.Series, bad: list[int], spec: FieldSpec, column: str,
