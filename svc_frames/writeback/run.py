@@ -40,6 +40,7 @@ from .guard import check_written, keep_skipped_walls
 from .guard import guard as guard_phase
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .journal import Journal, check_journal_path
+from .kept import Keeper
 from .plan import Layout, Plan, reread_requests
 from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
 from .stamp import stamp_for
@@ -192,6 +193,10 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
 
     run = RunState.start(client, plan, layout, tgt,
                          Journal(journal) if journal is not None else None)
+    keeper = Keeper(run)                      # what an undo needs, kept as acks come
+    if run.jr:
+        run.jr.begin(keeper.kept.header)
+        run.jr.keep = keeper.entry
     # the live guard's check after the writes is kept back from the writes' claims
     run.gate = gate = QuotaGate(client, reserve, owed=estimate.checks if mode.live else 0)
     try:
@@ -217,6 +222,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         apply(run, max_workers, progress, live)   # 4. uploads + writes, concurrently
         if mode.live:                         # an editor who wrote after us?
             check_written(run, mode.window)
+        keeper.finish()                       # before settle: earlier processes' acks
         if run.jr and run.halted is None \
                 and not any(o.status == "unknown" for o in run.outcomes.values()):
             run.jr.settle()
@@ -228,7 +234,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
                                reset_at=gate.reset_at or note.reset_at)
     report = make_report([run.outcomes[rid] for rid in plan.actions if rid in run.outcomes]
                          + run.extra, plan, run.conflicts, run.counter,
-                         quota=note)                                      # 6. one row each
+                         quota=note, kept=keeper.kept)                    # 6. one row each
     _summarize(report, tgt.name, progress)
     if run.halted is not None:
         raise ConflictError(halt_message(run, report), conflicts=report.conflicts,
