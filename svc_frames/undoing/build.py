@@ -180,6 +180,8 @@ class _Builder:
                 if why != "-":
                     self.lost.append(Lost(rid, "create", key, why))
                 continue
+            if f.kind == "timer":
+                continue    # a timer is created from its intervals (its table) alone
             for c in held:
                 row[c] = cells[c]
         deleted_ids = {str(x.get("record_id")) for x in entries.values()

@@ -79,15 +79,17 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
     --------
     >>> parts = read_object(client, "Parts", columns="keys")
     >>> ids = parts.main.index[:3]
+    >>> was = parts.main.loc[ids, "field_10"].tolist()
     >>> parts.main.loc[ids, "field_10"] = 0.0          # a mistaken bulk edit
     >>> report = write_back(client, parts)
     >>> u = undo(client, report)
     >>> u
     UndoPlan(object_2: 3 update, 0 create, 0 delete; nothing lost, nothing missing)
+    >>> u.changes[["field", "old", "new"]].iloc[0].tolist() == ["field_10", 0.0, was[0]]
+    True
     >>> u.apply().counts
     {'applied': 3}
-    >>> read_object(client, "Parts", columns="keys").main.loc[ids, "field_10"].equals(
-    ...     report.plan.base.main.loc[ids, "field_10"])
+    >>> read_object(client, "Parts", columns="keys").main.loc[ids, "field_10"].tolist() == was
     True
     """
     kept = KeptRun.of(report_or_journal, run)
