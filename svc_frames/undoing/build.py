@@ -28,6 +28,7 @@ import pandas as pd
 from ..frames import Frames, Source, build_frames
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
+from ..schema import Connection
 from ..writeback.kept import from_json
 from ..writeback.plan import NEW_ID_PREFIX, Layout
 from ..writeback.values import decode_records, intervals_key
@@ -63,9 +64,12 @@ class UndoFrames:
     relinks: dict[tuple[str, str], tuple[list[str], list[str]]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, run: KeptRun, fields: Sequence[FieldSpec]) -> UndoFrames:
+    def build(cls, run: KeptRun, fields: Sequence[FieldSpec],
+              inbound: Sequence[Connection] = ()) -> UndoFrames:
         """The frames reversing ``run`` over the object's ``fields`` as they are now
-        (fields the run knew and the schema no longer has are lost)."""
+        (fields the run knew and the schema no longer has are lost); ``inbound``: the
+        connection fields of other objects that point at this one (their links to a
+        deleted record are not kept: listed as lost)."""
         then = Source.from_dict(run.header["source"])
         now = {f.key: f for f in fields}
         kept: list[FieldSpec] = []
@@ -90,6 +94,12 @@ class UndoFrames:
                 b.create(e)
             elif act == "delete":
                 b.delete(rid, e, run.entries)
+                for c in inbound:
+                    b.lost.append(Lost(rid, "create", f"{c.from_object}.{c.field}",
+                                       f"records of {c.from_object} connected to it "
+                                       f"({c.label}): the service dropped those links when "
+                                       "it was deleted and the run, which loaded "
+                                       f"{source.object_key} alone, did not keep them"))
         return b.finish()
 
 

@@ -111,7 +111,8 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
                          "application: nothing can be undone")
     if fields is None:   # no schema to check against: the fields the run knew
         fields = Source.from_dict(header["source"]).fields
-    built = UndoFrames.build(kept, fields)
+    inbound = [c for c in schema.connections() if c.to_object == obj and c.from_object != obj]
+    built = UndoFrames.build(kept, fields, inbound)
     return UndoPlan(client, kept, built, diff(built.edited, built.base))
 
 
