@@ -318,3 +318,44 @@ def test_a_journal_cut_short_undoes_its_complete_part(svc: LocalService,
     assert len(back) == 2
     for r in updated:
         assert (now.main.at[r, TITLE] == loaded.main.at[r, TITLE]) == (r in back)
+
+
+# ---- records connected to a deleted record are pointed at the new one ----------------------
+TREE: dict[str, Any] = {
+    "objects": [{"key": "object_1", "name": "Tasks", "identifier": "field_1", "fields": [
+        {"key": "field_1", "type": "short_text", "name": "Name"},
+        {"key": "field_2", "type": "connection", "name": "Depends On",
+         "relationship": {"object": "object_1", "has": "many", "belongs_to": "many"}}]}],
+}
+
+
+def test_records_connected_to_a_re_created_record_point_at_the_new_one() -> None:
+    with LocalService(demo=False, app=TREE, records=0, rate_limit=0) as svc:
+        client = client_for(svc, rate_limit=0)
+        a = client.create_record("object_1", {"field_1": "A"})["id"]
+        b = client.create_record("object_1", {"field_1": "B", "field_2": [a]})["id"]
+        c = client.create_record("object_1", {"field_1": "C", "field_2": [a, b]})["id"]
+        frames = read_object(client, "object_1", columns="keys", progress=False)
+        frames.main = frames.main.drop([a, b])     # "delete all" of the wrong two
+        t = frames.tables["field_2"]
+        frames.tables["field_2"] = t[t["record_id"] == c]
+        report = write_back(client, frames, delete_missing=True, **FAST)
+        assert set(report.table["status"]) == {"applied"}
+        after = read_object(client, "object_1", columns="keys", progress=False)
+        t = after.tables["field_2"]
+        assert t.loc[t["record_id"] == c, "connected_id"].tolist() == []  # dropped with them
+        u = undo(client, report)
+        assert "2 to point at new ids" in repr(u)
+        out = u.apply(**FAST)
+        assert set(out.table["status"]) == {"applied"}, out.table
+        new_a, new_b = u.id_map[a], u.id_map[b]
+        now = read_object(client, "object_1", columns="keys", progress=False)
+        assert set(now.main.index) == {c, new_a, new_b}
+        links = now.tables["field_2"]
+
+        def of(r: str) -> set[str]:
+            return set(links.loc[links["record_id"] == r, "connected_id"])
+
+        assert of(c) == {new_a, new_b}       # the record that stayed points at both again
+        assert of(new_b) == {new_a}          # and a re-created one at the other
+        assert of(new_a) == set()

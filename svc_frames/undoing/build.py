@@ -65,11 +65,13 @@ class UndoFrames:
 
     @classmethod
     def build(cls, run: KeptRun, fields: Sequence[FieldSpec],
-              inbound: Sequence[Connection] = ()) -> UndoFrames:
+              inbound: Sequence[Connection] = (), records: int | None = None
+              ) -> UndoFrames:
         """The frames reversing ``run`` over the object's ``fields`` as they are now
         (fields the run knew and the schema no longer has are lost); ``inbound``: the
         connection fields of other objects that point at this one (their links to a
-        deleted record are not kept: listed as lost)."""
+        deleted record are not kept: listed as lost); ``records``: the object's size,
+        when counted (it sizes the guard's re-reads: ``plan.object_records``)."""
         then = Source.from_dict(run.header["source"])
         now = {f.key: f for f in fields}
         kept: list[FieldSpec] = []
@@ -84,7 +86,8 @@ class UndoFrames:
                 kept.append(cur)
         source = Source(then.kind if then.kind == "object" else "object", then.object_key,
                         kept, timezone=then.timezone, app_id=then.app_id,
-                        base_url=then.base_url, columns="keys", name=then.name)
+                        base_url=then.base_url, columns="keys", name=then.name,
+                        load={"object_records": records} if records is not None else None)
         b = _Builder(source, gone)
         for rid, e in run.entries.items():
             act = e.get("action")

@@ -112,8 +112,18 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
     if fields is None:   # no schema to check against: the fields the run knew
         fields = Source.from_dict(header["source"]).fields
     inbound = [c for c in schema.connections() if c.to_object == obj and c.from_object != obj]
-    built = UndoFrames.build(kept, fields, inbound)
+    built = UndoFrames.build(kept, fields, inbound, _object_records(client, obj))
     return UndoPlan(client, kept, built, diff(built.edited, built.base))
+
+
+def _object_records(client: Client, obj: str) -> int:
+    """The object's records now, with room for those created before the undo runs: the
+    guard's re-reads list as many ids per request as the service's filter limit allows
+    over an object of that size (``plan.reread_chunk``), not the few it allows over one
+    of unknown size. One request."""
+    total = client.get_page(obj, rows_per_page=1).get("total_records")
+    n = int(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else 0
+    return int(n * 1.25) + 100
 
 
 @dataclass
