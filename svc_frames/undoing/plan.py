@@ -133,6 +133,12 @@ class UndoPlan:
 
     Attributes
     ----------
+    client : Client
+        Where ``apply`` sends.
+    run : KeptRun
+        The run reversed, as the report or journal kept it (``run.missing``).
+    frames : UndoFrames
+        The undo's frames, what cannot come back and the links to repoint.
     plan : Plan
         The write-back plan (``plan.changes``, ``plan.requests``); ``review(u.plan,
         client, u.edited, delete_missing=True)`` shows it in a notebook, and
