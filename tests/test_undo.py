@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
+from svc_frames.widgets import review
 from svc_frames.writeback import Report, add_rows, write_back
 
 OBJ = "object_3"          # the demo's work orders
@@ -96,6 +99,9 @@ def test_a_mistaken_bulk_edit_is_undone(svc: LocalService) -> None:
     assert u.missing.empty
     ch = u.changes
     assert set(ch.loc[ch["action"] == "create", "undoes"]) == set(deleted)
+    n = len(u.plan.record_ids)            # reviewable as any plan is
+    assert repr(review(u.plan, client, u.edited, delete_missing=True)) == \
+        f"PlanReview({n} of {n} records selected)"
 
     out = u.apply(**FAST)
     assert set(out.table["status"]) == {"applied"}, out.table
@@ -148,6 +154,37 @@ def test_an_undo_leaves_later_edits_of_others_as_conflicts(svc: LocalService) ->
         u.apply(force=["no-such-record"])
 
 
+def test_an_edit_racing_the_undo_is_reported_not_hidden(svc: LocalService) -> None:
+    client = client_for(svc, rate_limit=0)
+    _loaded, report, updated, _deleted = _mistake(client)
+    victim = updated[1]
+    done = threading.Event()
+
+    def edit_right_after_our_write() -> None:
+        # another user, on the application's pages, just after the undo's PUT answered
+        while not done.is_set():
+            if svc.request_log.count(method="PUT", path_prefix=f"/v1/objects/{OBJ}/"
+                                     f"records/{victim}", applied=True):
+                svc.pages.update_record(OBJ, victim, {TITLE: "theirs, after the undo"})
+                return
+            time.sleep(0.01)
+
+    u = undo(client, report)
+    svc.request_log.clear()
+    t = threading.Thread(target=edit_right_after_our_write)
+    t.start()
+    try:
+        out = u.apply(max_workers=1, **FAST)
+    finally:
+        done.set()
+        t.join()
+    st = _status(out)
+    assert st[victim] == "overwritten"          # the live guard's check saw theirs
+    assert "theirs, after the undo" in out.table.set_index("record_id").at[victim, "message"]
+    assert {st[r] for r in updated if r != victim} == {"applied"}
+    assert _load(client).main.at[victim, TITLE] == "theirs, after the undo"
+
+
 # ---- an undo can be undone ----------------------------------------------------------------------
 def test_an_undo_of_an_undo_brings_the_edit_back(svc: LocalService) -> None:
     client = client_for(svc, rate_limit=0)
@@ -176,7 +213,7 @@ def _cli(svc: LocalService, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.slow(seconds=8)
+@pytest.mark.slow(seconds=30)
 def test_an_undo_from_a_journal_in_another_process(svc: LocalService,
                                                    tmp_path: Path) -> None:
     client = client_for(svc, rate_limit=0)
