@@ -396,3 +396,26 @@ def test_records_connected_to_a_re_created_record_point_at_the_new_one() -> None
         assert of(c) == {new_a, new_b}       # the record that stayed points at both again
         assert of(new_b) == {new_a}          # and a re-created one at the other
         assert of(new_a) == set()
+
+
+def test_a_journal_of_several_runs_undoes_the_one_asked(svc: LocalService,
+                                                        tmp_path: Path) -> None:
+    client = client_for(svc, rate_limit=0)
+    journal = tmp_path / "push.jsonl"
+    frames = _load(client)
+    first, second = frames.main.index[:2].tolist(), frames.main.index[2:5].tolist()
+    was = frames.main[TITLE].copy()
+    frames.main.loc[first, TITLE] = "first run"
+    write_back(client, frames, journal=journal, **FAST)
+    frames.main.loc[second, TITLE] = "second run"
+    write_back(client, frames, journal=journal, **FAST)
+    last = undo(client, journal)
+    assert last.counts["update"] == 3 and set(last.plan.record_ids) == set(second)
+    one = undo(client, journal, run=0)
+    assert set(one.plan.record_ids) == set(first)
+    with pytest.raises(UsageError, match="holds 2 runs; run=5"):
+        undo(client, journal, run=5)
+    assert set(one.apply(**FAST).table["status"]) == {"applied"}
+    now = _load(client)
+    assert now.main.loc[first, TITLE].tolist() == was.loc[first].tolist()
+    assert (now.main.loc[second, TITLE] == "second run").all()

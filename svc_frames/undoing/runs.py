@@ -98,12 +98,6 @@ class KeptRun:
                 f"{'s' if len(acks) != 1 else ''} ({what}{', ...' if len(acks) > 5 else ''})"
                 " cannot be undone from it")
         header = headers[-1]
-        for h in headers:
-            if (h.get("app_id"), h.get("object_key")) != (header.get("app_id"),
-                                                          header.get("object_key")):
-                raise UsageError(f"{where}: one run writes to {h.get('object_key')} of "
-                                 f"application {h.get('app_id')} and to "
-                                 f"{header.get('object_key')} of {header.get('app_id')}")
         if int(header.get("version") or 0) > KEPT_VERSION:
             raise UsageError(f"{where} was written by a newer svc_frames (kept version "
                              f"{header.get('version')}): upgrade to undo it")
@@ -133,11 +127,19 @@ class KeptRun:
 
 
 def _segments(path: Path) -> tuple[list[list[dict[str, Any]]], int]:
-    """The journal's runs (the lines between ``settled`` marks that hold a write), and
-    the lines of the last one that could not be read (a cut-short file)."""
+    """The journal's runs (the lines between ``settled`` marks that hold a write; a run
+    left unsettled, its outcomes unknown, ends where the next one names another
+    application or object), and the lines of the last one that could not be read (a
+    cut-short file)."""
     segments: list[list[dict[str, Any]]] = []
     current: list[dict[str, Any]] = []
     torn = 0
+
+    def wrote(lines: list[dict[str, Any]]) -> bool:
+        return any(ln.get("op") in ("ack", "intent") for ln in lines)
+
+    def of(line: dict[str, Any]) -> tuple[Any, Any]:
+        return line.get("app_id"), line.get("object_key")
     with path.open("r", encoding="utf-8", errors="replace") as fh:
         for line in fh:
             if not line.strip():
@@ -151,12 +153,16 @@ def _segments(path: Path) -> tuple[list[list[dict[str, Any]]], int]:
                 torn += 1
                 continue
             if rec.get("op") == "settled":
-                if any(ln.get("op") in ("ack", "intent") for ln in current):
+                if wrote(current):
                     segments.append(current)
                 current, torn = [], 0
                 continue
+            if rec.get("op") == "run" and wrote(current) and any(
+                    ln.get("op") == "run" and of(ln) != of(rec) for ln in current):
+                segments.append(current)
+                current, torn = [], 0
             current.append(rec)
-    if any(ln.get("op") in ("ack", "intent") for ln in current):
+    if wrote(current):
         segments.append(current)
     elif torn and segments:
         torn = 0    # a torn line after the last settled run touches no write of it
