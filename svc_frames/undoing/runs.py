@@ -61,10 +61,13 @@ class KeptRun:
             raise UsageError("the report is of a dry run: nothing was sent, nothing to undo")
         if report.kept is None:
             raise UsageError("the report keeps nothing to undo (not made by write_back)")
-        missing = [Missing(str(r.record_id), str(r.action),
-                           f"its outcome is unknown ({r.message}): check the record and "
-                           "reverse it by hand")
-                   for r in report.table.itertuples() if r.status == "unknown"]
+        why = {"unknown": "its outcome is unknown ({}): check the record and reverse it "
+                          "by hand",
+               "overwritten": "another editor's value replaced the run's after its write "
+                              "({}): theirs stands"}
+        missing = [Missing(str(r.record_id), str(r.action), why[str(r.status)].format(
+                           r.message))
+                   for r in report.table.itertuples() if r.status in why]
         return cls(report.kept.header, dict(report.kept.entries), missing)
 
     @classmethod
