@@ -419,3 +419,33 @@ def test_a_journal_of_several_runs_undoes_the_one_asked(svc: LocalService,
     now = _load(client)
     assert now.main.loc[first, TITLE].tolist() == was.loc[first].tolist()
     assert (now.main.loc[second, TITLE] == "second run").all()
+
+
+def test_records_of_other_objects_connected_to_a_deleted_one_point_at_the_new_one(
+        svc: LocalService) -> None:
+    client = client_for(svc, rate_limit=0)
+    orders = _load(client)
+    links = orders.tables[PARTS]
+    parts = read_object(client, "object_2", columns="keys", progress=False)
+    used = links["connected_id"].value_counts()
+    gone = used.index[:2].tolist()                 # two parts that work orders list
+    users = {p: set(links.loc[links["connected_id"] == p, "record_id"]) for p in gone}
+    parts.main = parts.main.drop(gone)              # a "delete all" gone wrong, in small
+    svc.request_log.clear()
+    report = write_back(client, parts, delete_missing=True, **FAST)
+    assert set(report.table["status"]) == {"applied"}
+    assert report.requests["lookups"] >= 1          # their links, read before the delete
+    held = _load(client).tables[PARTS]
+    assert not held["connected_id"].isin(gone).any()   # the service dropped them
+    u = undo(client, report)
+    assert not u.lost["field"].str.startswith("object_3.").any()
+    out = u.apply(**FAST)
+    assert set(out.table["status"]) == {"applied"}, out.table
+    now = _load(client).tables[PARTS]
+    for old in gone:
+        new = u.id_map[old]
+        assert set(now.loc[now["connected_id"] == new, "record_id"]) == users[old]
+    for order in set().union(*users.values()):      # each list as loaded, new ids for old
+        want = {u.id_map.get(p, p) for p in links.loc[links["record_id"] == order,
+                                                      "connected_id"]}
+        assert set(now.loc[now["record_id"] == order, "connected_id"]) == want

@@ -53,15 +53,17 @@ class Lost:
 class UndoFrames:
     """``base`` and ``edited`` (keys-mode columns) of an undo, the lost values, the
     temporary id of each re-created record -> its old id, and the relinks to make once
-    the new ids are known: (record id, connection field) -> (list after the run, the
-    old ids to add)."""
+    the new ids are known: (object, record id, connection field) -> (list after the
+    run, the old ids to add); the object is the run's or another whose records
+    connected to a deleted record (the run read them before the delete)."""
 
     source: Source
     base: Frames
     edited: Frames
     lost: list[Lost] = field(default_factory=list)
     old_ids: dict[str, str] = field(default_factory=dict)
-    relinks: dict[tuple[str, str], tuple[list[str], list[str]]] = field(default_factory=dict)
+    relinks: dict[tuple[str, str, str], tuple[list[str], list[str]]] = field(
+        default_factory=dict)
 
     @classmethod
     def build(cls, run: KeptRun, fields: Sequence[FieldSpec],
@@ -89,6 +91,8 @@ class UndoFrames:
                         base_url=then.base_url, columns="keys", name=then.name,
                         load={"object_records": records} if records is not None else None)
         b = _Builder(source, gone)
+        deleted = {str(x.get("record_id")) for x in run.entries.values()
+                   if x.get("action") == "delete"}
         for rid, e in run.entries.items():
             act = e.get("action")
             if act == "update":
@@ -97,12 +101,7 @@ class UndoFrames:
                 b.create(e)
             elif act == "delete":
                 b.delete(rid, e, run.entries)
-                for c in inbound:
-                    b.lost.append(Lost(rid, "create", f"{c.from_object}.{c.field}",
-                                       f"records of {c.from_object} connected to it "
-                                       f"({c.label}): the service dropped those links when "
-                                       "it was deleted and the run, which loaded "
-                                       f"{source.object_key} alone, did not keep them"))
+                b.links(rid, e, deleted, inbound)
         return b.finish()
 
 
@@ -117,7 +116,7 @@ class _Builder:
         self.edit_tables: dict[str, list[dict[str, Any]]] = {}
         self.lost: list[Lost] = []
         self.old_ids: dict[str, str] = {}
-        self.relinks: dict[tuple[str, str], tuple[list[str], list[str]]] = {}
+        self.relinks: dict[tuple[str, str, str], tuple[list[str], list[str]]] = {}
         self.created: list[Frames] = []
         self.deleted: dict[str, dict[str, Any]] = {}
 
@@ -209,7 +208,8 @@ class _Builder:
                         and str(r.get("connected_id")) != rid:
                     # a connection to another record this undo creates again: pointed at
                     # its new id once both exist
-                    self._relink(tmp, key, [], str(r["connected_id"]))
+                    self._relink(self.source.object_key, tmp, key, [],
+                                 str(r["connected_id"]))
                     continue
                 self.edit_tables.setdefault(key, []).append({"record_id": tmp, **r})
         for key, by in (e.get("inbound") or {}).items():
@@ -219,11 +219,34 @@ class _Builder:
                 if other in deleted_ids:
                     continue
                 after = self._after_run(other, key, ids, entries, deleted_ids)
-                self._relink(other, key, after, rid)
+                self._relink(self.source.object_key, other, key, after, rid)
 
-    def _relink(self, rid: str, key: str, after: list[str], old: str) -> None:
-        was, add = self.relinks.get((rid, key), (after, []))
-        self.relinks[(rid, key)] = (was, add + [old])
+    def _relink(self, obj: str, rid: str, key: str, after: list[str], old: str) -> None:
+        was, add = self.relinks.get((obj, rid, key), (after, []))
+        self.relinks[(obj, rid, key)] = (was, add + [old])
+
+    def links(self, rid: str, e: Mapping[str, Any], deleted: set[str],
+              inbound: Sequence[Connection]) -> None:
+        """Records of other objects connected to a deleted record: pointed at the new
+        one (their lists as the run left them: without the run's deleted records)."""
+        links = e.get("links")
+        if not isinstance(links, Mapping):     # an entry kept before links were read
+            for c in inbound:
+                self.lost.append(Lost(rid, "create", f"{c.from_object}.{c.field}",
+                                      f"records of {c.from_object} connected to it "
+                                      f"({c.label}): the service dropped those links when "
+                                      "it was deleted, and the run did not keep them"))
+            return
+        for name, by in links.items():
+            obj, _, key = str(name).partition(".")
+            if by is None:
+                self.lost.append(Lost(rid, "create", name,
+                                      f"records of {obj} connected to it could not be read "
+                                      "before the delete: not connected again"))
+                continue
+            for other, ids in by.items():
+                after = sorted(str(i) for i in ids if str(i) not in deleted)
+                self._relink(obj, str(other), key, after, rid)
 
     @staticmethod
     def _after_run(rid: str, key: str, loaded: list[str],
@@ -238,11 +261,11 @@ class _Builder:
 
     def finish(self) -> UndoFrames:
         src = self.source
-        for (rid, key), (_after, olds) in list(self.relinks.items()):
+        for (obj, rid, key), (_after, olds) in list(self.relinks.items()):
             if rid.startswith(NEW_ID_PREFIX):   # a re-created record: as it is created
                 made = sorted(str(r["connected_id"]) for r in self.edit_tables.get(key, [])
                               if r["record_id"] == rid)
-                self.relinks[(rid, key)] = (made, olds)
+                self.relinks[(obj, rid, key)] = (made, olds)
         base = frames_of(src, self.empty, self.base_rows, self.base_tables, self.created)
         edited = frames_of(src, self.empty, self.edit_rows, self.edit_tables, [])
         # rows only one side has are updates' partners: every record in both, but the

@@ -260,8 +260,7 @@ class UndoPlan:
                                    journal=journal, **write_options))
         for r in runs:
             self._learn_ids(r)
-        relink = self._relink_frames()
-        if relink is not None:
+        for relink in self._relink_frames():
             runs.append(write_back(self.client, relink, delete_missing=False,
                                    journal=journal, **write_options))
         self.reports.extend(runs)
@@ -274,30 +273,40 @@ class UndoPlan:
             if new:
                 self.id_map[old] = str(new)
 
-    def _relink_frames(self) -> Frames | None:
+    def _relink_frames(self) -> list[Frames]:
         """Frames pointing the records that connected to re-created records at the new
-        ids (the lists as the run left them -> with the new ids), or None."""
-        rows: dict[str, dict[str, Any]] = {}
-        before: dict[str, list[dict[str, Any]]] = {}
-        after: dict[str, list[dict[str, Any]]] = {}
-        for (rid, key), (was, olds) in self.frames.relinks.items():
+        ids (the lists as the run left them -> with the new ids), one per object."""
+        rows: dict[str, dict[str, dict[str, Any]]] = {}
+        before: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        after: dict[str, dict[str, list[dict[str, Any]]]] = {}
+        for (obj, rid, key), (was, olds) in self.frames.relinks.items():
             rid = self.id_map.get(self.frames.old_ids.get(rid, rid), rid)
             new = [self.id_map[o] for o in olds if o in self.id_map]
             if rid.startswith(NEW_ID_PREFIX) or not new:
                 continue
-            rows[rid] = {}
-            before.setdefault(key, []).extend({"record_id": rid, "connected_id": c}
-                                              for c in was)
-            after.setdefault(key, []).extend({"record_id": rid, "connected_id": c}
-                                             for c in list(was) + new)
-        if not rows:
-            return None
-        src = self.frames.source
-        empty = build_frames([], src.fields, src, keep_original=False)
-        base = frames_of(src, empty, rows, before, [])
-        edited = frames_of(src, empty, rows, after, [])
-        edited.original = base
-        return edited
+            rows.setdefault(obj, {})[rid] = {}
+            before.setdefault(obj, {}).setdefault(key, []).extend(
+                {"record_id": rid, "connected_id": c} for c in was)
+            after.setdefault(obj, {}).setdefault(key, []).extend(
+                {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
+        out: list[Frames] = []
+        own = self.frames.source
+        schema = Schema.of(self.client.schema()) if set(rows) - {own.object_key} else None
+        for obj, recs in rows.items():
+            if obj == own.object_key:
+                src = own
+            else:
+                assert schema is not None
+                src = Source("object", obj, schema.object_fields(obj) or [],
+                             timezone=own.timezone, app_id=own.app_id,
+                             base_url=own.base_url, columns="keys",
+                             name=schema.object_name(obj))
+            empty = build_frames([], src.fields, src, keep_original=False)
+            base = frames_of(src, empty, recs, before[obj], [])
+            edited = frames_of(src, empty, recs, after[obj], [])
+            edited.original = base
+            out.append(edited)
+        return out
 
 
 def _combined(runs: list[Report], plan: Plan) -> Report:

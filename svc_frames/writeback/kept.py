@@ -27,7 +27,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..errors import SvcError
 from ..frames import Source
+from ..query import rules_within
+from ..schema import Schema
+from .plan import PAGE_ROWS, REREAD_CHUNK, UNSEEN_RECORDS
 from .report import Kept
 from .state import RunState
 
@@ -112,6 +116,60 @@ class Keeper:
         # the field the guard re-reads records by (auto increment, unique), kept with each
         # update so the undo's guard re-reads by it too
         self._key = run.layout.key_field(run.plan.base)
+        # record to delete -> "object_N.field_N" of another object -> its records
+        # connected to it -> their whole lists (None: the field could not be read)
+        self.links: dict[str, dict[str, dict[str, list[str]] | None]] = {}
+
+    def keep_links(self) -> None:
+        """Before the deletes: the records of other objects connected to each record to
+        delete, with their whole connection lists (the service drops those links at the
+        delete; an undo points them at the re-created record). One list request per
+        connection field into the object and chunk of ids, counted as ``lookups``; a
+        field that cannot be read is kept as unknown (the deletes still go)."""
+        run = self.run
+        deletes = [rid for rid, act in run.todo.items() if act == "delete"]
+        obj = run.source.object_key
+        if not deletes or run.tgt.is_view:
+            return
+        conns = [c for c in Schema.of(run.client.schema()).connections()
+                 if c.to_object == obj and c.from_object != obj]
+        chunk = rules_within(UNSEEN_RECORDS, REREAD_CHUNK)   # their sizes are not known
+        for c in conns:
+            name = f"{c.from_object}.{c.field}"
+            for rid in deletes:
+                self.links.setdefault(rid, {})[name] = {}
+            for i in range(0, len(deletes), chunk):
+                ids = deletes[i:i + chunk]
+                try:
+                    found = self._linked(c.from_object, c.field, ids)
+                except SvcError:
+                    for rid in ids:
+                        self.links[rid][name] = None
+                    continue
+                for other, linked in found.items():
+                    for rid in set(ids) & set(linked):
+                        held = self.links[rid][name]
+                        if held is not None:
+                            held[other] = linked
+
+    def _linked(self, obj: str, field_key: str, ids: list[str]) -> dict[str, list[str]]:
+        """The records of ``obj`` whose connection ``field_key`` holds any of ``ids``:
+        record id -> its whole list."""
+        client, counter = self.run.client, self.run.counter
+        query = {"match": "or", "rules": [{"field": field_key, "operator": "is", "value": r}
+                                          for r in ids]}
+        out: dict[str, list[str]] = {}
+        page, pages = 1, 1
+        while page <= pages:
+            counter.add("lookups")
+            got = client.get_page(obj, page=page, rows_per_page=PAGE_ROWS, filters=query)
+            pages = int(got.get("total_pages") or 1)
+            for rec in got.get("records") or []:
+                raw = rec.get(f"{field_key}_raw") or []
+                out[str(rec["id"])] = [str(x["id"]) for x in raw
+                                       if isinstance(x, Mapping) and x.get("id")]
+            page += 1
+        return out
 
     def entry(self, info: Mapping[str, Any]) -> dict[str, Any] | None:
         """The entry of a journal ack (``action``, ``record_id``, ``new_id``, ``record``),
@@ -181,7 +239,8 @@ class Keeper:
         return {"action": "delete", "record_id": rid, "row": cells,
                 "tables": {k: rows.get(rid, []) for k, rows in tables.items()
                            if rows.get(rid)},
-                "inbound": {k: by[rid] for k, by in inbound.items() if rid in by}}
+                "inbound": {k: by[rid] for k, by in inbound.items() if rid in by},
+                "links": self.links.get(rid, {})}
 
     def _grouped(self) -> tuple[dict[str, dict[str, list[dict[str, Any]]]],
                                 dict[str, dict[str, dict[str, list[str]]]]]:

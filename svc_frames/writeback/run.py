@@ -219,6 +219,8 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
             # the forms' stamp, set by us (stamp.py): the schema, if this client has not
             # read it yet, is one request more, after the guard told the quota
             run.stamp = stamp_for(client, tgt, layout.ctx)
+        if not gate.stopped:
+            keeper.keep_links()               # other objects' links to the deleted
         apply(run, max_workers, progress, live)   # 4. uploads + writes, concurrently
         if mode.live:                         # an editor who wrote after us?
             check_written(run, mode.window)
