@@ -29,7 +29,7 @@ from svc_frames.writeback import Report, add_rows, write_back
 
 OBJ = "object_3"          # the demo's work orders
 TITLE, QTY, STATUS, PARTS = "field_12", "field_16", "field_27", "field_41"
-FAST = {"guard_window": 0.5, "progress": False}
+QUIET = {"progress": False}   # the default guard window: a loaded machine keeps writes late
 
 
 def _load(client: Client) -> Frames:
@@ -61,7 +61,7 @@ def _mistake(client: Client, journal: Path | None = None, n: int = 6
     frames.main = frames.main.drop(deleted)
     frames.tables[PARTS] = t[~t["record_id"].isin(deleted)]
     add_rows(frames, [{TITLE: "made by mistake", QTY: 1.0}])
-    report = write_back(client, frames, delete_missing=True, journal=journal, **FAST)
+    report = write_back(client, frames, delete_missing=True, journal=journal, **QUIET)
     assert set(report.table["status"]) == {"applied"}, report.table
     return loaded, report, updated, deleted
 
@@ -103,7 +103,7 @@ def test_a_mistaken_bulk_edit_is_undone(svc: LocalService) -> None:
     assert repr(review(u.plan, client, u.edited, delete_missing=True)) == \
         f"PlanReview({n} of {n} records selected)"
 
-    out = u.apply(**FAST)
+    out = u.apply(**QUIET)
     assert set(out.table["status"]) == {"applied"}, out.table
     assert set(u.id_map) == set(deleted)
     now = _load(client)
@@ -131,7 +131,7 @@ def test_an_undo_leaves_later_edits_of_others_as_conflicts(svc: LocalService) ->
     # and edits another field of a third while we undo: not our cell, no conflict
     svc.pages.update_record(OBJ, updated[2], {STATUS: "Open"})
     u = undo(client, report)
-    out = u.apply(**FAST)
+    out = u.apply(**QUIET)
     st = _status(out)
     assert [st[r] for r in theirs] == ["conflict", "conflict"]
     assert all(st[r] == "applied" for r in updated[2:])
@@ -145,7 +145,7 @@ def test_an_undo_leaves_later_edits_of_others_as_conflicts(svc: LocalService) ->
     assert now.main.at[updated[2], STATUS] == "Open"
     assert now.main.at[updated[2], TITLE] == loaded.main.at[updated[2], TITLE]
     # forced, per record: the first goes back as loaded, the second stays theirs
-    again = u.apply(force=[theirs[0]], **FAST)
+    again = u.apply(force=[theirs[0]], **QUIET)
     assert _status(again) == {theirs[0]: "applied", theirs[1]: "conflict"}
     now = _load(client)
     assert now.main.at[theirs[0], TITLE] == loaded.main.at[theirs[0], TITLE]
@@ -174,7 +174,7 @@ def test_an_edit_racing_the_undo_is_reported_not_hidden(svc: LocalService) -> No
     t = threading.Thread(target=edit_right_after_our_write)
     t.start()
     try:
-        out = u.apply(max_workers=1, **FAST)
+        out = u.apply(max_workers=1, **QUIET)
     finally:
         done.set()
         t.join()
@@ -191,10 +191,10 @@ def test_an_undo_of_an_undo_brings_the_edit_back(svc: LocalService) -> None:
     _loaded, report, updated, deleted = _mistake(client)
     edited_state = _load(client)
     u = undo(client, report)
-    first = u.apply(**FAST)
+    first = u.apply(**QUIET)
     redo = undo(client, first)
     assert redo.counts == {"update": len(updated), "create": 1, "delete": len(deleted)}
-    out = redo.apply(**FAST)
+    out = redo.apply(**QUIET)
     assert set(out.table["status"]) == {"applied"}, out.table
     now = _load(client)
     for rid in updated:
@@ -235,7 +235,7 @@ def test_an_undo_from_a_journal_in_another_process(svc: LocalService,
     # the other process's journal undoes its undo here
     redo = undo(client, undo_journal)
     assert redo.counts == {"update": len(updated), "create": 1, "delete": len(deleted)}
-    assert set(redo.apply(**FAST).table["status"]) == {"applied"}
+    assert set(redo.apply(**QUIET).table["status"]) == {"applied"}
     assert (_load(client).main.loc[updated, TITLE] == "oops").all()
 
 
@@ -267,10 +267,10 @@ def test_an_interrupted_undo_resumes_without_sending_twice(svc: LocalService,
     _CrashingClient.budget = 3
     svc.request_log.clear()
     with pytest.raises(_Crash):
-        undo(crashing, journal).apply(journal=undo_journal, max_workers=1, **FAST)
+        undo(crashing, journal).apply(journal=undo_journal, max_workers=1, **QUIET)
     puts_before = svc.request_log.count(method="PUT", applied=True)
     assert puts_before == 3
-    out = undo(client, journal).apply(journal=undo_journal, **FAST)   # a new process would
+    out = undo(client, journal).apply(journal=undo_journal, **QUIET)   # a new process would
     assert set(out.table["status"]) == {"applied"}, out.table
     from_journal = out.table[out.table["message"].str.contains("journal")]
     assert len(from_journal) == 3
@@ -348,7 +348,7 @@ def test_a_journal_cut_short_undoes_its_complete_part(svc: LocalService,
     # a create sent whose acknowledgement is not in the complete part: listed, not undone
     intents = [x for x in whole if x["op"] == "intent" and x["record_id"] not in done]
     assert len(missing) == 1 + len(intents)
-    out = u.apply(**FAST)
+    out = u.apply(**QUIET)
     assert set(out.table["status"]) == {"applied"}
     now = _load(client)
     back = [r for r in updated if done.get(r) == "update"]
@@ -376,14 +376,14 @@ def test_records_connected_to_a_re_created_record_point_at_the_new_one() -> None
         frames.main = frames.main.drop([a, b])     # "delete all" of the wrong two
         t = frames.tables["field_2"]
         frames.tables["field_2"] = t[t["record_id"] == c]
-        report = write_back(client, frames, delete_missing=True, **FAST)
+        report = write_back(client, frames, delete_missing=True, **QUIET)
         assert set(report.table["status"]) == {"applied"}
         after = read_object(client, "object_1", columns="keys", progress=False)
         t = after.tables["field_2"]
         assert t.loc[t["record_id"] == c, "connected_id"].tolist() == []  # dropped with them
         u = undo(client, report)
         assert "2 to point at new ids" in repr(u)
-        out = u.apply(**FAST)
+        out = u.apply(**QUIET)
         assert set(out.table["status"]) == {"applied"}, out.table
         new_a, new_b = u.id_map[a], u.id_map[b]
         now = read_object(client, "object_1", columns="keys", progress=False)
@@ -406,23 +406,23 @@ def test_a_journal_of_several_runs_undoes_the_one_asked(svc: LocalService,
     first, second = frames.main.index[:2].tolist(), frames.main.index[2:5].tolist()
     was = frames.main[TITLE].copy()
     frames.main.loc[first, TITLE] = "first run"
-    write_back(client, frames, journal=journal, **FAST)
+    write_back(client, frames, journal=journal, **QUIET)
     frames.main.loc[second, TITLE] = "second run"
-    write_back(client, frames, journal=journal, **FAST)
+    write_back(client, frames, journal=journal, **QUIET)
     last = undo(client, journal)
     assert last.counts["update"] == 3 and set(last.plan.record_ids) == set(second)
     one = undo(client, journal, run=0)
     assert set(one.plan.record_ids) == set(first)
     with pytest.raises(UsageError, match="holds 2 runs; run=5"):
         undo(client, journal, run=5)
-    assert set(one.apply(**FAST).table["status"]) == {"applied"}
+    assert set(one.apply(**QUIET).table["status"]) == {"applied"}
     now = _load(client)
     assert now.main.loc[first, TITLE].tolist() == was.loc[first].tolist()
     assert (now.main.loc[second, TITLE] == "second run").all()
 
 
 def test_records_of_other_objects_connected_to_a_deleted_one_point_at_the_new_one(
-        svc: LocalService) -> None:
+        svc: LocalService, tmp_path: Path) -> None:
     client = client_for(svc, rate_limit=0)
     orders = _load(client)
     links = orders.tables[PARTS]
@@ -432,14 +432,14 @@ def test_records_of_other_objects_connected_to_a_deleted_one_point_at_the_new_on
     users = {p: set(links.loc[links["connected_id"] == p, "record_id"]) for p in gone}
     parts.main = parts.main.drop(gone)              # a "delete all" gone wrong, in small
     svc.request_log.clear()
-    report = write_back(client, parts, delete_missing=True, **FAST)
+    report = write_back(client, parts, delete_missing=True, **QUIET)
     assert set(report.table["status"]) == {"applied"}
     assert report.requests["lookups"] >= 1          # their links, read before the delete
     held = _load(client).tables[PARTS]
     assert not held["connected_id"].isin(gone).any()   # the service dropped them
     u = undo(client, report)
     assert not u.lost["field"].str.startswith("object_3.").any()
-    out = u.apply(**FAST)
+    out = u.apply(journal=tmp_path / "undo.jsonl", **QUIET)
     assert set(out.table["status"]) == {"applied"}, out.table
     now = _load(client).tables[PARTS]
     for old in gone:
@@ -449,3 +449,11 @@ def test_records_of_other_objects_connected_to_a_deleted_one_point_at_the_new_on
         want = {u.id_map.get(p, p) for p in links.loc[links["record_id"] == order,
                                                       "connected_id"]}
         assert set(now.loc[now["record_id"] == order, "connected_id"]) == want
+    # the undo undone, from its report or its journal: the re-created parts deleted (the
+    # links made to them go with them)
+    assert undo(client, out).counts == {"update": 0, "create": 0, "delete": 2}
+    redo = undo(client, tmp_path / "undo.jsonl")
+    assert redo.counts == {"update": 0, "create": 0, "delete": 2}
+    assert set(redo.apply(**QUIET).table["status"]) == {"applied"}
+    final = _load(client).tables[PARTS]
+    assert not final["connected_id"].isin(list(u.id_map.values())).any()

@@ -219,7 +219,9 @@ class UndoPlan:
             ``write_back``'s journal: calling ``apply`` again (in this process, or
             ``undo(...).apply(journal=...)`` in another) resumes an interrupted undo
             without sending anything twice; the journal is also what an undo of this
-            undo reads.
+            undo reads. The repointing of links to re-created records is journaled
+            beside it (the same path + ``.links``): an undo of the undo needs none of it
+            (deleting a re-created record drops the links made to it).
         **write_options
             Other options of ``write_back`` (``guard``, ``guard_window``, ``progress``,
             ``max_workers``, ``quota_reserve``).
@@ -260,11 +262,13 @@ class UndoPlan:
                                    journal=journal, **write_options))
         for r in runs:
             self._learn_ids(r)
+        undone = len(runs)
+        links = None if journal is None else os.fspath(journal) + ".links"
         for relink in self._relink_frames():
             runs.append(write_back(self.client, relink, delete_missing=False,
-                                   journal=journal, **write_options))
+                                   journal=links, **write_options))
         self.reports.extend(runs)
-        return _combined(runs, self.plan)
+        return _combined(runs, self.plan, undone)
 
     def _learn_ids(self, report: Report) -> None:
         entries = report.kept.entries if report.kept is not None else {}
@@ -309,8 +313,10 @@ class UndoPlan:
         return out
 
 
-def _combined(runs: list[Report], plan: Plan) -> Report:
-    """One Report of the undo's runs: their rows, conflicts, requests and kept entries."""
+def _combined(runs: list[Report], plan: Plan, undone: int) -> Report:
+    """One Report of the undo's runs: their rows, conflicts and requests; what an undo of
+    it needs is the first ``undone`` runs' (the repointing runs need no reversal: deleting
+    a re-created record drops the links made to it)."""
     if not runs:
         return write_back_nothing(plan)
     if len(runs) == 1:
@@ -323,16 +329,10 @@ def _combined(runs: list[Report], plan: Plan) -> Report:
             requests[k] = requests.get(k, 0) + n
     entries: dict[str, dict[str, Any]] = {}
     header: Mapping[str, Any] = {}
-    for r in runs:
+    for r in runs[:undone]:
         if r.kept is not None:
             header = header or r.kept.header
-            for rid, e in r.kept.entries.items():
-                was = entries.get(rid)
-                if was is not None and was.get("action") == e.get("action") == "update":
-                    # repointed after the undo's own update: one entry of both writes
-                    e = {**was, "loaded": {**e.get("loaded", {}), **was.get("loaded", {})},
-                         "written": {**was.get("written", {}), **e.get("written", {})}}
-                entries[rid] = e
+            entries.update(r.kept.entries)
     kept = Kept(dict(header), entries) if header else None
     return Report(table, plan, conflicts, requests, False, runs[-1].quota, kept)
 
