@@ -133,11 +133,11 @@ class Keeper:
             return
         conns = [c for c in Schema.of(run.client.schema()).connections()
                  if c.to_object == obj and c.from_object != obj]
-        chunk = rules_within(UNSEEN_RECORDS, REREAD_CHUNK)   # their sizes are not known
         for c in conns:
             name = f"{c.from_object}.{c.field}"
             for rid in deletes:
                 self.links.setdefault(rid, {})[name] = {}
+            chunk = self._chunk(c.from_object, len(deletes))
             for i in range(0, len(deletes), chunk):
                 ids = deletes[i:i + chunk]
                 try:
@@ -151,6 +151,21 @@ class Keeper:
                         held = self.links[rid][name]
                         if held is not None:
                             held[other] = linked
+
+    def _chunk(self, obj: str, deletes: int) -> int:
+        """Ids one read of ``obj``'s links lists: as many as the service's filter limit
+        allows over its records (counted, with room for some created meanwhile: one
+        request, worth it past one chunk of an object of unknown size)."""
+        if deletes <= rules_within(UNSEEN_RECORDS, REREAD_CHUNK):
+            return rules_within(UNSEEN_RECORDS, REREAD_CHUNK)
+        try:
+            self.run.counter.add("lookups")
+            total = self.run.client.get_page(obj, rows_per_page=1).get("total_records")
+        except SvcError:
+            total = None
+        if not isinstance(total, int) or isinstance(total, bool):
+            return rules_within(UNSEEN_RECORDS, REREAD_CHUNK)
+        return rules_within(int(total * 1.25) + 100, REREAD_CHUNK)
 
     def _linked(self, obj: str, field_key: str, ids: list[str]) -> dict[str, list[str]]:
         """The records of ``obj`` whose connection ``field_key`` holds any of ``ids``:
