@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .saved.parquet import read_parquet, to_parquet
     from .saved.push import push
     from .saved.reader import read_saved
+    from .undoing import undo
     from .widgets import PlanReview, review
     from .writeback import Plan, Report, add_rows, diff, write_back
 
@@ -46,7 +47,7 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "refresh", "RefreshReport",
            "read_app", "App",
            "to_parquet", "read_parquet", "read_saved", "export",
-           "diff", "write_back", "push", "add_rows", "Plan", "Report",
+           "diff", "write_back", "push", "add_rows", "Plan", "Report", "undo",
            "upload_file", "upload_image", "create_with_asset", "download",
            "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview"]
 
@@ -62,6 +63,7 @@ _LAZY: dict[str, str] = {
     "PlanReview": "widgets", "review": "widgets",
     "Plan": "writeback", "Report": "writeback", "add_rows": "writeback", "diff": "writeback",
     "write_back": "writeback",
+    "undo": "undoing",
 }
 """Public name -> the submodule that defines it, imported on the name's first use."""
 

@@ -409,7 +409,7 @@ def create(run: RunState, tmp: str) -> Outcome:
             run.adopted.add(new_id)
         run.unsettled_creates.pop(tmp, None)
     if jr:
-        jr.write("ack", key, action="create", record_id=tmp, new_id=new_id)
+        jr.write("ack", key, action="create", record_id=tmp, new_id=new_id, record=rec)
     return Outcome(tmp, "create", fields, "applied", "", rec, new_id)
 
 

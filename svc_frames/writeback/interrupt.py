@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import ConflictError, WriteInterrupted
 from ..frames import Frames
 from .follow import follow
+from .kept import Keeper
 from .report import Outcome, QuotaNote, Report, make_report
 from .state import RunState
 
@@ -34,15 +35,16 @@ IN_FLIGHT = ("the run was interrupted while this write was in flight and its ans
 
 
 def cut_short(run: RunState, edited: Frames, exc: BaseException,
-              quota: QuotaNote | None) -> BaseException:
+              quota: QuotaNote | None, keeper: Keeper | None = None) -> BaseException:
     """The exception to raise for ``exc``, which stopped ``run``: the frames follow
-    every answered write, and the exception carries the Report so far (``.report``). A
+    every answered write, and the exception carries the Report so far (``.report``, with
+    what an undo needs of the applied writes when ``keeper`` is given). A
     KeyboardInterrupt becomes a WriteInterrupted (same traceback); a ConflictError raised
     before any write (nothing sent, ``report`` None by its contract) is left as it is."""
     if isinstance(exc, ConflictError) and (exc.report is not None
                                            or not run.counter.n["writes"]):
         return exc
-    report = partial_report(run, quota)
+    report = partial_report(run, quota, keeper)
     try:
         follow(run, edited)
     except Exception as err:   # noqa: BLE001 - the run's own exception is the one to raise
@@ -58,10 +60,12 @@ def cut_short(run: RunState, edited: Frames, exc: BaseException,
     return exc
 
 
-def partial_report(run: RunState, quota: QuotaNote | None) -> Report:
+def partial_report(run: RunState, quota: QuotaNote | None,
+                   keeper: Keeper | None = None) -> Report:
     """One row per planned record: its outcome when settled or answered, ``unknown`` when
     its write was in flight, else ``not_applied`` (not sent). Settles ``run.outcomes``
-    with them, so the frames follow exactly the answered writes."""
+    with them, so the frames follow exactly the answered writes; the applied ones are
+    kept for an undo (``Report.kept``) as after a whole run."""
     with run.adopt_lock:
         answered = dict(run.answered)
         flying = set(run.in_flight)
@@ -80,7 +84,8 @@ def partial_report(run: RunState, quota: QuotaNote | None) -> Report:
         quota = dataclasses.replace(quota, stopped=gate.stopped,
                                     reset_at=gate.reset_at or quota.reset_at)
     rows = [run.outcomes[rid] for rid in plan.actions if rid in run.outcomes] + run.extra
-    return make_report(rows, plan, run.conflicts, run.counter, quota=quota)
+    kept = keeper.finish() if keeper is not None else None
+    return make_report(rows, plan, run.conflicts, run.counter, quota=quota, kept=kept)
 
 
 def interrupted_line(report: Report, name: str, exc: BaseException | None = None) -> str:

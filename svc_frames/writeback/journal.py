@@ -15,7 +15,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,9 @@ class Journal:
     """Append-only JSON lines of acknowledged writes, so an interrupted run resumes.
 
     Each line is ``{"op": "intent"|"ack"|"upload", "key", ...}``; ``intent`` is written
-    just before a create is sent, ``ack`` once the service answered. A run that settled
+    just before a create is sent, ``ack`` once the service answered, with what an undo
+    needs of the record (``"undo"``: ``keep``, writeback/kept.py); a run opens with a
+    ``{"op": "run", ...}`` line naming its application and object (``begin``). A run that settled
     every write (nothing unknown) ends with ``{"op": "settled"}``: what came before it is
     done and no longer consulted, so the same file can serve later pushes. A torn last
     line (a crash mid-write) is ignored.
@@ -115,8 +117,22 @@ class Journal:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("a", encoding="utf-8")
         self._lock = threading.Lock()
+        # an ack's entry for an undo (writeback/kept.py: Keeper.entry); None: none kept
+        self.keep: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
+
+    def begin(self, header: Mapping[str, Any]) -> None:
+        """The ``run`` line opening a run (or its resumption): what an undo checks."""
+        line = json.dumps({"op": "run", "ts": round(time.time(), 3), **header}, default=str)
+        with self._lock:
+            self._fh.write(line + "\n")
+            self._fh.flush()
 
     def write(self, op: str, key: str, **info: Any) -> None:
+        if op == "ack" and self.keep is not None:
+            undo = self.keep(info)
+            if undo is not None:
+                info["undo"] = undo
+        info.pop("record", None)     # a create's answer: kept only as undo needs it
         rec = {"op": op, "key": key, "ts": round(time.time(), 3), **info}
         line = json.dumps(_jsonable(rec), default=str) + "\n"
         with self._lock:

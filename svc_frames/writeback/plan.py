@@ -157,11 +157,16 @@ def list_pages(n_records: int) -> int:
 
 def object_records(source: Source, base: Frames | None) -> int:
     """The records of the object behind ``base``, as far as the frames show: all of them
-    for a load of the whole object, else at least ``UNSEEN_RECORDS``.
+    for a load of the whole object, the count ``source.load["object_records"]`` holds
+    when one was taken (frames an undo builds of some records), else at least
+    ``UNSEEN_RECORDS``.
 
     Usage: ``object_records(plan.source, plan.base)``"""
     n = len(base.main) if base is not None else 0
     load = source.load
+    counted = (load or {}).get("object_records")
+    if isinstance(counted, int) and not isinstance(counted, bool):
+        return max(n, counted)
     whole = (source.kind == "object" and base is not None and load is not None
              and not load.get("filters") and load.get("limit") is None)
     return n if whole else max(n, UNSEEN_RECORDS)

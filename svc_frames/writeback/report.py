@@ -14,14 +14,14 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from .plan import Action, Plan, Status
 
-__all__ = ["Report", "Outcome", "Counter", "QuotaNote", "make_report", "dry_run_report",
+__all__ = ["Report", "Outcome", "Counter", "QuotaNote", "Kept", "make_report", "dry_run_report",
            "summary_line"]
 
 REPORT_COLUMNS = ["record_id", "action", "fields", "status", "message"]
@@ -75,6 +75,21 @@ def when_reset(reset_at: dt.datetime | None) -> str:
 
 
 @dataclass
+class Kept:
+    """What a run kept for an undo (``Report.kept``): ``header`` (``kept.run_header``)
+    and ``entries``, record id (a create's temporary id) -> its entry."""
+
+    header: dict[str, Any]
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        acts: dict[str, int] = {}
+        for e in self.entries.values():
+            acts[e["action"]] = acts.get(e["action"], 0) + 1
+        return f"Kept({self.header.get('object_key')}: {acts})"
+
+
+@dataclass
 class Report:
     """The outcome of ``write_back`` (and ``push``): one row per record and action.
 
@@ -104,6 +119,10 @@ class Report:
     quota : QuotaNote, optional
         The plan's requests beside the daily quota left when the run started, and why
         the run stopped sending, if it did.
+    kept : Kept, optional
+        What ``undo(client, report)`` needs: each applied update's fields as loaded and
+        as written, each created record, each deleted record whole (a journal keeps the
+        same, for an undo in another process). None for a dry run.
 
     Examples
     --------
@@ -124,6 +143,7 @@ class Report:
     requests: dict[str, int]
     dry_run: bool = False
     quota: QuotaNote | None = None
+    kept: Kept | None = None
 
     @property
     def counts(self) -> dict[str, int]:
@@ -242,14 +262,14 @@ class Counter:
 
 def make_report(rows: Sequence[Outcome], plan: Plan, conflicts: list[dict[str, Any]],
                 counter: Counter, dry_run: bool = False,
-                quota: QuotaNote | None = None) -> Report:
+                quota: QuotaNote | None = None, kept: Kept | None = None) -> Report:
     """The Report of ``rows`` (in plan order) with the run's conflicts and counts."""
     table = pd.DataFrame(
         [(o.new_id or o.record_id if o.action == "create" else o.record_id, o.action,
           ", ".join(o.fields), o.status, o.message) for o in rows],
         columns=REPORT_COLUMNS).astype("string")
     conf = pd.DataFrame(conflicts, columns=["record_id", "field", "loaded", "server", "new"])
-    return Report(table, plan, conf, dict(counter.n), dry_run, quota)
+    return Report(table, plan, conf, dict(counter.n), dry_run, quota, kept)
 
 
 def dry_run_report(plan: Plan, delete_missing: bool,

@@ -41,6 +41,7 @@ from .guard import guard as guard_phase
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .interrupt import cut_short
 from .journal import Journal, check_journal_path
+from .kept import Keeper
 from .plan import Layout, Plan, reread_requests
 from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
 from .stamp import stamp_for
@@ -202,6 +203,10 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     run = RunState.start(client, plan, layout, tgt,
                          Journal(journal) if journal is not None else None)
     run.duration = estimate.duration()
+    keeper = Keeper(run)                      # what an undo needs, kept as acks come
+    if run.jr:
+        run.jr.begin(keeper.kept.header)
+        run.jr.keep = keeper.entry
     # the live guard's check after the writes is kept back from the writes' claims
     run.gate = gate = QuotaGate(client, reserve, owed=estimate.checks if mode.live else 0)
     try:
@@ -224,16 +229,19 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
             # the forms' stamp, set by us (stamp.py): the schema, if this client has not
             # read it yet, is one request more, after the guard told the quota
             run.stamp = stamp_for(client, tgt, layout.ctx)
+        if not gate.stopped:
+            keeper.keep_links()               # other objects' links to the deleted
         apply(run, max_workers, progress, live)   # 4. uploads + writes, concurrently
         if mode.live:                         # an editor who wrote after us?
             check_written(run, mode.window)
+        keeper.finish()                       # before settle: earlier processes' acks
         if run.jr and run.halted is None \
                 and not any(o.status == "unknown" for o in run.outcomes.values()):
             run.jr.settle()
     except BaseException as exc:
         # Ctrl-C or a crash: the frames follow what was answered, the exception carries
         # the Report so far (interrupt.py); the journal is closed below, complete
-        cut = cut_short(run, edited, exc, note)
+        cut = cut_short(run, edited, exc, note, keeper)
         if cut is exc:
             raise
         raise cut from None
@@ -245,7 +253,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
                                reset_at=gate.reset_at or note.reset_at)
     report = make_report([run.outcomes[rid] for rid in plan.actions if rid in run.outcomes]
                          + run.extra, plan, run.conflicts, run.counter,
-                         quota=note)                                      # 6. one row each
+                         quota=note, kept=keeper.kept)                    # 6. one row each
     _summarize(report, tgt.name, progress)
     if run.halted is not None:
         raise ConflictError(halt_message(run, report), conflicts=report.conflicts,
