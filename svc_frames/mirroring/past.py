@@ -29,7 +29,7 @@ from ..frames import Frames, Source
 from .state import MirrorState, history_name, typed
 from .target import Target, open_target
 
-__all__ = ["as_of", "changes", "open_versions"]
+__all__ = ["as_of", "changes", "open_versions", "last_run"]
 
 
 def _when(value: Any, what: str) -> pd.Timestamp:
@@ -109,6 +109,16 @@ def _version_at(state: MirrorState, key: str, when: pd.Timestamp | None
         return None
     row = {str(k): v for k, v in rows.sort_values("version").iloc[-1].to_dict().items()}
     return row if bool(row["present"]) else None
+
+
+def last_run(target: str | os.PathLike[str]) -> int:
+    """The number of the last run the target holds (0: none)."""
+    try:
+        tgt, state = _open(target)
+    except UsageError:
+        return 0
+    tgt.close()
+    return state.last_run
 
 
 def open_versions(state: MirrorState, key: str) -> Frames | None:
