@@ -115,6 +115,9 @@ def open_target(spec: Any, *, readonly: bool = False) -> Target:
         raise UsageError(f"a mirror target is a DuckDB path, a directory of Parquet "
                          f"datasets or a postgresql:// URL, got {spec!r}")
     text = os.fspath(spec)
+    if text.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresTarget
+        return PostgresTarget(text, readonly=readonly)
     if "://" in text:
         raise UsageError(f"a mirror target URL starts with postgresql://, got "
                          f"{display_name(text)}")
