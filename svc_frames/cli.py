@@ -443,17 +443,17 @@ def cmd_push(args: argparse.Namespace) -> int:
 # ---- mirror -------------------------------------------------------------------------------
 def add_mirror(sub: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(
-        "mirror", help="bring a DuckDB file or PostgreSQL database up to date with the "
-                       "application, every version of every record kept",
-        description="Mirror the application into TARGET (a DuckDB file path, or "
-                    "postgresql://...): the current state as tables, and every version "
+        "mirror", help="bring a DuckDB file, PostgreSQL database or Parquet directory up "
+                       "to date with the application, every version of every record kept",
+        description="Mirror the application into TARGET (a DuckDB file path, a directory "
+                    "of Parquet datasets, or postgresql://...): the current state as tables, and every version "
                     "of every record in <table>__history; deletions and schema changes "
                     "followed (docs/mirror.md). Prints one summary line (--json: the "
                     "report as JSON); exit 0 on success, 2 on bad input, 1 when the "
                     "service or the target failed, 130 when interrupted (nothing half-"
                     "written). Cron-friendly.")
     p.add_argument("--to", required=True, dest="to", metavar="TARGET",
-                   help="a DuckDB file or postgresql://user@host/db")
+                   help="a DuckDB file, a directory (dir/) or postgresql://user@host/db")
     p.add_argument("--objects", nargs="+", default=None, metavar="OBJECT",
                    help="the objects to mirror, by key or name (default: all)")
     p.add_argument("--schema", choices=["stop", "evolve"], default="stop",

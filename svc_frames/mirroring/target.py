@@ -122,5 +122,8 @@ def open_target(spec: Any, *, readonly: bool = False) -> Target:
         raise UsageError(f"a mirror target URL starts with postgresql://, got "
                          f"{display_name(text)}")
     path = Path(text)
+    if text.endswith(("/", os.sep)) or path.is_dir():
+        from .parquetdir import ParquetTarget
+        return ParquetTarget(path, readonly=readonly)
     from .duckdbtarget import DuckDBTarget
     return DuckDBTarget(path, readonly=readonly)
