@@ -13,22 +13,9 @@ import polars as pl
 import pytest
 
 import svc_frames as sf
-from svc_frames.http.client import Client
 from svc_frames.mirroring import parquetdir
 from svc_frames.server import LocalService
-
-
-def client_of(svc: LocalService) -> Client:
-    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
-                  backoff=0.01)
-
-
-def same_frames(a: sf.Frames, b: sf.Frames) -> None:
-    pd.testing.assert_frame_equal(a.main.sort_index(), b.main.sort_index())
-    for name in b.tables:
-        ta = a.tables[name].sort_values("record_id", kind="stable").reset_index(drop=True)
-        tb = b.tables[name].sort_values("record_id", kind="stable").reset_index(drop=True)
-        pd.testing.assert_frame_equal(ta, tb)
+from tests.test_mirror import client_of, same_frames
 
 
 def test_parquet_mirror_read_as_it_is(fresh_service: LocalService, tmp_path: Path) -> None:
@@ -84,7 +71,7 @@ def test_a_run_cut_before_or_after_its_commit_point(fresh_service: LocalService,
     def cut(_: Path) -> None:   # killed after writing the staging, before the journal
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(parquetdir, "_fsync", cut)
+    monkeypatch.setattr(parquetdir, "fsync_tree", cut)
     with pytest.raises(KeyboardInterrupt):
         sf.mirror(client, target)
     monkeypatch.undo()

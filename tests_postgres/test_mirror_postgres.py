@@ -12,28 +12,14 @@ import pytest
 
 import svc_frames as sf
 from svc_frames.errors import SchemaChanged, TargetBusy, TargetMismatch, UsageError
-from svc_frames.http.client import Client
 from svc_frames.mirroring.postgres import PostgresTarget, PostgresWriter
 from svc_frames.server import LocalService
-
-
-def client_of(svc: LocalService) -> Client:
-    return Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
-                  backoff=0.01)
+from tests.test_mirror import client_of, same_frames
 
 
 def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
     with psycopg.connect(url) as con:
         return con.execute(sql).fetchall()
-
-
-def same_frames(a: sf.Frames, b: sf.Frames) -> None:
-    pd.testing.assert_frame_equal(a.main.sort_index(), b.main.sort_index())
-    assert sorted(a.tables) == sorted(b.tables)
-    for name in a.tables:
-        ta = a.tables[name].sort_values("record_id", kind="stable").reset_index(drop=True)
-        tb = b.tables[name].sort_values("record_id", kind="stable").reset_index(drop=True)
-        pd.testing.assert_frame_equal(ta, tb)
 
 
 def test_runs_versions_and_the_past(fresh_service: LocalService, pg_url: str) -> None:

@@ -46,6 +46,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
+from ..saved.layout import fsync, fsync_tree
 from ..saved.pqfile import write_table
 from .lock import file_lock
 
@@ -176,11 +177,13 @@ class ParquetWriter:
                 for r in sorted(dirty):
                     self._partition(data, r, stage / name)
                     moves.append([f"{stage.name}/{name}/run={r}", f"{name}/run={r}"])
+            fsync_tree(stage)
             tmp = root / f"{JOURNAL}.tmp"
             tmp.write_text(json.dumps({"moves": moves, "removes": removes,
                                        "stage": stage.name}))
-            _fsync(tmp)
+            fsync(tmp)
             os.replace(tmp, root / JOURNAL)   # the commit point
+            fsync(root)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
@@ -192,14 +195,6 @@ class ParquetWriter:
                 else data)
         (into / f"run={run}").mkdir(parents=True, exist_ok=True)
         write_table(part, into / f"run={run}" / PART)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def finish(root: Path) -> None:
@@ -215,6 +210,7 @@ def finish(root: Path) -> None:
                 (root / dst).parent.mkdir(parents=True, exist_ok=True)
                 os.replace(root / src, root / dst)
         journal.unlink()
+        fsync(root)
     for leftover in root.glob(".staging-*"):
         shutil.rmtree(leftover, ignore_errors=True)
 
