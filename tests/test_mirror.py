@@ -288,3 +288,32 @@ def test_nothing_below_the_mirror_imports_it() -> None:
              if any(d.startswith("svc_frames.mirroring") for d in deps)
              and not m.startswith("svc_frames.mirroring")}
     assert users == {"svc_frames", "svc_frames.cli"}
+
+
+@pytest.mark.slow(seconds=20)
+def test_runs_while_other_users_edit(tmp_path: Path) -> None:
+    """Other users insert, update and delete on the application's pages during the runs:
+    once they stop, one more run leaves the mirror equal to a load, and every record
+    they deleted closed in the history."""
+    with LocalService(demo=True, records=60, rate_limit=0, seed=5,
+                      activity="object_3:8/s") as svc:
+        client = client_of(svc)
+        target = tmp_path / "app.duckdb"
+        seen = 0
+        for _ in range(3):
+            report = sf.mirror(client, target, objects=["Work Orders"])
+            seen += sum(report.total(w) for w in ("inserted", "updated", "deleted"))
+            time.sleep(0.7)
+        assert svc.activity is not None
+        svc.activity.stop()
+        time.sleep(0.3)
+        report = sf.mirror(client, target, objects=["Work Orders"])
+        seen += sum(report.total(w) for w in ("inserted", "updated", "deleted"))
+        assert seen > 60   # the first run's 60 inserts, and the others' edits
+        loaded = sf.read_object(client, "object_3", columns="keys")
+        same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"], loaded)
+        deleted = {r[0] for r in rows(target, "SELECT id FROM work_orders__history "
+                                              "WHERE change = 'delete'")}
+        assert not deleted & set(loaded.main.index)
+        assert rows(target, "SELECT count(*) FROM work_orders__history WHERE valid_to IS "
+                            "NULL AND change <> 'delete'") == [(len(loaded),)]
