@@ -36,6 +36,7 @@ from ..read.load import load
 from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
 from .history import compare
+from .past import open_versions
 from .report import MirrorReport, ObjectReport
 from .schemas import SCHEMA_MODES, compare_fields, refuse_kind_changes
 from .state import META_TABLES, MirrorState
@@ -210,12 +211,13 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
     sent = client.request_count
     rep = run.report
     if run.prev is not None and state is not None:
-        run.old = state.frames(run.key) if not repair else None
-    if run.prev is not None and run.changes is None and run.old is not None:
+        # repair: the tables may be edited by hand; the history says what they held
+        run.old = open_versions(state, run.key) if repair else state.frames(run.key)
+    if run.prev is not None and run.changes is None:
         # removed from the application: every record goes
-        run.deleted = [str(i) for i in run.old.main.index]
+        run.deleted = [str(i) for i in run.old.main.index] if run.old is not None else []
     elif (run.prev is not None and run.old is not None and run.changes is not None
-          and not run.changes.needs_full_load):
+          and not run.changes.needs_full_load and not repair):
         frames = run.old
         run.old = frames.snapshot()
         with warnings.catch_warnings():   # the report says why everything was listed
@@ -226,9 +228,6 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
         run.inserted, run.updated, run.deleted = got.added, got.changed, got.deleted
         rep.full, rep.reason = got.full, got.reason
     else:
-        if repair and run.prev is not None and state is not None:
-            from .past import open_versions
-            run.old = open_versions(state, run.key)
         run.frames = load(client, run.key, columns="keys", rows_per_page=rpp,
                           progress=False)
         run.rebuild = True

@@ -76,6 +76,14 @@ class MirrorState:
     objects: dict[str, ObjectState] = field(default_factory=dict)
     schema: pd.DataFrame = field(default_factory=pd.DataFrame)
     target: Target | None = None
+    read_tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+
+    def table(self, name: str) -> pa.Table:
+        """A table of the target, read once per run (the check and the frames share it)."""
+        assert self.target is not None
+        if name not in self.read_tables:
+            self.read_tables[name] = self.target.read(name)
+        return self.read_tables[name]
 
     @property
     def last_run(self) -> int:
@@ -125,7 +133,7 @@ class MirrorState:
                     raise TargetMismatch(f"{self.target.name}: the columns of {name} are not "
                                          "those the last run wrote (edited by hand?); pass "
                                          "repair=True to write it again from the service")
-            rows = self.target.read(obj.table_name).num_rows
+            rows = self.table(obj.table_name).num_rows
             if rows != obj.rows:
                 raise TargetMismatch(f"{self.target.name}: {obj.table_name} holds {rows} rows,"
                                      f" the last run wrote {obj.rows} (edited by hand?); pass "
@@ -142,8 +150,8 @@ class MirrorState:
         """The object's current tables as Frames (with the as-loaded copy refresh needs)."""
         assert self.target is not None
         obj = self.objects[key]
-        main = typed(self.target.read(obj.table_name), obj.layout["main"]["dtypes"], "id")
-        tables = {fkey: typed(self.target.read(t["table"]), t["dtypes"], None)
+        main = typed(self.table(obj.table_name), obj.layout["main"]["dtypes"], "id")
+        tables = {fkey: typed(self.table(t["table"]), t["dtypes"], None)
                   for fkey, t in obj.layout.get("tables", {}).items()}
         frames = Frames(main, tables, Source.from_dict(dict(obj.source)))
         frames.original = frames.snapshot()
