@@ -32,7 +32,7 @@ import pyarrow as pa
 from ..errors import TargetBusy, UsageError
 from ..saved.snapshot import quote
 from .lock import holder_text
-from .target import display_name
+from .report import display_name
 
 __all__ = ["PostgresTarget", "pg_type", "arrow_type_of"]
 

@@ -4,6 +4,7 @@ left unchanged, the schema changes followed, the requests sent and the time take
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -11,7 +12,19 @@ import pandas as pd
 
 from ..errors import UsageError
 
-__all__ = ["ObjectReport", "MirrorReport"]
+__all__ = ["ObjectReport", "MirrorReport", "display_name"]
+
+
+def display_name(spec: Any) -> str:
+    """A target's name as reports and messages print it (a URL's password masked)."""
+    text = os.fspath(spec) if isinstance(spec, os.PathLike) else str(spec)
+    if "://" in text and "@" in text:
+        scheme, rest = text.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        if ":" in creds:
+            creds = creds.split(":", 1)[0] + ":***"
+        return f"{scheme}://{creds}@{host}"
+    return text
 
 
 @dataclass

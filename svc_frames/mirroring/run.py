@@ -37,10 +37,10 @@ from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
 from .history import compare
 from .past import open_versions
-from .report import MirrorReport, ObjectReport
+from .report import MirrorReport, ObjectReport, display_name
 from .schemas import SCHEMA_MODES, compare_fields, refuse_kind_changes
 from .state import META_TABLES, MirrorState
-from .target import Target, display_name, open_target
+from .target import Target, open_target
 
 __all__ = ["mirror"]
 
@@ -225,7 +225,12 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
             got = refresh(client, frames, sweep_every=every)
         _relabel(frames, run)
         run.frames = frames
-        run.inserted, run.updated, run.deleted = got.added, got.changed, got.deleted
+        # the frames before and after say what came and went; refresh says what changed
+        # (a record listed twice, or added and dropped within the refresh, counts once)
+        before, after = set(run.old.main.index), set(frames.main.index)
+        run.inserted = [str(i) for i in frames.main.index if i not in before]
+        run.deleted = [str(i) for i in run.old.main.index if i not in after]
+        run.updated = [str(i) for i in dict.fromkeys(got.changed) if i in before and i in after]
         rep.full, rep.reason = got.full, got.reason
     else:
         run.frames = load(client, run.key, columns="keys", rows_per_page=rpp,

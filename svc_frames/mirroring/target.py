@@ -30,8 +30,9 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from ..errors import UsageError
+from .report import display_name
 
-__all__ = ["Target", "Writer", "open_target", "display_name"]
+__all__ = ["Target", "Writer", "open_target"]
 
 
 class Writer(Protocol):
@@ -90,18 +91,6 @@ class Target(Protocol):
     def __enter__(self) -> Target: ...
 
     def __exit__(self, *exc: object) -> None: ...
-
-
-def display_name(spec: Any) -> str:
-    """A target's name as reports print it (a URL's password masked)."""
-    text = os.fspath(spec) if isinstance(spec, os.PathLike) else str(spec)
-    if "://" in text and "@" in text:
-        scheme, rest = text.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        if ":" in creds:
-            creds = creds.split(":", 1)[0] + ":***"
-        return f"{scheme}://{creds}@{host}"
-    return text
 
 
 def open_target(spec: Any, *, readonly: bool = False) -> Target:
