@@ -10,7 +10,7 @@ COMMA := ,
 unexport PYTHONDONTWRITEBYTECODE
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-browser test-engines lint typecheck bytecode pytest pytest-compiled fuzz bench serve clean
+.PHONY: demo test test-browser test-engines test-postgres lint typecheck bytecode pytest pytest-compiled fuzz bench serve clean
 
 # uv installs the same packages as pip (same pip freeze) in a tenth of the time (8 s instead
 # of 75 s), pip among them for whoever uses .venv/bin/pip; the venv starts without pip
@@ -46,7 +46,7 @@ pytest-compiled: bytecode
 	$(MAKE) --no-print-directory pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check svc_frames tests tests_browser tests_engines benchmarks
+	$(BIN)/ruff check svc_frames tests tests_browser tests_engines tests_postgres benchmarks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict svc_frames
@@ -88,6 +88,15 @@ $(ENGINES_STAMP): $(STAMP)
 
 test-engines: $(ENGINES_STAMP)
 	SPARK_LOCAL_IP=127.0.0.1 $(BIN)/python -m pytest -q -p no:cacheprovider tests_engines
+
+# the mirror against a real PostgreSQL 15 (Debian's server, installed with apt when
+# missing): tests_postgres/conftest.py starts a cluster of its own in a temporary directory
+# (as the postgres user when run as root: the server refuses root; a Unix socket in that
+# directory, no TCP port), runs the tests and stops it
+PG_BIN ?= /usr/lib/postgresql/15/bin
+test-postgres: $(STAMP)
+	test -x $(PG_BIN)/initdb || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; }
+	PG_BIN=$(PG_BIN) $(BIN)/python -m pytest -q -p no:cacheprovider tests_postgres
 
 # the OpenAPI fuzzing of the local service on a longer budget (make test runs a short one)
 fuzz: $(STAMP)

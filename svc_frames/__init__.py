@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .application import App, read_app
     from .assets import create_with_asset, download, upload_file, upload_image
     from .catalog import fields, objects, views
+    from .mirroring import MirrorReport, as_of, changes, mirror
     from .plot import plot_counts, plot_locations, plot_over_time
     from .refreshing import cache
     from .refreshing.policy import RefreshReport, refresh
@@ -49,7 +50,8 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "to_parquet", "read_parquet", "read_saved", "export",
            "diff", "write_back", "push", "add_rows", "Plan", "Report", "undo",
            "upload_file", "upload_image", "create_with_asset", "download",
-           "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview"]
+           "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview",
+           "mirror", "MirrorReport", "as_of", "changes"]
 
 _LAZY: dict[str, str] = {
     "App": "application", "read_app": "application",
@@ -64,6 +66,8 @@ _LAZY: dict[str, str] = {
     "Plan": "writeback", "Report": "writeback", "add_rows": "writeback", "diff": "writeback",
     "write_back": "writeback",
     "undo": "undoing",
+    "mirror": "mirroring.run", "MirrorReport": "mirroring.report", "as_of": "mirroring.past",
+    "changes": "mirroring.past",
 }
 """Public name -> the submodule that defines it, imported on the name's first use."""
 

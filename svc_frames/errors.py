@@ -192,6 +192,29 @@ class WriteInterrupted(KeyboardInterrupt):
         self.report = report
 
 
+class TargetBusy(SvcError):
+    """Raised by ``mirror`` when another run holds the target's lock past ``wait``.
+
+    The message names the holder (process, host, since when); nothing was sent or written.
+    """
+
+
+class SchemaChanged(UsageError):
+    """Raised by ``mirror(schema="stop")`` when a field's kind changed since the last run.
+
+    The message names the object, the field, its old and new kind and the choices;
+    nothing was written.
+    """
+
+
+class TargetMismatch(UsageError):
+    """Raised by ``mirror`` for a target that is not this application's mirror.
+
+    Made for another application (both named), not a mirror at all, or its tables edited
+    by hand since the last run (named); nothing was sent or written.
+    """
+
+
 # --- signals between layers, caught inside the package ---------------------------------------
 class DisplayValuesNeeded(SvcError, ValueError):
     """Raised inside the loader when a raw page needs its display values; never reaches a user.
@@ -334,6 +357,7 @@ __all__ = [
     "OutcomeUnknown", "ServiceUnreachable",
     "UsageError", "ConfigurationError", "InvalidValue", "ReadOnlyField", "SchemaError",
     "ConsistencyError", "ConflictError", "DisplayValuesNeeded", "SendDeadlinePassed",
-    "WriteInterrupted", "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
+    "WriteInterrupted", "TargetBusy", "SchemaChanged", "TargetMismatch",
+    "SvcWarning", "FilterWarning", "PaceWarning", "PrecisionWarning", "NameWarning",
     "warn_user",
 ]

@@ -94,6 +94,9 @@ NO_TYPED_ERRORS: dict[str, str] = {
     "PlanReview.set_filter": "filters the records in memory",
     "Plan.select": "a plan restricted in memory; ids not in it are ignored",
     "Plan.summary": "a table of the plan in memory",
+    "MirrorReport.frame": "a table of the report in memory",
+    "MirrorReport.to_dict": "the report as plain data",
+    "MirrorReport.to_json": "the report as JSON text",
 }
 
 # Methods documented briefly (summary, Parameters, Examples): what they return and raise

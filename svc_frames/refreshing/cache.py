@@ -50,6 +50,8 @@ from ..query import Filters, validate_filters
 from ..read.load import load
 from ..read.options import Columns, check_columns, user_timezone
 from ..saved.layout import SavedLayout, files_digest
+from ..saved.layout import fsync as _fsync
+from ..saved.layout import fsync_tree as _fsync_tree
 from ..saved.parquet import read_parquet, to_parquet
 from ..schema import Schema
 from .policy import RefreshNotice, RefreshReport, refresh
@@ -118,21 +120,6 @@ def check_cache_dir(path: str | os.PathLike[str]) -> Path:
         raise UsageError(f"cache {str(root)!r} holds other files ({', '.join(sorted(foreign)[:3])}"
                          "): give an empty or new directory")
     return root
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            _fsync(Path(dirpath) / name)
-        _fsync(Path(dirpath))
 
 
 def pointer_digest(pointer: Mapping[str, Any]) -> str:

@@ -151,6 +151,23 @@ class Staging:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def fsync(path: Path) -> None:
+    """A file's (or directory's) bytes and entries on disk before what comes next."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(root: Path) -> None:
+    """Every file and directory under ``root`` (``root`` included) on disk."""
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            fsync(Path(dirpath) / name)
+        fsync(Path(dirpath))
+
+
 def files_digest(root: Path, files: Iterable[Path]) -> str:
     """SHA-256 (hex) over ``files`` under ``root``: each by its path inside ``root``, its
     size and its bytes, in path order (so a file renamed, added or dropped counts too)."""

@@ -30,6 +30,7 @@ import uvicorn
 
 from .activity import Activity, ActivityRunner
 from .app import build_app
+from .builder import Builder
 from .demo_app import DEMO_USERS, demo_document, generate_demo
 from .emulate import Emulation, RequestLog
 from .generate import generate_generic, seed_users
@@ -342,6 +343,13 @@ class LocalService:
     @property
     def store(self) -> Store:
         return self._st().store
+
+    @property
+    def builder(self) -> Builder:
+        """The application's builder: its schema changed while it runs (add, remove,
+        relabel a field, change its kind, add or remove an object; server/builder.py):
+        ``svc.builder.add_field("object_3", "Note", "short_text")``."""
+        return Builder(self._st())
 
     @property
     def pages(self) -> AppPages:

@@ -1,0 +1,182 @@
+"""The DuckDB target: one file, one connection, one transaction per run.
+
+DuckDB keeps a transaction in its write-ahead log until it commits, so a run killed at
+any point (``kill -9`` included) leaves the file as the last committed run left it; a lock
+file beside it (``<file>.mirror-lock``, lock.py) keeps two runs from interleaving, and
+DuckDB itself lets one process at a time open the file for writing.
+
+Tables keep their primary keys; foreign keys are listed in ``svc_tables`` but not
+declared: DuckDB checks them eagerly inside a transaction (a deleted parent whose child
+row was deleted a statement earlier is refused), which would make a run's delete-then-
+insert of a changed record fail.
+
+Usage::
+
+    with DuckDBTarget(Path("app.duckdb")) as t:
+        t.check()
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import UsageError
+from ..saved.snapshot import SQL_TYPES, import_duckdb, quote
+from .lock import file_lock
+
+__all__ = ["DuckDBTarget"]
+
+
+def arrow_of(result: Any) -> pa.Table:
+    """A DuckDB result as an Arrow table (the method's name differs between versions)."""
+    for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):
+        if hasattr(result, name):
+            out = getattr(result, name)()
+            return out.read_all() if hasattr(out, "read_all") else out
+    raise AttributeError("this DuckDB gives no Arrow table")
+
+
+class DuckDBWriter:
+    """The changes of one DuckDB transaction (target.Writer)."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+        self.n = 0
+
+    def _register(self, data: pa.Table) -> str:
+        self.n += 1
+        name = f"svc_mirror_src_{self.n}"
+        self.con.register(name, data)
+        return name
+
+    def create(self, table: str, schema: pa.Schema, primary_key: Sequence[str] = ()
+               ) -> None:
+        self.drop(table)
+        parts = self._columns(schema)
+        if primary_key:
+            parts.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
+        self.con.execute(f"CREATE TABLE {quote(table)} ({', '.join(parts)})")
+
+    def _columns(self, schema: pa.Schema) -> list[str]:
+        """Each column's definition, in DuckDB's own types for the Arrow columns."""
+        src = self._register(schema.empty_table())
+        try:
+            cols = self.con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()
+        finally:
+            self.con.unregister(src)
+        return [f"{quote(c[0])} {SQL_TYPES.get(c[1], c[1])}" for c in cols]
+
+    def drop(self, table: str) -> None:
+        self.con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
+
+    def add_columns(self, table: str, schema: pa.Schema) -> None:
+        for part in self._columns(schema) if len(schema) else ():
+            self.con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {part}")
+
+    def rename_column(self, table: str, old: str, new: str) -> None:
+        self.con.execute(f"ALTER TABLE {quote(table)} RENAME COLUMN {quote(old)} TO "
+                         f"{quote(new)}")
+
+    def delete(self, table: str, column: str, ids: Sequence[str]) -> None:
+        if not len(ids):
+            return
+        src = self._register(pa.table({"id": pa.array(list(ids), pa.string())}))
+        try:
+            self.con.execute(f"DELETE FROM {quote(table)} WHERE {quote(column)} IN "
+                             f"(SELECT id FROM {src})")
+        finally:
+            self.con.unregister(src)
+
+    def insert(self, table: str, data: pa.Table) -> None:
+        if data.num_rows == 0:
+            return
+        src = self._register(data)
+        try:
+            names = ", ".join(quote(c) for c in data.column_names)
+            self.con.execute(f"INSERT INTO {quote(table)} ({names}) SELECT {names} FROM {src}")
+        finally:
+            self.con.unregister(src)
+
+    def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
+                       ) -> None:
+        if not len(ids):
+            return
+        src = self._register(pa.table({"id": pa.array(list(ids), pa.string())}))
+        try:
+            self.con.execute(f"UPDATE {quote(table)} SET valid_to = ? WHERE valid_to IS NULL "
+                             f"AND {quote(column)} IN (SELECT id FROM {src})", [when])
+        finally:
+            self.con.unregister(src)
+
+
+class DuckDBTarget:
+    """A DuckDB file as a mirror target (module docstring)."""
+
+    def __init__(self, path: Path, *, readonly: bool = False) -> None:
+        self.path = Path(path)
+        self.name = str(path)
+        self.readonly = readonly
+        self.con: Any = None
+
+    def check(self) -> None:
+        parent = self.path.parent if str(self.path.parent) else Path(".")
+        if not parent.is_dir():
+            raise UsageError(f"mirror target {self.path}: the directory {parent} does not "
+                             "exist")
+        if self.readonly:
+            if not self.path.is_file():
+                raise UsageError(f"{self.path} is not a mirror: no such file")
+        elif not os.access(parent, os.W_OK) or (self.path.exists()
+                                                and not os.access(self.path, os.W_OK)):
+            raise UsageError(f"mirror target {self.path} cannot be written (permissions)")
+        duckdb = import_duckdb()
+        try:
+            self.con = duckdb.connect(str(self.path), read_only=self.readonly)
+            self.con.execute("SET TimeZone = 'UTC'")
+        except Exception as exc:  # noqa: BLE001  # duckdb's own errors: not a database, locked
+            raise UsageError(f"mirror target {self.path} cannot be opened: {exc}") from None
+
+    def lock(self, wait: float) -> AbstractContextManager[None]:
+        return file_lock(Path(f"{self.path}.mirror-lock"), wait=wait, what=str(self.path))
+
+    def tables(self) -> set[str]:
+        return {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'main'").fetchall()}
+
+    def read(self, table: str) -> pa.Table:
+        return arrow_of(self.con.sql(f"SELECT * FROM {quote(table)}"))
+
+    def schema(self, table: str) -> pa.Schema:
+        return arrow_of(self.con.sql(f"SELECT * FROM {quote(table)} LIMIT 0")).schema
+
+    @contextmanager
+    def _transaction(self) -> Iterator[DuckDBWriter]:
+        self.con.execute("BEGIN TRANSACTION")
+        try:
+            yield DuckDBWriter(self.con)
+        except BaseException:
+            self.con.execute("ROLLBACK")
+            raise
+        self.con.execute("COMMIT")
+        self.con.execute("CHECKPOINT")
+
+    def transaction(self) -> AbstractContextManager[DuckDBWriter]:
+        return self._transaction()
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    def __enter__(self) -> DuckDBTarget:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,233 @@
+"""The PostgreSQL target (``postgresql://...``, psycopg 3): one transaction per run, rows
+written by ``COPY``, one run at a time by an advisory lock.
+
+PostgreSQL's DDL is transactional, so a run (tables created, columns added or renamed,
+rows deleted, copied and versions closed) is kept whole at ``COMMIT`` or not at all: a
+run killed at any point leaves the database as the last run left it. The lock is a
+session advisory lock on the target's schema (``pg_try_advisory_lock``), released by the
+server when the session ends, even when its process is killed; a second run names the
+holder from ``pg_stat_activity`` (the ``application_name`` each run sets: its process,
+host and start). Tables go into the connection's current schema (``search_path``; add
+``?options=-csearch_path%3Dmirror`` to the URL for another). Primary keys are declared;
+foreign keys are listed in ``svc_tables``, as for DuckDB.
+
+Needs ``pip install 'svc-frames[postgres]'`` (psycopg 3).
+
+Usage::
+
+    with PostgresTarget("postgresql://me@db.example.org/reports") as t:
+        t.check()
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import TargetBusy, UsageError
+from ..saved.snapshot import quote
+from .lock import holder_text
+from .report import display_name
+
+__all__ = ["PostgresTarget", "pg_type", "arrow_type_of"]
+
+
+def import_psycopg() -> Any:
+    try:
+        import psycopg  # optional: the svc_frames[postgres] extra
+    except ImportError:
+        raise UsageError("a PostgreSQL mirror needs psycopg 3: pip install "
+                         "'svc-frames[postgres]'") from None
+    return psycopg
+
+
+def pg_type(t: pa.DataType) -> str:
+    """The PostgreSQL type of an Arrow column."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t):
+        return "text"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_integer(t):
+        return "bigint"
+    if pa.types.is_floating(t):
+        return "double precision"
+    if pa.types.is_decimal(t):
+        return f"numeric({t.precision}, {t.scale})"
+    if pa.types.is_timestamp(t):
+        return "timestamptz" if t.tz else "timestamp"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_duration(t) or pa.types.is_interval(t):
+        return "interval"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"{pg_type(t.value_type)}[]"
+    return "text"
+
+
+_ARROW = {"text": pa.string(), "boolean": pa.bool_(), "bigint": pa.int64(),
+          "integer": pa.int64(), "double precision": pa.float64(),
+          "timestamp with time zone": pa.timestamp("us", tz="UTC"),
+          "timestamp without time zone": pa.timestamp("us"), "date": pa.date32(),
+          "interval": pa.duration("us"), "numeric": pa.float64()}
+_ELEMENT = {"_text": pa.string(), "_int8": pa.int64(), "_float8": pa.float64(),
+            "_bool": pa.bool_(), "_timestamptz": pa.timestamp("us", tz="UTC")}
+
+
+def arrow_type_of(data_type: str, udt: str) -> pa.DataType:
+    """The Arrow type of a PostgreSQL column (``information_schema`` names)."""
+    if data_type == "ARRAY":
+        return pa.list_(_ELEMENT.get(udt, pa.string()))
+    return _ARROW.get(data_type, pa.string())
+
+
+class PostgresWriter:
+    """The changes of one PostgreSQL transaction (target.Writer)."""
+
+    def __init__(self, con: Any) -> None:
+        self.con = con
+
+    def create(self, table: str, schema: pa.Schema, primary_key: Sequence[str] = ()
+               ) -> None:
+        self.drop(table)
+        parts = [f"{quote(f.name)} {pg_type(f.type)}" for f in schema]
+        if primary_key:
+            parts.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
+        self.con.execute(f"CREATE TABLE {quote(table)} ({', '.join(parts)})")
+
+    def drop(self, table: str) -> None:
+        self.con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
+
+    def add_columns(self, table: str, schema: pa.Schema) -> None:
+        for f in schema:
+            self.con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(f.name)} "
+                             f"{pg_type(f.type)}")
+
+    def rename_column(self, table: str, old: str, new: str) -> None:
+        self.con.execute(f"ALTER TABLE {quote(table)} RENAME COLUMN {quote(old)} TO "
+                         f"{quote(new)}")
+
+    def delete(self, table: str, column: str, ids: Sequence[str]) -> None:
+        if len(ids):
+            self.con.execute(f"DELETE FROM {quote(table)} WHERE {quote(column)} = ANY(%s)",
+                             [list(ids)])
+
+    def insert(self, table: str, data: pa.Table) -> None:
+        """The rows by ``COPY ... FROM STDIN`` (psycopg adapts each value to its column)."""
+        if data.num_rows == 0:
+            return
+        names = ", ".join(quote(c) for c in data.column_names)
+        columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
+        with self.con.cursor() as cur, cur.copy(
+                f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
+            for row in zip(*columns, strict=True):
+                copy.write_row(row)
+
+    def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
+                       ) -> None:
+        if len(ids):
+            self.con.execute(f"UPDATE {quote(table)} SET valid_to = %s WHERE valid_to IS "
+                             f"NULL AND {quote(column)} = ANY(%s)", [when, list(ids)])
+
+
+class PostgresTarget:
+    """A PostgreSQL database as a mirror target (module docstring)."""
+
+    def __init__(self, url: str, *, readonly: bool = False) -> None:
+        self.url = url
+        self.name = display_name(url)
+        self.readonly = readonly
+        self.con: Any = None
+
+    def check(self) -> None:
+        psycopg = import_psycopg()
+        try:
+            self.con = psycopg.connect(self.url, autocommit=True, connect_timeout=10,
+                                       application_name=f"svc-frames mirror, "
+                                                        f"{holder_text()}"[:63])
+        except psycopg.Error as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise UsageError(f"mirror target {self.name} cannot be reached: {first}") from None
+        if not self.readonly:
+            ok = self.con.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')"
+                                  ).fetchone()
+            if not ok or not ok[0]:
+                self.close()
+                raise UsageError(f"mirror target {self.name}: this user may not create "
+                                 "tables in the current schema")
+        self.con.execute("SET TIME ZONE 'UTC'")
+
+    def _lock_key(self) -> int:
+        schema = self.con.execute("SELECT current_schema()").fetchone()[0]
+        return zlib.crc32(f"svc_frames mirror {schema}".encode()) & 0x7FFFFFFF
+
+    @contextmanager
+    def _lock(self, wait: float) -> Iterator[None]:
+        key = self._lock_key()
+        deadline = dt.datetime.now() + dt.timedelta(seconds=max(float(wait), 0.0))
+        while not self.con.execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()[0]:
+            if dt.datetime.now() >= deadline:
+                row = self.con.execute(
+                    "SELECT a.application_name, a.pid, a.client_addr, a.backend_start FROM "
+                    "pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE "
+                    "l.locktype = 'advisory' AND l.objid = %s AND l.granted", [key]
+                ).fetchone()
+                held = (f"{row[0] or 'a session'} (server pid {row[1]}, from "
+                        f"{row[2] or 'a local socket'}, connected {row[3]:%Y-%m-%d %H:%M:%S})"
+                        if row else "unknown")
+                raise TargetBusy(f"another mirror run holds {self.name}: {held}; waited "
+                                 f"{wait:g} s (pass wait= to wait longer)")
+            self.con.execute("SELECT pg_sleep(0.1)")
+        try:
+            yield
+        finally:
+            if self.con is not None and not self.con.closed:
+                self.con.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+    def lock(self, wait: float) -> AbstractContextManager[None]:
+        return self._lock(wait)
+
+    def tables(self) -> set[str]:
+        return {r[0] for r in self.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = "
+            "current_schema()").fetchall()}
+
+    def schema(self, table: str) -> pa.Schema:
+        rows = self.con.execute(
+            "SELECT column_name, data_type, udt_name FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %s ORDER BY "
+            "ordinal_position", [table]).fetchall()
+        return pa.schema([(name, arrow_type_of(dtype, udt)) for name, dtype, udt in rows])
+
+    def read(self, table: str) -> pa.Table:
+        schema = self.schema(table)
+        with self.con.cursor() as cur:
+            cur.execute(f"SELECT * FROM {quote(table)}")
+            rows = cur.fetchall()
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+        return pa.table([pa.array(list(col), f.type) for col, f in zip(columns, schema,
+                                                                        strict=True)],
+                        schema=schema)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[PostgresWriter]:
+        with self.con.transaction():
+            yield PostgresWriter(self.con)
+
+    def transaction(self) -> AbstractContextManager[PostgresWriter]:
+        return self._transaction()
+
+    def close(self) -> None:
+        if self.con is not None:
+            self.con.close()
+            self.con = None
+
+    def __enter__(self) -> PostgresTarget:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

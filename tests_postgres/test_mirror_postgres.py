@@ -1,0 +1,114 @@
+"""The mirror against a real PostgreSQL 15 (its own cluster: conftest.py): the same
+model as DuckDB's, rows written by COPY, one transaction per run, the advisory lock."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pandas as pd
+import psycopg
+import pytest
+
+import svc_frames as sf
+from svc_frames.errors import SchemaChanged, TargetBusy, TargetMismatch, UsageError
+from svc_frames.mirroring.postgres import PostgresTarget, PostgresWriter
+from svc_frames.server import LocalService
+from tests.test_mirror import client_of, same_frames
+
+
+def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    with psycopg.connect(url) as con:
+        return con.execute(sql).fetchall()
+
+
+def test_runs_versions_and_the_past(fresh_service: LocalService, pg_url: str) -> None:
+    svc = fresh_service
+    client = client_of(svc)
+    first = sf.mirror(client, pg_url)
+    assert first.total("inserted") == 90
+    assert "***" not in first.target or "@" in first.target
+    assert rows(pg_url, "SELECT count(*) FROM work_orders") == [(30,)]
+    loaded = sf.read_object(client, "object_3", columns="keys")
+    same_frames(sf.as_of(pg_url, pd.Timestamp.now(tz="UTC"))["object_3"], loaded)
+    ids = list(loaded.main.index)
+    svc.pages.update_record("object_3", ids[0], {"field_12": "Replace the valve"})
+    client.delete_record("object_3", ids[1])
+    between = pd.Timestamp.now(tz="UTC")
+    time.sleep(0.05)
+    second = sf.mirror(client, pg_url)
+    o = second.objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted, o.unchanged) == (0, 1, 1, 28)
+    assert o.requests <= 3
+    assert rows(pg_url, "SELECT change, count(*) FROM work_orders__history GROUP BY 1 "
+                        "ORDER BY 1") == [("delete", 1), ("insert", 30), ("update", 1)]
+    same_frames(sf.as_of(pg_url, between)["object_3"], loaded)
+    same_frames(sf.as_of(pg_url, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
+    feed = sf.changes(pg_url, since=between)
+    title = feed[feed["field"] == "field_12"]
+    assert title["new"].tolist() == ["Replace the valve"]
+
+
+def test_schema_changes_on_postgres(fresh_service: LocalService, pg_url: str) -> None:
+    svc = fresh_service
+    client = client_of(svc)
+    sf.mirror(client, pg_url)
+    note = svc.builder.add_field("object_3", "Note", "short_text")
+    svc.builder.change_kind("field_45", "number")
+    with pytest.raises(SchemaChanged, match="field_45: short_text -> number"):
+        sf.mirror(client, pg_url)
+    report = sf.mirror(client, pg_url, schema="evolve")
+    assert f"{note} added (short_text)" in report.objects["object_3"].schema_changes
+    cols = {r[0] for r in rows(pg_url, "SELECT column_name FROM information_schema.columns "
+                                       "WHERE table_name = 'work_orders__history'")}
+    assert {note, "field_45", "field_45__short_text"} <= cols
+    same_frames(sf.as_of(pg_url, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
+
+
+def test_a_failed_run_leaves_postgres_as_it_was(fresh_service: LocalService, pg_url: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    svc = fresh_service
+    client = client_of(svc)
+    sf.mirror(client, pg_url)
+    note = svc.builder.add_field("object_3", "Note", "short_text")   # DDL in the run too
+    before = rows(pg_url, "SELECT * FROM work_orders__history ORDER BY id")
+    real = PostgresWriter.insert
+    calls: list[str] = []
+
+    def failing(self: PostgresWriter, table: str, data: Any) -> None:
+        calls.append(table)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        real(self, table, data)
+
+    monkeypatch.setattr(PostgresWriter, "insert", failing)
+    with pytest.raises(KeyboardInterrupt):
+        sf.mirror(client, pg_url)
+    monkeypatch.undo()
+    assert rows(pg_url, "SELECT * FROM work_orders__history ORDER BY id") == before
+    assert note not in {r[0] for r in rows(
+        pg_url, "SELECT column_name FROM information_schema.columns WHERE table_name = "
+                "'work_orders'")}
+    assert sf.mirror(client, pg_url).run == 2
+
+
+def test_lock_and_bad_targets(fresh_service: LocalService, pg_url: str,
+                              pg_cluster: str) -> None:
+    client = client_of(fresh_service)
+    holder = PostgresTarget(pg_url)   # another run's session holds the lock
+    holder.check()
+    with holder.lock(0):
+        with pytest.raises(TargetBusy, match=r"svc-frames mirror, process \d+ on "):
+            sf.mirror(client, pg_url)
+    holder.close()
+    assert client.request_count == 0
+    with pytest.raises(UsageError, match="cannot be reached"):
+        sf.mirror(client, pg_cluster.replace("/?", "/no_such_db?"))
+    assert client.request_count == 0
+    sf.mirror(client, pg_url, objects=["Parts"])
+    with LocalService(demo=True, records=5, rate_limit=0, seed=2) as other:
+        with pytest.raises(TargetMismatch) as err:
+            sf.mirror(client_of(other), pg_url)
+        assert other.app_id in str(err.value) and fresh_service.app_id in str(err.value)
