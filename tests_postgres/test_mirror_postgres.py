@@ -112,3 +112,18 @@ def test_lock_and_bad_targets(fresh_service: LocalService, pg_url: str,
         with pytest.raises(TargetMismatch) as err:
             sf.mirror(client_of(other), pg_url)
         assert other.app_id in str(err.value) and fresh_service.app_id in str(err.value)
+
+
+def test_long_names_fit_postgres_identifiers(fresh_service: LocalService, pg_url: str) -> None:
+    """PostgreSQL cuts identifiers at 63 bytes: a long object name's tables and history
+    are named to fit, and read back."""
+    svc = fresh_service
+    client = client_of(svc)
+    name = "Maintenance schedules of the northern district's pumping stations, 2026"
+    key = svc.builder.add_object(name, [("Station", "short_text")])
+    client.create_record(key, {svc.app.object(key).fields[0].key: "North 1"})
+    report = sf.mirror(client, pg_url, objects=[key])
+    table = report.objects[key].table
+    assert len(f"{table}__history") <= 63
+    assert rows(pg_url, f'SELECT count(*) FROM "{table}__history"') == [(1,)]
+    assert len(sf.as_of(pg_url, pd.Timestamp.now(tz="UTC"))[key]) == 1

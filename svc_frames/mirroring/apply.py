@@ -25,14 +25,13 @@ import pandas as pd
 import pyarrow as pa
 
 from ..frames import Frames
-from ..names import bounded_sql
 from ..saved.arrow import frame_to_arrow, table_meta
 from ..saved.snapshot import TableKind, TableSpec, meta_tables
 from ..schema import Connection
 from .history import versions
 from .report import MirrorReport, ObjectReport
 from .schemas import FieldChanges
-from .state import FORMAT, MirrorState, ObjectState, history_name
+from .state import FORMAT, MirrorState, ObjectState, fit_name, history_name
 from .target import Target, Writer
 
 __all__ = ["ObjectRun", "RunPlan", "write_run", "current_tables"]
@@ -90,7 +89,7 @@ def current_tables(run: ObjectRun) -> list[TableSpec]:
         kind: TableKind = ("connection" if spec is not None and spec.kind == "connection"
                            else "intervals" if spec is not None and spec.kind == "timer"
                            else "choices")
-        out.append(TableSpec(bounded_sql(f"{run.table}__{fkey}"), frame_to_arrow(tdf), kind,
+        out.append(TableSpec(fit_name(f"{run.table}__{fkey}"), frame_to_arrow(tdf), kind,
                              run.key, fkey, [], [("record_id", run.table, "id")],
                              spec.label if spec is not None else fkey))
     return out

@@ -39,7 +39,7 @@ from .history import compare
 from .past import open_versions
 from .report import MirrorReport, ObjectReport, display_name
 from .schemas import SCHEMA_MODES, compare_fields, refuse_kind_changes
-from .state import META_TABLES, MirrorState
+from .state import META_TABLES, MirrorState, fit_name
 from .target import Target, open_target
 
 __all__ = ["mirror"]
@@ -198,8 +198,8 @@ def _run(client: Client, tgt: Target, state: MirrorState | None,
 
 def _table_name(name: str, key: str, taken: set[str]) -> str:
     """A new object's table: its name as SQL (its key added when taken); kept for good."""
-    base = sql_name(name or key)
-    out = base if base not in taken else sql_name(f"{base}_{key}")
+    base = fit_name(sql_name(name or key))
+    out = base if base not in taken else fit_name(sql_name(f"{base}_{key}"))
     taken.add(out)
     return out
 

@@ -22,6 +22,7 @@ Usage::
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ import pyarrow as pa
 
 from ..errors import TargetMismatch
 from ..frames import Frames, Source
+from ..names import MAX_SQL_CHARS
 from ..saved.arrow import arrow_to_frame
 from .target import Target
 
@@ -41,9 +43,23 @@ META_TABLES = ("svc_mirror", "svc_mirror_runs", "svc_mirror_objects", "svc_mirro
 VERSION_COLUMNS = ("valid_from", "valid_to", "run_id", "change")
 
 
+HISTORY_SUFFIX = "__history"
+MAX_TABLE_CHARS = MAX_SQL_CHARS - len(HISTORY_SUFFIX)
+
+
 def history_name(table: str) -> str:
     """The history table of a current-state table."""
-    return f"{table}__history"
+    return f"{table}{HISTORY_SUFFIX}"
+
+
+def fit_name(name: str) -> str:
+    """A current table's name short enough that its history's fits the identifiers SQL
+    engines keep (PostgreSQL cuts at 63 bytes): a longer one is cut and ends in a hash
+    of the whole."""
+    if len(name.encode()) <= MAX_TABLE_CHARS:
+        return name
+    digest = hashlib.sha1(name.encode()).hexdigest()[:8]
+    return f"{name[:MAX_TABLE_CHARS - 9]}_{digest}"
 
 
 @dataclass
