@@ -31,9 +31,10 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .errors import UsageError
-from .frames import Frames, label_map
+from .frames import Frames
 from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
+from .labels import label_map
 from .lookup import match, object_key
 from .progress import Progress, want_progress
 from .read.load import load
@@ -46,7 +47,7 @@ __all__ = ["App", "read_app", "connections_of"]
 
 
 def read_app(client: Client, objects: Sequence[str] | None = None, *,
-             columns: Columns = "keys", timezone: str | ZoneInfo | None = None,
+             columns: Columns = "labels", timezone: str | ZoneInfo | None = None,
              progress: bool | None = None, rows_per_page: int = 1000,
              verify: Verify = "first", processes: int | None = None) -> App:
     """Every object of the application (or those named) as one ``App``.
@@ -88,6 +89,10 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     40
     """
     check_columns(columns)
+    if not isinstance(columns, str):
+        raise UsageError(f"read_app names columns 'labels' or 'keys', got {columns!r}: a "
+                         "list of fields is for one object (read_object(client, object, "
+                         "columns=[...]))")
     tz = user_timezone(timezone)
     if processes is not None and (not isinstance(processes, int) or processes < 0):
         raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
@@ -445,7 +450,7 @@ class App:
         >>> app = read_app(client)
         >>> joined = app.join("Work Orders", "People", field="Assignee", how="inner")
         >>> joined.shape, joined.columns[56:58].tolist()
-        ((27, 74), ['Assignee.id', 'Assignee.field_1.title'])
+        ((27, 74), ['Assignee.id', 'Assignee.Name.title'])
         """
         if isinstance(left, Frames):
             if left.source is None:

@@ -132,7 +132,7 @@ def views(client: Client) -> pd.DataFrame:
     return out.set_index("target")
 
 
-def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = "keys"
+def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = "labels"
            ) -> pd.DataFrame:
     """The fields of an object (or the fields a view shows), one row each.
 

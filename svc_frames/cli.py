@@ -260,7 +260,7 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--sort-order", choices=["asc", "desc"], default=None)
     p.add_argument("--limit", type=int, default=None, help="at most this many records")
     p.add_argument("--rows-per-page", type=int, default=1000, help="1..1000 (default 1000)")
-    p.add_argument("--columns", choices=["keys", "labels"], default="keys")
+    p.add_argument("--columns", choices=["keys", "labels"], default="labels")
     p.add_argument("--timezone", default=None, help="IANA zone overriding the app's")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true",

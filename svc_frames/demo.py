@@ -207,11 +207,10 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
 
         say.step(f"Saving to Parquet under {out}/ (columns named by field label)")
         for name, frames in frames_by_name.items():
-            # a directory per frame, readable by any Parquet reader; labels, as the console
-            # shows them (code keeps keys: columns="keys" is the API's default). The demo
-            # owns its output directory: a second run replaces it.
-            path = to_parquet(frames, out / "parquet" / name, overwrite=True,
-                              columns="labels")
+            # a directory per frame, readable by any Parquet reader, its columns named as
+            # the frames name them (labels). The demo owns its output directory: a second
+            # run replaces it.
+            path = to_parquet(frames, out / "parquet" / name, overwrite=True)
             made["parquet"].append(path)
             size = sum(p.stat().st_size for p in path.rglob("*.parquet"))
             say(f"   {path}/  ({size / 1024:.0f} KiB; pd.read_parquet or "
@@ -320,14 +319,11 @@ def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
     say.step("The whole application: read_app, a join, a DuckDB file")
     app = read_app(client, progress=False)
     say(_indent(repr(app)))
-    orders, parts = app["Work Orders"], app["Parts"]
-    title, status = field_key(orders, "Title"), field_key(orders, "Status")
-    name, price = field_key(parts, "Part Name"), field_key(parts, "Unit Price")
-    joined = app.join("Work Orders", "Parts", columns=[name, price])
+    orders = app["Work Orders"]
+    joined = app.join("Work Orders", "Parts", columns=["Part Name", "Unit Price"])
     say(f"   app.join('Work Orders', 'Parts'): {len(joined)} rows (one per order x part) "
         f"for {len(orders.main)} work orders")
-    shown = joined[["id", title, f"Parts.{name}", f"Parts.{price}"]].rename(
-        columns={title: "Title", f"Parts.{name}": "Part", f"Parts.{price}": "Unit Price"})
+    shown = joined[["id", "Title", "Parts.Part Name", "Parts.Unit Price"]]
     say(_indent(_table_text(shown.head(6))))
     try:
         import duckdb  # the svc_frames[duckdb] extra (make demo installs it)
@@ -340,7 +336,7 @@ def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
         tables = dict(con.execute("SELECT object_key, table_name FROM svc_sources").fetchall())
         links = con.execute("SELECT table_name FROM svc_connections WHERE field = ?",
                             [field_key(orders, "Parts")]).fetchone()
-        sql = PARTS_COST_SQL.format(blank=BLANK, status=status, price=price,
+        sql = PARTS_COST_SQL.format(blank=BLANK, status="Status", price="Unit Price",
                                     orders=tables["object_3"],
                                     parts=tables["object_2"], links=links and links[0])
         cost = con.execute(sql).df()
@@ -359,14 +355,9 @@ def field_key(frames: Frames, label: str) -> str:
 
 
 def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:
-    """Plan changes or a report table with field labels instead of keys, for printing."""
-    labels = {f.key: f.label for f in frames.source.fields} if frames.source else {}
-    out = table.drop(columns=[c for c in ("column",) if c in table.columns])
-    if "field" in out.columns:
-        out["field"] = out["field"].map(lambda k: labels.get(str(k), k))
-    if "fields" in out.columns:
-        out["fields"] = out["fields"].map(
-            lambda ks: ", ".join(labels.get(k.strip(), k.strip()) for k in str(ks).split(",")))
+    """Plan changes or a report table for printing: the field named by the frames' own
+    column (a label), values as the application shows them."""
+    out = table.drop(columns=[c for c in ("field",) if c in table.columns])
     for col in ("old", "new"):
         if col in out.columns:
             out[col] = out[col].map(format_change_value)

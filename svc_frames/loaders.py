@@ -22,20 +22,20 @@ from .errors import NotFound, UsageError
 from .filters import Filters
 from .frames import Frames
 from .http.client import Client
-from .keys import KEY_RE, Target, parse_target
+from .keys import FIELD_KEY, KEY_RE, Target, parse_target
+from .lookup import field_key, field_keys, view_keys
 from .lookup import object_key as object_key_of
-from .lookup import view_keys
 from .read.load import load
-from .read.options import Columns, check_columns, user_timezone
+from .read.options import Columns, check_columns, subset, user_timezone
 from .read.pager import Verify
 from .schema import Schema
 
-__all__ = ["read_object", "read_view"]
+__all__ = ["read_object", "read_view", "field_options"]
 
 
 def read_object(client: Client, object_key: str, *, filters: Filters | None = None,
                 sort_field: str | None = None, sort_order: str | None = None,
-                limit: int | None = None, columns: Columns = "keys",
+                limit: int | None = None, columns: Columns = "labels",
                 timezone: str | ZoneInfo | None = None, progress: bool | None = None,
                 rows_per_page: int = 1000, verify: Verify = "first",
                 processes: int | None = None, cache: str | os.PathLike[str] | None = None,
@@ -56,14 +56,15 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
         A rule (``Field("Status").is_("Open")``), a list of rules (all must match), or a
         filter set (``all_of``/``any_of``); fields by key or label.
     sort_field : str, optional
-        A field key to sort by (the records' order in ``main``).
+        A field to sort by, by label or key (the records' order in ``main``).
     sort_order : {"asc", "desc"}, optional
         The sort direction.
     limit : int, optional
         Load at most this many records.
-    columns : {"keys", "labels"}, default "keys"
-        Name columns by field key (``field_27``) or by label (``Status``); see
-        docs/column-names.md.
+    columns : {"labels", "keys"} or list of str, default "labels"
+        Name columns by field label (``Status``) or by key (``field_27``); or the fields
+        to load, by label or key (``["Title", "Status"]``): only their columns (and
+        tables), named by label; see docs/column-names.md.
     timezone : str or zoneinfo.ZoneInfo, optional
         Read dates in this timezone (IANA or the service's display name) instead of the
         application's.
@@ -82,8 +83,8 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
         A directory: the frames come from it, refreshed with a few requests (see
         ``svc_frames.cache`` and ``refresh``), and the result is written back to it.
     modified_field : str, optional
-        With ``cache``: the field stamped on every change, when the schema does not show
-        one.
+        With ``cache``: the field stamped on every change (by label or key), when the
+        schema does not show one.
 
     Returns
     -------
@@ -122,13 +123,20 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
     >>> orders.main.shape
     (30, 55)
     >>> orders.main.columns[:3].tolist()
-    ['field_12', 'field_13', 'field_14']
-    >>> read_object(client, "Work Orders", columns="labels").main.columns[:3].tolist()
     ['Title', 'Description', 'Notes']
+    >>> read_object(client, "Work Orders", columns="keys").main.columns[:3].tolist()
+    ['field_12', 'field_13', 'field_14']
+    >>> read_object(client, "Work Orders", columns=["Title", "Status"]).main.columns.tolist()
+    ['Title', 'Status']
+    >>> due = read_object(client, "Work Orders", sort_field="Due", sort_order="desc")
+    >>> due.main["Due"].dropna().is_monotonic_decreasing
+    True
     >>> read_object(client, "object_3", filters=Field("Status") == "Open", limit=5).main.shape
     (5, 55)
     """
     object_key = named_target(client, object_key, columns, timezone, want="object")
+    columns, sort_field, modified_field = field_options(client, object_key, columns,
+                                                        sort_field, modified_field)
     if cache is not None:
         return cached(client, object_key, cache, modified_field, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,
@@ -143,7 +151,7 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
 def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | None = None,
               *, filters: Filters | None = None,
               sort_field: str | None = None, sort_order: str | None = None,
-              limit: int | None = None, columns: Columns = "keys",
+              limit: int | None = None, columns: Columns = "labels",
               timezone: str | ZoneInfo | None = None, progress: bool | None = None,
               rows_per_page: int = 1000, verify: Verify = "first",
               processes: int | None = None, cache: str | os.PathLike[str] | None = None,
@@ -199,10 +207,12 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
     ('view', (29, 5))
     >>> _ = client.login("manager@example.com", "Manager-2024!")
     >>> read_view(client, ("Dispatch", "Dispatch board")).main.columns.tolist()
-    ['field_24', 'field_12', 'field_27', 'field_19']
+    ['WO Number', 'Title', 'Status', 'Parts Total']
     """
     want: Any = scene_key if view_key is None else (scene_key, view_key)
     scene, view = named_target(client, want, columns, timezone, want="view")
+    columns, sort_field, modified_field = field_options(client, (scene, view), columns,
+                                                        sort_field, modified_field)
     if cache is not None:
         return cached(client, (scene, view), cache, modified_field, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,
@@ -237,6 +247,42 @@ def named_target(client: Client, target: Any, columns: Any, timezone: Any, *,
     user_timezone(timezone)
     schema = Schema(client.schema())
     return object_key_of(schema, target) if want == "object" else view_keys(schema, target)
+
+
+def field_options(client: Client, target: Target, columns: Columns, sort_field: str | None,
+                  modified_field: str | None) -> tuple[Columns, str | None, str | None]:
+    """``columns`` (a list of fields), ``sort_field`` and ``modified_field`` with each field
+    named by label resolved to its key among the target's fields (lookup.field_key), once,
+    before any record request: what the pager, the cache and the saved metadata keep.
+    Keys alone cost no request; a label or a list costs the schema (read once per client,
+    which the load reads anyway).
+
+    Usage: ``columns, sort_field, mod = field_options(client, "object_3", ["Title"], "Due", None)``"""
+    check_columns(columns)
+    wanted = subset(columns)
+    named = [v for v in (sort_field, modified_field) if v is not None]
+    for v in named:
+        if not isinstance(v, str) or not v.strip():
+            raise UsageError(f"a field is named by its label or its key ('field_N'), got {v!r}")
+    if wanted is None and all(FIELD_KEY.match(v) for v in named):
+        return columns, sort_field, modified_field
+    schema = Schema(client.schema())
+    if not schema.available:
+        if wanted is not None and not all(FIELD_KEY.match(w) for w in wanted):
+            raise UsageError("the service does not expose its schema, so fields cannot be "
+                             "named by label: name them by key ('field_N')")
+        if not all(FIELD_KEY.match(v) for v in named):
+            raise UsageError("the service does not expose its schema, so sort_field and "
+                             "modified_field take a key ('field_N'), not a label")
+        return columns, sort_field, modified_field
+    fields, where = schema.target_fields(target)
+    if wanted is not None:
+        columns = field_keys(fields, wanted, where)
+    if sort_field is not None:
+        sort_field = field_key(fields, sort_field, where)
+    if modified_field is not None:
+        modified_field = field_key(fields, modified_field, where)
+    return columns, sort_field, modified_field
 
 
 def unknown_key_said(client: Client, target: Target, run: Callable[[], Frames]) -> Frames:

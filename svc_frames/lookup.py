@@ -25,9 +25,11 @@ from .errors import UsageError
 from .http.client import Client
 from .keys import FIELD_KEY, KEY_RE, Target
 from .kinds.base import FieldSpec
+from .labels import label_map
 from .schema import Schema
 
-__all__ = ["object_key", "view_keys", "field_key", "target_keys", "resolve_target", "fold"]
+__all__ = ["object_key", "view_keys", "field_key", "field_keys", "target_keys",
+           "resolve_target", "fold"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -141,12 +143,31 @@ def field_key(fields: Sequence[FieldSpec], want: Any, where: str) -> str:
     if not isinstance(want, str) or not want.strip():
         raise UsageError(f"a field is named by its key ('field_N') or its label, got {want!r}")
     pairs = [(f.key, f.label) for f in fields]
+    if want not in dict(pairs):
+        # the name a frame named by labels gives a field whose label clashes
+        # ("Name (field_1)", docs/column-names.md): taken as it shows
+        used = {name: key for key, name in label_map(fields).items()}
+        if want in used and not any(want == label for _k, label in pairs):
+            return used[want]
     if FIELD_KEY.match(want) and want not in dict(pairs):
         if not pairs:
             return want  # nothing known to check against: the service will say
         raise UsageError(f"{where} has no field {want!r}; svc_frames.fields(client, "
                          f"{where!r}) lists its fields")
     return match(want, pairs, f"field of {where}", f"svc_frames.fields(client, {where!r})")
+
+
+def field_keys(fields: Sequence[FieldSpec], wants: Sequence[Any], where: str) -> list[str]:
+    """The keys of the fields ``wants`` names (each as :func:`field_key` takes it), in
+    their order; UsageError for a field named twice (by label and by key).
+
+    Usage: ``field_keys(schema.object_fields("object_3"), ["Title", "field_27"], "Work Orders")``"""
+    keys = [field_key(fields, want, where) for want in wants]
+    twice = [(w, k) for i, (w, k) in enumerate(zip(wants, keys, strict=True)) if k in keys[:i]]
+    if twice:
+        raise UsageError(f"columns names the field {twice[0][1]} twice ({twice[0][0]!r} is "
+                         "another name of it)")
+    return keys
 
 
 def resolve_target(client: Client, target: Any) -> Target:

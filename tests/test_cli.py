@@ -364,7 +364,7 @@ def test_push_reports_applied_writes_even_when_the_refresh_fails(
     client = Client(fresh_service.app_id, api_key=fresh_service.api_key,
                     base_url=fresh_service.base_url, rate_limit=0)
     out = tmp_path / "orders"
-    export(client, "object_3", out, progress=False)
+    export(client, "object_3", out, progress=False, columns="keys")
     df = pd.read_parquet(out)
     df.loc[0, "field_12"] = "applied before the disk failed"
     df.to_parquet(_only_file(out, "e.parquet"), index=False)

@@ -74,7 +74,7 @@ def test_bulk_edit_always_has_something_to_do(top: float | None) -> None:
     try:
         schema = client.schema() or {}
         objects = {o["key"]: o for o in schema["objects"]}
-        frames = {k: read_object(client, k, progress=False) for k in objects}
+        frames = {k: read_object(client, k, progress=False, columns="keys") for k in objects}
         main = frames["object_3"].main
         # two Open, non-urgent orders at `top` (None: no priority at all), the rest lower
         calm = main.index[:2]
@@ -124,7 +124,7 @@ def test_frame_summary_names_rows_columns_and_dtypes() -> None:
     client, service = connect(records=15, local=True)
     from svc_frames.loaders import read_object
 
-    frames = read_object(client, "object_3", progress=False)
+    frames = read_object(client, "object_3", progress=False, columns="keys")
     text = frame_summary("Work Orders", frames)
     assert f"{len(frames.main)} rows x {frames.main.shape[1]} columns" in text
     for dtype in set(map(str, frames.main.dtypes)):

@@ -79,6 +79,8 @@ NO_TYPED_ERRORS: dict[str, str] = {
     "Client.close": "closes the HTTP session; sends nothing",
     "Client.quota_left": "arithmetic on the quota already kept; sends nothing",
     "Frames.snapshot": "a copy of frames in memory",
+    "Frames.with_labels": "the frames in memory, renamed",
+    "Frames.with_keys": "the frames in memory, renamed",
     "Source.to_dict": "the source's fields as plain data",
     "FieldSpec.to_schema": "the field as plain data",
     "App.keys": "the keys already loaded",

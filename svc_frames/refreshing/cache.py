@@ -330,7 +330,7 @@ def target_name(target: Target) -> str:
 
 def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *,
                 filters: Filters | None = None, sort_field: str | None = None,
-                sort_order: str | None = None, columns: Columns = "keys",
+                sort_order: str | None = None, columns: Columns = "labels",
                 timezone: Any = None, modified_field: str | None = None,
                 **load_options: Any) -> tuple[Frames, RefreshReport | None]:
     """Frames of a target through an on-disk cache: refreshed when it fits, else loaded in full.
@@ -487,7 +487,7 @@ class IncrementalExport:
 
 def export_incremental(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                        cache: str | os.PathLike[str] | None = None,
-                       filters: Filters | None = None, columns: Columns = "keys",
+                       filters: Filters | None = None, columns: Columns = "labels",
                        timezone: Any = None, modified_field: str | None = None,
                        progress: bool | None = None) -> IncrementalExport:
     """Keep saved frames on disk current, with a few requests per run.

@@ -33,6 +33,7 @@ from ..errors import InvalidValue, ReadOnlyField, SvcError, UsageError
 from ..frames import Frames, Source
 from ..joins import refuse_join_result
 from ..kinds import is_empty_cell, unencodable_text, values_equal
+from ..labels import label_map, relabel
 from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Action, Layout, Plan
 from .retype import read_as_loaded
 from .uploads import UNCHANGED, placed_assets, plan_asset_value
@@ -152,6 +153,12 @@ def _encode(layout: Layout, key: str, values: dict[str, Any], rid: str,
     except InvalidValue as exc:
         exc.record_id = exc.record_id or rid
         exc.field = exc.field or key
+        said_by_key = f"{key} ({f.kind}): "
+        named = layout.names.get(key, key)
+        if named != key and exc.message.startswith(said_by_key):
+            # frames named by label: the field as they name it, its key beside it
+            exc.message = f"{named!r} ({key}, {f.kind}): {exc.message[len(said_by_key):]}"
+            exc.args = (exc.message,)
         if exc.column is None and len(values) == 1:
             exc.column = col_names.get(next(iter(values)), next(iter(values)))
         if rid not in exc.message:
@@ -210,14 +217,14 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     --------
     >>> frames = read_object(client, "Work Orders")
     >>> rid = frames.main.index[0]
-    >>> frames.main.loc[rid, "field_25"] = 1.0          # Priority
+    >>> frames.main.loc[rid, "Priority"] = 1.0
     >>> plan = diff(frames)
     >>> plan.counts
     {'update': 1, 'create': 0, 'delete': 0}
-    >>> plan.changes[["field", "column", "old", "new"]]
+    >>> plan.changes[["field", "column", "old", "new"]]    # the key, the frame's column
           field    column  old  new
-    0  field_25  field_25  4.0  1.0
-    >>> frames.main.loc[rid, "field_24"] = 99           # WO Number: an auto increment
+    0  field_25  Priority  4.0  1.0
+    >>> frames.main.loc[rid, "WO Number"] = 99          # an auto increment
     >>> diff(frames)
     Traceback (most recent call last):
     ...
@@ -267,7 +274,17 @@ class Rows:
            source: Source) -> Rows:
         """Validate the index and columns (before any work): nothing unknown, no dups."""
         new_mask, ids = _check_index(main, bmain)
+        # a column named the other way (a key in frames named by labels, or a label in
+        # frames named by keys) is an edit meant for a field: refused, not left out
+        other = {v: k for k, v in layout.col_key.items()} if source.columns == "labels" \
+            else {relabel(c, label_map(source.fields)): c for c in layout.col_key}
         for col in main.columns:
+            if col in other and col not in layout.col_field:
+                raise UsageError(
+                    f"column {col!r}: these frames name their columns by "
+                    f"{source.columns[:-1]}, so this field's column is {other[col]!r}; edit "
+                    f"that column, or switch the frames' naming first (frames.with_"
+                    f"{'keys' if source.columns == 'labels' else 'labels'}())")
             if col not in layout.col_field:
                 raise UsageError(f"unknown column {col!r}: not a column of the source's "
                                  f"fields (object {source.object_key})")
@@ -302,6 +319,7 @@ class PlanBuilder:
         self.layout, self.rows, self.placed = layout, rows, placed
         self.base_main = base_main   # to tell a cleared id from a new row
         self.base = base
+        self.source_load = base.source.load if base is not None and base.source else None
         self._spans: dict[str, dict[Any, list[tuple[Any, Any]]]] = {}  # timer -> record -> ...
         self.changes: dict[str, list[Any]] = {c: [] for c in CHANGE_COLUMNS}
         self.payloads: dict[str, dict[str, Any]] = {}
@@ -667,6 +685,15 @@ class PlanBuilder:
         required = [k for k, f in layout.fields.items()
                     if f.required and not layout.codecs[k].read_only
                     and (layout.field_cols.get(k) or f.kind == "connection")]
+        some = (self.source_load or {}).get("fields")
+        if some and self.create_rows:
+            # a frame of some fields (columns=[...]) cannot tell which others a new record
+            # needs: refused rather than created without them
+            rid = next(iter(self.create_rows))
+            raise UsageError(f"new row {rid}: these frames hold some fields only (loaded "
+                             f"with columns={list(some)!r}), so a new record would miss the "
+                             "others: add rows to frames loaded with every field (nothing "
+                             "was sent)")
         if not required:
             return
         for rid in self.create_rows:
@@ -785,13 +812,13 @@ def add_rows(frames: Frames, rows: Sequence[Mapping[str, Any]]) -> list[str]:
     Examples
     --------
     >>> parts = read_object(client, "Parts")
-    >>> add_rows(parts, [{"field_8": "Valve S-99", "field_9": 12.5}])
+    >>> add_rows(parts, [{"Part Name": "Valve S-99", "Unit Price": 12.5}])
     ['new:0']
     >>> diff(parts).counts
     {'update': 0, 'create': 1, 'delete': 0}
     >>> write_back(client, parts).counts
     {'applied': 1}
-    >>> parts.main.loc[parts.main["field_8"] == "Valve S-99", "field_11"].tolist()      # Part No, given by the service
+    >>> parts.main.loc[parts.main["Part Name"] == "Valve S-99", "Part No"].tolist()  # given by the service
     [41]
     """
     if not isinstance(rows, (list, tuple)):
