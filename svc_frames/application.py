@@ -486,6 +486,40 @@ class App:
                                 "field": conn.field, "to": rk})
 
     # ---- summary ---------------------------------------------------------------------------
+    def with_labels(self) -> App:
+        """The same objects with columns named by field label (``Frames.with_labels``).
+
+        Returns
+        -------
+        App
+            A new App over the renamed frames (the data shared, as pandas' ``rename``
+            shares it).
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts"], columns="keys").with_labels()["Parts"].main.columns[0]
+        'Part Name'
+        """
+        return App({k: f.with_labels() for k, f in self.frames.items()}, self.schema,
+                   app_id=self.app_id)
+
+    def with_keys(self) -> App:
+        """The same objects with columns named by field key (``Frames.with_keys``).
+
+        Returns
+        -------
+        App
+            A new App over the renamed frames (the data shared, as pandas' ``rename``
+            shares it).
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts"]).with_keys()["Parts"].main.columns[0]
+        'field_8'
+        """
+        return App({k: f.with_keys() for k, f in self.frames.items()}, self.schema,
+                   app_id=self.app_id)
+
     def summary(self) -> pd.DataFrame:
         """One row per loaded object: key, name, rows, columns, tables, connections out, renames.
 

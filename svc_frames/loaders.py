@@ -22,15 +22,15 @@ from .errors import NotFound, UsageError
 from .filters import Filters
 from .frames import Frames
 from .http.client import Client
-from .keys import FIELD_KEY, KEY_RE, Target, parse_target
-from .lookup import field_key, field_keys, view_keys
+from .keys import KEY_RE, Target, parse_target
+from .lookup import field_options, view_keys
 from .lookup import object_key as object_key_of
 from .read.load import load
-from .read.options import Columns, check_columns, subset, user_timezone
+from .read.options import Columns, check_columns, user_timezone
 from .read.pager import Verify
 from .schema import Schema
 
-__all__ = ["read_object", "read_view", "field_options"]
+__all__ = ["read_object", "read_view"]
 
 
 def read_object(client: Client, object_key: str, *, filters: Filters | None = None,
@@ -247,42 +247,6 @@ def named_target(client: Client, target: Any, columns: Any, timezone: Any, *,
     user_timezone(timezone)
     schema = Schema(client.schema())
     return object_key_of(schema, target) if want == "object" else view_keys(schema, target)
-
-
-def field_options(client: Client, target: Target, columns: Columns, sort_field: str | None,
-                  modified_field: str | None) -> tuple[Columns, str | None, str | None]:
-    """``columns`` (a list of fields), ``sort_field`` and ``modified_field`` with each field
-    named by label resolved to its key among the target's fields (lookup.field_key), once,
-    before any record request: what the pager, the cache and the saved metadata keep.
-    Keys alone cost no request; a label or a list costs the schema (read once per client,
-    which the load reads anyway).
-
-    Usage: ``columns, sort_field, mod = field_options(client, "object_3", ["Title"], "Due", None)``"""
-    check_columns(columns)
-    wanted = subset(columns)
-    named = [v for v in (sort_field, modified_field) if v is not None]
-    for v in named:
-        if not isinstance(v, str) or not v.strip():
-            raise UsageError(f"a field is named by its label or its key ('field_N'), got {v!r}")
-    if wanted is None and all(FIELD_KEY.match(v) for v in named):
-        return columns, sort_field, modified_field
-    schema = Schema(client.schema())
-    if not schema.available:
-        if wanted is not None and not all(FIELD_KEY.match(w) for w in wanted):
-            raise UsageError("the service does not expose its schema, so fields cannot be "
-                             "named by label: name them by key ('field_N')")
-        if not all(FIELD_KEY.match(v) for v in named):
-            raise UsageError("the service does not expose its schema, so sort_field and "
-                             "modified_field take a key ('field_N'), not a label")
-        return columns, sort_field, modified_field
-    fields, where = schema.target_fields(target)
-    if wanted is not None:
-        columns = field_keys(fields, wanted, where)
-    if sort_field is not None:
-        sort_field = field_key(fields, sort_field, where)
-    if modified_field is not None:
-        modified_field = field_key(fields, modified_field, where)
-    return columns, sort_field, modified_field
 
 
 def unknown_key_said(client: Client, target: Target, run: Callable[[], Frames]) -> Frames:

@@ -46,7 +46,9 @@ MAX_PATH_BYTES = 120   # leaves room for the siblings' suffixes (".tables", ".sv
 MAX_SQL_CHARS = 63     # the identifier length many SQL engines keep
 _RESERVED_FILES = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
                              *(f"lpt{i}" for i in range(10))})
-_UNSAFE = re.compile(r"[^\w.-]+")
+# a space inside a name is safe in a path on every system (``Work Time``): kept, so that
+# the usual label is no renaming (and no warning); other white space is not
+_UNSAFE = re.compile(r"[^\w. -]+|  +")
 
 
 def fold(name: str) -> str:

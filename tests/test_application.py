@@ -368,8 +368,8 @@ def test_demo_step_sql_over_the_file_matches_the_join(service: LocalService,
     made = whole_app_step(c, tmp_path, Say())
     assert made["duckdb"] == tmp_path / "app.duckdb" and made["duckdb"].exists()
     joined = made["app"].join("Work Orders", "Parts", how="inner")
-    status = joined["field_27"].fillna(BLANK)   # the demo prints a missing status so
-    want = joined.groupby(status)["Parts.field_9"].sum().round(2)
+    status = joined["Status"].fillna(BLANK)   # the demo prints a missing status so
+    want = joined.groupby(status)["Parts.Unit Price"].sum().round(2)
     got = made["parts_cost"].set_index("status")["parts_cost"]
     assert dict(got) == pytest.approx(dict(want))
     assert any("parts cost by status" in line for line in lines)

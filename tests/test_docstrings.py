@@ -89,6 +89,8 @@ NO_TYPED_ERRORS: dict[str, str] = {
     "App.summary": "counts of the frames already loaded",
     "App.connections_table": "the connections already kept",
     "App.items": "the frames already loaded",
+    "App.with_labels": "the frames already loaded, renamed",
+    "App.with_keys": "the frames already loaded, renamed",
     "PlanReview.include": "ticks known records; unknown ids are ignored",
     "PlanReview.exclude": "unticks known records; unknown ids are ignored",
     "PlanReview.show_page": "clamps the page number",

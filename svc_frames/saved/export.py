@@ -24,8 +24,7 @@ from ..frames import Source, build_frames, warn_skipped
 from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
-from ..loaders import field_options
-from ..lookup import resolve_target
+from ..lookup import field_options, resolve_target
 from ..names import path_names
 from ..progress import PageProgress, want_progress
 from ..query import Filters, validate_filters
