@@ -59,6 +59,10 @@ class Source:
         True when no schema was available and the kinds were inferred from the records.
     name : str, default ""
         The object's or view's name in the schema (for titles and summaries).
+    some_fields : bool, default False
+        True when loaded with a list of fields (``columns=[...]``): ``fields`` are those
+        alone, not every field of the object or view, so no record can be created from
+        the frames.
     load : dict, optional
         What the load asked for (``filters``, ``query``: the filters as sent,
         ``sort_field``, ``sort_order``, ``limit``, ``rows_per_page``) and ``loaded_at``
@@ -82,6 +86,7 @@ class Source:
     columns: Literal["keys", "labels"] = "keys"
     kinds_inferred: bool = False  # True when no schema was available
     name: str = ""  # the object's or view's name in the schema, for titles and summaries
+    some_fields: bool = False  # loaded with columns=[...]: these fields only
     # what the load asked for (filters, query: the filters as sent, sort_field, sort_order,
     # limit, rows_per_page) and when it started (loaded_at, ISO UTC): what ``refresh``
     # repeats. None: not from a load

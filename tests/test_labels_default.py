@@ -151,8 +151,8 @@ def test_modified_field_takes_a_label(fresh: tuple[LocalService, Client],
 
 
 def test_a_subset_loads_those_fields_and_writes_back_only_its_edits(
-        fresh: tuple[LocalService, Client]) -> None:
-    svc, client = fresh
+        fresh: tuple[LocalService, Client], tmp_path: Path) -> None:
+    _svc, client = fresh
     two = read_object(client, WO, progress=False, columns=["Title", "field_27", "Parts"])
     assert two.main.columns.tolist() == ["Title", "Status"]
     assert list(two.tables) == ["Parts"] and two.main.index.name == "id"
@@ -178,6 +178,11 @@ def test_a_subset_loads_those_fields_and_writes_back_only_its_edits(
     with pytest.raises(UsageError, match="some fields only"):
         write_back(client, two, progress=False)
     assert client.request_count == sent
+    # an export of some fields saves those, and its saved frames say so
+    res = export(client, WO, tmp_path / "two", columns=["Title", "Status"], progress=False)
+    assert pd.read_parquet(res.path).columns.tolist() == ["id", "Title", "Status"]
+    saved = read_parquet(res.path)
+    assert saved.source is not None and saved.source.some_fields
 
 
 def test_saved_frames_app_join_and_duckdb_speak_labels(client: Client, tmp_path: Path

@@ -28,7 +28,7 @@ from ..progress import PageProgress, want_progress
 from ..query import Filters, Query
 from ..schema import Schema
 from .gcpause import gc_paused_call
-from .options import Columns, check_columns, subset, user_timezone
+from .options import Columns, check_columns, user_timezone
 from .pager import Page, Paginator, Verify
 from .pipeline import PageParts, PagePipeline, decode_helpers, final_frames
 from .target import describe
@@ -75,8 +75,6 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
                       max_workers=max_workers, keyset=True)
     asked = load_params(pager.query, sort_field, sort_order, limit, rows_per_page)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
-    if subset(columns) is not None:   # some fields only: no record can be created whole
-        asked["fields"] = subset(columns)
     pipe = PagePipeline(pager, tz=tz)
     parts = PageParts(pager)   # joined while the pager waits for answers
     collected: list[Page] | None = None  # no schema: decode everything at the end

@@ -39,7 +39,7 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
         source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
                         base_url=client.base_url, columns=named,
                         kinds_inferred=inferred or app is None,
-                        name=schema.object_name(a))
+                        name=schema.object_name(a), some_fields=wanted is not None)
     else:
         assert a is not None and b is not None
         view_keys = schema.view_field_keys(a, b) or []
@@ -49,7 +49,7 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
         source = Source("view", schema.view_object(a, b), fields, scene_key=a, view_key=b,
                         timezone=tz_name, app_id=client.app_id, base_url=client.base_url,
                         columns=named, kinds_inferred=inferred or app is None,
-                        name=schema.view_name(a, b))
+                        name=schema.view_name(a, b), some_fields=wanted is not None)
     if named == "labels":   # once per load: the labels that had to change
         where = source.object_key if source.kind == "object" \
             else f"{source.scene_key}/{source.view_key}"

@@ -319,7 +319,6 @@ class PlanBuilder:
         self.layout, self.rows, self.placed = layout, rows, placed
         self.base_main = base_main   # to tell a cleared id from a new row
         self.base = base
-        self.source_load = base.source.load if base is not None and base.source else None
         self._spans: dict[str, dict[Any, list[tuple[Any, Any]]]] = {}  # timer -> record -> ...
         self.changes: dict[str, list[Any]] = {c: [] for c in CHANGE_COLUMNS}
         self.payloads: dict[str, dict[str, Any]] = {}
@@ -685,13 +684,14 @@ class PlanBuilder:
         required = [k for k, f in layout.fields.items()
                     if f.required and not layout.codecs[k].read_only
                     and (layout.field_cols.get(k) or f.kind == "connection")]
-        some = (self.source_load or {}).get("fields")
-        if some and self.create_rows:
+        source = self.base.source if self.base is not None else None
+        if source is not None and source.some_fields and self.create_rows:
             # a frame of some fields (columns=[...]) cannot tell which others a new record
             # needs: refused rather than created without them
             rid = next(iter(self.create_rows))
+            loaded = [layout.names.get(f.key, f.key) for f in source.fields]
             raise UsageError(f"new row {rid}: these frames hold some fields only (loaded "
-                             f"with columns={list(some)!r}), so a new record would miss the "
+                             f"with columns={loaded!r}), so a new record would miss the "
                              "others: add rows to frames loaded with every field (nothing "
                              "was sent)")
         if not required:
