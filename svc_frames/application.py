@@ -34,7 +34,7 @@ from .errors import UsageError
 from .frames import Frames
 from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
-from .labels import label_map
+from .labels import label_map, renamed
 from .lookup import match, object_key
 from .progress import Progress, want_progress
 from .read.load import load
@@ -485,23 +485,21 @@ class App:
                           what={"object": lk, "name": self.name(lk), "kind": "object",
                                 "field": conn.field, "to": rk})
 
-    # ---- summary ---------------------------------------------------------------------------
+    # ---- naming ----------------------------------------------------------------------------
     def with_labels(self) -> App:
         """The same objects with columns named by field label (``Frames.with_labels``).
 
         Returns
         -------
         App
-            A new App over the renamed frames (the data shared, as pandas' ``rename``
-            shares it).
+            A new App over the frames renamed (their data shared, as ``rename`` does).
 
         Examples
         --------
         >>> read_app(client, ["Parts"], columns="keys").with_labels()["Parts"].main.columns[0]
         'Part Name'
         """
-        return App({k: f.with_labels() for k, f in self.frames.items()}, self.schema,
-                   app_id=self.app_id)
+        return self._named_by("labels")
 
     def with_keys(self) -> App:
         """The same objects with columns named by field key (``Frames.with_keys``).
@@ -509,17 +507,23 @@ class App:
         Returns
         -------
         App
-            A new App over the renamed frames (the data shared, as pandas' ``rename``
-            shares it).
+            As ``with_labels`` returns it, named by key.
 
         Examples
         --------
         >>> read_app(client, ["Parts"]).with_keys()["Parts"].main.columns[0]
         'field_8'
         """
-        return App({k: f.with_keys() for k, f in self.frames.items()}, self.schema,
+        return self._named_by("keys")
+
+    def _named_by(self, naming: Literal["keys", "labels"]) -> App:
+        """This App with every object's frames named ``naming`` (labels.renamed).
+
+        Usage: ``app._named_by("keys")``"""
+        return App({k: renamed(f, naming) for k, f in self.frames.items()}, self.schema,
                    app_id=self.app_id)
 
+    # ---- summary ---------------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:
         """One row per loaded object: key, name, rows, columns, tables, connections out, renames.
 
