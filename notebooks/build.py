@@ -91,7 +91,11 @@ frames.main[shown].head()
        "(`Contact.first`, `Site.city`...); a connection is an exploded table in "
        "`frames.tables`:"),
     code("""
-fields[["label", "kind", "columns", "table"]]
+overview = fields.reset_index()[["key", "label", "kind", "columns", "table"]]
+overview["dtype"] = [", ".join(dict.fromkeys(str(frames.main[c].dtype) for c in cols))
+                     if cols else "table" if isinstance(table, str) else ""
+                     for cols, table in zip(fields["columns"], fields["table"])]
+overview
 """),
     md("## Explore with plain pandas\nNullable dtypes: numbers are `Float64`, text is "
        "`string`, dates are tz-aware in the application's timezone, empty is `<NA>`."),

@@ -36,7 +36,7 @@ def _load_during_activity(svc: LocalService, **kw: Any) -> tuple[pd.DataFrame, i
     act.resume()
     t0 = svc.emulation.now()
     svc.request_log.clear()
-    frames = read_object(client, OBJ, rows_per_page=25, progress=False, **kw)
+    frames = read_object(client, OBJ, rows_per_page=25, progress=False, columns="keys", **kw)
     t1 = svc.emulation.now()
     sent = list(svc.request_log.entries)
     act.pause()

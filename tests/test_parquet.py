@@ -254,7 +254,7 @@ def test_cli_export_and_schema(service: LocalService, tmp_path: Path,
     monkeypatch.setenv("SVC_BASE_URL", service.base_url)
     flt = json.dumps([{"field": "field_27", "operator": "is", "value": "Open"}])
     assert main(["export", "object_3", "--out", str(tmp_path / "o"), "--filters", flt,
-                 "--no-progress"]) == 0
+                 "--no-progress", "--columns", "keys"]) == 0
     summary = json.loads(capsys.readouterr().out)
     status = ds.dataset(tmp_path / "o").to_table().column("field_27").to_pylist()
     assert summary["records"] == len(status) > 0 and set(status) == {"Open"}
