@@ -239,3 +239,24 @@ def test_colliding_labels_stay_unique_and_switch_back_exactly() -> None:
         assert write_back(client, sites, progress=False).counts == {"applied": 1}
         assert read_object(client, "Sites", progress=False, columns="keys"
                            ).main.loc[rid, "field_1"] == "first"
+
+
+def test_the_cli_exports_by_label_by_default_and_takes_a_list_of_fields(
+        service: LocalService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from svc_frames.cli import main
+
+    monkeypatch.setenv("SVC_APP_ID", service.app_id)
+    monkeypatch.setenv("SVC_API_KEY", service.api_key)
+    monkeypatch.setenv("SVC_BASE_URL", service.base_url)
+    assert main(["export", WO, "--out", str(tmp_path / "all"), "--no-progress",
+                 "--rate-limit", "0"]) == 0
+    assert "Status" in pd.read_parquet(tmp_path / "all").columns
+    assert main(["export", WO, "--out", str(tmp_path / "two"), "--no-progress",
+                 "--rate-limit", "0", "--columns", "Title, field_27",
+                 "--sort-field", "Due"]) == 0
+    assert pd.read_parquet(tmp_path / "two").columns.tolist() == ["id", "Title", "Status"]
+    capsys.readouterr()
+    assert main(["export", WO, "--out", str(tmp_path / "bad"), "--no-progress",
+                 "--columns", "Titel"]) == 2
+    assert "Titel" in capsys.readouterr().err and not (tmp_path / "bad").exists()
