@@ -30,6 +30,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from .display import pending_edits
 from .errors import UsageError
 from .frames import Frames
 from .http.client import Client
@@ -593,14 +594,23 @@ class App:
         if self.connections:
             lines.append("connections:")
             lines.extend(f"  {self.describe(c)}" for c in self.connections)
-        return "\n".join(lines)
+        return "\n".join(lines + [f"edits: {e}" for e in self._edits()])
+
+    def _edits(self) -> list[str]:
+        """A line for each loaded object edited since its load (``Frames.edits``)."""
+        found = {key: pending_edits(f.main, f.original.main, f.tables, f.original.tables)
+                 for key, f in self.frames.items() if f.original is not None}
+        return [f"{key} {self.name(key)}: {p.text()}" for key, p in found.items()
+                if p.any or p.new_columns]
 
     def _repr_html_(self) -> str:
         s = self.summary()
         title = html.escape(f"App {self.app_id}: {len(self.frames)} objects, "
                             f"{int(s['rows'].sum()):,} rows, {len(self.connections)} "
                             "connections")
-        return (f"<p><b>{title}</b></p>" + s.to_html(index=False)
+        edits = "".join(f"<p class='svcf-edits'>Edits: {html.escape(e)}</p>"
+                        for e in self._edits())
+        return (f"<p><b>{title}</b></p>" + edits + s.to_html(index=False)
                 + "<p>connections</p>" + self.connections_table().to_html(index=False))
 
     # ---- snapshots -------------------------------------------------------------------------

@@ -26,9 +26,10 @@ from typing import Any
 import pandas as pd
 
 from .application import read_app
-from .errors import SvcError, UsageError
+from .errors import SvcError, UsageError, warnings_as_lines
 from .filters import validate_filters
 from .http.client import Client
+from .http.hints import KEY_FROM_FLAG
 from .refreshing.cache import export_incremental
 from .saved.export import export
 from .saved.push import push
@@ -201,6 +202,8 @@ def client_from_args(args: argparse.Namespace) -> Client:
     """A Client from flags, falling back to the environment; logs in when asked to."""
     client = Client.from_env(app_id=args.app_id, api_key=args.api_key, base_url=args.base_url,
                              token=args.token, rate_limit=args.rate_limit)
+    if args.api_key:
+        client.api_key_source = KEY_FROM_FLAG  # a refusal names the flag to fix
     email = args.email or (os.environ.get("SVC_EMAIL") if args.password else None)
     password = args.password or os.environ.get("SVC_PASSWORD")
     if args.email and not password:
@@ -370,8 +373,10 @@ def cmd_schema(args: argparse.Namespace) -> int:
         client = client_from_args(args)
         app = client.schema()
         if app is None:
-            print("error: this service does not expose its application schema; loads infer "
-                  "kinds from the records", file=sys.stderr)
+            print(f"error: {client.base_url} shows no schema for application "
+                  f"{client.app_id!r}: the service hides it (loads then infer kinds from the "
+                  "records), or that is not the service's address or the application's id: "
+                  "check SVC_BASE_URL (--base-url) and SVC_APP_ID (--app-id)", file=sys.stderr)
             return 1
         if args.json:
             print(json.dumps(app, indent=1))
@@ -464,7 +469,10 @@ SUBCOMMANDS: dict[str, tuple[Callable[[Any], argparse.ArgumentParser], Handler]]
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every registered subcommand."""
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="svc-frames", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (add, handler) in SUBCOMMANDS.items():
         add(sub).set_defaults(handler=handler, command=name)
@@ -479,7 +487,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        code = int(args.handler(args))
+        with warnings_as_lines("svc-frames"):  # one line each, not the entry point's source
+            code = int(args.handler(args))
         sys.stdout.flush()
     except BrokenPipeError:
         # the reader went away (`svc-frames schema | head`): stop quietly, as a Unix tool

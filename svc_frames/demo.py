@@ -33,7 +33,7 @@ import pandas as pd
 
 from . import plot
 from .application import read_app
-from .errors import ConfigurationError, UsageError
+from .errors import ConfigurationError, UsageError, warnings_as_lines
 from .frames import Frames
 from .http.client import Client
 from .kinds import BLANK
@@ -528,7 +528,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.records < 1:
         parser.error(f"--records must be at least 1, got {args.records}")
     try:
-        run(args.records, args.out, seed=args.seed)
+        with warnings_as_lines("demo"):  # one line each: the demo's user wrote no line to show
+            run(args.records, args.out, seed=args.seed)
     except UsageError as exc:  # bad settings: a message, not a traceback
         parser.error(str(exc))
     return 0

@@ -17,10 +17,13 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import inspect
+import sys
 import warnings
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, TextIO
 
 
 class SvcError(Exception):
@@ -267,6 +270,43 @@ def warn_user(message: str, category: type[Warning]) -> None:
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category, stacklevel=level)
 
+
+
+@contextlib.contextmanager
+def warnings_as_lines(prog: str) -> Iterator[None]:
+    """Inside: each warning shown as one line, ``prog: Category: message``, on stderr.
+
+    For the command line and the demo, whose user wrote no Python line a warning could
+    point at: the default display adds the file, line number and source line of
+    ``svc-frames``' entry point. Which warnings show is left to the filters.
+
+    Parameters
+    ----------
+    prog : str
+        The program's name, the first word of each line.
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err), warnings_as_lines("svc-frames"):
+    ...     warnings.warn("two names changed", NameWarning)
+    >>> err.getvalue()
+    'svc-frames: NameWarning: two names changed\\n'
+    """
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        out = file if file is not None else sys.stderr
+        with contextlib.suppress(OSError, ValueError):  # a closed stderr: nothing to show on
+            out.write(f"{prog}: {category.__name__}: {message}\n")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 # The local service's own ``server.apierror.ApiError`` is not under SvcError on purpose: it
 # is an HTTP answer in the making, turned into a response before it leaves the server, and

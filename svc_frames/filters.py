@@ -295,7 +295,9 @@ class Field:
     "value"}`` (plus ``range``/``type`` for relative dates and ``near``), which the
     loaders' ``filters=`` take alone, in a list (every rule), or combined with ``all_of``
     and ``any_of``. ``==``, ``!=``, ``>`` and ``<`` are ``is_``, ``is_not``,
-    ``higher_than`` and ``lower_than``.
+    ``higher_than`` and ``lower_than``; ``>=`` and ``<=``, which the service has no
+    operator for, are ``at_least`` and ``at_most``: two rules of which one holds, which
+    combine with ``|`` (the service takes no group inside an ``&``).
 
     A key is checked at once, so a typo fails where it is written; so is a value (a date
     that cannot be read, ``is_any`` without a list, a period that is not one of ``days``,
@@ -499,6 +501,53 @@ class Field:
         {'field': 'field_16', 'operator': 'lower than', 'value': 10}
         """
         return self._rule("lower than", value)
+
+    def at_least(self, value: float | int | str | dt.date) -> FilterSet:
+        """Records whose number (or date) is ``value`` or higher (``>=`` too).
+
+        The service has no such operator: this is ``higher_than(value) | is_(value)``, one
+        filter of two rules of which one holds. It combines with ``|``; within an ``&`` the
+        service would need a group, so there it is a UsageError.
+
+        Parameters
+        ----------
+        value : float, int, str or date
+            The bound (a date on a date field).
+
+        Returns
+        -------
+        dict
+            ``{"match": "or", "rules": [...]}``, what ``filters=`` takes.
+
+        Examples
+        --------
+        >>> flt = Field("field_25") >= 4
+        >>> flt["match"], [r["operator"] for r in flt["rules"]]
+        ('or', ['higher than', 'is'])
+        """
+        return any_of(self.higher_than(value), self.is_(value))
+
+    def at_most(self, value: float | int | str | dt.date) -> FilterSet:
+        """Records whose number (or date) is ``value`` or lower (``<=`` too).
+
+        ``lower_than(value) | is_(value)``, as ``at_least`` explains.
+
+        Parameters
+        ----------
+        value : float, int, str or date
+            The highest value kept (a date on a date field).
+
+        Returns
+        -------
+        dict
+            Two rules of which one holds (``"match": "or"``).
+
+        Examples
+        --------
+        >>> Field("field_25").at_most(2)["rules"][0]
+        {'field': 'field_25', 'operator': 'lower than', 'value': 2}
+        """
+        return any_of(self.lower_than(value), self.is_(value))
 
     def is_before(self, value: DateLike) -> dict[str, Any]:
         """Records whose date is before ``value``.
@@ -714,5 +763,11 @@ class Field:
 
     def __lt__(self, value: Any) -> dict[str, Any]:
         return self.lower_than(value)
+
+    def __ge__(self, value: Any) -> FilterSet:
+        return self.at_least(value)
+
+    def __le__(self, value: Any) -> FilterSet:
+        return self.at_most(value)
 
     __hash__ = None  # type: ignore[assignment]

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from .display import Outline, frames_html, frames_text, outline, pending_edits
 from .errors import DisplayValuesNeeded, PrecisionWarning, warn_user
 from .joins import join
 from .keys import FIELD_KEY
@@ -276,6 +277,23 @@ class Frames:
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         return self.main if name == "main" else self.tables[name]
+
+    def _outline(self) -> Outline:
+        s, was = self.source, self.original
+        named = label_map(s.fields) if s is not None and s.columns == "labels" else {}
+        return outline(
+            None if s is None else s.object_key if s.kind == "object"
+            else f"{s.scene_key}/{s.view_key}",
+            s.name if s else "", s.columns if s else "", self.main, self.tables,
+            [(named.get(f.key, f.key), f.label, f.kind) for f in (s.fields if s else [])],
+            None if was is None else pending_edits(self.main, was.main, self.tables,
+                                                   was.tables))
+
+    def __repr__(self) -> str:
+        return frames_text(self._outline())
+
+    def _repr_html_(self) -> str:
+        return frames_html(self._outline(), self.main)
 
     def __len__(self) -> int:
         return len(self.main)

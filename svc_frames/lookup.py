@@ -210,6 +210,7 @@ def field_options(client: Client, target: Target, columns: Columns, sort_field: 
 def resolve_target(client: Client, target: Any) -> Target:
     """``target_keys`` with the client's schema (one request, then cached on the client):
     what ``export`` and the CLI call before any other request, so a bad name or key costs
-    no other request. (``read_object`` takes a key without asking the schema first, so a
-    load needs no extra round trip: ``loaders.py``.)"""
+    no other request. (``read_object`` takes a key without waiting for the schema, so a
+    sorted load needs no extra round trip; the pager checks the key once the schema is in
+    before page 1: read/pager.py.)"""
     return target_keys(Schema(client.schema()), target)

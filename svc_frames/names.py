@@ -12,8 +12,10 @@ normalisation its target applies:
   ``"Label (field_N)"``; one that clashes even so, its field key.
 * file and directory names (:func:`path_names`): no separator, control character, ``.``
   or ``..``, no leading dot, no name a file system reserves (``CON``, ``NUL`` ...), at most
-  ``MAX_PATH_BYTES`` bytes of UTF-8; a name that had to change, or that clashes with
-  another case-insensitively, ends in ``-`` and a stable hash of the original. Each is a
+  ``MAX_PATH_BYTES`` bytes of UTF-8, ``_`` for the spaces between words (``Work Time`` is
+  ``Work_Time``, no clash and no warning); a name that had to change otherwise, or that
+  clashes with another case-insensitively, ends in ``-`` and a stable hash of the
+  original. Each is a
   single path component: nothing written under it can land outside its directory.
 * SQL table names (:func:`sql_name`): lower case ``[a-z0-9_]``, at most ``MAX_SQL_CHARS``
   characters (a hash suffix when cut).
@@ -39,16 +41,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from .errors import NameWarning, warn_user
 
 __all__ = ["fold", "name_hash", "unique_labels", "path_names", "sql_name", "sql_slug",
-           "bounded_sql", "changed", "warn_names", "RESERVED_COLUMNS", "MAX_PATH_BYTES", "MAX_SQL_CHARS"]
+           "bounded_sql", "changed", "paths_changed", "warn_names", "RESERVED_COLUMNS", "MAX_PATH_BYTES", "MAX_SQL_CHARS"]
 
 RESERVED_COLUMNS = ("id",)   # the record id column of every frame
 MAX_PATH_BYTES = 120   # leaves room for the siblings' suffixes (".tables", ".svc_frames.json")
 MAX_SQL_CHARS = 63     # the identifier length many SQL engines keep
 _RESERVED_FILES = frozenset({"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)),
                              *(f"lpt{i}" for i in range(10))})
-# a space inside a name is safe in a path on every system (``Work Time``): kept, so that
-# the usual label is no renaming (and no warning); other white space is not
-_UNSAFE = re.compile(r"[^\w. -]+|  +")
+_UNSAFE = re.compile(r"[^\w.-]+")
+_SPACES = re.compile(r"(?<=\S) +(?=\S)")   # spaces between words: a path name's "_"
 
 
 def fold(name: str) -> str:
@@ -89,7 +90,8 @@ def unique_labels(entries: Sequence[tuple[str, str, Sequence[str]]],
 
 
 def _path_safe(name: str) -> tuple[str, bool]:
-    """(a single safe path component for ``name``, whether it had to change)."""
+    """(a single safe path component for ``name``, whether it had to change beyond the plain
+    normalisation: spaces between words become ``_``, ``Work Time`` is ``Work_Time``)."""
     safe = _UNSAFE.sub("_", unicodedata.normalize("NFC", name)).strip()
     if safe.startswith("."):
         safe = "_" + safe.lstrip(".")
@@ -97,7 +99,7 @@ def _path_safe(name: str) -> tuple[str, bool]:
         safe = "_"
     if safe.split(".")[0].casefold() in _RESERVED_FILES:
         safe = "_" + safe
-    changed = safe != name
+    changed = safe != _SPACES.sub("_", name)
     limit = MAX_PATH_BYTES - 9   # room for "-" and the hash
     if len(safe.encode("utf-8")) > limit:
         safe = safe.encode("utf-8")[:limit].decode("utf-8", "ignore")
@@ -143,6 +145,13 @@ def bounded_sql(name: str, original: str | None = None) -> str:
 def changed(names: Mapping[str, str]) -> dict[str, str]:
     """The entries of an ``original -> used`` mapping whose used name differs."""
     return {k: v for k, v in names.items() if k != v}
+
+
+def paths_changed(names: Mapping[str, str]) -> dict[str, str]:
+    """The entries of a ``name -> path name`` mapping (:func:`path_names`) whose path name
+    is more than the name with ``_`` for the spaces between its words: what is worth a
+    warning (``Work Time`` -> ``Work_Time`` is not)."""
+    return {k: v for k, v in names.items() if v != _SPACES.sub("_", k)}
 
 
 SHOWN_NAMES = 20   # renamings a warning lists; the saved metadata records all of them

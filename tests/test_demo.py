@@ -166,23 +166,3 @@ def test_connect_uses_the_environment_when_set(monkeypatch: pytest.MonkeyPatch) 
         assert service.request_log.count() == before + 1
     finally:
         service.stop()
-
-
-def test_the_readme_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = readme.split("## Ten lines", 1)[1]
-    example = section.split("```python\n", 1)[1].split("```", 1)[0]
-    assert "records=500" in example
-    example = example.replace("records=500", "records=60")  # same code, fewer paced writes
-    monkeypatch.chdir(tmp_path)
-    exec(compile(example, "README.md example", "exec"), {"__name__": "readme"})
-    out = capsys.readouterr().out
-    assert "applied" in out and "record_id" in out
-    assert "Work Orders" in out and "multiple_choice" in out   # the first steps: listings
-    saved = pd.read_parquet(tmp_path / "orders")
-    assert len(saved) and (saved["Status"] == "Open").all()   # loaded by name and label
-    assert saved.loc[saved["Priority"] >= 4, "Urgent"].all()

@@ -281,7 +281,7 @@ def test_empty_input_clears(kind: str, empty: Any) -> None:
     ("boolean", {}, "maybe", "yes/no"),
     ("multiple_choice", {"options": ["A"]}, "Z", "not one of the options"),
     ("multiple_choice", {}, ["A", "B"], "single choice takes one value"),
-    ("user_roles", {}, ["admin"], "profile keys"),
+    ("user_roles", {}, ["admin"], "role keys"),
     ("name", {}, 42, "name object"),
     ("name", {}, {"first": "A", "nick": "B"}, "unknown name parts"),
     ("email", {}, "not-an-email", "not an email"),

@@ -187,11 +187,19 @@ def test_wrong_login(client: Client, service: LocalService) -> None:
 
 
 # ---- bad input ---------------------------------------------------------------------------
-def test_unknown_object_named(client: Client) -> None:
+def test_unknown_object_named(client: Client, service: LocalService) -> None:
+    # the schema is in before page 1 (read for the keyset pass): refused before any
+    # record request
     with pytest.raises(UsageError, match=r"unknown object 'object_99'.*'Work Orders' "
                                          r"\(object_3\)") as raised:
-        read_object(client, "object_99", progress=False, columns="keys")
-    assert isinstance(raised.value.__context__, NotFound)  # the service's answer, told
+        read_object(client, "object_99", progress=False)
+    assert raised.value.__context__ is None
+    # a sorted load of a fresh client does not wait for the schema: the service's 404, told
+    fresh = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
+                   rate_limit=0)
+    with pytest.raises(UsageError, match=r"unknown object 'object_99'") as raised:
+        read_object(fresh, "object_99", progress=False, sort_field="field_1")
+    assert isinstance(raised.value.__context__, NotFound)
 
 
 def test_unknown_view_named(client: Client) -> None:

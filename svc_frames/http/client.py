@@ -75,6 +75,7 @@ from ..keys import FIELD_KEY, Target, parse_target
 from ..query import Filters, Query
 from .body import parse_json
 from .connections import PacedAdapter, paced_by
+from .hints import KEY_FROM_ARGUMENT, KEY_FROM_ENV, is_web_page, key_refused, not_the_service
 from .limiter import PaceState, check_rate, shared_limiter
 
 log = logging.getLogger(__name__)
@@ -220,6 +221,9 @@ class Client:
         self.app_id = app_id
         self.base_url = str(base_url).rstrip("/")
         self._api_key = api_key
+        # where the key came from, named when the service refuses it (hints.py): the CLI
+        # and ``from_env`` say so; given directly, it is the argument
+        self.api_key_source = KEY_FROM_ARGUMENT
         self._token = token
         self.timeout = timeout
         self.max_retries = max_retries
@@ -272,8 +276,10 @@ class Client:
         Raises
         ------
         ConfigurationError
-            No application id or base URL in the environment or the overrides, or a
-            setting out of range.
+            No application id or base URL in the environment or the overrides; no API key
+            and no user either (``SVC_API_KEY`` unset, and no ``SVC_TOKEN`` nor
+            ``SVC_EMAIL`` with ``SVC_PASSWORD``: no request but the schema could be made);
+            or a setting out of range.
         AuthenticationError
             The login with ``SVC_EMAIL`` and ``SVC_PASSWORD`` was refused.
 
@@ -293,8 +299,15 @@ class Client:
             "app_id": env.get("SVC_APP_ID"), "api_key": env.get("SVC_API_KEY"),
             "base_url": env.get("SVC_BASE_URL"), "token": env.get("SVC_TOKEN") or None}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
-        client = cls(**kwargs)
         email, password = env.get("SVC_EMAIL"), env.get("SVC_PASSWORD")
+        if not kwargs["api_key"] and not kwargs["token"] and not (email and password):
+            raise ConfigurationError(
+                "SVC_API_KEY is not set: object requests need the application's API key "
+                "(set SVC_API_KEY, or pass api_key=); a client for views behind a login "
+                "alone sets SVC_TOKEN, or SVC_EMAIL and SVC_PASSWORD")
+        client = cls(**kwargs)
+        if overrides.get("api_key") is None and client.has_api_key:
+            client.api_key_source = KEY_FROM_ENV
         if client.token is None and email and password:
             client.login(email, password)
         return client
@@ -751,6 +764,10 @@ class Client:
             return (parse or parse_json)(body)
         except ValueError:
             ctype = resp.headers.get("Content-Type", "?")
+            if is_web_page(ctype, body):
+                page = self._redact(_snippet(body, 60))
+                raise ServerError(f"{method} {what}: " + not_the_service(
+                    self.base_url, resp.status_code, page), status=resp.status_code) from None
             raise ServerError(
                 f"{method} {what}: the service answered {resp.status_code} with a body that is "
                 f"not JSON ({ctype}): {self._redact(_snippet(body))!r}",
@@ -770,11 +787,18 @@ class Client:
         has_token = bool(token or self._token)
         prefix = f"{method} {what}: "
         parsed = _json_or_none(body)
+        if 400 <= status < 500 and status not in (413, 429) and not _is_throttling(msg) \
+                and is_web_page(resp.headers.get("Content-Type"), body):
+            page = self._redact(_snippet(body, 60))
+            return ServiceUnreachable(prefix + not_the_service(self.base_url, status, page),
+                                      status=status)
         if status == 401:
             hint = ""
             if view and not has_token:
                 hint = " (this view is behind a login: call client.login(email, password) " \
                        "or pass token=)"
+            elif not view and self._api_key:
+                hint = key_refused(self.api_key_source, self.app_id)
             return AuthenticationError(f"{prefix}{msg or 'not authenticated'}{hint}",
                                        status=status, body=parsed)
         if status == 403 and _is_throttling(msg):

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import pandas as pd
 
+from ..errors import InvalidValue
 from ._util import get_value, int_series, invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 from .rawvalues import AssetValue, RawValue, SignatureValue
@@ -67,7 +68,12 @@ class AssetCodec(Codec):
             raise invalid(field, f"expected the id of an uploaded {field.kind}, got {value!r}")
         if hooks is None:
             raise invalid(field, "assets can only be placed by the service")
-        return hooks.asset(value.strip(), field.key)
+        try:
+            return hooks.asset(value.strip(), field.key)
+        except InvalidValue as exc:  # an unknown or misplaced asset: this field's refusal
+            if exc.message.startswith(field.key):
+                raise
+            raise invalid(field, exc.message) from None
 
     def render(self, raw: Any, field: FieldSpec) -> Any:
         if isinstance(raw, str):

@@ -157,11 +157,17 @@ class ChoiceCodec(Codec):
         return str(value)
 
 
-_PROFILE = re.compile(r"^profile_\d+$")
+_PROFILE = re.compile(r"^(profile_\d+|all_users)$")
+_ROLE_IN_TEXT = re.compile(r"profile_\d+|all_users")
 
 
 class UserRolesCodec(Codec):
-    """user_roles: a list of ``profile_N`` keys; the display joins them."""
+    """user_roles: a list of role keys; the display joins them.
+
+    A role key is ``profile_N``, or ``all_users``: the key of the accounts role of a hosted
+    application (its built-in "Accounts" user object), which a user record's roles list
+    like any other role. Which roles an application has is the service's to check (the
+    local service refuses one its application does not have, naming the field)."""
 
     kinds: ClassVar[tuple[str, ...]] = ("user_roles",)
 
@@ -173,7 +179,8 @@ class UserRolesCodec(Codec):
             if is_blank(v):
                 continue
             if not isinstance(v, str) or not _PROFILE.match(v.strip()):
-                raise invalid(field, f"user roles are profile keys like 'profile_1', got {v!r}")
+                raise invalid(field, "user roles are role keys like 'profile_1' or "
+                                     f"'all_users', got {v!r}")
             if v.strip() not in out:
                 out.append(v.strip())
         return out or None
@@ -196,7 +203,7 @@ class UserRolesCodec(Codec):
             elif isinstance(r, str) and r:
                 out.append([r])
             elif isinstance(d, str) and d:
-                found = re.findall(r"profile_\d+", d)
+                found = _ROLE_IN_TEXT.findall(d)
                 out.append(found or None)
             else:
                 out.append(None)

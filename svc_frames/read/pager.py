@@ -48,6 +48,7 @@ import numpy as np
 from ..errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
 from ..filters import prepare_query
 from ..http.body import parse_json
+from ..lookup import target_keys
 from ..query import Query, needs_schema, validate_filters
 from ..schema import Schema
 from .keyset import (
@@ -320,6 +321,10 @@ class Paginator:
                 self.key_field = key
         if self.key_field is not None:
             self._params.update(sort_field=self.key_field, sort_order="asc")
+        if schema_checks and client.schema_read:
+            # the schema is in (read above, or before): a key it does not hold is refused
+            # here, listing what exists, not by the service after a record request
+            target_keys(Schema.of(client.schema()), target)
 
     # ---- fetching ------------------------------------------------------------------------
     def _fetch(self, number: int, pass_no: int, notify: bool = True,

@@ -22,7 +22,7 @@ from typing import Any
 from ..errors import UsageError
 from ..frames import Source
 from ..labels import label_renames
-from ..names import changed, warn_names
+from ..names import changed, paths_changed, warn_names
 
 META_VERSION = 2
 
@@ -184,7 +184,7 @@ def warn_dir_renames(tables: Mapping[str, Mapping[str, Any]],
     """One NameWarning for a save whose table directories are named otherwise than the
     tables, with ``labels`` (column labels this save gave, not their load): the names a
     load gave the frames, which it warned about, are not repeated."""
-    renamed = {**(labels or {}), **dir_renames(tables)}
+    renamed = {**(labels or {}), **paths_changed(dir_renames(tables))}
     warn_names("saved column labels and table directories" if labels
                else "saved table directories", renamed)
 

@@ -74,6 +74,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .accounts import published_password_hash
+from .computed import compute
 from .generate import PARTS, POOL, SIZES, Generator, seeded_id
 from .render import Piece, RecordRow, dumps, record_row
 from .schema import AGGREGATE_KINDS, COMPUTED_KINDS
@@ -396,7 +397,7 @@ def generate_demo(state: ServiceState, records: int, seed: int = 0,
         if memo not in _COMBOS:
             craw: dict[str, Any] = {"field_41": [{"id": i, "identifier": part_ident[i]}
                                                  for i in ids] or None}
-            gen.renderer.compute(wo_obj, craw, connected)
+            compute(gen.renderer, wo_obj, craw, connected)
             combo = {f.key: gen.piece(f, craw.get(f.key)) for f in agg}
             combo["field_41"] = gen.piece(parts_spec, craw["field_41"])
             _COMBOS[memo] = combo

@@ -21,6 +21,7 @@ from PIL import Image, ImageDraw
 
 from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
+from .computed import compute, inbound_aggregated
 from .render import Piece, RecordRow, record_row, text_of
 from .schema import COMPUTED_KINDS
 from .state import ServiceState
@@ -144,15 +145,32 @@ class Generator:
                    '</svg>')
             return {"svg": svg, "base30": f"{r.randint(0, 10**9):x}"}
         if k == "user_roles":
-            return [r.choice(["profile_3", "profile_3", "profile_2"])]
+            return self.roles(spec)
         return None
+
+    def roles(self, spec: FieldSpec) -> list[str] | None:
+        """Roles of the application for a user-roles field: one of the roles other than
+        its object's own (the last in key order twice as often), else its own role."""
+        app = self.state.app
+        obj = app.objects.get(spec.object_key or "")
+        own = obj.profile_key if obj is not None else None
+        others = sorted((p for p in app.profiles if p != own),
+                        key=lambda p: (len(p), p), reverse=True)
+        if others:
+            return [self.rng.choice([others[0], *others])]
+        return [own] if own else None
 
     def pool(self, spec: FieldSpec, empty_rate: float) -> list[Piece]:
         """POOL pieces for a field, from a random stream of its own (adding a field to an
         application never changes the values of the others)."""
         assets = spec.kind in ("file", "image") and (spec.format or {}).get("source") != "url"
-        memo = (self.seed, json.dumps(spec.to_schema(), sort_keys=True, default=str),
-                empty_rate)
+        # a field's values depend on its definition, and user roles on the application's
+        schema = spec.to_schema()
+        if spec.kind == "user_roles":
+            obj = self.state.app.objects.get(spec.object_key or "")
+            schema = {**schema, "roles": sorted(self.state.app.profiles),
+                      "own": obj.profile_key if obj is not None else None}
+        memo = (self.seed, json.dumps(schema, sort_keys=True, default=str), empty_rate)
         if not assets and memo in _POOLS:
             return _POOLS[memo]
         main_rng, self.rng = self.rng, random.Random(f"{self.seed}:{spec.key}")
@@ -272,13 +290,16 @@ def generate_generic(state: ServiceState, records: int, seed: int = 0) -> dict[s
                     links.extend((obj.key, rid, f.key, i) for i in ids)
             for f in obj.fields_of("auto_increment"):
                 raw[f.key] = base[f.key] + n + 1
-            gen.renderer.compute(obj, raw, connected)
+            compute(gen.renderer, obj, raw, connected)
             pieces = [gen.piece(f, raw.get(f.key)) for f in obj.fields]
             rows.append(record_row(obj.key, rid, pieces))
             made[obj.key][rid] = {"raw": {p.key: p.raw for p in pieces},
                                   "display": {p.key: p.display for p in pieces}}
         store.bulk_insert(rows, links, {(obj.key, k): v + records for k, v in base.items()})
         counts[obj.key] = records
+    # aggregates over another object's connection count records made after their own
+    for obj_key in sorted({o for objs in inbound_aggregated(app).values() for o in objs}):
+        store.recompute_all(obj_key)
     return counts
 
 

@@ -3,8 +3,9 @@
 Every write renders a record once: each field becomes a ``Piece`` (its JSON members in the
 three ``format`` flavours, plus the plain values filters and sorting compare), and the
 record's ``frag`` (the ``format=both`` JSON object) is stored as text, so a list request
-only splices stored fragments. Computed kinds (equation, concatenation, sum/count/average/
-min/max, auto increment) are computed here and rendered through their codecs.
+only splices stored fragments. Computed kinds are computed by computed.py (aggregates in
+aggregates.py, equations and text formulas through formulas.py with the references this
+module reads) and rendered here through their codecs.
 
 Usage::
 
@@ -15,11 +16,10 @@ Usage::
 
 from __future__ import annotations
 
-import ast
+import datetime as dt
 import html
 import json
 import math
-import operator
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,11 +28,11 @@ from typing import Any
 from ..errors import InvalidValue
 from ..kinds import codec_for
 from ..kinds.base import Codec, FieldSpec, ServiceHooks
+from .formulas import Ref, RefLookup, equation, text_formula
 from .schema import AGGREGATE_KINDS, AppDef, ObjectDef
 
 _TAG = re.compile(r"<[^>]+>")
 _BR = re.compile(r"<br\s*/?>", re.I)
-_TEMPLATE = re.compile(r"\{(field_\d+)(?:\.(field_\d+))?\}")
 NUMERIC_KINDS = frozenset({"number", "currency", "rating", "equation", "auto_increment"}
                           | AGGREGATE_KINDS)
 DATE_KINDS = frozenset({"date_time", "timer"})
@@ -149,8 +149,14 @@ class Renderer:
         """An accepted write input -> raw (None = empty); InvalidValue naming the field."""
         codec = self.codec(spec)
         try:
-            return codec.normalize(value, spec, hooks)
+            raw = codec.normalize(value, spec, hooks)
+            if spec.kind == "user_roles" and raw:
+                self.check_roles(spec, raw)
+            return raw
         except InvalidValue as exc:
+            if not exc.message.startswith(spec.key):  # every refusal names its field
+                raise InvalidValue(f"{spec.key} ({spec.kind}): {exc.message}",
+                                   field=spec.key) from None
             if exc.field is None:
                 exc.field = spec.key
             raise
@@ -159,6 +165,15 @@ class Renderer:
             # a 400 naming the field: the input is at fault, never a 500
             raise InvalidValue(f"{spec.key}: invalid value ({type(exc).__name__})",
                                field=spec.key) from exc
+
+    def check_roles(self, spec: FieldSpec, roles: Sequence[str]) -> None:
+        """InvalidValue naming the field for a role the application does not have (its
+        roles: the user objects' profile keys and the document's ``profiles``)."""
+        unknown = [r for r in roles if r not in self.app.profiles]
+        if unknown:
+            have = ", ".join(sorted(self.app.profiles)) or "none"
+            raise InvalidValue(f"{spec.key}: {unknown[0]!r} is not a role of this "
+                               f"application (its roles: {have})", field=spec.key)
 
     # ---- rendering ----------------------------------------------------------------------
     def display(self, spec: FieldSpec, raw: Any) -> Any:
@@ -217,139 +232,73 @@ class Renderer:
                      f"{k}:{rj}", f"{k}:{dj}", text, number,
                      _vals_members(spec.key, text, number, raw))
 
-    # ---- computed kinds -----------------------------------------------------------------
-    def compute(self, obj: ObjectDef, raw: dict[str, Any],
-                connected: Callable[[str, Sequence[str]], list[dict[str, Any]]]) -> None:
-        """Fill the computed fields of ``raw`` in place (auto increment is set at create).
+    # ---- computed kinds (computed.py runs them in order) --------------------------------
+    def ref(self, spec: FieldSpec, raw: Any, text: bool = True) -> Ref:
+        """A field's value as a formula reads it (formulas.py): display text (unless
+        ``text`` is false: an equation reads numbers and dates only), number, date."""
+        if spec.kind == "connection":
+            return Ref(", ".join(str(c.get("identifier", "")) for c in raw or []
+                                 if isinstance(c, dict)))
+        shown = "" if not text or is_empty_raw(raw) else text_of(self.display(spec, raw))
+        if spec.kind in NUMERIC_KINDS:
+            number = to_number(raw)
+            return Ref(shown, 0.0 if number is None else number)
+        if spec.kind in DATE_KINDS:
+            ms = date_ms(raw)
+            return Ref(shown, None, None if ms is None else _wall_clock(ms))
+        return Ref(shown)
 
-        ``connected(object_key, ids)`` -> the connected records as ``{"id", "raw": {...},
-        "display": {...}}`` (unknown ids left out)."""
-        cache: dict[str, list[dict[str, Any]]] = {}
+    def lookup(self, obj: ObjectDef, raw: Mapping[str, Any],
+               conn_records: Callable[[str], list[dict[str, Any]]],
+               text: bool = True) -> RefLookup:
+        """The reference lookup of one record: ``{field_N}`` from ``raw``,
+        ``{field_C.field_M}`` from the records connection ``field_C`` holds."""
+        def lookup(key: str, sub_key: str | None) -> Ref:
+            if not obj.has_field(key):
+                return Ref("")
+            spec = obj.field(key)
+            if sub_key is None:
+                return self.ref(spec, raw.get(key), text)
+            target = self.app.objects.get((spec.relationship or {}).get("object", ""))
+            if spec.kind != "connection" or target is None or not target.has_field(sub_key):
+                return Ref("")
+            sub = target.field(sub_key)
+            refs = [self.ref(sub, r["raw"].get(sub_key), text) for r in conn_records(key)]
+            if len(refs) == 1:
+                return refs[0]
+            return Ref(", ".join(r.text for r in refs),
+                       0.0 if not refs and sub.kind in NUMERIC_KINDS else None)
+        return lookup
 
-        def conn_records(conn_key: str) -> list[dict[str, Any]]:
-            if conn_key not in cache:
-                try:
-                    spec = obj.field(conn_key)
-                except KeyError:
-                    cache[conn_key] = []
-                    return cache[conn_key]
-                ids = [c["id"] for c in (raw.get(conn_key) or []) if isinstance(c, dict)
-                       and "id" in c]
-                target = (spec.relationship or {}).get("object", "")
-                cache[conn_key] = connected(target, ids) if ids else []
-            return cache[conn_key]
-
-        # aggregates first, equations may use them; then equations, then text formulas
-        for spec in obj.fields:
-            if spec.kind in AGGREGATE_KINDS:
-                raw[spec.key] = self._aggregate(spec, conn_records)
-        for spec in obj.fields:
-            if spec.kind == "equation":
-                raw[spec.key] = self.equation(obj, spec, raw)
-        for spec in obj.fields:
-            if spec.kind == "concatenation":
-                raw[spec.key] = self.concatenate(obj, spec, raw, conn_records)
-
-    def _aggregate(self, spec: FieldSpec,
-                   conn_records: Callable[[str], list[dict[str, Any]]]) -> float | None:
+    def equation(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any],
+                 conn_records: Callable[[str], list[dict[str, Any]]] | None = None,
+                 ) -> float | None:
+        """The value of an equation field (formulas.equation; a date result or one it
+        cannot evaluate is blank: the equation kind holds numbers)."""
         fmt = spec.format or {}
-        conn = fmt.get("connection")
-        conn_key = conn.get("key") if isinstance(conn, dict) else conn
-        if not isinstance(conn_key, str):
-            return None
-        recs = conn_records(conn_key)
-        if spec.kind == "count":
-            return float(len(recs))
-        fld = fmt.get("field")
-        fkey = fld.get("key") if isinstance(fld, dict) else fld
-        nums = [n for n in (to_number(r["raw"].get(fkey)) for r in recs) if n is not None]
-        if spec.kind == "sum":
-            return float(sum(nums))
-        if not nums:
-            return None
-        if spec.kind == "average":
-            return sum(nums) / len(nums)
-        return float(min(nums) if spec.kind == "min" else max(nums))
-
-    def equation(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any]) -> float | None:
-        """The value of a numeric equation field from the record's raw values."""
-        expr = str((spec.format or {}).get("equation") or "")
-        names: dict[str, float] = {}
-
-        def sub(m: re.Match[str]) -> str:
-            key = m.group(1)
-            val = to_number(raw.get(key)) if obj.has_field(key) else None
-            names[f"v_{key}"] = 0.0 if val is None else val
-            return f"v_{key}"
-
-        try:
-            result = safe_eval(_TEMPLATE.sub(sub, expr), names)
-        except (ValueError, ZeroDivisionError, OverflowError):
-            return None
-        return result if math.isfinite(result) else None
+        value = equation(str(fmt.get("equation") or ""),
+                         self.lookup(obj, raw, conn_records or _no_records, text=False),
+                         unit=str(fmt.get("date_type") or "days"))
+        return value if isinstance(value, float) else None
 
     def concatenate(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any],
                     conn_records: Callable[[str], list[dict[str, Any]]]) -> str | None:
-        """The text of a text-formula field (``{field_N}``, ``{field_C.field_M}``)."""
+        """The text of a text-formula field (formulas.text_formula)."""
         template = str((spec.format or {}).get("equation") or "")
-
-        def sub(m: re.Match[str]) -> str:
-            key, sub_key = m.group(1), m.group(2)
-            if not obj.has_field(key):
-                return ""
-            if sub_key is None:
-                if obj.field(key).kind == "connection":
-                    return ", ".join(str(c.get("identifier", "")) for c in raw.get(key) or []
-                                     if isinstance(c, dict))
-                return text_of(self.display(obj.field(key), raw.get(key)))
-            return ", ".join(text_of(r["display"].get(sub_key, "")) for r in conn_records(key))
-
-        out = _TEMPLATE.sub(sub, template)
+        out = text_formula(template, self.lookup(obj, raw, conn_records))
         return out if out.strip() else None
 
 
-# ---- a small safe arithmetic evaluator (no eval) ------------------------------------------
-_BINOPS: dict[type, Callable[[float, float], float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow,
-}
-_FUNCS: dict[str, Callable[..., float]] = {
-    "abs": abs, "round": round, "min": min, "max": max, "sqrt": math.sqrt,
-    "floor": math.floor, "ceil": math.ceil,
-}
+def _no_records(_key: str) -> list[dict[str, Any]]:
+    return []
 
 
-def safe_eval(expr: str, names: Mapping[str, float]) -> float:
-    """Evaluate arithmetic over numbers and ``names``; ValueError for anything else.
-
-    Usage: ``safe_eval("v_a * 2 + 1", {"v_a": 3.0}) == 7.0``"""
+def _wall_clock(ms: float) -> dt.datetime | None:
+    """A stored date's wall-clock time (the service labels local time as UTC)."""
     try:
-        tree = ast.parse(expr.strip() or "0", mode="eval")
-    except SyntaxError as exc:
-        raise ValueError(f"bad equation {expr!r}") from exc
-
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
-                and not isinstance(node.value, bool):
-            return float(node.value)
-        if isinstance(node, ast.Name) and node.id in names:
-            return float(names[node.id])
-        if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
-            left, right = ev(node.left), ev(node.right)
-            if isinstance(node.op, ast.Pow) and abs(right) > 100:
-                raise ValueError("exponent too large")
-            return float(_BINOPS[type(node.op)](left, right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            v = ev(node.operand)
-            return -v if isinstance(node.op, ast.USub) else v
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                and node.func.id in _FUNCS and not node.keywords:
-            return float(_FUNCS[node.func.id](*[ev(a) for a in node.args]))
-        raise ValueError(f"unsupported element in equation {expr!r}")
-
-    return ev(tree)
+        return dt.datetime(1970, 1, 1) + dt.timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
 
 
 def assemble(record_id: str, members: Iterable[str]) -> str:

@@ -214,6 +214,12 @@ class AppDef:
         profiles = {o.profile_key: o.name for o in objects.values() if o.profile_key}
         for p in doc.get("profiles") or []:
             profiles[p["key"]] = p.get("name") or p["key"]
+        for i, u in enumerate(doc.get("users") or []):
+            for p in (u.get("profile_keys") or []) if isinstance(u, dict) else []:
+                if p not in profiles:
+                    raise SchemaError(f"users[{i}].profile_keys: {p!r} is not a role of this "
+                                      f"application (its roles: "
+                                      f"{', '.join(sorted(profiles)) or 'none'})")
         views: dict[tuple[str, str], ViewDef] = {}
         for s in doc.get("scenes") or []:
             skey = s.get("key")

@@ -41,8 +41,10 @@ from ..errors import InvalidValue
 from ..kinds.base import FieldSpec
 from . import filtervalues
 from .accounts import Accounts, hash_password
+from .aggregates import conn_key_of
 from .apierror import ApiError
 from .assetstore import SHARED, AssetStore
+from .computed import Inbound, compute, inbound_aggregated
 from .db import Database, new_id
 from .private import private_dir
 from .query import numeric_value_sql, rule_matches
@@ -61,6 +63,9 @@ BASE_URL_PLACEHOLDER = "@@SVC_BASE_URL@@"
 INDEXED_KINDS = frozenset({"date_time", "auto_increment"})
 """Kinds whose numeric value is indexed (module docstring)."""
 _KEY = re.compile(r"(object|field)_\d+")
+_CASCADE = 4
+"""How far a change carries through computed fields (a sum over records whose sum changed,
+...): deep enough for real applications, bounded for connections that loop."""
 
 
 @dataclass
@@ -141,6 +146,8 @@ class Store:
             if f.kind == "connection":
                 target = (f.relationship or {}).get("object", "")
                 self._inbound.setdefault(target, []).append((obj, f))
+        # (holder, connection) -> objects aggregating over it from the other side
+        self._aggregated = inbound_aggregated(app)
 
     def _add_raw_fragments(self) -> None:
         """A data directory written before ``frag_raw`` existed gets the column, filled from
@@ -276,18 +283,31 @@ class Store:
 
     def connected_records(self, conn: sqlite3.Connection
                           ) -> Callable[[str, Sequence[str]], list[dict[str, Any]]]:
-        """The ``connected`` lookup Renderer.compute needs, on this connection."""
+        """The ``connected`` lookup computed.compute needs, on this connection."""
         def fetch(obj_key: str, ids: Sequence[str]) -> list[dict[str, Any]]:
             recs = self.records(obj_key, ids, conn)
             return [{"id": i, "raw": self.raw_of(recs[i]), "display": recs[i]}
                     for i in ids if i in recs]
         return fetch
 
+    def inbound_records(self, conn: sqlite3.Connection) -> Inbound:
+        """The ``inbound`` lookup computed.compute needs: records of ``holder`` whose
+        connection ``field`` holds a record (read from the links table)."""
+        fetch = self.connected_records(conn)
+
+        def inbound(holder: str, field: str, record_id: str) -> list[dict[str, Any]]:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM links WHERE obj = ? AND field = ? AND target = ? ORDER BY id",
+                (holder, field, record_id))]
+            return fetch(holder, ids) if ids else []
+        return inbound
+
     # ---- rendering ----------------------------------------------------------------------
     def render_row(self, obj: ObjectDef, rid: str, raw: dict[str, Any],
                    conn: sqlite3.Connection) -> tuple[RecordRow, list[Piece]]:
         """(stored row, pieces) of a record from its raw values (computed filled)."""
-        self.renderer.compute(obj, raw, self.connected_records(conn))
+        compute(self.renderer, obj, raw, self.connected_records(conn),
+                self.inbound_records(conn), rid)
         pieces = [self.renderer.piece(f, raw.get(f.key)) for f in obj.fields]
         return record_row(obj.key, rid, pieces), pieces
 
@@ -316,6 +336,7 @@ class Store:
                 raise ApiError.not_found(f"no record {record_id!r} in {obj.key}")
             raw = self.raw_of(json.loads(row[0]))
             secret = json.loads(row[1]) if row[1] else {}
+        before = self._aggregated_targets(obj, raw)
         rid = record_id or new_id(self.app.clock())
         hooks = _Hooks(self, conn, rid)
         errors: list[dict[str, Any]] = []
@@ -376,6 +397,7 @@ class Store:
             AssetStore.place(conn, asset_id, field_key, rid)
         if not creating:
             self._refresh_dependents(conn, obj.key, [rid])
+        self._recompute_targets(conn, before, self._aggregated_targets(obj, raw))
         return rid, frag
 
     def _apply_rules(self, conn: sqlite3.Connection, obj: ObjectDef, raw: dict[str, Any],
@@ -451,13 +473,71 @@ class Store:
         if rows:
             conn.executemany("INSERT INTO links(obj, id, field, target) VALUES (?,?,?,?)", rows)
 
+    # ---- computed values kept current ----------------------------------------------------
+    def _aggregated_targets(self, obj: ObjectDef, raw: Mapping[str, Any]
+                            ) -> dict[str, set[str]]:
+        """{object: ids} of the records ``raw`` connects to whose aggregates count it (an
+        aggregate over a connection this record holds, from the other side)."""
+        out: dict[str, set[str]] = {}
+        for (holder, key), objects in self._aggregated.items():
+            if holder != obj.key:
+                continue
+            ids = {str(c["id"]) for c in raw.get(key) or [] if isinstance(c, dict)
+                   and "id" in c}
+            for target in objects:
+                if ids:
+                    out.setdefault(target, set()).update(ids)
+        return out
+
+    def _recompute_targets(self, conn: sqlite3.Connection, *targets: Mapping[str, set[str]],
+                           depth: int = 0) -> None:
+        """Re-render the records in ``targets`` (before and after a write: connected,
+        disconnected) and what depends on them in turn."""
+        merged: dict[str, set[str]] = {}
+        for t in targets:
+            for obj_key, ids in t.items():
+                merged.setdefault(obj_key, set()).update(ids)
+        for obj_key, ids in merged.items():
+            self.rerender(conn, obj_key, sorted(ids), depth)
+
+    def rerender(self, conn: sqlite3.Connection, obj_key: str, ids: Sequence[str],
+                 depth: int = 0) -> None:
+        """Compute and store again the records ``ids`` of ``obj_key`` (unknown ids are
+        skipped), then the records whose computed values read them."""
+        if depth > _CASCADE:
+            return
+        obj = self.app.object(obj_key)
+        for rid, rec in self.records(obj_key, ids, conn).items():
+            raw = self.raw_of(rec)
+            (_, _, frag, frag_raw, vals, _), _ = self.render_row(obj, rid, raw, conn)
+            if frag == rec_frag(rec):
+                continue
+            seq = conn.execute("UPDATE records SET frag = ?, frag_raw = ?, vals = ? "
+                               "WHERE obj = ? AND id = ? RETURNING seq",
+                               (frag, frag_raw, vals, obj_key, rid)).fetchall()[0][0]
+            filtervalues.put(conn, seq, obj_key, vals)
+            self._refresh_dependents(conn, obj_key, [rid], depth=depth + 1)
+            self._recompute_targets(conn, self._aggregated_targets(obj, raw),
+                                    depth=depth + 1)
+
+    def recompute_all(self, obj_key: str) -> None:
+        """Compute every record of ``obj_key`` again, in one transaction (after a bulk
+        load that made the records an aggregate counts after the record itself)."""
+        with self.db.transaction() as conn:
+            ids = [r[0] for r in conn.execute("SELECT id FROM records WHERE obj = ?",
+                                              (obj_key,))]
+            for i in range(0, len(ids), 500):
+                self.rerender(conn, obj_key, ids[i:i + 500])
+
     def _refresh_dependents(self, conn: sqlite3.Connection, target_obj: str,
-                            ids: Sequence[str], deleted: bool = False) -> None:
+                            ids: Sequence[str], deleted: bool = False, depth: int = 0) -> None:
         """Re-render records that connect to ``ids`` (identifiers, sums, text formulas)."""
+        if depth > _CASCADE:
+            return
         for src_obj, conn_field in self._inbound.get(target_obj, []):
             depends = any(
-                (f.kind in AGGREGATE_KINDS and _conn_key_of(f) == conn_field.key)
-                or (f.kind == "concatenation" and f"{{{conn_field.key}." in
+                (f.kind in AGGREGATE_KINDS and conn_key_of(f) == conn_field.key)
+                or (f.kind in ("concatenation", "equation") and f"{{{conn_field.key}." in
                     str((f.format or {}).get("equation", "")))
                 for f in src_obj.fields)
             srcs: set[str] = set()
@@ -493,17 +573,23 @@ class Store:
                 filtervalues.put(conn, seq, src_obj.key, vals)
                 if deleted:
                     self._write_links(conn, src_obj, sid, raw)
+                if depends or deleted:  # its own computed values changed: carry on
+                    self._refresh_dependents(conn, src_obj.key, [sid], depth=depth + 1)
+                    self._recompute_targets(conn, self._aggregated_targets(src_obj, raw),
+                                            depth=depth + 1)
 
     def delete(self, obj_key: str, record_id: str) -> None:
         """Delete one record (404 when unknown); connections to it are dropped."""
         with self.db.transaction() as conn:
-            gone = conn.execute("DELETE FROM records WHERE obj = ? AND id = ? RETURNING seq",
-                                (obj_key, record_id)).fetchall()
+            gone = conn.execute("DELETE FROM records WHERE obj = ? AND id = ? RETURNING seq, "
+                                "frag", (obj_key, record_id)).fetchall()
             if not gone:
                 raise ApiError.not_found(f"no record {record_id!r} in {obj_key}")
             filtervalues.forget(conn, gone[0][0])
             conn.execute("DELETE FROM links WHERE obj = ? AND id = ?", (obj_key, record_id))
             self._refresh_dependents(conn, obj_key, [record_id], deleted=True)
+            self._recompute_targets(conn, self._aggregated_targets(
+                self.app.object(obj_key), self.raw_of(json.loads(gone[0][1]))))
             Accounts.forget_user(conn, record_id)
 
     # ---- bulk load (generator) ----------------------------------------------------------
@@ -536,6 +622,6 @@ class Store:
         return int(row[0]) if row else 0
 
 
-def _conn_key_of(spec: FieldSpec) -> str | None:
-    conn = (spec.format or {}).get("connection")
-    return conn.get("key") if isinstance(conn, dict) else conn if isinstance(conn, str) else None
+def rec_frag(record: Mapping[str, Any]) -> str:
+    """The stored fragment text of a parsed record (as render.assemble writes it)."""
+    return dumps(dict(record))

@@ -125,10 +125,26 @@ def read_as_loaded(values: pd.Series, loaded: pd.Series, spec: FieldSpec, column
         raise _unreadable(values, list(range(min(SHOWN, len(values)))), spec, column,
                           str(exc)) from None
     if bad:
-        raise _unreadable(values, bad, spec, column)
+        why = _wall_hint(values, bad, want.tz) if isinstance(want, pd.DatetimeTZDtype) else ""
+        raise _unreadable(values, bad, spec, column, why)
     if pd.api.types.is_integer_dtype(want):
         return out.astype("Float64").astype(want)
     return out.astype(want)
+
+
+def _wall_hint(values: pd.Series, bad: list[int], tz: Any) -> str:
+    """The fix for naive times the timezone skips or repeats (a daylight-saving change),
+    when the first unreadable cell is one: they are not guessed at."""
+    try:
+        ts = pd.Timestamp(values.iloc[bad[0]])
+    except (ValueError, TypeError):
+        return ""
+    if pd.isna(ts) or ts.tzinfo is not None:
+        return ""
+    return (f"{ts} is a wall time {tz} skips or repeats (a daylight-saving change), so "
+            f"which instant is meant is not guessed: give it with its zone, e.g. "
+            f"pd.Timestamp({str(ts)!r}).tz_localize({str(tz)!r}, ambiguous=True, "
+            f"nonexistent='shift_forward') for the first reading or the next valid time")
 
 
 def _unreadable(values: pd.Series, bad: list[int], spec: FieldSpec, column: str,
