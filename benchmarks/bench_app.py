@@ -114,7 +114,7 @@ def bench_read_app(svc: RemoteService, repeat: int = 3) -> dict[str, Any]:
         # before the objects' first pages, to resolve them) is in the wall time
         client = client_for(svc, 10)
         t0 = time.perf_counter()
-        app = read_app(client, progress=False)
+        app = read_app(client, progress=False, columns="keys")
         walls.append(time.perf_counter() - t0)
         pages = sum(max(1, math.ceil(len(f.main) / 1000)) for f in app.frames.values())
         app_requests = client.request_count
@@ -125,7 +125,7 @@ def bench_read_app(svc: RemoteService, repeat: int = 3) -> dict[str, Any]:
     client = client_for(svc, 10)
     t0 = time.perf_counter()
     for key in [o["key"] for o in (client.schema() or {})["objects"]]:
-        read_object(client, key, progress=False)
+        read_object(client, key, progress=False, columns="keys")
     seq = time.perf_counter() - t0
     ceiling = pages / 10
     wall, median = min(walls), sorted(walls)[len(walls) // 2]
@@ -331,7 +331,7 @@ def bench_cold(records: int, repeat: int = 2) -> dict[str, Any]:
         warm_ours, warm_naive = [], []
         for _ in range(repeat):
             t0 = time.perf_counter()
-            read_object(client, obj, progress=False)
+            read_object(client, obj, progress=False, columns="keys")
             warm_ours.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             naive_load(type("S", (), info)(), obj)
@@ -379,7 +379,7 @@ def main() -> None:
               "<= 1.06, 0 x 429", flush=True)
     if only & {2, 3}:
         with RemoteService(n_join) as svc:
-            app = read_app(client_for(svc, 0), progress=False)
+            app = read_app(client_for(svc, 0), progress=False, columns="keys")
         if 2 in only:
             print(f"2. app.join vs two merges: {bench_join(app)}  goal ratio <= 1.2",
                   flush=True)

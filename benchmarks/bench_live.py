@@ -53,7 +53,7 @@ TEXT = "field_12"   # the work orders' title (demo_app.py), not unique
 # ---- 1. loads ------------------------------------------------------------------------------
 def _ids_now(svc: RemoteService) -> set[str]:
     return set(map(str, read_object(client_for(svc), OBJ, progress=False,
-                                    verify="none").main.index))
+                                    verify="none", columns="keys").main.index))
 
 
 def bench_loads(records: int, rates: list[float], loads: int, spread: bool = False) -> None:
@@ -85,7 +85,7 @@ def bench_loads(records: int, rates: list[float], loads: int, spread: bool = Fal
                 w0 = time.perf_counter()
                 sent0 = client.request_count
                 try:
-                    frames = read_object(client, OBJ, progress=False)
+                    frames = read_object(client, OBJ, progress=False, columns="keys")
                 except ConsistencyError:
                     refused += 1
                     continue
@@ -122,8 +122,8 @@ def bench_loads(records: int, rates: list[float], loads: int, spread: bool = Fal
 def _two_writers(cells: int, apart: float, guard: str) -> tuple[int, float, dict[str, int]]:
     with LocalService(demo=True, records=cells + 20, **HOSTED, seed=2) as svc:
         ca, cb = client_for(svc, rate_limit=10), client_for(svc, rate_limit=10)
-        fa = read_object(ca, OBJ, progress=False)
-        fb = read_object(cb, OBJ, progress=False)
+        fa = read_object(ca, OBJ, progress=False, columns="keys")
+        fb = read_object(cb, OBJ, progress=False, columns="keys")
         ids = [str(i) for i in fa.main.index[:cells]]
         for frames, side in ((fa, "A"), (fb, "B")):
             col = frames.main[TEXT].copy()
@@ -142,7 +142,7 @@ def _two_writers(cells: int, apart: float, guard: str) -> tuple[int, float, dict
             t.start()
         for t in threads:
             t.join()
-        now = read_object(client_for(svc), OBJ, progress=False).main[TEXT]
+        now = read_object(client_for(svc), OBJ, progress=False, columns="keys").main[TEXT]
         lost = 0
         statuses: dict[str, int] = {}
         for side in ("A", "B"):
@@ -170,7 +170,7 @@ def bench_writers(cells: int) -> None:
 def bench_creates(n: int) -> None:
     with LocalService(demo=True, records=50, **HOSTED, seed=3) as svc:
         client = client_for(svc, rate_limit=10, backoff=0.05)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         add_rows(frames, [{TEXT: f"bench create {i}"} for i in range(n)])
         theirs: list[str] = []
         stop = threading.Event()
@@ -198,7 +198,7 @@ def bench_creates(n: int) -> None:
         table = report.table
         applied = set(table[table["status"] == "applied"]["record_id"])
         adopted_theirs = len(applied & set(theirs))
-        now = read_object(client_for(svc), OBJ, progress=False).main
+        now = read_object(client_for(svc), OBJ, progress=False, columns="keys").main
         dups = 0
         for i in range(n):
             ours = [r for r in now.index[now[TEXT] == f"bench create {i}"]
@@ -215,7 +215,7 @@ def bench_refresh(records: int, rounds: int = 10, every: int = 10) -> None:
 
     with LocalService(demo=True, records=records, **HOSTED, seed=4) as svc:
         client = client_for(svc, rate_limit=10)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         ids = [str(i) for i in frames.main.index]
         pending: dict[str, str] = {}     # unstamped changes not yet seen
         found_late: list[int] = []

@@ -72,7 +72,7 @@ def bench_paced(svc: RemoteService, object_key: str, n: int, repeat: int = 3,
         time.sleep(1.1)  # a fresh rate-limit second
         client = client_for(svc, 10)
         t0 = time.perf_counter()
-        frames = read_object(client, object_key, progress=False)
+        frames = read_object(client, object_key, progress=False, columns="keys")
         walls.append(time.perf_counter() - t0)
         requests_sent, rows = client.request_count, len(frames.main)
         seen_429 += client.status_counts[429]
@@ -96,7 +96,7 @@ def bench_unpaced(svc: RemoteService, object_key: str, repeat: int = 3) -> dict[
     for _ in range(repeat):
         client = client_for(svc, 0)
         t0 = time.perf_counter()
-        frames = read_object(client, object_key, progress=False)
+        frames = read_object(client, object_key, progress=False, columns="keys")
         ours_t.append(time.perf_counter() - t0)
         del frames
         gc.collect()

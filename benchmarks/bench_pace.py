@@ -102,7 +102,7 @@ def bench_offsets(svc: RemoteService, object_key: str, n: int, offsets: tuple[fl
                 client = fresh_client(svc, f"{offset}-{jitter}-{i}", pace_dir, book_first)
                 t0 = time.time()
                 frames = read_object(client, object_key, progress=False,
-                                     rows_per_page=ROWS_PER_PAGE)
+                                     rows_per_page=ROWS_PER_PAGE, columns="keys")
                 walls.append(time.time() - t0)
                 assert len(frames.main) == n, (len(frames.main), n)
                 assert isinstance(client.limiter, RecordingLimiter)
@@ -132,7 +132,7 @@ def _loader(base_url: str, app_id: str, api_key: str, ca_file: str | None, objec
     ready.set()
     go.wait()
     t0 = time.time()
-    frames = read_object(client, object_key, progress=False, rows_per_page=ROWS_PER_PAGE)
+    frames = read_object(client, object_key, progress=False, rows_per_page=ROWS_PER_PAGE, columns="keys")
     out.put((t0, time.time(), client.status_counts[429], len(frames.main),
              str(client.pace.shared_file), limiter.starts[-1]))
 

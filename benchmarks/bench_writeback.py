@@ -153,7 +153,7 @@ def bench_requests(records: int = 500, changed: int = 100) -> dict[str, Any]:
     with LocalService(demo=True, records=records, rate_limit=0) as svc:
         client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
         obj = _biggest_object(client)
-        frames = read_object(client, obj, progress=False)
+        frames = read_object(client, obj, progress=False, columns="keys")
         _service_edit(frames, changed)
         svc.request_log.clear()
         report = write_back(client, frames)
@@ -178,7 +178,7 @@ def bench_apply(updates: int = 2000, rate: float = 50.0) -> dict[str, Any]:
     with LocalService(demo=True, records=updates + 200, rate_limit=0) as svc:
         client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
         obj = _biggest_object(client)
-        frames = read_object(client, obj, progress=False)
+        frames = read_object(client, obj, progress=False, columns="keys")
         _service_edit(frames, updates)
         svc.emulation.rate_limit = rate
         paced = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=rate)
@@ -204,7 +204,7 @@ def _fault_run(svc: Any, client: Any, updates: int, creates: int, deletes: int =
     from svc_frames.writeback import add_rows
 
     obj = _biggest_object(client)
-    frames = read_object(client, obj, progress=False)
+    frames = read_object(client, obj, progress=False, columns="keys")
     src = frames.source
     key = next(f.key for f in src.fields if f.kind == "short_text" and f.key in frames.main)
     ids = frames.main.index[:updates].tolist()
@@ -251,7 +251,7 @@ def bench_faults_one_call(updates: int = 200, creates: int = 40, rate: float = 0
         faults = sum(1 for e in log.entries if e.fault)
         ok_puts = pd.Series([e.path.rsplit("/", 1)[-1] for e in log.entries
                              if e.method == "PUT" and e.status == 200]).value_counts()
-        now = read_object(client, obj, progress=False).main[key]
+        now = read_object(client, obj, progress=False, columns="keys").main[key]
         held = sum(int(now.get(rid) == f"fault {i}") for i, rid in enumerate(ids))
         once = sum(int((now == f"fault new {i}").sum() == 1) for i in range(creates))
     return {"updates": updates, "creates": creates, "fault_rate": rate, "calls": calls,
@@ -286,7 +286,7 @@ def bench_cut_truth(updates: int = 200, creates: int = 40, deletes: int = 20,
             emu.fault_rate = 0.0
             lost = svc.request_log.count(fault="cut") + svc.request_log.count(
                 fault="500-after")
-            now = read_object(client, obj, progress=False).main[key]
+            now = read_object(client, obj, progress=False, columns="keys").main[key]
             wrong = 0
             for row in report.table.itertuples():
                 rid, act, status = str(row.record_id), row.action, row.status
@@ -319,7 +319,7 @@ def bench_quota(updates: int = 8000, quota: int = 5000, rate: float = 10.0,
     with LocalService(demo=True, records=updates + 200, rate_limit=0) as svc:
         fast = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
         obj = _biggest_object(fast)
-        frames = read_object(fast, obj, progress=False)
+        frames = read_object(fast, obj, progress=False, columns="keys")
         ids = [str(i) for i in _service_edit(frames, updates)]
         key = next(f.key for f in frames.source.fields   # type: ignore[union-attr]
                    if f.kind == "short_text" and f.key in frames.main)
@@ -354,7 +354,7 @@ def bench_quota(updates: int = 8000, quota: int = 5000, rate: float = 10.0,
         sent2, puts2 = svc.request_log.count(), puts()
         svc.emulation.daily_quota = 0
         svc.emulation.rate_limit = 0
-        server = read_object(fast, obj, progress=False).main[key]
+        server = read_object(fast, obj, progress=False, columns="keys").main[key]
     not_applied1 = int(st1.get("not_applied", 0))
     return {
         "updates": updates, "daily_quota": quota, "reserve": reserve, "rate_limit": rate,

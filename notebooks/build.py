@@ -58,7 +58,6 @@ Connect, load an object into pandas, explore it, plot it, and save it as Parquet
     code(SETUP + """
 from svc_frames import (plot_counts, plot_locations, plot_over_time, read_object,
                         read_parquet, to_parquet)
-from svc_frames.frames import label_map, relabel
 
 client, service = connect()
 client
@@ -70,55 +69,47 @@ pd.DataFrame([{"object": o["key"], "name": o["name"], "fields": len(o["fields"])
               for o in schema["objects"]])
 """),
     md("## Load an object\nOne row per record, the record id as index, one typed column per "
-       "value. A first look: a few columns, named by the field labels you know from the "
-       "service's screens."),
+       "value, named by the field labels you know from the service's screens. A first "
+       "look at a few columns:"),
     code("""
 OBJECT = os.environ.get("SVC_OBJECT") or max(schema["objects"],
                                              key=lambda o: len(o["fields"]))["key"]
 frames = read_object(client, OBJECT)
 print(f"{OBJECT}: {len(frames.main)} records, {frames.main.shape[1]} columns")
+fields = frames.fields   # one row per field: its label, kind, and columns in these frames
 
 simple = ("short_text", "multiple_choice", "number", "currency", "rating", "boolean",
           "date_time")
-shown = [f.key for f in frames.source.fields
-         if f.kind in simple and f.key in frames.main.columns][:6]
-names = label_map(frames.source.fields)
-frames.main[shown].rename(columns=lambda c: relabel(c, names)).head()
+shown = [cols[0] for kind, cols in zip(fields["kind"], fields["columns"])
+         if kind in simple and cols][:6]
+frames.main[shown].head()
 """),
-    md("In code, columns are named by field key (`field_N`, stable when a label is "
-       "renamed; `read_object(..., columns=\"labels\")` names them by label instead). "
-       "`frames.source.fields` says which field each column comes from:"),
+    md("Columns are named by field label; `read_object(..., columns=\"keys\")` (or "
+       "`frames.with_keys()`) names them by key (`field_N`) instead, names that stay the "
+       "same when someone renames a field. `frames.fields` says which field each column "
+       "comes from. A name, an address or a file spreads over several columns "
+       "(`Contact.first`, `Site.city`...); a connection is an exploded table in "
+       "`frames.tables`:"),
     code("""
-frames.main.head(3)
-"""),
-    md("A name, an address or a file spreads over several columns (`field_N.first`, "
-       "`field_N.city`...); a connection is an exploded table in `frames.tables`:"),
-    code("""
-def columns_of(key):
-    \"\"\"The main frame's columns of one field, or where its values are instead.\"\"\"
-    cols = [c for c in frames.main.columns if c == key or c.startswith(key + ".")]
-    if cols:
-        return ", ".join(cols), ", ".join(dict.fromkeys(str(frames.main[c].dtype) for c in cols))
-    return (f"frames.tables[{key!r}]", "table") if key in frames.tables else ("", "")
-
-pd.DataFrame([(f.key, f.label, f.kind, *columns_of(f.key)) for f in frames.source.fields],
-             columns=["key", "label", "kind", "columns", "dtype"])
+overview = fields.reset_index()[["key", "label", "kind", "columns", "table"]]
+overview["dtype"] = [", ".join(dict.fromkeys(str(frames.main[c].dtype) for c in cols))
+                     if cols else "table" if isinstance(table, str) else ""
+                     for cols, table in zip(fields["columns"], fields["table"])]
+overview
 """),
     md("## Explore with plain pandas\nNullable dtypes: numbers are `Float64`, text is "
        "`string`, dates are tz-aware in the application's timezone, empty is `<NA>`."),
     code("""
 def first_of(*kinds):
     \"\"\"The key of the first field of one of these kinds, or None.\"\"\"
-    return next((f.key for f in frames.source.fields if f.kind in kinds), None)
+    return next((key for key, kind in fields["kind"].items() if kind in kinds), None)
 
-label = {f.key: f.label for f in frames.source.fields}
-numbers = frames.main.select_dtypes("Float64")
-numbers.rename(columns=label).describe().T.head(8)
+frames.main.select_dtypes("Float64").describe().T.head(8)
 """),
     code("""
 choice = first_of("multiple_choice")
 if choice:
-    display(frames.main[choice].value_counts(dropna=False).rename(label[choice]).to_frame())
+    display(frames.main[fields.loc[choice, "columns"][0]].value_counts(dropna=False).to_frame())
 print("exploded tables (connections, multi choices):", list(frames.tables))
 """),
     md("## Plot\nEach plot takes a field by key or label and returns its matplotlib Axes."),
@@ -178,7 +169,7 @@ TO = os.environ.get("SVC_EDIT_TO", "On Hold")
     md("## Load, then edit in pandas\nPut up to 10 records that are `FROM` into `TO`. "
        "The frames remember what was loaded, so nothing else needs tracking."),
     code("""
-frames = read_object(client, OBJECT)
+frames = read_object(client, OBJECT, columns="keys")
 main = frames.main
 picked = main.index[main[FIELD] == FROM][:10]
 main.loc[picked, FIELD] = TO
@@ -211,7 +202,7 @@ report = box.apply()           # same as pressing Apply
 report.table.status.value_counts()
 """),
     code("""
-check = read_object(client, OBJECT).main
+check = read_object(client, OBJECT, columns="keys").main
 sent = [r for r in plan.record_ids if r not in left_out]
 print("sent and now", TO, ":", (check.loc[sent, FIELD] == TO).all())
 print("left out, still", FROM, ":", (check.loc[left_out, FIELD] == FROM).all())
@@ -224,7 +215,7 @@ our stale copy. `write_back` re-reads the records it is about to change and **sk
 one that moved (`on_conflict="skip"`, the default), reporting it as a conflict.
 """),
     code("""
-ours = read_object(client, OBJECT)
+ours = read_object(client, OBJECT, columns="keys")
 rid = ours.main.index[ours.main[FIELD] == FROM][0]
 client.update_record(OBJECT, rid, {FIELD: TO})          # the colleague's change
 
@@ -245,7 +236,7 @@ edit that is still wanted (or pass `on_conflict="overwrite"` to impose ours, or
 `on_conflict="raise"` to stop before anything is written).
 """),
     code("""
-fresh = read_object(client, OBJECT)
+fresh = read_object(client, OBJECT, columns="keys")
 print("server now has:", fresh.main.loc[rid, FIELD])
 fresh.main.loc[rid, FIELD] = mine                        # we still want our value
 resolved = write_back(client, fresh)
@@ -297,7 +288,7 @@ except (Forbidden, AuthenticationError) as exc:
     code("""
 user = client.login(EMAIL, PASSWORD)
 print("logged in:", EMAIL, "profiles", user.get("profile_keys"))
-board = read_view(client, *VIEW.split("/"))
+board = read_view(client, *VIEW.split("/"), columns="keys")
 print(f"{VIEW}: {len(board.main)} records, columns {list(board.main.columns)}")
 board.main.head()
 """),
@@ -312,7 +303,7 @@ for key, table in board.tables.items():
        "list), edit one in pandas, and write back **through the form** as the user. Only "
        "the form's inputs are written; its record rules run on the server."),
     code("""
-mine = read_view(client, *LIST.split("/"))
+mine = read_view(client, *LIST.split("/"), columns="keys")
 print(f"{len(mine.main)} records in {LIST}")
 rid = mine.main.index[mine.main[FIELD] != TO][0]
 mine.main.loc[rid, FIELD] = TO
@@ -321,7 +312,7 @@ report = write_back(client, mine, target=tuple(FORM.split("/")), dry_run=not wri
 report.table
 """),
     code("""
-after = read_view(client, *LIST.split("/")).main
+after = read_view(client, *LIST.split("/"), columns="keys").main
 print(rid, FIELD, "is now", after.loc[rid, FIELD])
 if service is not None:  # the demo form's rule: Urgent (field_26) is cleared when Done
     record = client.get_record(mine.source.object_key, rid)
@@ -389,7 +380,8 @@ print("created", rid)
        "as columns."),
     code("""
 frames = read_object(client, OBJECT, filters=[{"field": TITLE, "operator": "is",
-                                               "value": "Pump inspection (with photo)"}])
+                                               "value": "Pump inspection (with photo)"}],
+                     columns="keys")
 cols = [c for c in frames.main.columns if c.split(".")[0] in (FILE_FIELD, IMAGE_FIELD)]
 frames.main.loc[[rid], cols].T
 """),
@@ -409,7 +401,7 @@ display(Image(data=thumb))
     md("## Attach a file to existing records by writing back a path\nPut a local path in a "
        "file column: `write_back` uploads it (once per record and field) and places it."),
     code("""
-some = read_object(client, OBJECT, limit=3)
+some = read_object(client, OBJECT, limit=3, columns="keys")
 some.main[FILE_FIELD] = str(OUT / "readings.csv")
 report = write_back(client, some)
 report.table
@@ -430,7 +422,7 @@ that any SQL tool opens (`pip install 'svc-frames[duckdb]'`).
 from svc_frames.application import read_app
 
 client, service = connect()
-app = read_app(client)   # every object, side by side, one pace
+app = read_app(client, columns="keys")   # every object, side by side, one pace
 app
 """),
     md("## The connections\nFrom the schema: which field of which object links records of "

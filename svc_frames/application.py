@@ -32,9 +32,10 @@ import pandas as pd
 
 from .display import pending_edits
 from .errors import UsageError
-from .frames import Frames, label_map
+from .frames import Frames
 from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
+from .labels import label_map, renamed
 from .lookup import match, object_key
 from .progress import Progress, want_progress
 from .read.load import load
@@ -47,7 +48,7 @@ __all__ = ["App", "read_app", "connections_of"]
 
 
 def read_app(client: Client, objects: Sequence[str] | None = None, *,
-             columns: Columns = "keys", timezone: str | ZoneInfo | None = None,
+             columns: Columns = "labels", timezone: str | ZoneInfo | None = None,
              progress: bool | None = None, rows_per_page: int = 1000,
              verify: Verify = "first", processes: int | None = None) -> App:
     """Every object of the application (or those named) as one ``App``.
@@ -89,6 +90,10 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     40
     """
     check_columns(columns)
+    if not isinstance(columns, str):
+        raise UsageError(f"read_app names columns 'labels' or 'keys', got {columns!r}: a "
+                         "list of fields is for one object (read_object(client, object, "
+                         "columns=[...]))")
     tz = user_timezone(timezone)
     if processes is not None and (not isinstance(processes, int) or processes < 0):
         raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
@@ -446,7 +451,7 @@ class App:
         >>> app = read_app(client)
         >>> joined = app.join("Work Orders", "People", field="Assignee", how="inner")
         >>> joined.shape, joined.columns[56:58].tolist()
-        ((27, 74), ['Assignee.id', 'Assignee.field_1.title'])
+        ((27, 74), ['Assignee.id', 'Assignee.Name.title'])
         """
         if isinstance(left, Frames):
             if left.source is None:
@@ -480,6 +485,44 @@ class App:
         return join_pairs(lframes, pairs, rframes, prefix=prefix, wanted=wanted, how=how,
                           what={"object": lk, "name": self.name(lk), "kind": "object",
                                 "field": conn.field, "to": rk})
+
+    # ---- naming ----------------------------------------------------------------------------
+    def with_labels(self) -> App:
+        """The same objects with columns named by field label (``Frames.with_labels``).
+
+        Returns
+        -------
+        App
+            A new App over the frames renamed (their data shared, as ``rename`` does).
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts"], columns="keys").with_labels()["Parts"].main.columns[0]
+        'Part Name'
+        """
+        return self._named_by("labels")
+
+    def with_keys(self) -> App:
+        """The same objects with columns named by field key (``Frames.with_keys``).
+
+        Returns
+        -------
+        App
+            As ``with_labels`` returns it, named by key.
+
+        Examples
+        --------
+        >>> read_app(client, ["Parts"]).with_keys()["Parts"].main.columns[0]
+        'field_8'
+        """
+        return self._named_by("keys")
+
+    def _named_by(self, naming: Literal["keys", "labels"]) -> App:
+        """This App with every object's frames named ``naming`` (labels.renamed).
+
+        Usage: ``app._named_by("keys")``"""
+        return App({k: renamed(f, naming) for k, f in self.frames.items()}, self.schema,
+                   app_id=self.app_id)
 
     # ---- summary ---------------------------------------------------------------------------
     def summary(self) -> pd.DataFrame:

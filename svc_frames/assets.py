@@ -227,7 +227,7 @@ def upload_image(client: Client, source: AssetSource, filename: str | None = Non
     Examples
     --------
     >>> frames = read_object(client, "Work Orders")
-    >>> photo = download(client, frames.main["field_38.url"].iloc[0])   # a PNG
+    >>> photo = download(client, frames.main["Photo.url"].iloc[0])   # a PNG
     >>> image = upload_image(client, photo, "site.png")
     >>> image["type"], image["filename"], image["thumb_url"] is not None
     ('image', 'site.png', True)
@@ -407,8 +407,8 @@ def download(client: Client, asset: str | Mapping[str, Any], *, thumb: bool = Fa
     --------
     >>> frames = read_object(client, "Work Orders")
     >>> first = frames.main.iloc[0]
-    >>> data = download(client, first["field_37.url"])
-    >>> len(data) == int(first["field_37.size"])
+    >>> data = download(client, first["Attachment.url"])
+    >>> len(data) == int(first["Attachment.size"])
     True
     """
     if isinstance(asset, Mapping):

@@ -24,7 +24,6 @@ from .errors import UsageError
 from .frames import field_table
 from .http.client import Client
 from .lookup import target_keys
-from .read.options import check_columns
 from .schema import Schema
 
 __all__ = ["objects", "views", "fields"]
@@ -132,7 +131,7 @@ def views(client: Client) -> pd.DataFrame:
     return out.set_index("target")
 
 
-def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = "keys"
+def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = "labels"
            ) -> pd.DataFrame:
     """The fields of an object (or the fields a view shows), one row each.
 
@@ -143,7 +142,7 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
     target : str or tuple of str
         An object by key or name (``"object_3"``, ``"Work Orders"``), or a view
         (``"scene_2/view_3"``, ``("Dispatch", "Dispatch board")``, its name).
-    columns : {"keys", "labels"}, default "keys"
+    columns : {"labels", "keys"}, default "labels"
         How the ``columns`` entry names the frame columns, as ``read_object(...,
         columns=)`` would.
 
@@ -178,10 +177,11 @@ def fields(client: Client, target: Any, *, columns: Literal["keys", "labels"] = 
 
     Examples
     --------
-    >>> fields(client, "Work Orders").loc["field_27", "label"]
-    'Status'
+    >>> fields(client, "Work Orders").loc["field_27", ["label", "columns"]].tolist()
+    ['Status', ['Status']]
     """
-    check_columns(columns)
+    if columns not in ("keys", "labels"):
+        raise UsageError(f"columns must be 'labels' or 'keys', got {columns!r}")
     schema = _schema(client)
     keys = target_keys(schema, target)
     if isinstance(keys, tuple):

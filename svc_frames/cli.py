@@ -264,7 +264,10 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--sort-order", choices=["asc", "desc"], default=None)
     p.add_argument("--limit", type=int, default=None, help="at most this many records")
     p.add_argument("--rows-per-page", type=int, default=1000, help="1..1000 (default 1000)")
-    p.add_argument("--columns", choices=["keys", "labels"], default="keys")
+    p.add_argument("--columns", type=columns_arg, default="labels",
+                   help="labels (default: columns named by field label), keys, or the "
+                        "fields to export, comma separated (by label or key; named by "
+                        "label)")
     p.add_argument("--timezone", default=None, help="IANA zone overriding the app's")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--overwrite", action="store_true",
@@ -276,6 +279,16 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
                    help="with --incremental: the date field stamped on every change")
     add_credentials(p)
     return p
+
+
+def columns_arg(text: str) -> str | list[str]:
+    """``--columns``: "labels", "keys", or a comma-separated list of fields."""
+    if text in ("keys", "labels"):
+        return text
+    fields = [f.strip() for f in text.split(",") if f.strip()]
+    if not fields:
+        raise argparse.ArgumentTypeError("labels, keys or a comma-separated list of fields")
+    return fields
 
 
 def add_app_export(p: argparse.ArgumentParser) -> None:

@@ -37,7 +37,9 @@ from .errors import ConfigurationError, UsageError, warnings_as_lines
 from .frames import Frames
 from .http.client import Client
 from .kinds import BLANK
+from .labels import column_names
 from .loaders import read_object, read_view
+from .names import sql_slug
 from .refreshing.policy import RefreshReport, refresh
 from .saved.parquet import to_parquet
 from .schema import modified_field_of
@@ -207,11 +209,10 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
 
         say.step(f"Saving to Parquet under {out}/ (columns named by field label)")
         for name, frames in frames_by_name.items():
-            # a directory per frame, readable by any Parquet reader; labels, as the console
-            # shows them (code keeps keys: columns="keys" is the API's default). The demo
-            # owns its output directory: a second run replaces it.
-            path = to_parquet(frames, out / "parquet" / name, overwrite=True,
-                              columns="labels")
+            # a directory per frame, readable by any Parquet reader, its columns named as
+            # the frames name them (labels). The demo owns its output directory: a second
+            # run replaces it.
+            path = to_parquet(frames, out / "parquet" / name, overwrite=True)
             made["parquet"].append(path)
             size = sum(p.stat().st_size for p in path.rglob("*.parquet"))
             say(f"   {path}/  ({size / 1024:.0f} KiB; pd.read_parquet or "
@@ -320,14 +321,11 @@ def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
     say.step("The whole application: read_app, a join, a DuckDB file")
     app = read_app(client, progress=False)
     say(_indent(repr(app)))
-    orders, parts = app["Work Orders"], app["Parts"]
-    title, status = field_key(orders, "Title"), field_key(orders, "Status")
-    name, price = field_key(parts, "Part Name"), field_key(parts, "Unit Price")
-    joined = app.join("Work Orders", "Parts", columns=[name, price])
+    orders = app["Work Orders"]
+    joined = app.join("Work Orders", "Parts", columns=["Part Name", "Unit Price"])
     say(f"   app.join('Work Orders', 'Parts'): {len(joined)} rows (one per order x part) "
         f"for {len(orders.main)} work orders")
-    shown = joined[["id", title, f"Parts.{name}", f"Parts.{price}"]].rename(
-        columns={title: "Title", f"Parts.{name}": "Part", f"Parts.{price}": "Unit Price"})
+    shown = joined[["id", "Title", "Parts.Part Name", "Parts.Unit Price"]]
     say(_indent(_table_text(shown.head(6))))
     try:
         import duckdb  # the svc_frames[duckdb] extra (make demo installs it)
@@ -340,7 +338,7 @@ def whole_app_step(client: Any, out: Path, say: Any) -> dict[str, Any]:
         tables = dict(con.execute("SELECT object_key, table_name FROM svc_sources").fetchall())
         links = con.execute("SELECT table_name FROM svc_connections WHERE field = ?",
                             [field_key(orders, "Parts")]).fetchone()
-        sql = PARTS_COST_SQL.format(blank=BLANK, status=status, price=price,
+        sql = PARTS_COST_SQL.format(blank=BLANK, status="Status", price="Unit Price",
                                     orders=tables["object_3"],
                                     parts=tables["object_2"], links=links and links[0])
         cost = con.execute(sql).df()
@@ -359,14 +357,9 @@ def field_key(frames: Frames, label: str) -> str:
 
 
 def _labelled(table: pd.DataFrame, frames: Frames) -> pd.DataFrame:
-    """Plan changes or a report table with field labels instead of keys, for printing."""
-    labels = {f.key: f.label for f in frames.source.fields} if frames.source else {}
-    out = table.drop(columns=[c for c in ("column",) if c in table.columns])
-    if "field" in out.columns:
-        out["field"] = out["field"].map(lambda k: labels.get(str(k), k))
-    if "fields" in out.columns:
-        out["fields"] = out["fields"].map(
-            lambda ks: ", ".join(labels.get(k.strip(), k.strip()) for k in str(ks).split(",")))
+    """Plan changes or a report table for printing: the field named by the frames' own
+    column (a label), values as the application shows them."""
+    out = table.drop(columns=[c for c in ("field",) if c in table.columns])
     for col in ("old", "new"):
         if col in out.columns:
             out[col] = out[col].map(format_change_value)
@@ -401,31 +394,45 @@ def _plots(frames_by_name: dict[str, Frames], objects: dict[str, Any], out: Path
                     return key, f
         return None
 
+    def named(*parts: str) -> str:
+        """A plot's file name from the object's name and the field's label (readable:
+        ``counts_work_orders_status.png``)."""
+        return "_".join(sql_slug(p) for p in parts) + ".png"
+
+    def column(fr: Frames, key: str, part: str = "") -> str:
+        """The frames' column of a field (a part of it), as they name it."""
+        assert fr.source is not None
+        return column_names(fr.source.fields, fr.source.columns)[key] + part
+
     # (file name, draw(ax) -> Axes): each drawn alone, then again on the overview page
     jobs: list[tuple[str, Any]] = []
     loc = first(plot.LOCATION_KINDS,
-                lambda f, fr: f"{f['key']}.latitude" in fr.main.columns
-                and fr.main[f"{f['key']}.latitude"].notna().any())
+                lambda f, fr: column(fr, f["key"], ".latitude") in fr.main.columns
+                and fr.main[column(fr, f["key"], ".latitude")].notna().any())
     if loc:
         key, f = loc
         colour = next((g["key"] for g in _fields_of(objects[key])
                        if g.get("type") == "multiple_choice"
                        and (g.get("format") or {}).get("type", "single") == "single"), None)
-        jobs.append((f"locations_{key}.png", lambda ax, k=key, f=f, c=colour:
+        jobs.append((named("locations", objects[key].get("name") or key,
+                           f.get("name") or f["key"]),
+                     lambda ax, k=key, f=f, c=colour:
                      plot.plot_locations(frames_by_name[k], f["key"], color_by=c, ax=ax)))
     counted = first(("multiple_choice",)) or first(("connection",))
     conn = first(("connection",))
     for pick in (counted, conn if conn != counted else None):
         if pick:
             key, f = pick
-            jobs.append((f"counts_{key}_{f['key']}.png", lambda ax, k=key, f=f:
+            jobs.append((named("counts", objects[key].get("name") or key,
+                               f.get("name") or f["key"]), lambda ax, k=key, f=f:
                          plot.plot_counts(frames_by_name[k], f["key"], ax=ax, top=12,
                                           others=False)))
-    dated = first(plot.TIME_KINDS, lambda f, fr: f["key"] in fr.main.columns
-                  and fr.main[f["key"]].notna().any())
+    dated = first(plot.TIME_KINDS, lambda f, fr: column(fr, f["key"]) in fr.main.columns
+                  and fr.main[column(fr, f["key"])].notna().any())
     if dated:
         key, f = dated
-        jobs.append((f"over_time_{key}.png", lambda ax, k=key, f=f:
+        jobs.append((named("over_time", objects[key].get("name") or key,
+                           f.get("name") or f["key"]), lambda ax, k=key, f=f:
                      plot.plot_over_time(frames_by_name[k], f["key"], freq="M", ax=ax)))
 
     for name, draw in jobs:
@@ -455,16 +462,16 @@ def _bulk_edit(frames_by_name: dict[str, Frames], objects: dict[str, Any]
     or on another schema: move a tenth of a single-choice field to the next option, or else
     raise a number field by 10% on a tenth of the records."""
     orders = frames_by_name.get("object_3")
-    wanted = {"field_25", "field_26", "field_27"}
+    wanted = {"Priority", "Urgent", "Status"}
     if orders is not None and wanted <= set(orders.main.columns):
         main = orders.main
-        open_calm = ((main["field_27"] == "Open")
-                     & (main["field_26"] != True)).fillna(False)  # noqa: E712 (NA-aware)
-        priorities = main.loc[open_calm, "field_25"].dropna()
+        open_calm = ((main["Status"] == "Open")
+                     & (main["Urgent"] != True)).fillna(False)  # noqa: E712 (NA-aware)
+        priorities = main.loc[open_calm, "Priority"].dropna()
         if len(priorities):
             level = min(4.0, float(priorities.max()))
-            pick = (open_calm & (main["field_25"] >= level)).fillna(False)
-            main.loc[pick, "field_26"] = True
+            pick = (open_calm & (main["Priority"] >= level)).fillna(False)
+            main.loc[pick, "Urgent"] = True
             return "object_3", orders, (f"Work Orders: set Urgent on the {int(pick.sum())} "
                                         f"Open work orders with Priority >= {level:g} "
                                         "not yet urgent")
@@ -475,8 +482,10 @@ def _bulk_edit(frames_by_name: dict[str, Frames], objects: dict[str, Any]
         edited = frames  # loaders keep the as-loaded copy in .original; diff compares to it
         main = edited.main
         n = max(1, len(main) // 10)
+        names = column_names(frames.source.fields, frames.source.columns) \
+            if frames.source is not None else {}
         for f in _fields_of(objects[key]):
-            col = f["key"]
+            col = names.get(f["key"], f["key"])
             fmt = f.get("format") or {}
             if f.get("type") == "multiple_choice" and fmt.get("type", "single") == "single" \
                     and col in main.columns and len(fmt.get("options") or []) >= 2:
@@ -489,7 +498,7 @@ def _bulk_edit(frames_by_name: dict[str, Frames], objects: dict[str, Any]
                 return key, edited, (f"{key}: move {n} records of {f.get('name', col)} "
                                      "to the next option")
         for f in _fields_of(objects[key]):
-            col = f["key"]
+            col = names.get(f["key"], f["key"])
             if f.get("type") in ("number", "currency") and col in main.columns:
                 rows = main.index[:n]
                 main.loc[rows, col] = (main.loc[rows, col] * 1.1).round(2)

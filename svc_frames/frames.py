@@ -21,13 +21,13 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from .display import Outline, frames_html, frames_text, outline, pending_edits
-from .errors import DisplayValuesNeeded, NameWarning, PrecisionWarning, warn_user
+from .errors import DisplayValuesNeeded, PrecisionWarning, warn_user
 from .joins import join
 from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
-from .names import SHOWN_NAMES, unique_labels
+from .labels import label_map, relabel, renamed
 from .query import Query
 from .read.rawpages import RawRecord, column_getter
 
@@ -60,6 +60,10 @@ class Source:
         True when no schema was available and the kinds were inferred from the records.
     name : str, default ""
         The object's or view's name in the schema (for titles and summaries).
+    some_fields : bool, default False
+        True when loaded with a list of fields (``columns=[...]``): ``fields`` are those
+        alone, not every field of the object or view, so no record can be created from
+        the frames.
     load : dict, optional
         What the load asked for (``filters``, ``query``: the filters as sent,
         ``sort_field``, ``sort_order``, ``limit``, ``rows_per_page``) and ``loaded_at``
@@ -83,6 +87,7 @@ class Source:
     columns: Literal["keys", "labels"] = "keys"
     kinds_inferred: bool = False  # True when no schema was available
     name: str = ""  # the object's or view's name in the schema, for titles and summaries
+    some_fields: bool = False  # loaded with columns=[...]: these fields only
     # what the load asked for (filters, query: the filters as sent, sort_field, sort_order,
     # limit, rows_per_page) and when it started (loaded_at, ISO UTC): what ``refresh``
     # repeats. None: not from a load
@@ -197,7 +202,7 @@ class Frames:
     What ``read_object`` and ``read_view`` return. ``main`` has one row per record, indexed
     by the record ``id``; a field that holds many values (a connection, a multiple choice
     of several, a timer's entries) is exploded into a table of its own in ``tables``, by
-    the field's column name. ``frames["main"]`` and ``frames["field_41"]`` index them;
+    the field's column name. ``frames["main"]`` and ``frames["Parts"]`` index them;
     ``len(frames)`` is the number of records. Column naming: docs/column-names.md.
 
     Parameters
@@ -231,7 +236,7 @@ class Frames:
     >>> orders.main.shape, orders.main.index.name, len(orders)
     ((30, 55), 'id', 30)
     >>> sorted(orders.tables)
-    ['field_28', 'field_31', 'field_41', 'field_42', 'field_43']
+    ['Assignee', 'Created By', 'Parts', 'Tags', 'Work Time']
     """
 
     main: pd.DataFrame
@@ -305,7 +310,7 @@ class Frames:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> orders.fields.loc["field_34", "columns"][:2]
-        ['field_34.street', 'field_34.street2']
+        ['Site.street', 'Site.street2']
         """
         if self.source is None:
             raise ValueError("these frames have no source (not loaded by svc_frames): "
@@ -350,11 +355,56 @@ class Frames:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> parts = read_object(client, "Parts")
-        >>> joined = orders.join("field_41", parts, columns=["field_8"])
+        >>> joined = orders.join("Parts", parts, columns=["Part Name"])
         >>> joined.shape, joined.columns[-2:].tolist()
-        ((58, 58), ['Parts.id', 'Parts.field_8'])
+        ((58, 58), ['Parts.id', 'Parts.Part Name'])
         """
         return join(self, field, right, columns=columns, how=how)
+
+    def with_labels(self) -> Frames:
+        """These frames with columns and tables named by field label, as loads name them.
+
+        Labels as the application's pages show them (``Status``, ``Site.city``). The data is shared as pandas' ``rename`` shares it; the as-loaded copy is renamed
+        too, so the frames diff, write back, refresh and save as before. Frames already
+        named by label, or without a source, come back as they are.
+
+        Returns
+        -------
+        Frames
+
+        See Also
+        --------
+        with_keys : the other way round.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders", columns="keys")
+        >>> orders.with_labels().main.columns[:3].tolist()
+        ['Title', 'Description', 'Notes']
+        """
+        return renamed(self, "labels")
+
+    def with_keys(self) -> Frames:
+        """These frames with columns and tables named by field key, as ``columns="keys"`` does.
+
+        Keys (``field_27``, ``field_34.city``) stay the same when someone renames a field
+        in the application.
+
+        Returns
+        -------
+        Frames
+            As ``with_labels`` returns them, named by key.
+
+        Examples
+        --------
+        >>> orders = read_object(client, "Work Orders")
+        >>> keyed = orders.with_keys()
+        >>> keyed.main.columns[:3].tolist(), sorted(keyed.tables)[:2]
+        (['field_12', 'field_13', 'field_14'], ['field_28', 'field_31'])
+        >>> diff(keyed).empty
+        True
+        """
+        return renamed(self, "keys")
 
 
 # ---- records -> frames ------------------------------------------------------------------
@@ -402,38 +452,6 @@ def resolve_fields(records: Sequence[Mapping[str, Any]], known: Mapping[str, Fie
         fields.append(guess if guess is not None else FieldSpec(key=key, kind="unknown"))
         inferred = True
     return fields, inferred
-
-
-def label_map(fields: Sequence[FieldSpec]) -> dict[str, str]:
-    """field key -> unique label: ``"Label (field_N)"`` when a field's columns would equal
-    another's case-insensitively (a shared label, ``Status``/``status``, a label ``Site.city``
-    beside an address ``Site``) or the record id column ``id`` (names.unique_labels)."""
-    entries = []
-    for f in fields:
-        cols = codec_for(f).columns(f)
-        entries.append((f.key, f.label, [c[len(f.key):] for c in cols if c.startswith(f.key)]))
-    return unique_labels(entries)
-
-
-def label_renames(fields: Sequence[FieldSpec]) -> list[tuple[str, str, str]]:
-    """(key, label, column label used) of each field whose label had to change to stay
-    unique as a column name (:func:`label_map`)."""
-    labels = label_map(fields)
-    return [(f.key, f.label, labels[f.key]) for f in fields
-            if f.key in labels and labels[f.key] != f.label]
-
-
-def warn_renamed(labels: Mapping[str, str], fields: Sequence[FieldSpec],
-                 where: str = "") -> None:
-    """A NameWarning listing the fields whose label had to change to stay unique
-    (``where``: the object or view, named first, so that the loads of ``read_app`` say
-    whose fields they are)."""
-    renamed = [f"{f.label!r} -> {labels[f.key]!r}" for f in fields
-               if f.key in labels and labels[f.key] != f.label]
-    if renamed:
-        warn_user(f"{where + ': ' if where else ''}{len(renamed)} field labels clash as column names (case-insensitively, "
-                  f"with the record id or a part column): {', '.join(renamed[:SHOWN_NAMES])}"
-                  + (" ..." if len(renamed) > SHOWN_NAMES else ""), NameWarning)
 
 
 def warn_skipped(skipped: Mapping[str, Sequence[str]], timezone: str | None,
@@ -493,12 +511,6 @@ def field_table(fields: Sequence[FieldSpec], columns: Literal["keys", "labels"] 
     for c in ("key", "label", "kind", "connects_to", "table"):
         out[c] = out[c].astype("string")
     return out.set_index("key")
-
-
-def relabel(name: str, labels: Mapping[str, str]) -> str:
-    """``field_N`` / ``field_N.part`` -> ``Label`` / ``Label.part``."""
-    key, dot, rest = name.partition(".")
-    return labels.get(key, key) + dot + rest
 
 
 def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec]

@@ -23,8 +23,8 @@ from .filters import Filters
 from .frames import Frames
 from .http.client import Client
 from .keys import KEY_RE, Target, parse_target
+from .lookup import field_options, view_keys
 from .lookup import object_key as object_key_of
-from .lookup import view_keys
 from .read.load import load
 from .read.options import Columns, check_columns, user_timezone
 from .read.pager import Verify
@@ -35,7 +35,7 @@ __all__ = ["read_object", "read_view"]
 
 def read_object(client: Client, object_key: str, *, filters: Filters | None = None,
                 sort_field: str | None = None, sort_order: str | None = None,
-                limit: int | None = None, columns: Columns = "keys",
+                limit: int | None = None, columns: Columns = "labels",
                 timezone: str | ZoneInfo | None = None, progress: bool | None = None,
                 rows_per_page: int = 1000, verify: Verify = "first",
                 processes: int | None = None, cache: str | os.PathLike[str] | None = None,
@@ -56,14 +56,15 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
         A rule (``Field("Status").is_("Open")``), a list of rules (all must match), or a
         filter set (``all_of``/``any_of``); fields by key or label.
     sort_field : str, optional
-        A field key to sort by (the records' order in ``main``).
+        A field to sort by, by label or key (the records' order in ``main``).
     sort_order : {"asc", "desc"}, optional
         The sort direction.
     limit : int, optional
         Load at most this many records.
-    columns : {"keys", "labels"}, default "keys"
-        Name columns by field key (``field_27``) or by label (``Status``); see
-        docs/column-names.md.
+    columns : {"labels", "keys"} or list of str, default "labels"
+        Name columns by field label (``Status``) or by key (``field_27``); or the fields
+        to load, by label or key (``["Title", "Status"]``): only their columns (and
+        tables), named by label; see docs/column-names.md.
     timezone : str or zoneinfo.ZoneInfo, optional
         Read dates in this timezone (IANA or the service's display name) instead of the
         application's.
@@ -82,8 +83,8 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
         A directory: the frames come from it, refreshed with a few requests (see
         ``svc_frames.cache`` and ``refresh``), and the result is written back to it.
     modified_field : str, optional
-        With ``cache``: the field stamped on every change, when the schema does not show
-        one.
+        With ``cache``: the field stamped on every change (by label or key), when the
+        schema does not show one.
 
     Returns
     -------
@@ -122,13 +123,20 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
     >>> orders.main.shape
     (30, 55)
     >>> orders.main.columns[:3].tolist()
-    ['field_12', 'field_13', 'field_14']
-    >>> read_object(client, "Work Orders", columns="labels").main.columns[:3].tolist()
     ['Title', 'Description', 'Notes']
+    >>> read_object(client, "Work Orders", columns="keys").main.columns[:3].tolist()
+    ['field_12', 'field_13', 'field_14']
+    >>> read_object(client, "Work Orders", columns=["Title", "Status"]).main.columns.tolist()
+    ['Title', 'Status']
+    >>> due = read_object(client, "Work Orders", sort_field="Due", sort_order="desc")
+    >>> due.main["Due"].dropna().is_monotonic_decreasing
+    True
     >>> read_object(client, "object_3", filters=Field("Status") == "Open", limit=5).main.shape
     (5, 55)
     """
     object_key = named_target(client, object_key, columns, timezone, want="object")
+    columns, sort_field, modified_field = field_options(client, object_key, columns,
+                                                        sort_field, modified_field)
     if cache is not None:
         return cached(client, object_key, cache, modified_field, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,
@@ -143,7 +151,7 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
 def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | None = None,
               *, filters: Filters | None = None,
               sort_field: str | None = None, sort_order: str | None = None,
-              limit: int | None = None, columns: Columns = "keys",
+              limit: int | None = None, columns: Columns = "labels",
               timezone: str | ZoneInfo | None = None, progress: bool | None = None,
               rows_per_page: int = 1000, verify: Verify = "first",
               processes: int | None = None, cache: str | os.PathLike[str] | None = None,
@@ -199,10 +207,12 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
     ('view', (29, 5))
     >>> _ = client.login("manager@example.com", "Manager-2024!")
     >>> read_view(client, ("Dispatch", "Dispatch board")).main.columns.tolist()
-    ['field_24', 'field_12', 'field_27', 'field_19']
+    ['WO Number', 'Title', 'Status', 'Parts Total']
     """
     want: Any = scene_key if view_key is None else (scene_key, view_key)
     scene, view = named_target(client, want, columns, timezone, want="view")
+    columns, sort_field, modified_field = field_options(client, (scene, view), columns,
+                                                        sort_field, modified_field)
     if cache is not None:
         return cached(client, (scene, view), cache, modified_field, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit,

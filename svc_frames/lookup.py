@@ -25,9 +25,12 @@ from .errors import UsageError
 from .http.client import Client
 from .keys import FIELD_KEY, KEY_RE, Target
 from .kinds.base import FieldSpec
+from .labels import label_map
+from .read.options import Columns, check_columns, subset
 from .schema import Schema
 
-__all__ = ["object_key", "view_keys", "field_key", "target_keys", "resolve_target", "fold"]
+__all__ = ["object_key", "view_keys", "field_key", "field_keys", "field_options",
+           "target_keys", "resolve_target", "fold"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -141,12 +144,67 @@ def field_key(fields: Sequence[FieldSpec], want: Any, where: str) -> str:
     if not isinstance(want, str) or not want.strip():
         raise UsageError(f"a field is named by its key ('field_N') or its label, got {want!r}")
     pairs = [(f.key, f.label) for f in fields]
+    if want not in dict(pairs):
+        # the name a frame named by labels gives a field whose label clashes
+        # ("Name (field_1)", docs/column-names.md): taken as it shows
+        used = {name: key for key, name in label_map(fields).items()}
+        if want in used and not any(want == label for _k, label in pairs):
+            return used[want]
     if FIELD_KEY.match(want) and want not in dict(pairs):
         if not pairs:
             return want  # nothing known to check against: the service will say
         raise UsageError(f"{where} has no field {want!r}; svc_frames.fields(client, "
                          f"{where!r}) lists its fields")
     return match(want, pairs, f"field of {where}", f"svc_frames.fields(client, {where!r})")
+
+
+def field_keys(fields: Sequence[FieldSpec], wants: Sequence[Any], where: str) -> list[str]:
+    """The keys of the fields ``wants`` names (each as :func:`field_key` takes it), in
+    their order; UsageError for a field named twice (by label and by key).
+
+    Usage: ``field_keys(schema.object_fields("object_3"), ["Title", "field_27"], "Work Orders")``"""
+    keys = [field_key(fields, want, where) for want in wants]
+    twice = [(w, k) for i, (w, k) in enumerate(zip(wants, keys, strict=True)) if k in keys[:i]]
+    if twice:
+        raise UsageError(f"columns names the field {twice[0][1]} twice ({twice[0][0]!r} is "
+                         "another name of it)")
+    return keys
+
+
+def field_options(client: Client, target: Target, columns: Columns, sort_field: str | None,
+                  modified_field: str | None) -> tuple[Columns, str | None, str | None]:
+    """``columns`` (a list of fields), ``sort_field`` and ``modified_field`` with each field
+    named by label resolved to its key among the target's fields (lookup.field_key), once,
+    before any record request: what the pager, the cache and the saved metadata keep.
+    Keys alone cost no request; a label or a list costs the schema (read once per client,
+    which the load reads anyway).
+
+    Usage: ``columns, sort_field, mod = field_options(client, "object_3", ["Title"], "Due", None)``"""
+    check_columns(columns)
+    wanted = subset(columns)
+    named = [v for v in (sort_field, modified_field) if v is not None]
+    for v in named:
+        if not isinstance(v, str) or not v.strip():
+            raise UsageError(f"a field is named by its label or its key ('field_N'), got {v!r}")
+    if wanted is None and all(FIELD_KEY.match(v) for v in named):
+        return columns, sort_field, modified_field
+    schema = Schema(client.schema())
+    if not schema.available:
+        if wanted is not None and not all(FIELD_KEY.match(w) for w in wanted):
+            raise UsageError("the service does not expose its schema, so fields cannot be "
+                             "named by label: name them by key ('field_N')")
+        if not all(FIELD_KEY.match(v) for v in named):
+            raise UsageError("the service does not expose its schema, so sort_field and "
+                             "modified_field take a key ('field_N'), not a label")
+        return columns, sort_field, modified_field
+    fields, where = schema.target_fields(target)
+    if wanted is not None:
+        columns = field_keys(fields, wanted, where)
+    if sort_field is not None:
+        sort_field = field_key(fields, sort_field, where)
+    if modified_field is not None:
+        modified_field = field_key(fields, modified_field, where)
+    return columns, sort_field, modified_field
 
 
 def resolve_target(client: Client, target: Any) -> Target:

@@ -574,7 +574,7 @@ def plot_over_time(frames: Frames, date_field: str, freq: str = "W", *,
     >>> ax = plot_over_time(frames, "Due", freq="M")
     >>> ax.get_ylabel()
     'Records per month'
-    >>> int(sum(bar.get_height() for bar in ax.patches)), int(frames.main["field_29"].notna().sum())
+    >>> int(sum(bar.get_height() for bar in ax.patches)), int(frames.main["Due"].notna().sum())
     (28, 28)
     """
     spec = resolve_field(frames, date_field)

@@ -123,6 +123,8 @@ def _labels(*sources: Any) -> dict[str, str]:
 
 
 def _field_name(field: str, column: str, labels: dict[str, str]) -> str:
+    if column and column != field and not column.startswith(field + "."):
+        return column   # frames named by label: the column says it as they do
     name = labels.get(field, field)
     if column and column != field and column.startswith(field + "."):
         name += column[len(field):]
@@ -339,7 +341,7 @@ class PlanReview:
     --------
     >>> orders = read_object(client, "Work Orders")
     >>> ids = orders.main.index[:3]
-    >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+    >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
     >>> box = PlanReview(diff(orders), client, on_conflict="skip")
     >>> box                          # in a notebook: the widget
     PlanReview(3 of 3 records selected)
@@ -462,7 +464,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client, page_size=2)
         >>> box.pages
         2
@@ -477,7 +479,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client)
         >>> box.checkboxes[ids[0]].value
         True
@@ -511,7 +513,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client, page_size=2)
         >>> box.show_page(5)
         >>> box.page, list(box.checkboxes) == [ids[2]]
@@ -560,7 +562,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client)
         >>> box.set_filter("GATE")
         >>> box.shown == [ids[1]]
@@ -598,7 +600,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client)
         >>> box.selected == list(ids)
         True
@@ -617,7 +619,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client)
         >>> box.exclude(ids)
         >>> box.include([ids[2]])
@@ -638,7 +640,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client)
         >>> box.exclude([ids[0]])
         >>> box
@@ -726,7 +728,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client)
         >>> box.reraise()              # nothing was applied: nothing to raise
         """
@@ -751,7 +753,7 @@ class PlanReview:
         --------
         >>> orders = read_object(client, "Work Orders")
         >>> ids = orders.main.index[:3]
-        >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+        >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
         >>> box = PlanReview(diff(orders), client, progress=False)
         >>> box.exclude([ids[0]])
         >>> import contextlib, io
@@ -855,7 +857,7 @@ def review(plan: Plan, client: Client, edited: Frames | None = None, **write_opt
     --------
     >>> orders = read_object(client, "Work Orders")
     >>> ids = orders.main.index[:3]
-    >>> orders.main.loc[ids, "field_12"] = ["Fix the door", "Fix the gate", "Fix the roof"]
+    >>> orders.main.loc[ids, "Title"] = ["Fix the door", "Fix the gate", "Fix the roof"]
     >>> review(diff(orders), client)  # in a notebook: the widget
     PlanReview(3 of 3 records selected)
     """

@@ -97,7 +97,7 @@ def test_editing_the_end_keeps_every_interval(svc: LocalService, columns: str) -
 def test_editing_intervals_in_the_table_writes_them_all(svc: LocalService) -> None:
     client = client_for(svc)
     rid = _two_intervals(client)
-    frames = read_object(client, "object_1")
+    frames = read_object(client, "object_1", columns="keys")
     t = frames.tables["field_2"]
     extra = pd.DataFrame({"record_id": [rid], "from": [_ts(16)], "to": [_ts(16, 45)]})
     frames.tables["field_2"] = pd.concat([t, extra.astype(t.dtypes.to_dict())],
@@ -122,7 +122,7 @@ def test_an_unfaithful_summary_edit_is_refused_naming_the_record(
         svc: LocalService, col: str, value: Any, needle: str) -> None:
     client = client_for(svc)
     rid = _two_intervals(client)
-    frames = read_object(client, "object_1")
+    frames = read_object(client, "object_1", columns="keys")
     frames.main.loc[rid, f"field_2{col}"] = value
     sent = client.request_count
     with pytest.raises(UsageError, match=needle) as err:
@@ -134,7 +134,7 @@ def test_an_unfaithful_summary_edit_is_refused_naming_the_record(
 def test_both_summary_and_intervals_edited_is_refused(svc: LocalService) -> None:
     client = client_for(svc)
     rid = _two_intervals(client)
-    frames = read_object(client, "object_1")
+    frames = read_object(client, "object_1", columns="keys")
     frames.main.loc[rid, "field_2.to"] = _ts(15, 30)
     t = frames.tables["field_2"]
     frames.tables["field_2"] = t[~((t["record_id"] == rid) & (t["from"] == _ts(9)))]
@@ -285,7 +285,7 @@ def test_numbers_the_service_holds_are_written_back() -> None:
         client = client_for(svc)
         ids = [client.create_record("object_1", {"field_1": v})["id"]
                for v in (1e19, 1e308, -1e308, 2**53, 0.1)]
-        frames = read_object(client, "object_1")
+        frames = read_object(client, "object_1", columns="keys")
         assert frames.main.loc[ids[1], "field_1"] == 1e308
         frames.main.loc[ids[0], "field_1"] = 2e19
         frames.main.loc[ids[2], "field_1"] = -1.5e308
@@ -330,7 +330,7 @@ def test_csv_export_round_trips_text_and_choices_exactly(tmp_path: Any) -> None:
         client = client_for(svc)
         ids = [client.create_record("object_1", {"field_1": t, "field_2": g})["id"]
                for t, g in zip(TEXTS, tags, strict=True)]
-        export(client, "object_1", tmp_path / "t", format="csv", progress=False)
+        export(client, "object_1", tmp_path / "t", format="csv", progress=False, columns="keys")
         back = read_parquet(tmp_path / "t")
         assert len(back.main) == len(TEXTS)
         for rid, text, tag in zip(ids, TEXTS, tags, strict=True):

@@ -27,7 +27,7 @@ RECORDS_PATH = "/v1/objects/"
 def app(service: LocalService) -> App:
     c = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
                rate_limit=0)
-    return read_app(c, progress=False)
+    return read_app(c, progress=False, columns="keys")
 
 
 @pytest.fixture(scope="module")
@@ -67,13 +67,13 @@ def test_app_maps_keys_and_names_to_the_objects_frames(app: App, client: Client)
     assert sorted(app.keys()) == sorted(names)
     for key, name in names.items():
         assert app[key] is app[name]
-        single = read_object(client, key)
+        single = read_object(client, key, columns="keys")
         assert list(app[key].main.index) == list(single.main.index)
         assert list(app[key].main.columns) == list(single.main.columns)
         assert app[key].original is not None  # write_back-ready
     s = app.summary()
     assert dict(zip(s["object"], s["rows"], strict=True)) == {
-        k: len(read_object(client, k).main) for k in names}
+        k: len(read_object(client, k, columns="keys").main) for k in names}
     text = repr(app)
     assert all(n in text for n in names.values())
     assert f"{len(app.connections)} connections" in text
@@ -97,7 +97,7 @@ def test_read_app_of_named_objects_only(client: Client) -> None:
     names = schema_objects(client)
     key, name = next(iter(names.items()))
     other = list(names)[1]
-    app = read_app(client, [name, other], progress=False)
+    app = read_app(client, [name, other], progress=False, columns="keys")
     assert app.keys() == [key, other]
     with pytest.raises(UsageError, match="was not loaded"):
         app[list(names)[2]]
@@ -107,7 +107,7 @@ def test_read_app_paced_at_the_service_limit_sends_no_429() -> None:
     # 2,500 work orders: 3 pages, plus one page each of the other objects
     with LocalService(demo=True, records=2500, rate_limit=10, seed=3) as svc:
         c = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=10)
-        app = read_app(c, progress=False)
+        app = read_app(c, progress=False, columns="keys")
         assert len(app["Work Orders"].main) == 2500
         assert svc.request_log.count(status=429) == 0
         assert c.status_counts[429] == 0 and c.retry_count == 0
@@ -165,7 +165,7 @@ def test_join_of_a_view_and_of_an_object_not_loaded(service: LocalService, app: 
                rate_limit=0)
     user = service.users[0]
     c.login(user["email"], user["password"])
-    view = read_view(c, "scene_2", "view_3")  # shows Assignee (field_42) and Parts
+    view = read_view(c, "scene_2", "view_3", columns="keys")  # shows Assignee (field_42) and Parts
     shown = view.join("field_42")
     links = view.tables["field_42"]
     inner = shown.dropna(subset=["Assignee.id"])
@@ -198,7 +198,7 @@ def test_unknown_objects_are_refused_before_any_record_request(service: LocalSer
     before = service.request_log.count(path_prefix=RECORDS_PATH)
     for bad in (["Work Orders", "Invoices"], ["object_99"]):
         with pytest.raises(UsageError, match=repr(bad[-1])) as exc:
-            read_app(c, bad, progress=False)
+            read_app(c, bad, progress=False, columns="keys")
         assert "'Work Orders' (object_3)" in str(exc.value)  # the objects that exist
     assert service.request_log.count(path_prefix=RECORDS_PATH) == before
 
@@ -368,8 +368,8 @@ def test_demo_step_sql_over_the_file_matches_the_join(service: LocalService,
     made = whole_app_step(c, tmp_path, Say())
     assert made["duckdb"] == tmp_path / "app.duckdb" and made["duckdb"].exists()
     joined = made["app"].join("Work Orders", "Parts", how="inner")
-    status = joined["field_27"].fillna(BLANK)   # the demo prints a missing status so
-    want = joined.groupby(status)["Parts.field_9"].sum().round(2)
+    status = joined["Status"].fillna(BLANK)   # the demo prints a missing status so
+    want = joined.groupby(status)["Parts.Unit Price"].sum().round(2)
     got = made["parts_cost"].set_index("status")["parts_cost"]
     assert dict(got) == pytest.approx(dict(want))
     assert any("parts cost by status" in line for line in lines)
@@ -401,13 +401,13 @@ def test_decimal_columns_become_duckdb_decimals(tmp_path: Path) -> None:
 def test_join_with_partial_frames_on_either_side(app: App, client: Client) -> None:
     """A right frame missing some connected records leaves their columns empty; a left
     frame loaded with a limit joins its own records only; both as merge would."""
-    some_parts = read_object(client, "object_2", limit=5)
+    some_parts = read_object(client, "object_2", limit=5, columns="keys")
     orders = app["Work Orders"]
     got = orders.join("field_41", some_parts)
     assert_same_rows(got, hand_merge(orders, "field_41", some_parts, "Parts"))
     linked = got["Parts.id"].notna()
     assert got.loc[linked, "Parts.field_8"].isna().any()  # links to parts not loaded
-    few = read_object(client, "object_3", limit=7)
+    few = read_object(client, "object_3", limit=7, columns="keys")
     got = few.join("field_41", app["Parts"], how="inner")
     assert_same_rows(got, hand_merge(few, "field_41", app["Parts"], "Parts", how="inner"))
     assert set(got["id"]) <= set(few.main.index)

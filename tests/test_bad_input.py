@@ -96,7 +96,7 @@ def _corrupt_metadata(env: Env) -> object:
 
 
 def _filtered_load(env: Env, rule: object) -> object:
-    return read_object(env.client, OBJECT, filters=[rule], progress=False)
+    return read_object(env.client, OBJECT, filters=[rule], progress=False, columns="keys")
 
 
 def _edited(env: Env) -> Frames:
@@ -172,7 +172,7 @@ def _saved_before_a_change(env: Env, target: str,
     (old_dir / "app.json").write_text(json.dumps(meta))
     with LocalService(data_dir=old_dir, rate_limit=0) as old:
         before = Client(old.app_id, api_key=old.api_key, base_url=old.base_url, rate_limit=0)
-        export(before, target, env.tmp / "orders", progress=False)
+        export(before, target, env.tmp / "orders", progress=False, columns="keys")
     return env.tmp / "orders"
 
 
@@ -359,7 +359,7 @@ def client(svc: LocalService) -> Client:
 
 @pytest.fixture(scope="module")
 def loaded(client: Client) -> Frames:
-    return read_object(client, OBJECT, progress=False)   # also caches the schema
+    return read_object(client, OBJECT, progress=False, columns="keys")   # also caches the schema
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -41,7 +41,7 @@ def _close_figures():
 
 @pytest.fixture()
 def orders(client: Client):
-    return read_object(client, "Work Orders", progress=False)
+    return read_object(client, "Work Orders", progress=False, columns="keys")
 
 
 def bar_values(ax) -> dict[str, int]:

@@ -32,13 +32,13 @@ def test_views_say_which_need_a_login(service: LocalService) -> None:
 
 def test_fields_give_the_columns_a_load_gives(service: LocalService) -> None:
     client = client_of(service)
-    by_key = svc_frames.fields(client, "work orders")
+    by_key = svc_frames.fields(client, "work orders", columns="keys")
     assert by_key.loc["field_27", "label"] == "Status"
     assert by_key.loc["field_27", "choices"][0] == "Open"
     assert by_key.loc["field_41", "connects_to"] == "object_2"
     assert by_key.loc["field_41", "table"] == "field_41" and by_key.loc["field_41", "columns"] == []
     assert "field_34.latitude" in by_key.loc["field_34", "columns"]
-    frames = read_object(client, "object_3", limit=5, progress=False)
+    frames = read_object(client, "object_3", limit=5, progress=False, columns="keys")
     every_column = {c for cols in by_key["columns"] for c in cols}
     assert set(frames.main.columns) <= every_column
     assert set(frames.tables) <= set(by_key["table"].dropna())
@@ -54,13 +54,13 @@ def test_frames_fields_equal_the_catalog_for_an_object(service: LocalService) ->
 
 
 def test_fields_of_a_view_are_the_fields_it_shows(service: LocalService) -> None:
-    shown = svc_frames.fields(client_of(service), "scene_2/view_3")
+    shown = svc_frames.fields(client_of(service), "scene_2/view_3", columns="keys")
     assert list(shown.index) == ["field_24", "field_12", "field_27", "field_42", "field_41",
                                  "field_19"]
 
 
 def test_unknown_names_are_refused_with_the_closest(service: LocalService) -> None:
     with pytest.raises(UsageError, match=r"did you mean 'Work Orders' \(object_3\)"):
-        svc_frames.fields(client_of(service), "Work Order")
+        svc_frames.fields(client_of(service), "Work Order", columns="keys")
     with pytest.raises(UsageError, match="columns"):
         svc_frames.fields(client_of(service), "object_3", columns="names")  # type: ignore[arg-type]

@@ -101,7 +101,7 @@ def _exported(monkeypatch: pytest.MonkeyPatch, svc: LocalService, tmp_path: Path
     """`svc-frames export object_3 --out <tmp>/orders` against ``svc``; its output read."""
     _env(monkeypatch, svc)
     out = tmp_path / "orders"
-    assert main(["export", "object_3", "--out", str(out), *flags, "--no-progress"]) == 0
+    assert main(["export", "object_3", "--out", str(out), *flags, "--no-progress", "--columns", "keys"]) == 0
     capsys.readouterr()
     return out
 
@@ -177,7 +177,7 @@ def test_export_edit_with_any_tool_push_sends_exactly_the_edits(
         capsys: pytest.CaptureFixture[str], edit: Any) -> None:
     _env(monkeypatch, fresh_service)
     out = tmp_path / "orders"
-    assert main(["export", "object_3", "--out", str(out), "--no-progress"]) == 0
+    assert main(["export", "object_3", "--out", str(out), "--no-progress", "--columns", "keys"]) == 0
     assert json.loads(capsys.readouterr().out)["records"] == 30
     assert len(pd.read_parquet(out)) == 30  # the records once, with their id
     ids = sorted(pd.read_parquet(out)["id"])[:2]
@@ -278,8 +278,8 @@ def test_push_metadata_errors_name_the_file(fresh_service: LocalService, tmp_pat
                                             capsys: pytest.CaptureFixture[str]) -> None:
     _env(monkeypatch, fresh_service)
     orders, parts = tmp_path / "orders", tmp_path / "parts"
-    assert main(["export", "object_3", "--out", str(orders), "--no-progress"]) == 0
-    assert main(["export", "object_2", "--out", str(parts), "--no-progress"]) == 0
+    assert main(["export", "object_3", "--out", str(orders), "--no-progress", "--columns", "keys"]) == 0
+    assert main(["export", "object_2", "--out", str(parts), "--no-progress", "--columns", "keys"]) == 0
     capsys.readouterr()
     meta = tmp_path / "orders.svc_frames.json"
     good = meta.read_text()
@@ -364,7 +364,7 @@ def test_push_reports_applied_writes_even_when_the_refresh_fails(
     client = Client(fresh_service.app_id, api_key=fresh_service.api_key,
                     base_url=fresh_service.base_url, rate_limit=0)
     out = tmp_path / "orders"
-    export(client, "object_3", out, progress=False)
+    export(client, "object_3", out, progress=False, columns="keys")
     df = pd.read_parquet(out)
     df.loc[0, "field_12"] = "applied before the disk failed"
     df.to_parquet(_only_file(out, "e.parquet"), index=False)

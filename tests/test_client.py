@@ -421,7 +421,7 @@ def test_load_the_quota_cannot_finish_is_refused_after_page_1(
     # tests/test_live_loads.py's)
     with pytest.raises(QuotaInsufficient) as info:
         read_object(client, "object_3", rows_per_page=5, sort_field="field_24",
-                    sort_order="desc")
+                    sort_order="desc", columns="keys")
     err = info.value
     assert (err.needed, err.remaining) == (6, 4)
     assert isinstance(err, QuotaExceeded) and err.status is None
@@ -430,7 +430,7 @@ def test_load_the_quota_cannot_finish_is_refused_after_page_1(
     # with enough left the same load goes through
     svc.emulation.daily_quota = svc.emulation.quota_used + 7  # page 1 and 6 more
     assert len(read_object(client, "object_3", rows_per_page=5, sort_field="field_24",
-                           sort_order="desc").main) == 30
+                           sort_order="desc", columns="keys").main) == 30
 
 
 def test_retry_after_is_honoured(fresh_service: LocalService) -> None:
@@ -674,7 +674,7 @@ def test_a_write_run_through_a_view_renews_an_expired_token(
     tech = next(u for u in svc.users if "profile_3" in u["profile_keys"])
     client = _local(svc)
     client.login(tech["email"], tech["password"])
-    view = read_view(client, "scene_3", "view_5", progress=False)
+    view = read_view(client, "scene_3", "view_5", progress=False, columns="keys")
     rid = view.main.index[0]
     view.main.loc[rid, "field_12"] = "written after the token expired"
     _short_lived_login(svc, client, tech)   # the token the run will start with
@@ -684,7 +684,7 @@ def test_a_write_run_through_a_view_renews_an_expired_token(
     assert report.table["status"].tolist() == ["applied"], report.table
     assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1   # one login
     assert svc.request_log.count(method="PUT", path_prefix="/v1/pages/scene_3") == 1
-    again = read_object(client, "object_3", progress=False)
+    again = read_object(client, "object_3", progress=False, columns="keys")
     assert again.main.loc[rid, "field_12"] == "written after the token expired"
 
 
@@ -697,11 +697,11 @@ def test_parallel_pages_renew_an_expired_token_once(fresh_service: LocalService)
     user = svc.users[1]
     client = _local(svc, max_workers=6)
     client.login(user["email"], user["password"])
-    want = read_view(client, "scene_3", "view_5", rows_per_page=3, progress=False)
+    want = read_view(client, "scene_3", "view_5", rows_per_page=3, progress=False, columns="keys")
     _short_lived_login(svc, client, user)
     _wait_for_expiry()
     svc.request_log.clear()
-    got = read_view(client, "scene_3", "view_5", rows_per_page=3, progress=False)
+    got = read_view(client, "scene_3", "view_5", rows_per_page=3, progress=False, columns="keys")
     assert got.main.index.tolist() == want.main.index.tolist() and len(want.main) > 6
     assert svc.request_log.count(method="POST", path_prefix="/v1/applications/") == 1   # one login
 

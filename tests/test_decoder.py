@@ -127,16 +127,16 @@ def test_a_page_needing_display_values_has_no_frames(decoder: PageDecoder) -> No
 def test_load_with_helpers_equals_load_without_and_leaves_none(service: LocalService) -> None:
     client = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
                     rate_limit=0)
-    with_helpers = load(client, "object_3", rows_per_page=10, progress=False, processes=2)
+    with_helpers = load(client, "object_3", rows_per_page=10, progress=False, processes=2, columns="keys")
     assert not helper_pids()
-    without = load(client, "object_3", rows_per_page=10, progress=False, processes=0)
+    without = load(client, "object_3", rows_per_page=10, progress=False, processes=0, columns="keys")
     same(with_helpers, without)
 
 
 def test_processes_must_be_a_count(client: Client) -> None:
     for bad in (-1, 1.5, "2"):
         with pytest.raises(UsageError, match="processes"):
-            load(client, "object_3", processes=bad)  # type: ignore[arg-type]
+            load(client, "object_3", processes=bad, columns="keys")  # type: ignore[arg-type]
 
 
 def test_not_json_through_a_helper_is_a_server_error(service: LocalService,

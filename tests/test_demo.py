@@ -13,7 +13,7 @@ import pytest
 
 from svc_frames.demo import _bulk_edit, connect, frame_summary, main, run
 from svc_frames.errors import ConfigurationError
-from svc_frames.saved.parquet import read_parquet, renamed_columns
+from svc_frames.saved.parquet import read_parquet
 
 
 @pytest.mark.slow
@@ -30,10 +30,10 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
         back = read_parquet(path)
         original = made["frames"][path.name]
         assert len(back.main) == len(original.main)
-        # saved with the field labels the console shows; the frames in code keep keys
-        labelled = renamed_columns(original, "labels")
-        assert list(back.main.columns) == list(labelled.main.columns)
-        assert list(original.main.columns) != list(labelled.main.columns)
+        # saved with the field labels the console shows, as the frames name them
+        assert list(back.main.columns) == list(original.main.columns)
+        assert list(original.main.columns) == list(original.with_labels().main.columns)
+        assert list(original.main.columns) != list(original.with_keys().main.columns)
         assert (back.main.dtypes.to_numpy() == original.main.dtypes.to_numpy()).all()
         # any reader gets each record once, with its id
         plain = pd.read_parquet(path)
@@ -43,6 +43,9 @@ def test_demo_job_writes_parquet_plots_and_applies_its_bulk_edit(tmp_path: Path)
     pngs = {p.name: p for p in made["plots"]}
     for prefix in ("locations_", "counts_", "over_time_", "overview"):
         assert any(n.startswith(prefix) for n in pngs), prefix
+    # named by the object's name and the field's label, never by keys
+    assert "counts_work_orders_status.png" in pngs, sorted(pngs)
+    assert not any("object_" in n or "field_" in n for n in pngs), sorted(pngs)
     for p in pngs.values():
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
 
@@ -74,13 +77,14 @@ def test_bulk_edit_always_has_something_to_do(top: float | None) -> None:
     try:
         schema = client.schema() or {}
         objects = {o["key"]: o for o in schema["objects"]}
-        frames = {k: read_object(client, k, progress=False) for k in objects}
+        frames = {k: read_object(client, k, progress=False, columns="labels")
+                  for k in objects}
         main = frames["object_3"].main
         # two Open, non-urgent orders at `top` (None: no priority at all), the rest lower
         calm = main.index[:2]
-        main["field_27"] = pd.array(["Open"] * 2 + ["Done"] * (len(main) - 2), dtype="string")
-        main["field_26"] = pd.array([False] * len(main), dtype="boolean")
-        main["field_25"] = pd.array([top] * 2 + [1.0] * (len(main) - 2), dtype="Float64")
+        main["Status"] = pd.array(["Open"] * 2 + ["Done"] * (len(main) - 2), dtype="string")
+        main["Urgent"] = pd.array([False] * len(main), dtype="boolean")
+        main["Priority"] = pd.array([top] * 2 + [1.0] * (len(main) - 2), dtype="Float64")
         frames["object_3"].original = frames["object_3"].snapshot()  # the base of the edit
         key, edited, description = _bulk_edit(frames, objects) or ("", None, "")
         assert edited is not None
@@ -124,7 +128,7 @@ def test_frame_summary_names_rows_columns_and_dtypes() -> None:
     client, service = connect(records=15, local=True)
     from svc_frames.loaders import read_object
 
-    frames = read_object(client, "object_3", progress=False)
+    frames = read_object(client, "object_3", progress=False, columns="keys")
     text = frame_summary("Work Orders", frames)
     assert f"{len(frames.main)} rows x {frames.main.shape[1]} columns" in text
     for dtype in set(map(str, frames.main.dtypes)):

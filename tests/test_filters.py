@@ -287,13 +287,13 @@ def test_a_load_with_an_operator_the_field_does_not_take_sends_nothing(
                 {"match": "or", "rules": [{"field": "field_29", "operator": "is any",
                                            "value": ["x"]}]}):
         with pytest.raises(UsageError, match="does not take"):
-            read_object(fresh, "Work Orders", filters=flt, progress=False)
+            read_object(fresh, "Work Orders", filters=flt, progress=False, columns="keys")
     assert service.request_log.count() == 1, service.request_log.counts()
     assert service.request_log.count(method="GET", path_prefix="/v1/applications") == 1
     service.request_log.clear()
     with pytest.raises(UsageError, match="does not take"):
         read_object(fresh, "object_3", filters=[Field("field_26").near(30.3, -97.7)],
-                    progress=False)
+                    progress=False, columns="keys")
     assert service.request_log.count() == 0, service.request_log.counts()
 
 
@@ -314,13 +314,13 @@ def test_a_value_on_a_date_field_is_read_as_a_date_with_the_schema(client: Clien
 
 
 def _busy_day(client: Client) -> dt.date:
-    frames = read_object(client, "object_3", progress=False)
+    frames = read_object(client, "object_3", progress=False, columns="keys")
     due = frames.main["field_29"].dropna().dt.tz_convert(CHICAGO)
     return Counter(due.dt.date).most_common(1)[0][0]
 
 
 def _ids_of(client: Client, flt: Any) -> set[str]:
-    return set(read_object(client, "object_3", filters=flt, progress=False).main.index)
+    return set(read_object(client, "object_3", filters=flt, progress=False, columns="keys").main.index)
 
 
 def test_loads_send_dates_in_the_hosted_format(service: LocalService, client: Client) -> None:
@@ -351,12 +351,12 @@ def test_a_filtered_load_reads_the_schema_once(service: LocalService) -> None:
                    rate_limit=0)
     service.request_log.clear()
     read_object(fresh, "object_3", filters=[Field("field_27").is_any(["Open"])],
-                progress=False)
+                progress=False, columns="keys")
     assert service.request_log.count(method="GET", path_prefix="/v1/applications") == 1
 
 
 def test_hosted_operators_filter_through_the_loader(client: Client) -> None:
-    frames = read_object(client, "object_3", progress=False)
+    frames = read_object(client, "object_3", progress=False, columns="keys")
     main = frames.main
     got = _ids_of(client, [Field("field_27").is_any(["Open", "Done"])])
     assert got == set(main.index[main["field_27"].isin(["Open", "Done"])])
@@ -378,7 +378,7 @@ def test_filters_as_people_write_them(service: LocalService) -> None:
                rate_limit=0)
 
     def ids(filters: object) -> list[str]:
-        return sorted(read_object(c, "Work Orders", filters=filters, progress=False).main.index)
+        return sorted(read_object(c, "Work Orders", filters=filters, progress=False, columns="keys").main.index)
 
     wire = ids({"match": "and", "rules": [
         {"field": "field_27", "operator": "is", "value": "Open"},
@@ -394,5 +394,5 @@ def test_filters_as_people_write_them(service: LocalService) -> None:
     c.schema()
     before = service.request_log.count(path_prefix="/v1/objects/object_3/records")
     with pytest.raises(UsageError, match=r"Work Orders.*did you mean 'Status' \(field_27\)"):
-        read_object(c, "object_3", filters=Field("Stauts").is_("Open"), progress=False)
+        read_object(c, "object_3", filters=Field("Stauts").is_("Open"), progress=False, columns="keys")
     assert service.request_log.count(path_prefix="/v1/objects/object_3/records") == before

@@ -359,7 +359,7 @@ def test_sql_table_names_given_instead_are_warned_once_and_recorded(hostile: Any
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NameWarning)
         app = read_app(client_for(svc), objects=["object_1", "object_2", "object_3"],
-                       progress=False)
+                       progress=False, columns="keys")
     for write in (app.to_duckdb, app.to_parquet):
         with warnings.catch_warnings(record=True) as seen:
             warnings.simplefilter("always")

@@ -20,7 +20,7 @@ OBJ = "object_3"   # work orders: field_24 is its auto-increment field
 
 def _ids(svc: LocalService, obj: str = OBJ, filters: Any = None) -> set[str]:
     return set(map(str, read_object(client_for(svc), obj, progress=False, filters=filters,
-                                    verify="none").main.index))
+                                    verify="none", columns="keys").main.index))
 
 
 def _load_during_activity(svc: LocalService, **kw: Any) -> tuple[pd.DataFrame, int]:
@@ -36,7 +36,7 @@ def _load_during_activity(svc: LocalService, **kw: Any) -> tuple[pd.DataFrame, i
     act.resume()
     t0 = svc.emulation.now()
     svc.request_log.clear()
-    frames = read_object(client, OBJ, rows_per_page=25, progress=False, **kw)
+    frames = read_object(client, OBJ, rows_per_page=25, progress=False, columns="keys", **kw)
     t1 = svc.emulation.now()
     sent = list(svc.request_log.entries)
     act.pause()
@@ -102,7 +102,7 @@ def test_a_sorted_load_pages_by_number() -> None:
         client = client_for(svc)
         svc.request_log.clear()
         frames = read_object(client, OBJ, rows_per_page=25, sort_field="field_12",
-                             progress=False)
+                             progress=False, columns="keys")
         assert len(frames.main) == 60
         queries = [e.query for e in svc.request_log.entries
                    if e.path == f"/v1/objects/{OBJ}/records"]

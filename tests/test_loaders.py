@@ -55,7 +55,7 @@ def make_client(svc: LocalService, **kw: Any) -> Client:
 
 # ---- every kind, the right dtype ----------------------------------------------------------
 def test_every_kind_gets_its_dtype(service: LocalService, client: Client) -> None:
-    frames = read_object(client, "object_3", progress=False)
+    frames = read_object(client, "object_3", progress=False, columns="keys")
     main = frames.main
     expected = truth(service, "/v1/objects/object_3/records")
     assert sorted(main.index) == sorted(r["id"] for r in expected)
@@ -108,7 +108,7 @@ def test_every_kind_gets_its_dtype(service: LocalService, client: Client) -> Non
 
 
 def test_empty_values_are_na_not_blank_strings(client: Client) -> None:
-    main = read_object(client, "object_3", progress=False).main
+    main = read_object(client, "object_3", progress=False, columns="keys").main
     for col in main.columns:
         if main[col].dtype == "string":
             assert not (main[col] == "").any(), col
@@ -122,8 +122,8 @@ def test_labels(client: Client) -> None:
 
 def test_inferred_kinds_without_schema(service: LocalService, client: Client) -> None:
     blind = make_client(service, use_schema=False)
-    inferred = read_object(blind, "object_2", progress=False)
-    known = read_object(client, "object_2", progress=False)
+    inferred = read_object(blind, "object_2", progress=False, columns="keys")
+    known = read_object(client, "object_2", progress=False, columns="keys")
     assert inferred.source is not None and inferred.source.kinds_inferred
     assert inferred.main["field_9"].dtype == "Float64"  # currency from "$1.00" + "1.00"
     pd.testing.assert_series_equal(inferred.main["field_9"], known.main["field_9"])
@@ -132,7 +132,7 @@ def test_inferred_kinds_without_schema(service: LocalService, client: Client) ->
 
 # ---- views ---------------------------------------------------------------------------------
 def test_view_sees_only_its_fields(service: LocalService, client: Client) -> None:
-    frames = read_view(client, "scene_1", "view_1", progress=False)
+    frames = read_view(client, "scene_1", "view_1", progress=False, columns="keys")
     scene = next(s for s in schema(service)["scenes"] if s["key"] == "scene_1")
     view = next(v for v in scene["views"] if v["key"] == "view_1")
     view_keys = {c["field"]["key"] for c in view["columns"]}
@@ -144,14 +144,14 @@ def test_view_sees_only_its_fields(service: LocalService, client: Client) -> Non
     assert (frames.source.scene_key, frames.source.view_key) == ("scene_1", "view_1")
     assert frames.source.name == view["name"]  # for titles: the schema's name, not the key
     obj = next(o for o in schema(service)["objects"] if o["key"] == "object_3")
-    assert read_object(client, "object_3", limit=1, progress=False).source.name == obj["name"]
+    assert read_object(client, "object_3", limit=1, progress=False, columns="keys").source.name == obj["name"]
 
 
 def test_login_view_name_like_connection(service: LocalService) -> None:
     client = make_client(service)
     manager = next(u for u in service.users if "profile_2" in u["profile_keys"])
     client.login(manager["email"], manager["password"])
-    frames = read_view(client, "scene_2", "view_3", progress=False)
+    frames = read_view(client, "scene_2", "view_3", progress=False, columns="keys")
     raw = truth(service, "/v1/pages/scene_2/views/view_3/records", token=client.token)
     shapes = [c for r in raw for c in r.get("field_42_raw") or []]
     assert shapes and all("id" not in c for c in shapes)  # the name-like shape
@@ -159,7 +159,7 @@ def test_login_view_name_like_connection(service: LocalService) -> None:
     people = {r["id"] for r in truth(service, "/v1/objects/object_1/records")}
     assert len(table) == len(shapes) and set(table["connected_id"]) <= people
     # the same links as an object load of the same records
-    full = read_object(client, "object_3", progress=False).tables["field_42"]
+    full = read_object(client, "object_3", progress=False, columns="keys").tables["field_42"]
     full = full[full["record_id"].isin(frames.main.index)]
     assert (set(zip(full["record_id"], full["connected_id"], strict=True))
             == set(zip(table["record_id"], table["connected_id"], strict=True)))
@@ -167,7 +167,7 @@ def test_login_view_name_like_connection(service: LocalService) -> None:
 
 def test_login_view_without_token_says_log_in(client: Client) -> None:
     with pytest.raises((Forbidden, AuthenticationError)) as exc:
-        read_view(client, "scene_2", "view_3", progress=False)
+        read_view(client, "scene_2", "view_3", progress=False, columns="keys")
     assert "login" in str(exc.value)
 
 
@@ -177,7 +177,7 @@ def test_expired_token_says_log_in_again(fresh_service: LocalService) -> None:
     user = fresh_service.users[0]
     client.login(user["email"], user["password"])
     with pytest.raises(Forbidden, match="log in again"):
-        read_view(client, "scene_3", "view_5", progress=False)
+        read_view(client, "scene_3", "view_5", progress=False, columns="keys")
 
 
 def test_wrong_login(client: Client, service: LocalService) -> None:
@@ -204,14 +204,14 @@ def test_unknown_object_named(client: Client, service: LocalService) -> None:
 
 def test_unknown_view_named(client: Client) -> None:
     with pytest.raises(UsageError, match=r"unknown view scene_1/view_99.*svc_frames.views"):
-        read_view(client, "scene_1", "view_99", progress=False)
+        read_view(client, "scene_1", "view_99", progress=False, columns="keys")
 
 
 def test_wrong_key(service: LocalService) -> None:
     client = Client(service.app_id, api_key="not-the-key", base_url=service.base_url,
                     rate_limit=0)
     with pytest.raises(AuthenticationError) as exc:
-        read_object(client, "object_2", progress=False)
+        read_object(client, "object_2", progress=False, columns="keys")
     assert "not-the-key" not in str(exc.value)
 
 
@@ -237,19 +237,19 @@ def test_bad_arguments_before_any_request(service: LocalService, client: Client,
 # ---- filters, sort, limit --------------------------------------------------------------------
 def test_filters_and_builder(service: LocalService, client: Client) -> None:
     flt = [{"field": "field_27", "operator": "is", "value": "Open"}]
-    frames = read_object(client, "object_3", filters=flt, progress=False)
+    frames = read_object(client, "object_3", filters=flt, progress=False, columns="keys")
     import json
     expected = truth(service, "/v1/objects/object_3/records", filters=json.dumps(flt))
     assert sorted(frames.main.index) == sorted(r["id"] for r in expected)
     assert len(frames.main) and (frames.main["field_27"] == "Open").all()
     built = read_object(client, "object_3", filters=[Field("field_27") == "Open"],
-                        progress=False)
+                        progress=False, columns="keys")
     pd.testing.assert_frame_equal(built.main, frames.main)
 
 
 def test_sort_and_limit(client: Client) -> None:
     frames = read_object(client, "object_3", sort_field="field_24", sort_order="desc",
-                         limit=7, rows_per_page=3, progress=False)
+                         limit=7, rows_per_page=3, progress=False, columns="keys")
     numbers = list(frames.main["field_24"])
     assert len(numbers) == 7 and numbers == sorted(numbers, reverse=True)
     for table in frames.tables.values():
@@ -258,13 +258,13 @@ def test_sort_and_limit(client: Client) -> None:
 
 def test_no_match_gives_empty_typed_frame(client: Client) -> None:
     frames = read_object(client, "object_3", progress=False,
-                         filters=[Field("field_12") == "no such title anywhere"])
+                         filters=[Field("field_12") == "no such title anywhere"], columns="keys")
     assert len(frames.main) == 0
     assert frames.main["field_16"].dtype == "Float64"
 
 
 def test_progress_bar_on_request(client: Client, capsys: pytest.CaptureFixture[str]) -> None:
-    read_object(client, "object_2", rows_per_page=5, progress=True)
+    read_object(client, "object_2", rows_per_page=5, progress=True, columns="keys")
     assert "page" in capsys.readouterr().err
 
 
@@ -273,12 +273,12 @@ def test_progress_bar_on_request(client: Client, capsys: pytest.CaptureFixture[s
 def test_faults_give_the_same_frames(fresh_service: LocalService, processes: int) -> None:
     """Also with a helper process decoding raw pages (processes=1)."""
     clean = read_object(make_client(fresh_service), "object_3", rows_per_page=5,
-                        progress=False, processes=0)
+                        progress=False, processes=0, columns="keys")
     fresh_service.emulation.fault_rate = 0.2
     fresh_service.request_log.clear()
     faulty_client = make_client(fresh_service, max_retries=8)
     faulty = read_object(faulty_client, "object_3", rows_per_page=5, progress=False,
-                         processes=processes)
+                         processes=processes, columns="keys")
     fresh_service.emulation.fault_rate = 0.0
     assert faulty_client.retry_count > 0  # faults did happen
     assert_same(faulty, clean)
@@ -294,21 +294,21 @@ def assert_same(a: Frames, b: Frames) -> None:
 def test_timezone_given_by_the_user(client: Client) -> None:
     """Raw timestamps are local wall clock labelled UTC: another zone keeps the wall clock
     and changes the instant."""
-    app_tz = read_object(client, "object_3", limit=20, progress=False).main["field_29"]
+    app_tz = read_object(client, "object_3", limit=20, progress=False, columns="keys").main["field_29"]
     paris = read_object(client, "object_3", limit=20, timezone="Europe/Paris",
-                        progress=False).main["field_29"]
+                        progress=False, columns="keys").main["field_29"]
     assert str(paris.dt.tz) == "Europe/Paris"
     pd.testing.assert_series_equal(paris.dt.tz_localize(None), app_tz.dt.tz_localize(None))
     assert app_tz.notna().any()
 
 
 def test_deployment_without_schema_infers_kinds(fresh_service: LocalService) -> None:
-    with_schema = read_object(make_client(fresh_service), "object_3", progress=False)
+    with_schema = read_object(make_client(fresh_service), "object_3", progress=False, columns="keys")
     fresh_service.emulation.expose_schema = False
     try:
         # pages of 7: kinds inferred from every record, each page decoded with them
         blind = read_object(make_client(fresh_service), "object_3", progress=False,
-                            rows_per_page=7)
+                            rows_per_page=7, columns="keys")
     finally:
         fresh_service.emulation.expose_schema = True
     assert blind.source is not None and blind.source.kinds_inferred
@@ -359,7 +359,7 @@ def test_with_the_schema_in_every_page_after_the_first_comes_raw(service: LocalS
     client = make_client(service)
     assert client.schema() is not None
     urls = page_urls(client)
-    fast = read_object(client, "object_3", rows_per_page=20, progress=False)
+    fast = read_object(client, "object_3", rows_per_page=20, progress=False, columns="keys")
     # page 1, then the ranges of the auto-increment field (each its own page 1: keyset.py)
     # (and the one row of the largest value, beside page 1, in page 1's format)
     first = [u for u in urls if "rows_per_page=1&" not in u and not u.endswith(
@@ -368,7 +368,7 @@ def test_with_the_schema_in_every_page_after_the_first_comes_raw(service: LocalS
     assert "format=raw" not in first[0] and len(pages) >= 5
     assert all("format=raw" in u for u in pages)
     slow_client = make_client(service)
-    slow = read_object(slow_client, "object_3", rows_per_page=20, progress=False, processes=0)
+    slow = read_object(slow_client, "object_3", rows_per_page=20, progress=False, processes=0, columns="keys")
     assert_same(fast, slow)
 
 
@@ -392,12 +392,12 @@ def test_a_schema_slower_than_page_one_delays_no_request(service: LocalService) 
 
     client.schema = slow_schema  # type: ignore[method-assign]
     slow = read_object(client, "object_3", rows_per_page=20, progress=False,
-                       sort_field="field_12")
+                       sort_field="field_12", columns="keys")
     second = next(u for u in urls if "page=2&" in u)
     assert "format=raw" not in second
     assert any("format=raw" in u for u in urls)  # settled with page 1: the rest come raw
     plain = read_object(make_client(service), "object_3", rows_per_page=20, progress=False,
-                        processes=0, sort_field="field_12")
+                        processes=0, sort_field="field_12", columns="keys")
     assert_same(slow, plain)
 
 
@@ -412,7 +412,8 @@ def test_name_like_connection_pages_keep_display_values(service: LocalService) -
     client = make_client(service)
     client.login(manager["email"], manager["password"])
     urls = page_urls(client)
-    plain = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False)
+    plain = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False,
+                         columns="keys")
     assert not any("format=raw" in u for u in urls)
 
     real = pipeline.decodes_raw_alone  # the format decision is the pipeline's
@@ -423,7 +424,8 @@ def test_name_like_connection_pages_keep_display_values(service: LocalService) -
     urls.clear()
     pipeline.decodes_raw_alone = page_one_looks_fine  # type: ignore[assignment]
     try:
-        again = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False)
+        again = loaders.load(client, ("scene_2", "view_3"), rows_per_page=10, progress=False,
+                             columns="keys")
     finally:
         pipeline.decodes_raw_alone = real
     assert any("format=raw" in u for u in urls)  # raw pages were asked for ...
@@ -469,8 +471,8 @@ def test_read_view_takes_scene_slash_view_like_the_cli(service: LocalService) ->
                     rate_limit=0)
     manager = next(u for u in service.users if "manager" in u["email"])
     client.login(manager["email"], manager["password"])
-    one = read_view(client, "scene_2/view_3", progress=False)
-    two = read_view(client, "scene_2", "view_3", progress=False)
+    one = read_view(client, "scene_2/view_3", progress=False, columns="keys")
+    two = read_view(client, "scene_2", "view_3", progress=False, columns="keys")
     # the same source but for when each load started (a second boundary may fall between)
     assert one.source is not None and two.source is not None
     assert one.source.load and two.source.load
@@ -480,6 +482,6 @@ def test_read_view_takes_scene_slash_view_like_the_cli(service: LocalService) ->
     sent = client.request_count
     for bad in ("object_3", "scene_2/", "view_3"):
         with pytest.raises(UsageError) as exc:
-            read_view(client, bad, progress=False)
+            read_view(client, bad, progress=False, columns="keys")
         assert bad.rstrip("/") in str(exc.value) and "scene_N" in str(exc.value)
     assert client.request_count == sent  # refused before any request

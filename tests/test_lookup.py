@@ -95,8 +95,8 @@ def test_fields_by_key_or_label() -> None:
 
 
 CALLS: dict[str, Any] = {
-    "read_object": lambda c, t, tmp: read_object(c, t, progress=False),
-    "export": lambda c, t, tmp: export(c, t, tmp / "out", progress=False),
+    "read_object": lambda c, t, tmp: read_object(c, t, progress=False, columns="keys"),
+    "export": lambda c, t, tmp: export(c, t, tmp / "out", progress=False, columns="keys"),
 }
 
 
@@ -122,9 +122,9 @@ def test_read_view_takes_names(service: LocalService) -> None:
     client = client_of(service)
     manager = next(u for u in service.users if "profile_2" in u["profile_keys"])
     client.login(manager["email"], manager["password"])
-    a = read_view(client, "scene_2/view_3", progress=False)
-    b = read_view(client, "Dispatch", "dispatch board", progress=False)
-    c = read_view(client, "Dispatch board", progress=False)
+    a = read_view(client, "scene_2/view_3", progress=False, columns="keys")
+    b = read_view(client, "Dispatch", "dispatch board", progress=False, columns="keys")
+    c = read_view(client, "Dispatch board", progress=False, columns="keys")
     assert a.main.index.equals(b.main.index) and a.main.index.equals(c.main.index)
     with pytest.raises(UsageError, match="use read_object"):
-        read_view(client, "object_3")
+        read_view(client, "object_3", columns="keys")

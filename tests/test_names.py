@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from svc_frames.frames import label_map
 from svc_frames.kinds import FieldSpec
+from svc_frames.labels import label_map
 from svc_frames.names import (
     MAX_PATH_BYTES,
     MAX_SQL_CHARS,

@@ -120,12 +120,12 @@ def test_export_dataset_equals_a_load(service: LocalService, client: Client,
     urls: list[str] = []
     client.session.hooks["response"].append(lambda r, *a, **k: urls.append(r.url))
     try:
-        res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False)
+        res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False, columns="keys")
     finally:
         client.session.hooks["response"].clear()
     pages = [u for u in urls if "/records" in u]
     assert sum("format=raw" in u for u in pages) >= len(pages) - 5 > 0  # 2-5: on their way
-    loaded = load(client, "object_3", progress=False, raw_pages=False)
+    loaded = load(client, "object_3", progress=False, raw_pages=False, columns="keys")
     assert res.records == len(loaded.main) and res.parts == -(-len(loaded.main) // 40)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "ds", "ds.svc_frames", "ds.svc_frames.json", "ds.tables"]
@@ -153,7 +153,7 @@ def test_export_is_read_as_is_by_duckdb_and_polars(client: Client, tmp_path: Pat
     import duckdb
     import polars as pl
 
-    res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False)
+    res = export(client, "object_3", tmp_path / "ds", rows_per_page=40, progress=False, columns="keys")
     want = ds.dataset(tmp_path / "ds").to_table()
     con = duckdb.connect()
     got = con.sql(f"SELECT * FROM read_parquet('{tmp_path / 'ds'}') ORDER BY id").arrow()
@@ -174,9 +174,9 @@ def test_export_is_read_as_is_by_duckdb_and_polars(client: Client, tmp_path: Pat
 
 def test_export_view_to_csv(service: LocalService, tmp_path: Path) -> None:
     client = _client(service)
-    res = export(client, "scene_1/view_1", tmp_path / "csv", format="csv", progress=False)
+    res = export(client, "scene_1/view_1", tmp_path / "csv", format="csv", progress=False, columns="keys")
     table = ds.dataset(tmp_path / "csv", format="csv").to_table()
-    loaded = read_view(client, "scene_1", "view_1", progress=False)
+    loaded = read_view(client, "scene_1", "view_1", progress=False, columns="keys")
     assert table.num_rows == res.records == len(loaded.main)
     assert set(table.column_names) == {"id", *loaded.main.columns}
 
@@ -186,9 +186,9 @@ def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep")
     with pytest.raises(UsageError, match="exists: pass overwrite=True"):
-        export(client, "object_3", tmp_path / "full", progress=False)
+        export(client, "object_3", tmp_path / "full", progress=False, columns="keys")
     with pytest.raises(UsageError, match="unknown object 'object_99'"):
-        export(client, "object_99", tmp_path / "none", progress=False)  # before any page
+        export(client, "object_99", tmp_path / "none", progress=False, columns="keys")  # before any page
     # a failure once pages are coming in leaves nothing half-written either (a service
     # of its own: the injected faults must not reach other tests)
     with LocalService(demo=True, records=30) as failing:
@@ -198,10 +198,10 @@ def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
         failing.emulation.inject("503", method="GET",
                                  path_prefix="/v1/objects/object_3/records", times=50)
         with pytest.raises(ServerError):
-            export(once, "object_3", tmp_path / "none", progress=False)
+            export(once, "object_3", tmp_path / "none", progress=False, columns="keys")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # no half-written dir
     with pytest.raises(UsageError, match="format"):
-        export(client, "object_3", tmp_path / "f", format="xlsx", progress=False)  # type: ignore[arg-type]
+        export(client, "object_3", tmp_path / "f", format="xlsx", progress=False, columns="keys")  # type: ignore[arg-type]
 
 
 def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
@@ -232,7 +232,7 @@ def test_export_with_records_deleted_mid_run(fresh_service: LocalService,
     # field, unsorted or ascending by it, pages by its ranges, where no record shifts:
     # tests/test_live_loads.py); this is the repair of a pass that saw records move
     res = export(client, "object_3", tmp_path / "m", rows_per_page=3, sort_field="field_24",
-                 sort_order="desc", progress=False)
+                 sort_order="desc", progress=False, columns="keys")
     got = ds.dataset(tmp_path / "m").to_table().column("id").to_pylist()
     assert len(got) == len(set(got)) == res.records
     assert set(got) == set(ids) - set(victims)
@@ -254,7 +254,7 @@ def test_cli_export_and_schema(service: LocalService, tmp_path: Path,
     monkeypatch.setenv("SVC_BASE_URL", service.base_url)
     flt = json.dumps([{"field": "field_27", "operator": "is", "value": "Open"}])
     assert main(["export", "object_3", "--out", str(tmp_path / "o"), "--filters", flt,
-                 "--no-progress"]) == 0
+                 "--no-progress", "--columns", "keys"]) == 0
     summary = json.loads(capsys.readouterr().out)
     status = ds.dataset(tmp_path / "o").to_table().column("field_27").to_pylist()
     assert summary["records"] == len(status) > 0 and set(status) == {"Open"}
@@ -297,10 +297,10 @@ def test_every_saved_directory_reads_one_row_per_record(fixture_frames: Frames,
     assert fixture_frames.tables  # the case that stacked tables into the records before
     saved = to_parquet(fixture_frames, tmp_path / "saved")
     exported = export(client, "object_3", tmp_path / "exported", rows_per_page=50,
-                      progress=False).path
+                      progress=False, columns="keys").path
     for path, n in ((saved, len(fixture_frames.main)), (exported, None)):
         plain = pd.read_parquet(path)
-        n = n if n is not None else len(load(client, "object_3", progress=False).main)
+        n = n if n is not None else len(load(client, "object_3", progress=False, columns="keys").main)
         assert len(plain) == n and plain["id"].is_unique, path
         assert ds.dataset(path).count_rows() == n
         assert duckdb.sql(f"SELECT count(DISTINCT id), count(*) FROM "
@@ -401,7 +401,7 @@ def test_push_refuses_frames_of_another_application(service: LocalService,
     pushed with a client of the other is refused before any request, naming both."""
     from svc_frames.saved.push import push
 
-    export(_client(service), "object_3", tmp_path / "a", progress=False)
+    export(_client(service), "object_3", tmp_path / "a", progress=False, columns="keys")
     _edit_first_title(tmp_path / "a", "pushed to the wrong app")
     other = _client(fresh_service)
     fresh_service.request_log.clear()
@@ -420,7 +420,7 @@ def test_a_changed_as_loaded_copy_is_refused(client: Client, tmp_path: Path) -> 
     edit into no change. Its SHA-256 in the metadata catches it."""
     from svc_frames.saved.push import push
 
-    export(client, "object_3", tmp_path / "t", progress=False)
+    export(client, "object_3", tmp_path / "t", progress=False, columns="keys")
     _edit_first_title(tmp_path / "t", "an edit to keep")
     _edit_first_title(tmp_path / "t.svc_frames" / "main", "an edit to keep")
     with pytest.raises(UsageError, match="as-loaded copy was changed"):
@@ -435,7 +435,7 @@ def test_saved_frames_without_a_digest_are_read_as_before(client: Client,
     they are; the push records a digest for next time."""
     from svc_frames.saved.push import push
 
-    export(client, "object_3", tmp_path / "o", progress=False)
+    export(client, "object_3", tmp_path / "o", progress=False, columns="keys")
     meta_path = tmp_path / "o.svc_frames.json"
     doc = json.loads(meta_path.read_text())
     assert len(doc.pop("loaded_sha256")) == 64

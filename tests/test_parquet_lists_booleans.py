@@ -38,7 +38,7 @@ def _client(svc: LocalService) -> Client:
 @pytest.fixture()
 def exported(fresh_service: LocalService, tmp_path: Path) -> Path:
     out = tmp_path / "orders"
-    export(_client(fresh_service), "object_3", out, progress=False)
+    export(_client(fresh_service), "object_3", out, progress=False, columns="keys")
     return out
 
 

@@ -58,7 +58,7 @@ def _assert_engine_timestamps(path: Path) -> None:
 @pytest.fixture()
 def exported(fresh_service: LocalService, tmp_path: Path) -> Path:
     out = tmp_path / "orders"
-    export(_client(fresh_service), "object_3", out, progress=False)
+    export(_client(fresh_service), "object_3", out, progress=False, columns="keys")
     return out
 
 
@@ -81,7 +81,7 @@ def test_every_writer_stores_microseconds_adjusted_to_utc(fresh_service: LocalSe
     frames = read_parquet(exported)
     to_parquet(frames, tmp_path / "saved")
     _assert_engine_timestamps(next((tmp_path / "saved").glob("*.parquet")))
-    app = read_app(_client(fresh_service), progress=False)
+    app = read_app(_client(fresh_service), progress=False, columns="keys")
     app.to_parquet(tmp_path / "app")
     table = next(p for p in (tmp_path / "app").iterdir()
                  if any("Timestamp" in str(pq.ParquetFile(f).schema)
@@ -99,7 +99,7 @@ def test_the_cache_and_the_incremental_export_write_microseconds(
     from svc_frames.loaders import read_object
     from svc_frames.refreshing.cache import export_incremental
 
-    read_object(_client(fresh_service), "object_3", cache=tmp_path / "cache", progress=False)
+    read_object(_client(fresh_service), "object_3", cache=tmp_path / "cache", progress=False, columns="keys")
     export_incremental(_client(fresh_service), "object_3", tmp_path / "inc", progress=False)
     parts = [p for d in ("cache", "inc") for p in (tmp_path / d).rglob("*.parquet")
              if _timestamp_columns(p)]

@@ -201,7 +201,7 @@ def test_unknown_fields_and_bad_options_are_named() -> None:
 def test_plots_of_loaded_work_orders(client) -> None:
     from svc_frames.loaders import read_object
 
-    frames = read_object(client, "object_3", progress=False)  # Work Orders (server/demo_app.py)
+    frames = read_object(client, "object_3", progress=False, columns="keys")  # Work Orders (server/demo_app.py)
     site = frames.source.field("field_34").label
     ax = plot_locations(frames, site, color_by="field_27", title="Work order sites")
     assert ax.get_title().startswith("Work order sites")

@@ -58,7 +58,7 @@ def test_a_load_that_got_its_limit_ends_with_a_full_bar(
     client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
     obj = str(((client.schema() or {}).get("objects") or [{}])[0]["key"])
     capsys.readouterr()
-    frames = read_object(client, obj, limit=3, rows_per_page=2, progress=True)
+    frames = read_object(client, obj, limit=3, rows_per_page=2, progress=True, columns="keys")
     assert len(frames.main) == 3
     last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()
     shown = [line for line in last if "page" in line]

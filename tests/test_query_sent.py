@@ -66,7 +66,7 @@ def test_load_and_refresh_send_byte_identical_filters(svc: LocalService, case: s
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the load warns that a time may not be honoured
         frames = read_object(client, WO, filters=all_of(Field("field_29").is_after(when)),
-                             progress=False)
+                             progress=False, columns="keys")
     loaded = sent_filters(svc)
     assert loaded and len(set(loaded)) == 1
     rule = json.loads(loaded[0])["rules"][0]
@@ -86,10 +86,10 @@ def test_an_export_sends_what_a_load_sends(svc: LocalService, tmp_path: object) 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         svc.request_log.clear()
-        read_object(client, WO, filters=flt, progress=False)
+        read_object(client, WO, filters=flt, progress=False, columns="keys")
         loaded = set(sent_filters(svc))
         svc.request_log.clear()
-        export(client, WO, Path(str(tmp_path)) / "out", filters=flt, progress=False)
+        export(client, WO, Path(str(tmp_path)) / "out", filters=flt, progress=False, columns="keys")
     assert len(loaded) == 1 and set(sent_filters(svc)) == loaded
 
 
@@ -102,7 +102,7 @@ def test_saved_frames_and_the_cache_send_the_loads_filters(svc: LocalService,
     svc.request_log.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        frames = read_object(client, WO, filters=flt, progress=False)
+        frames = read_object(client, WO, filters=flt, progress=False, columns="keys")
     loaded = set(sent_filters(svc))
     assert len(loaded) == 1
     # saved and read back: the Source keeps the query, a refresh sends it again
@@ -123,9 +123,9 @@ def test_saved_frames_and_the_cache_send_the_loads_filters(svc: LocalService,
     # the cache is checked against the prepared query, so a second run is a refresh
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        _, first = load_cached(client, WO, root / "cache", filters=flt, progress=False)
+        _, first = load_cached(client, WO, root / "cache", filters=flt, progress=False, columns="keys")
         svc.request_log.clear()
-        _, second = load_cached(client, WO, root / "cache", filters=flt, progress=False)
+        _, second = load_cached(client, WO, root / "cache", filters=flt, progress=False, columns="keys")
     assert first is None and second is not None
     assert loaded <= set(sent_filters(svc))
 

@@ -57,7 +57,7 @@ def fields_and_source(client: Client, target: Any) -> tuple[list[Any], Source, Z
 
 def test_settled_raw_pages_decode_like_a_load(svc: LocalService) -> None:
     client = client_of(svc)
-    want = read_object(client, WO, progress=False)
+    want = read_object(client, WO, progress=False, columns="keys")
     pager = Paginator(client, WO, rows_per_page=10, verify="none")
     fields, source, tz = fields_and_source(client, WO)
     pipe = PagePipeline(pager, fields, source, tz)
@@ -96,7 +96,7 @@ def test_a_raw_page_that_needs_display_values_is_fetched_again(svc: LocalService
     client = client_of(svc)
     client.login(manager["email"], manager["password"])
     target = ("scene_2", "view_3")
-    plain = read_view(client, *target, rows_per_page=5, progress=False)
+    plain = read_view(client, *target, rows_per_page=5, progress=False, columns="keys")
     if not len(plain.main):
         pytest.skip("the manager has no work orders in this demo")
     pager = Paginator(client, target, rows_per_page=5, verify="none")
@@ -187,7 +187,7 @@ def test_page_parts_join_while_the_pager_waits_and_keep_the_order() -> None:
     with LocalService(demo=True, records=45, rate_limit=0, latency_ms=80, seed=11) as slow:
         client = Client(slow.app_id, api_key=slow.api_key, base_url=slow.base_url,
                         rate_limit=0, max_workers=1)
-        want = read_object(client, WO, progress=False)
+        want = read_object(client, WO, progress=False, columns="keys")
         pager = Paginator(client, WO, rows_per_page=3, verify="none", max_workers=1)
         fields, source, tz = fields_and_source(client, WO)
         pipe = PagePipeline(pager, fields, source, tz)

@@ -105,7 +105,7 @@ def test_ten_lines_run_twice_and_leave_the_tree_clean(repo: Path, tmp_path: Path
         assert "applied" in done.stdout and "Work Orders" in done.stdout
     assert work_tree() == before
     saved = pd.read_parquet(OUT / "orders")
-    assert len(saved) and (saved["field_27"] == "Open").all()
+    assert len(saved) and (saved["Status"] == "Open").all()   # named by label
 
 
 @pytest.mark.slow(seconds=60)

@@ -33,7 +33,7 @@ def client_of(svc: LocalService) -> Client:
 
 
 def same_as_fresh(svc: LocalService, frames: Frames, **load: object) -> None:
-    fresh = read_object(client_of(svc), WO, **load)  # type: ignore[arg-type]
+    fresh = read_object(client_of(svc), WO, **{"columns": "keys", **load})  # type: ignore[arg-type]
     for got in (frames, frames.original):
         assert got is not None
         pd.testing.assert_frame_equal(got.main, fresh.main)
@@ -51,7 +51,7 @@ def listing_cost(records: int) -> int:
                          ids=["one", "first-middle-last", "adjacent"])
 def test_a_few_deletions_are_found_by_bisection(svc: LocalService, where: list[int]) -> None:
     c = client_of(svc)
-    frames = read_object(c, WO, rows_per_page=RPP)
+    frames = read_object(c, WO, rows_per_page=RPP, columns="keys")
     gone = [frames.main.index[i] for i in where]
     for rid in gone:
         c.delete_record(WO, rid)
@@ -69,7 +69,7 @@ def test_a_few_deletions_are_found_by_bisection(svc: LocalService, where: list[i
 
 def test_many_deletions_take_one_listing(svc: LocalService) -> None:
     c = client_of(svc)
-    frames = read_object(c, WO, rows_per_page=RPP)
+    frames = read_object(c, WO, rows_per_page=RPP, columns="keys")
     gone = list(frames.main.index[::10])  # 15: bisecting would cost more than listing
     for rid in gone:
         c.delete_record(WO, rid)
@@ -82,7 +82,7 @@ def test_many_deletions_take_one_listing(svc: LocalService) -> None:
 
 def test_inserts_and_deletes_that_cancel_in_count_are_seen(svc: LocalService) -> None:
     c = client_of(svc)
-    frames = read_object(c, WO, rows_per_page=RPP)
+    frames = read_object(c, WO, rows_per_page=RPP, columns="keys")
     gone = [frames.main.index[3], frames.main.index[100]]
     for rid in gone:
         c.delete_record(WO, rid)
@@ -98,7 +98,7 @@ def test_inserts_and_deletes_that_cancel_in_count_are_seen(svc: LocalService) ->
 def test_a_record_leaving_the_filter_is_found_by_bisection(svc: LocalService) -> None:
     c = client_of(svc)
     flt = [{"field": "field_27", "operator": "is", "value": "Open"}]
-    frames = read_object(c, WO, filters=flt, rows_per_page=RPP)
+    frames = read_object(c, WO, filters=flt, rows_per_page=RPP, columns="keys")
     leaving = frames.main.index[len(frames.main) // 2]
     svc.pages.update_record(WO, leaving, {"field_27": "Done"})  # stamped, out of the window
     report = refresh(c, frames)
@@ -109,7 +109,7 @@ def test_a_record_leaving_the_filter_is_found_by_bisection(svc: LocalService) ->
 
 def test_deletions_and_changes_after_a_refresh_are_found_again(svc: LocalService) -> None:
     c = client_of(svc)
-    frames = read_object(c, WO, rows_per_page=RPP)
+    frames = read_object(c, WO, rows_per_page=RPP, columns="keys")
     c.delete_record(WO, frames.main.index[20])
     refresh(c, frames)
     c.delete_record(WO, frames.main.index[40])
@@ -122,7 +122,7 @@ def test_deletions_and_changes_after_a_refresh_are_found_again(svc: LocalService
 
 def test_the_window_is_paged_until_it_reaches_the_last_load(svc: LocalService) -> None:
     c = client_of(svc)
-    frames = read_object(c, WO, rows_per_page=RPP)
+    frames = read_object(c, WO, rows_per_page=RPP, columns="keys")
     changed = list(frames.main.index[30:42])
     for rid in changed:
         svc.pages.update_record(WO, rid, {"field_12": "changed"})
@@ -173,7 +173,7 @@ def test_frames_with_label_columns_refresh_with_one_page(svc: LocalService) -> N
 def test_a_delete_between_window_pages_makes_it_page_again(
         svc: LocalService, monkeypatch: pytest.MonkeyPatch) -> None:
     c = client_of(svc)
-    frames = read_object(c, WO, rows_per_page=RPP)
+    frames = read_object(c, WO, rows_per_page=RPP, columns="keys")
     changed = list(frames.main.index[30:42])
     for rid in changed:
         svc.pages.update_record(WO, rid, {"field_12": "changed"})

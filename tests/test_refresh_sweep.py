@@ -20,7 +20,7 @@ OBJ = "object_3"
 def test_an_unstamped_change_is_found_by_the_periodic_sweep() -> None:
     with LocalService(demo=True, records=25, rate_limit=0, seed=11) as svc:
         client = client_for(svc)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         rid = str(frames.main.index[3])
         # another integration: an object API write runs no record rule, so no stamp
         client.update_record(OBJ, rid, {"field_12": "changed without a stamp"})
@@ -39,14 +39,14 @@ def test_an_unstamped_change_is_found_by_the_periodic_sweep() -> None:
 def test_sweep_every_zero_never_sweeps() -> None:
     with LocalService(demo=True, records=10, rate_limit=0, seed=12) as svc:
         client = client_for(svc)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         assert not any(refresh(client, frames, sweep_every=0).swept for _ in range(3))
 
 
 @pytest.mark.parametrize("bad", [-1, 1.5, "10", True, None])
 def test_bad_sweep_every_sends_nothing(fresh_service: LocalService, bad: Any) -> None:
     client = client_for(fresh_service)
-    frames = read_object(client, OBJ, progress=False)
+    frames = read_object(client, OBJ, progress=False, columns="keys")
     fresh_service.request_log.clear()
     with pytest.raises(UsageError, match="sweep_every") as err:
         refresh(client, frames, sweep_every=bad)

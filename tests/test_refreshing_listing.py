@@ -30,7 +30,7 @@ def client_of(svc: LocalService) -> Client:
 def test_the_listing_asked_again_decodes_as_the_load(svc: LocalService) -> None:
     client = client_of(svc)
     flt = all_of(Field("field_24").higher_than(5))
-    frames = read_object(client, WO, filters=flt, progress=False, rows_per_page=7)
+    frames = read_object(client, WO, filters=flt, progress=False, rows_per_page=7, columns="keys")
     source = frames.source
     assert source is not None and source.load is not None
     svc.request_log.clear()
@@ -55,6 +55,6 @@ def test_column_names_in_labels_mode_and_the_target_of_a_view(svc: LocalService)
     assert set(col_field) >= set(frames.main.columns)
     assert all(f.startswith("field_") for f in col_field.values())
     assert bare["field_46"] == "Last Modified"
-    view = read_view(client, "scene_1", "view_1", progress=False, limit=2)
+    view = read_view(client, "scene_1", "view_1", progress=False, limit=2, columns="keys")
     assert view.source is not None and target_of(view.source) == ("scene_1", "view_1")
     assert target_of(frames.source) == WO

@@ -36,7 +36,7 @@ def server_frames(client: Client, frames: Frames) -> Frames:
 
 def test_server_values_merge_and_local_edits_stay(svc: LocalService) -> None:
     client = client_of(svc)
-    frames = read_object(client, WO, progress=False)
+    frames = read_object(client, WO, progress=False, columns="keys")
     a, b, c = frames.main.index[:3]
     client.update_record(WO, a, {TEXT: "changed there"})
     client.update_record(WO, b, {TEXT: "changed there too"})
@@ -59,7 +59,7 @@ def test_server_values_merge_and_local_edits_stay(svc: LocalService) -> None:
 
 def test_new_and_deleted_records(svc: LocalService) -> None:
     client = client_of(svc)
-    frames = read_object(client, WO, progress=False)
+    frames = read_object(client, WO, progress=False, columns="keys")
     gone = frames.main.index[0]
     client.delete_record(WO, gone)
     new = client.create_record(WO, {TEXT: "a new one"})["id"]
@@ -68,6 +68,6 @@ def test_new_and_deleted_records(svc: LocalService) -> None:
     merger.finish()
     assert merger.added == [new] and merger.deleted == [gone]
     assert gone not in frames.main.index and frames.main.index[-1] == new
-    fresh = read_object(client, WO, progress=False)
+    fresh = read_object(client, WO, progress=False, columns="keys")
     pd.testing.assert_frame_equal(frames.main.sort_index(), fresh.main.sort_index())
     assert merger.server_count() == len(fresh.main)

@@ -37,7 +37,7 @@ def page_requests(svc: LocalService) -> list[str]:
 
 def test_a_cutoff_after_every_stamp_takes_one_page_and_no_record(svc: LocalService) -> None:
     client = client_of(svc)
-    frames = read_object(client, WO, progress=False)
+    frames = read_object(client, WO, progress=False, columns="keys")
     assert frames.source is not None
     svc.request_log.clear()
     got, total = recent(client, frames.source, 5, frames.source.query, MOD,
@@ -50,7 +50,7 @@ def test_a_cutoff_after_every_stamp_takes_one_page_and_no_record(svc: LocalServi
 
 def test_a_cutoff_before_every_stamp_walks_the_listing(svc: LocalService) -> None:
     client = client_of(svc)
-    frames = read_object(client, WO, progress=False)
+    frames = read_object(client, WO, progress=False, columns="keys")
     assert frames.source is not None
     parts: list[Frames] = []
     svc.request_log.clear()
@@ -64,7 +64,7 @@ def test_a_cutoff_before_every_stamp_walks_the_listing(svc: LocalService) -> Non
 
 def test_only_records_stamped_at_or_after_the_cutoff_are_decoded(svc: LocalService) -> None:
     client = client_of(svc)
-    frames = read_object(client, WO, progress=False)
+    frames = read_object(client, WO, progress=False, columns="keys")
     assert frames.source is not None
     stamps = frames.main[MOD].dropna().sort_values(ascending=False)
     cutoff = stamps.iloc[len(stamps) // 2]
@@ -77,7 +77,7 @@ def test_only_records_stamped_at_or_after_the_cutoff_are_decoded(svc: LocalServi
 
 def test_stamps_decode_alike_from_raw_and_display_pages(svc: LocalService) -> None:
     client = client_of(svc)
-    frames = read_object(client, WO, progress=False)
+    frames = read_object(client, WO, progress=False, columns="keys")
     assert frames.source is not None
     spec = frames.source.field(MOD)
     both = client.get_page(WO, 1, 10)["records"]

@@ -23,7 +23,7 @@ TITLE, PRIORITY = "field_12", "field_25"   # Title is the object's display field
 def setup(fresh_service: LocalService):
     client = Client(fresh_service.app_id, api_key=fresh_service.api_key,
                     base_url=fresh_service.base_url, rate_limit=0, backoff=0.01)
-    frames = read_object(client, ORDERS, progress=False)
+    frames = read_object(client, ORDERS, progress=False, columns="keys")
     return fresh_service, client, frames
 
 
@@ -67,7 +67,7 @@ def test_apply_sends_only_the_ticked_records_and_shows_the_report(setup) -> None
     assert all(cb.disabled for cb in box.checkboxes.values())
     assert box.table_button.layout.display == ""   # the report's table, one click away
 
-    after = read_object(client, ORDERS, progress=False).main
+    after = read_object(client, ORDERS, progress=False, columns="keys").main
     assert after.loc[ids[0], TITLE] == "Reviewed title 0"
     assert after.loc[ids[1], TITLE] == frames.original.main.loc[ids[1], TITLE]
 

@@ -50,7 +50,7 @@ def field_of(frames: Frames, kind: str, **fmt: Any) -> FieldSpec:
 
 
 def load(client: Client, obj: str) -> Frames:
-    return read_object(client, obj, progress=False)
+    return read_object(client, obj, progress=False, columns="keys")
 
 
 def set_cell(frames: Frames, rid: str, col: str, value: Any) -> None:
@@ -1089,7 +1089,7 @@ def test_label_columns_and_a_view_source(fresh: LocalService) -> None:
     # frames read from an inline-editing search view write back through it (scene_3/view_5)
     tech = next(u for u in fresh.users if "profile_3" in u["profile_keys"])
     client.login(tech["email"], tech["password"])
-    view = read_view(client, "scene_3", "view_5", progress=False)
+    view = read_view(client, "scene_3", "view_5", progress=False, columns="keys")
     set_cell(view, rid, "field_12", "via the search view")
     fresh.request_log.clear()
     report = write_back(client, view)
@@ -1144,7 +1144,7 @@ def test_progress_shows_writes_and_a_summary_and_false_silences_both(
 def test_a_run_with_nothing_to_send_says_so(svc: LocalService, obj: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     client = client_for(svc)
-    frames = read_object(client, obj, progress=False)
+    frames = read_object(client, obj, progress=False, columns="keys")
     report = write_back(client, frames, progress=True)
     assert report.counts == {"applied": 0} and report.nothing_to_send
     assert "nothing to send: the frames equal what was loaded" in repr(report)
@@ -1163,14 +1163,14 @@ def test_a_public_inline_editing_view_is_written_without_a_token() -> None:
     with LocalService(demo=False, app=doc, records=8) as s:
         client = client_for(s)
         assert client.token is None
-        frames = read_view(client, "scene_1", "view_1")
+        frames = read_view(client, "scene_1", "view_1", columns="keys")
         rid = frames.main.index[0]
         set_cell(frames, rid, "field_12", "edited on the public board")
         report = write_back(client, frames)
         assert set(report.table["status"]) == {"applied"}
         assert client.get_record("object_3", rid)["field_12"] == "edited on the public board"
         # behind a login a token is still asked for, before any request
-        search = read_object(client, "object_3")
+        search = read_object(client, "object_3", columns="keys")
         set_cell(search, rid, "field_12", "again")
         sent = client.request_count
         with pytest.raises(ConfigurationError, match="needs a user token"):

@@ -47,7 +47,7 @@ def _status(report: Report) -> dict[str, str]:
 
 
 def _server(client: Client, key: str) -> dict[str, Any]:
-    main = read_object(client, OBJ, progress=False).main
+    main = read_object(client, OBJ, progress=False, columns="keys").main
     return {str(k): v for k, v in main[key].items()}
 
 
@@ -58,8 +58,8 @@ def test_two_writers_of_the_same_cells_never_both_win(apart: float) -> None:
     # records come late; their re-reads are batched, and counted in plan.requests
     with LocalService(demo=True, records=20, rate_limit=0, seed=3) as svc:
         ca, cb = client_for(svc, rate_limit=10), client_for(svc, rate_limit=10)
-        fa = read_object(ca, OBJ, progress=False)
-        fb = read_object(cb, OBJ, progress=False)
+        fa = read_object(ca, OBJ, progress=False, columns="keys")
+        fb = read_object(cb, OBJ, progress=False, columns="keys")
         text = _text_field(fa)
         ids = [str(i) for i in fa.main.index[:12]]
         _edit(fa, ids, text.key, "A")
@@ -109,7 +109,7 @@ def test_raise_after_some_writes_says_what_was_written() -> None:
     with LocalService(demo=True, records=12, rate_limit=0, seed=8) as svc, \
             tempfile.TemporaryDirectory() as tmp:
         client = client_for(svc, rate_limit=10)   # batches of 3 at a window of 0.5 s
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         text = _text_field(frames)
         ids = [str(i) for i in frames.main.index[:9]]
         _edit(frames, ids, text.key, "ours")
@@ -159,7 +159,7 @@ def test_raise_after_some_writes_says_what_was_written() -> None:
 def test_an_edit_in_the_pages_after_ours_is_reported_overwritten() -> None:
     with LocalService(demo=True, records=20, rate_limit=0, seed=4) as svc:
         client = client_for(svc)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         text = _text_field(frames)
         ids = [str(i) for i in frames.main.index[:3]]
         _edit(frames, ids, text.key, "ours")
@@ -197,7 +197,7 @@ def test_an_edit_in_the_pages_after_ours_is_reported_overwritten() -> None:
 def test_live_guard_requests_are_counted_before_sending() -> None:
     with LocalService(demo=True, records=60, rate_limit=0, seed=5) as svc:
         client = client_for(svc)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         text = _text_field(frames)
         ids = [str(i) for i in frames.main.index[:40]]
         _edit(frames, ids, text.key, "counted")
@@ -226,7 +226,7 @@ def test_rereads_over_a_large_object_stay_within_the_filter_limit(
     monkeypatch.setattr(query, "FILTER_WORK", 120)
     with LocalService(demo=True, records=60, rate_limit=0, seed=5) as svc:
         client = client_for(svc)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         text = _text_field(frames)
         _edit(frames, [str(i) for i in frames.main.index[:4]], text.key, "large")
         plan = diff(frames)
@@ -242,7 +242,7 @@ def test_rereads_over_a_large_object_stay_within_the_filter_limit(
 def test_once_keeps_the_cheaper_guard() -> None:
     with LocalService(demo=True, records=20, rate_limit=0, seed=6) as svc:
         client = client_for(svc)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         text = _text_field(frames)
         ids = [str(i) for i in frames.main.index[:5]]
         _edit(frames, ids, text.key, "cheap")
@@ -262,7 +262,7 @@ def test_once_keeps_the_cheaper_guard() -> None:
 def test_bad_guard_settings_send_nothing(fresh_service: LocalService, kw: dict[str, Any],
                                          name: str) -> None:
     client = client_for(fresh_service)
-    frames = read_object(client, OBJ, progress=False)
+    frames = read_object(client, OBJ, progress=False, columns="keys")
     text = _text_field(frames)
     _edit(frames, [str(frames.main.index[0])], text.key, "bad")
     fresh_service.request_log.clear()
@@ -289,7 +289,7 @@ def test_lost_creates_among_identical_creates_adopt_nothing_duplicate_nothing() 
     values = {"field_12": "same title everywhere"}
     with LocalService(demo=True, records=20, rate_limit=0, seed=8) as svc:
         client = client_for(svc, backoff=0.01)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         from svc_frames.writeback import add_rows
         tmps = add_rows(frames, [dict(values) for _ in range(12)])
         stop, theirs = threading.Event(), []
@@ -318,7 +318,7 @@ def test_lost_creates_among_identical_creates_adopt_nothing_duplicate_nothing() 
 def test_a_lost_create_among_other_creates_is_unknown_naming_it() -> None:
     with LocalService(demo=True, records=20, rate_limit=0, seed=9) as svc:
         client = client_for(svc, backoff=0.01)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         from svc_frames.writeback import add_rows
         add_rows(frames, [{"field_12": "mine alone"}])
         svc.pages.create_record(OBJ, {"field_12": "someone else's"})   # after the load
@@ -338,7 +338,7 @@ def test_a_lost_create_among_other_creates_is_unknown_naming_it() -> None:
         report = write_back(cut, frames, progress=False)
         row = report.table.iloc[0]
         assert row["status"] == "unknown"
-        now = read_object(client, OBJ, progress=False).main
+        now = read_object(client, OBJ, progress=False, columns="keys").main
         (mine,) = now.index[now["field_12"] == "mine alone"].tolist()
         assert mine in row["message"] and "another writer" in row["message"]
         assert svc.request_log.count(method="POST", applied=True) == 1   # not sent again
@@ -348,7 +348,7 @@ def test_a_lost_create_with_a_unique_value_is_proven_by_it() -> None:
     with LocalService(demo=True, records=20, rate_limit=0, seed=10) as svc:
         client = client_for(svc, backoff=0.01)
         parts = next(o["key"] for o in client.schema()["objects"] if o["name"] == "Parts")
-        frames = read_object(client, parts, progress=False)
+        frames = read_object(client, parts, progress=False, columns="keys")
         from svc_frames.writeback import add_rows
         add_rows(frames, [{"field_8": "widget nobody else makes"}])
         theirs: list[str] = []
@@ -364,7 +364,7 @@ def test_a_lost_create_with_a_unique_value_is_proven_by_it() -> None:
         svc.emulation.inject("cut", method="POST", path_prefix=f"/v1/objects/{parts}")
         report = write_back(cut, frames, progress=False)
         assert report.table["status"].tolist() == ["applied"]
-        now = read_object(client, parts, progress=False).main
+        now = read_object(client, parts, progress=False, columns="keys").main
         (mine,) = now.index[now["field_8"] == "widget nobody else makes"].tolist()
         assert report.table["record_id"].tolist() == [mine] and len(theirs) == 1
         assert theirs[0] in now.index and theirs[0] != mine   # theirs stored, not adopted
@@ -379,7 +379,7 @@ def test_no_write_leaves_later_than_the_window_after_its_re_read() -> None:
     window = 0.5
     with LocalService(demo=True, records=10, rate_limit=0, seed=43) as svc:
         client = client_for(svc, rate_limit=4)
-        frames = read_object(client, OBJ, progress=False)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
         text = _text_field(frames)
         ids = [str(i) for i in frames.main.index[:6]]
         _edit(frames, ids, text.key, "late")

@@ -23,7 +23,7 @@ def load_orders(svc: LocalService) -> tuple[Client, str, Frames]:
     """A client on ``svc``, the work orders' key and their frames, freshly loaded."""
     client = client_for(svc)
     obj = widest_object(client)
-    return client, obj, read_object(client, obj, progress=False)
+    return client, obj, read_object(client, obj, progress=False, columns="keys")
 
 
 def text_key(frames: Frames) -> str:
@@ -100,7 +100,7 @@ def test_plan_rereads_follow_the_guard_rules(n: int) -> None:
     with LocalService(demo=True, records=140, rate_limit=0, seed=4) as svc:
         client = client_for(svc)
         obj = widest_object(client)
-        frames = read_object(client, obj, progress=False)
+        frames = read_object(client, obj, progress=False, columns="keys")
         edit(frames, [str(i) for i in frames.main.index[:n]], "reread")
         plan = diff(frames)
         svc.request_log.clear()
@@ -181,7 +181,7 @@ def test_quota_runs_out_mid_run_and_the_resume_applies_exactly_the_rest(
     assert sorted(put_ids(svc, obj)) == sorted(rest)      # exactly the rest, once each
     assert not set(first_run) & set(put_ids(svc, obj))
     assert report2.resume == ""
-    server = read_object(again, obj, progress=False).main[text_key(frames)]
+    server = read_object(again, obj, progress=False, columns="keys").main[text_key(frames)]
     assert {r: server[r] for r in ids} == want
 
 
@@ -265,7 +265,7 @@ def test_quota_spent_elsewhere_mid_run_is_not_applied_then_resumed(svc: LocalSer
     report2 = write_back(again, frames, guard="once", quota_reserve=0)
     assert sorted(statuses(report2)) == sorted(ids[3:])
     assert sorted(put_ids(svc, obj)) == sorted(ids[3:])
-    server = read_object(again, obj, progress=False).main[text_key(frames)]
+    server = read_object(again, obj, progress=False, columns="keys").main[text_key(frames)]
     assert {r: server[r] for r in ids} == want
 
 
@@ -286,14 +286,14 @@ def test_quota_spent_after_a_lost_answer_is_unknown_not_failed(svc: LocalService
     report2 = write_back(again, frames, guard="once", quota_reserve=0)
     st2 = statuses(report2)
     assert st2 == {ids[1]: "applied", ids[2]: "applied"}
-    server = read_object(again, obj, progress=False).main[text_key(frames)]
+    server = read_object(again, obj, progress=False, columns="keys").main[text_key(frames)]
     assert {r: server[r] for r in ids} == want
 
 
 def test_unknown_quota_is_told_by_the_first_answer(svc: LocalService) -> None:
     loader = client_for(svc)
     obj = widest_object(loader)
-    frames = read_object(loader, obj, progress=False)
+    frames = read_object(loader, obj, progress=False, columns="keys")
     ids = [str(i) for i in frames.main.index[:12]]
     edit(frames, ids, "unknown quota")
     svc.emulation.daily_quota = 500
@@ -337,7 +337,7 @@ def frames_with_a_file_placed(client: Client, obj: str, doc: Path
                               ) -> tuple[Frames, str, str]:
     """Work orders loaded, with ``doc`` placed in the file field of the first record:
     (frames, the file field's key, that record's id)."""
-    frames = read_object(client, obj, progress=False)
+    frames = read_object(client, obj, progress=False, columns="keys")
     assert frames.source is not None
     file_key = next(f.key for f in frames.source.fields if f.kind == "file")
     rid = str(frames.main.index[0])

@@ -17,7 +17,7 @@ DUE, QTY, STATUS, URGENT, SCHEDULED = "field_29", "field_16", "field_27", "field
 def orders() -> pd.DataFrame:
     with LocalService(demo=True, records=300) as svc:
         client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
-        yield read_object(client, "object_3", progress=False)
+        yield read_object(client, "object_3", progress=False, columns="keys")
 
 
 def test_dates_and_numbers_turned_to_text_plan_nothing(orders) -> None:

@@ -271,7 +271,7 @@ def _titles(svc: LocalService) -> dict[str, str]:
     """Record id -> Title on the service now (read over HTTP like any client)."""
     from svc_frames.loaders import read_object
 
-    main = read_object(_client(svc), ORDERS, progress=False).main
+    main = read_object(_client(svc), ORDERS, progress=False, columns="keys").main
     return {str(k): str(v) for k, v in main[TITLE].items()}
 
 

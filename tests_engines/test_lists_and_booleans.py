@@ -84,7 +84,7 @@ def test_dask_defaults_cannot_write_object_lists(tmp_path: Path, client: Client)
     write these, the guide should say so."""
     import dask.dataframe as dd
 
-    export(client, "object_3", tmp_path / "orders", progress=False)
+    export(client, "object_3", tmp_path / "orders", progress=False, columns="keys")
     with pytest.raises(Exception, match="(?i)recognize Python value type|convert partition"):
         dd.read_parquet(str(tmp_path / "orders")).to_parquet(str(tmp_path / "plain"))
     assert not list((tmp_path / "plain").glob("*.parquet"))   # nothing half-written
@@ -95,8 +95,8 @@ def test_a_list_and_a_boolean_edit_push_alone(engine: str, spark: Any,
                                               fresh_service: LocalService, client: Client,
                                               tmp_path: Path) -> None:
     out = tmp_path / "orders"
-    export(client, "object_3", out, progress=False)
-    before = read_object(client, "object_3", progress=False).main
+    export(client, "object_3", out, progress=False, columns="keys")
+    before = read_object(client, "object_3", progress=False, columns="keys").main
     assert before[FLAG].isna().any(), "the demo should have empty yes/no cells"
     ok = before[before[FLAG].notna() & before["field_29"].notna()
                 & before[MULTI].map(lambda v: sorted(v or []) != sorted(NEW_CHOICES))]
@@ -113,7 +113,7 @@ def test_a_list_and_a_boolean_edit_push_alone(engine: str, spark: Any,
     report = push(client, out)
     assert report.table["status"].tolist() == ["applied"]
     assert fresh_service.request_log.count(method="PUT") - writes == 1
-    after = read_object(client, "object_3", progress=False).main
+    after = read_object(client, "object_3", progress=False, columns="keys").main
     assert after.loc[rid, TEXT] == f"edited by {engine.split('-')[0]}"
     assert bool(after.loc[rid, FLAG]) is flag
     assert after.loc[rid, MULTI] == NEW_CHOICES

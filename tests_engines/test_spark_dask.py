@@ -40,13 +40,13 @@ def main_of(frames: Frames) -> pd.DataFrame:
 @pytest.fixture()
 def exported(client: Client, tmp_path: Path) -> Path:
     out = tmp_path / "orders"
-    export(client, "object_3", out, progress=False)
+    export(client, "object_3", out, progress=False, columns="keys")
     return out
 
 
 def test_spark_and_dask_read_an_export_and_saved_frames_as_the_frames(
         spark: Any, client: Client, exported: Path, tmp_path: Path) -> None:
-    frames = read_object(client, "object_3", progress=False)
+    frames = read_object(client, "object_3", progress=False, columns="keys")
     saved = tmp_path / "saved"
     to_parquet(frames, saved)
     main = main_of(frames)
@@ -64,7 +64,7 @@ def test_spark_and_dask_read_an_export_and_saved_frames_as_the_frames(
 
 def test_spark_and_dask_read_the_whole_app(spark: Any, client: Client,
                                            tmp_path: Path) -> None:
-    app = read_app(client, progress=False)
+    app = read_app(client, progress=False, columns="keys")
     app.to_parquet(tmp_path / "app")
     specs = app_tables(app)
     assert {s.kind for s in specs} >= {"object", "connection", "choices", "meta"}
@@ -138,7 +138,7 @@ ENGINES: dict[str, tuple[Callable[..., None], str]] = {
 def test_an_edit_written_by_the_engine_pushes_alone_and_moves_no_date(
         engine: str, spark: Any, fresh_service: LocalService, client: Client,
         exported: Path) -> None:
-    before = read_object(client, "object_3", progress=False).main
+    before = read_object(client, "object_3", progress=False, columns="keys").main
     rid = str(before[before[DATE].notna()].index[0])
     edit, style = ENGINES[engine]
     edit(spark, exported, rid)
@@ -153,7 +153,7 @@ def test_an_edit_written_by_the_engine_pushes_alone_and_moves_no_date(
     report = push(client, exported)
     assert report.table["status"].tolist() == ["applied"]
     assert fresh_service.request_log.count(method="PUT") - writes == 1
-    after = read_object(client, "object_3", progress=False).main
+    after = read_object(client, "object_3", progress=False, columns="keys").main
     assert after.loc[rid, TEXT] == f"edited by {engine.split('-')[0]}"
     assert after.loc[rid, DATE] == before.loc[rid, DATE] + pd.Timedelta(hours=24)
     # no other date moved (field_46 is stamped by the service on every update)

@@ -38,7 +38,7 @@ from .workers import PageDecoder
 @gc_paused_call
 def load(client: Client, target: Target, *, filters: Filters | Query | None = None,
          sort_field: str | None = None, sort_order: str | None = None,
-         limit: int | None = None, columns: Columns = "keys",
+         limit: int | None = None, columns: Columns = "labels",
          timezone: str | ZoneInfo | None = None, progress: bool | None = None,
          rows_per_page: int = 1000, verify: Verify = "first",
          raw_pages: bool = True, processes: int | None = None,

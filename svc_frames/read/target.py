@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ..frames import Source, label_map, resolve_fields, warn_renamed
+from ..frames import Source, resolve_fields
 from ..http.client import Client
 from ..keys import Target, parse_target
 from ..kinds.base import FieldSpec
+from ..labels import label_map, warn_renamed
 from ..schema import Schema
-from .options import Columns
+from .options import Columns, naming, subset
 
 
 def describe(client: Client, target: Target, app: dict[str, Any] | None,
@@ -25,6 +26,7 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
     Usage: ``fields, source = describe(client, "object_3", app, records, "keys", tz)``"""
     kind, a, b = parse_target(target)
     schema = Schema.of(app)
+    named, wanted = naming(columns), subset(columns)
     known = schema.all_fields() if app else None
     tz_name = tz.key if tz is not None else None
     if kind == "object":
@@ -33,22 +35,35 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
         # its fields are looked up by key, or inferred
         order = schema.object_fields(a)
         fields, inferred = resolve_fields(records, known, order)
+        fields = only(fields, wanted)
         source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
-                        base_url=client.base_url, columns=columns,
+                        base_url=client.base_url, columns=named,
                         kinds_inferred=inferred or app is None,
-                        name=schema.object_name(a))
+                        name=schema.object_name(a), some_fields=wanted is not None)
     else:
         assert a is not None and b is not None
         view_keys = schema.view_field_keys(a, b) or []
         order = [known[k] for k in view_keys if known and k in known] if not records else None
         fields, inferred = resolve_fields(records, known, order)
+        fields = only(fields, wanted)
         source = Source("view", schema.view_object(a, b), fields, scene_key=a, view_key=b,
                         timezone=tz_name, app_id=client.app_id, base_url=client.base_url,
-                        columns=columns, kinds_inferred=inferred or app is None,
-                        name=schema.view_name(a, b))
-    if columns == "labels":   # once per load: the labels that had to change
+                        columns=named, kinds_inferred=inferred or app is None,
+                        name=schema.view_name(a, b), some_fields=wanted is not None)
+    if named == "labels":   # once per load: the labels that had to change
         where = source.object_key if source.kind == "object" \
             else f"{source.scene_key}/{source.view_key}"
         warn_renamed(label_map(fields), fields, f"{source.name} ({where})" if source.name
                      else where)
     return fields, source
+
+
+def only(fields: list[FieldSpec], wanted: list[str] | None) -> list[FieldSpec]:
+    """The fields of a ``columns=`` list (keys, as the loaders resolved them), in its
+    order; every field when None.
+
+    Usage: ``only(fields, ["field_12", "field_27"])``"""
+    if wanted is None:
+        return fields
+    by_key = {f.key: f for f in fields}
+    return [by_key[k] for k in wanted if k in by_key]

@@ -45,7 +45,7 @@ from ..filters import prepare_query
 from ..frames import Frames
 from ..http.client import Client
 from ..keys import Target, parse_target
-from ..lookup import resolve_target
+from ..lookup import field_options, resolve_target
 from ..query import Filters, validate_filters
 from ..read.load import load
 from ..read.options import Columns, check_columns, user_timezone
@@ -317,7 +317,7 @@ def target_name(target: Target) -> str:
 
 def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *,
                 filters: Filters | None = None, sort_field: str | None = None,
-                sort_order: str | None = None, columns: Columns = "keys",
+                sort_order: str | None = None, columns: Columns = "labels",
                 timezone: Any = None, modified_field: str | None = None,
                 **load_options: Any) -> tuple[Frames, RefreshReport | None]:
     """Frames of a target through an on-disk cache: refreshed when it fits, else loaded in full.
@@ -380,7 +380,8 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
                           where=where)
     want = {"app_id": client.app_id, "target": target_name(target),
             "filters": query.filters,
-            "sort_field": sort_field, "sort_order": sort_order, "columns": columns,
+            "sort_field": sort_field, "sort_order": sort_order,
+            "columns": columns if isinstance(columns, str) else list(columns),
             "timezone": tz.key if tz is not None else None}
     why = ""
     cached: tuple[dict[str, Any], Frames | None] | None = None
@@ -474,7 +475,7 @@ class IncrementalExport:
 
 def export_incremental(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                        cache: str | os.PathLike[str] | None = None,
-                       filters: Filters | None = None, columns: Columns = "keys",
+                       filters: Filters | None = None, columns: Columns = "labels",
                        timezone: Any = None, modified_field: str | None = None,
                        progress: bool | None = None) -> IncrementalExport:
     """Keep saved frames on disk current, with a few requests per run.
@@ -524,6 +525,7 @@ def export_incremental(client: Client, target: Target, out_dir: str | os.PathLik
         raise UsageError(f"{dest} is not saved frames (it holds other files): choose "
                          "another directory")
     tgt = resolve_target(client, target)  # by key or name
+    columns, _, modified_field = field_options(client, tgt, columns, None, modified_field)
     cache_dir = Path(cache) if cache is not None else dest.with_name(dest.name + ".cache")
     frames, report = load_cached(client, tgt, cache_dir, filters=filters, columns=columns,
                                  timezone=timezone, modified_field=modified_field,

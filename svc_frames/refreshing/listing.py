@@ -14,10 +14,11 @@ from zoneinfo import ZoneInfo
 import numpy as np
 import pandas as pd
 
-from ..frames import Frames, Source, build_frames, label_map, relabel
+from ..frames import Frames, Source, build_frames
 from ..http.client import Client
 from ..keys import Target
 from ..kinds import codec_for
+from ..labels import label_map, relabel
 from ..read.pager import Paginator
 from ..read.pipeline import PagePipeline
 

@@ -227,7 +227,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     >>> rid = orders.main.index[0]
     >>> _ = client.update_record("object_3", rid, {"field_12": "Fix the door"})
     >>> report = refresh(client, orders)
-    >>> report.changed == [rid], orders.main.loc[rid, "field_12"]
+    >>> report.changed == [rid], orders.main.loc[rid, "Title"]
     (True, 'Fix the door')
     """
     source = check_frames(client, frames)

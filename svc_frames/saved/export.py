@@ -24,7 +24,7 @@ from ..frames import Source, build_frames, warn_skipped
 from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
-from ..lookup import resolve_target
+from ..lookup import field_options, resolve_target
 from ..names import path_names
 from ..progress import PageProgress, want_progress
 from ..query import Filters, validate_filters
@@ -77,7 +77,7 @@ class _PartWriter:
 def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
            filters: Filters | None = None, format: Literal["parquet", "csv"] = "parquet",
            sort_field: str | None = None, sort_order: str | None = None,
-           limit: int | None = None, columns: Columns = "keys",
+           limit: int | None = None, columns: Columns = "labels",
            timezone: str | ZoneInfo | None = None, progress: bool | None = None,
            rows_per_page: int = 1000, verify: Verify = "first",
            overwrite: bool = False) -> ExportResult:
@@ -106,8 +106,9 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     format : {"parquet", "csv"}, default "parquet"
         The records' files; CSV holds values as the service shows them and
         :func:`push` reads it back too (the as-loaded copy is Parquet either way).
-    columns : {"keys", "labels"}, default "keys"
-        Name columns and tables by field key or by field label.
+    columns : {"labels", "keys"} or list of str, default "labels"
+        Name columns and tables by field label or by field key; or the fields to save
+        (by label or key), named by label (see :func:`read_object`).
     progress : bool, optional
         A progress bar of pages (default: on in notebooks and terminals).
     overwrite : bool, default False
@@ -138,7 +139,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     --------
     >>> result = export(client, "Work Orders", tmp_path / "orders")
     >>> result.records, result.parts, result.tables
-    (30, 1, ['field_28', 'field_31', 'field_41', 'field_42', 'field_43'])
+    (30, 1, ['Tags', 'Work Time', 'Parts', 'Assignee', 'Created By'])
     >>> read_parquet(result.path).main.shape
     (30, 55)
     >>> export(client, "Parts", tmp_path / "parts", format="csv").records
@@ -152,6 +153,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     layout = SavedLayout.of(out_dir)
     check_free(layout, overwrite)
     tgt = resolve_target(client, target)  # a name, or a key the schema must hold
+    columns, sort_field, _ = field_options(client, tgt, columns, sort_field, None)
     bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
     pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
                       sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,

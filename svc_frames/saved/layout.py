@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..frames import Source, label_renames
+from ..frames import Source
+from ..labels import label_renames
 from ..names import changed, paths_changed, warn_names
 
 META_VERSION = 2

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +51,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from ..frames import Frames, Source, label_map, label_renames, relabel, warn_skipped
+from ..frames import Frames, Source, warn_skipped
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
+from ..labels import label_map, label_renames, relabel, renamed
 from ..names import path_names
-from ..read.options import Columns, check_columns
+from ..read.options import Columns, check_columns, naming
 from .arrow import (
     PANDAS_INDEX,
     arrow_to_frame,
@@ -139,33 +139,6 @@ def write_frames(frames: Frames, data: Path, tables: Path, fmt: str
     return _dataset_columns(main), out_tables
 
 
-def renamed_columns(frames: Frames, columns: Columns) -> Frames:
-    """The same frames with columns (and tables) named by field key or by field label;
-    the as-loaded copy follows, so they diff and push as before.
-
-    Usage: ``renamed_columns(frames, "labels").main.columns  # Title, Due, Site.city ...``"""
-    check_columns(columns)
-    src = frames.source
-    if src is None or src.columns == columns:
-        return frames
-    names = label_map(src.fields)
-    by_key: dict[str, str] = {}
-    for f in src.fields:
-        for col in [*codec_for(f).columns(f), f.key]:
-            by_key[col] = relabel(col, names)
-    mapping = by_key if columns == "labels" else {v: k for k, v in by_key.items()}
-    source = replace(src, columns=columns)
-
-    def one(fr: Frames) -> Frames:
-        return Frames(fr.main.rename(columns=lambda c: mapping.get(str(c), str(c))),
-                      {mapping.get(k, k): v for k, v in fr.tables.items()}, source,
-                      skipped={mapping.get(k, k): v for k, v in fr.skipped.items()})
-
-    out = one(frames)
-    out.original = one(frames.original) if frames.original is not None else None
-    return out
-
-
 def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
                overwrite: bool = False, columns: Columns | None = None) -> Path:
     """Save frames as a directory any Parquet reader takes, which push can read back.
@@ -222,7 +195,10 @@ def to_parquet(frames: Frames, path: str | os.PathLike[str], *,
         if columns == "labels" and frames.source is not None \
                 and frames.source.columns != "labels":   # named here, not by their load
             relabelled = {label: used for _k, label, used in label_renames(frames.source.fields)}
-        frames = renamed_columns(frames, columns)
+        check_columns(columns)
+        if not isinstance(columns, str):
+            raise UsageError(f"to_parquet names columns 'labels' or 'keys', got {columns!r}")
+        frames = renamed(frames, naming(columns))
     layout = SavedLayout.of(path)
     check_free(layout, overwrite)
     with Staging(layout) as st:
@@ -497,7 +473,7 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     Edit the records with pandas (or any tool), then read them again:
 
     >>> df = pd.read_parquet(saved)
-    >>> df.loc[0, "field_12"] = "Replace the pump"
+    >>> df.loc[0, "Title"] = "Replace the pump"
     >>> df.to_parquet(saved / "part-00001.parquet", index=False)
     >>> diff(read_parquet(saved)).counts
     {'update': 1, 'create': 0, 'delete': 0}

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -121,21 +122,24 @@ def check_schema(frames: Frames, client: Client, path: str | os.PathLike[str]) -
                              "export the object again; nothing was sent", field=f.key)
 
 
-def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataFrame, *,
-                overwrite: bool = False) -> None:
+def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataFrame,
+                field_keys: Sequence[Sequence[str]], *, overwrite: bool = False) -> None:
     """After a push, so that pushing again sends nothing: with ``overwrite=True`` the data
     files are rewritten with the server's values and new ids, and the as-loaded copy is
     the refreshed ``frames.original``; without it the user's files stay as they are and
     the as-loaded copy takes, for each applied record, the values that were sent (the
     columns of ``outcomes.fields``) as the data files hold them, and drops deleted records.
 
-    ``outcomes``: the report table of the run (``record_id, action, fields, status``).
-    Usage: ``save_pushed(frames, "out/orders", report.table, overwrite=True)``"""
+    ``outcomes``: the report table of the run (``record_id, action, fields, status``),
+    ``field_keys`` the keys of its rows' fields (``Report.field_keys``).
+    Usage: ``save_pushed(frames, "out/orders", report.table, report.field_keys)``"""
     layout = SavedLayout.of(path)
     meta = read_meta(layout.data)
     if frames.original is None:
         raise UsageError("the pushed frames have no as-loaded copy to save")
-    applied = outcomes[outcomes["status"] == "applied"]
+    keys_of = pd.Series([list(k) for k in field_keys], index=outcomes.index, dtype=object)
+    applied = outcomes.assign(keys=keys_of)
+    applied = applied[applied["status"] == "applied"]
     with Staging(layout) as st:
         if overwrite:
             loaded = frames.original
@@ -161,13 +165,13 @@ def _sent_as_baseline(on_disk: Frames, applied: pd.DataFrame) -> Frames:
     main = base.main.copy()
     tables = {k: v.copy() for k, v in base.tables.items()}
     col_fields = column_fields(base.source)
-    for rid, action, sent in zip(applied["record_id"], applied["action"], applied["fields"],
+    for rid, action, sent in zip(applied["record_id"], applied["action"], applied["keys"],
                                  strict=True):
         if action == "delete":
             main = main.drop(index=rid, errors="ignore")
             tables = {k: t[t.iloc[:, 0] != rid] for k, t in tables.items()}
             continue
-        keys = {k.strip() for k in str(sent or "").split(",") if k.strip()}
+        keys = set(sent)
         cols = [c for c in main.columns if c in col_fields and col_fields[c].key in keys]
         if rid in main.index and rid in on_disk.main.index and cols:
             main.loc[rid, cols] = on_disk.main.loc[rid, cols].to_numpy()
@@ -237,7 +241,7 @@ def push(client: Client, path: str | os.PathLike[str], *, dry_run: bool = False,
     --------
     >>> saved = export(client, "Work Orders", tmp_path / "orders")
     >>> df = pd.read_parquet(saved.path)
-    >>> df.loc[df["field_27"] == "Open", "field_27"] = "On Hold"
+    >>> df.loc[df["Status"] == "Open", "Status"] = "On Hold"
     >>> df.to_parquet(saved.path / "part-00001.parquet", index=False)
     >>> push(client, saved.path, dry_run=True).counts
     {'planned': 11}
@@ -270,7 +274,7 @@ def _keep_applied(frames: Frames, path: str | os.PathLike[str], report: Report,
     if not (report.table["status"] == "applied").any():
         return
     try:
-        save_pushed(frames, path, report.table, overwrite=overwrite)
+        save_pushed(frames, path, report.table, report.field_keys, overwrite=overwrite)
     except (OSError, SvcError) as exc:
         warnings.warn(f"the writes in this report were applied, but {path} could not be "
                       f"refreshed ({exc}); pushing it again would diff against the old "

@@ -47,8 +47,9 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import UsageError
-from ..frames import Frames, label_map
+from ..frames import Frames
 from ..kinds.base import FieldSpec
+from ..labels import label_map
 from ..names import bounded_sql, sql_name, sql_slug, warn_names
 from ..schema import Connection
 from .arrow import frame_to_arrow

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import UsageError
-from ..frames import label_map, relabel
+from ..labels import label_map, relabel
 from .plan import Layout
 
 __all__ = ["analysis_columns", "refuse_new_only"]

@@ -158,15 +158,15 @@ def add_rows(frames: Frames, rows: pd.DataFrame | pd.Series | Sequence[Mapping[s
     Examples
     --------
     >>> parts = read_object(client, "Parts")
-    >>> add_rows(parts, [{"field_8": "Valve S-99", "field_9": 12.5}])
+    >>> add_rows(parts, [{"Part Name": "Valve S-99", "Unit Price": 12.5}])
     ['new:0']
-    >>> add_rows(parts, pd.DataFrame({"field_8": ["Valve S-100"], "field_9": [3.0]}))
+    >>> add_rows(parts, pd.DataFrame({"Part Name": ["Valve S-100"], "Unit Price": [3.0]}))
     ['new:1']
     >>> diff(parts).counts
     {'update': 0, 'create': 2, 'delete': 0}
     >>> write_back(client, parts).counts
     {'applied': 2}
-    >>> parts.main.loc[parts.main["field_8"] == "Valve S-99", "field_11"].tolist()      # Part No, given by the service
+    >>> parts.main.loc[parts.main["Part Name"] == "Valve S-99", "Part No"].tolist()  # given by the service
     [41]
     """
     records = _as_records(rows)

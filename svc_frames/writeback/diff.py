@@ -112,6 +112,12 @@ def _encode(layout: Layout, key: str, values: dict[str, Any], rid: str,
     except InvalidValue as exc:
         exc.record_id = exc.record_id or rid
         exc.field = exc.field or key
+        said_by_key = f"{key} ({f.kind}): "
+        named = layout.names.get(key, key)
+        if named != key and exc.message.startswith(said_by_key):
+            # frames named by label: the field as they name it, its key beside it
+            exc.message = f"{named!r} ({key}, {f.kind}): {exc.message[len(said_by_key):]}"
+            exc.args = (exc.message,)
         if exc.column is None and len(values) == 1:
             exc.column = col_names.get(next(iter(values)), next(iter(values)))
         if rid not in exc.message:
@@ -175,14 +181,14 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     --------
     >>> frames = read_object(client, "Work Orders")
     >>> rid = frames.main.index[0]
-    >>> frames.main.loc[rid, "field_25"] = 1.0          # Priority
+    >>> frames.main.loc[rid, "Priority"] = 1.0
     >>> plan = diff(frames)
     >>> plan.counts
     {'update': 1, 'create': 0, 'delete': 0}
-    >>> plan.changes[["field", "column", "old", "new"]]
+    >>> plan.changes[["field", "column", "old", "new"]]    # the key, the frame's column
           field    column  old  new
-    0  field_25  field_25  4.0  1.0
-    >>> frames.main.loc[rid, "field_24"] = 99           # WO Number: an auto increment
+    0  field_25  Priority  4.0  1.0
+    >>> frames.main.loc[rid, "WO Number"] = 99          # an auto increment
     >>> diff(frames)
     Traceback (most recent call last):
     ...
@@ -633,6 +639,16 @@ class PlanBuilder:
         required = [k for k, f in layout.fields.items()
                     if f.required and not layout.codecs[k].read_only
                     and (layout.field_cols.get(k) or f.kind == "connection")]
+        source = self.base.source if self.base is not None else None
+        if source is not None and source.some_fields and self.create_rows:
+            # a frame of some fields (columns=[...]) cannot tell which others a new record
+            # needs: refused rather than created without them
+            rid = next(iter(self.create_rows))
+            loaded = [layout.names.get(f.key, f.key) for f in source.fields]
+            raise UsageError(f"new row {rid}: these frames hold some fields only (loaded "
+                             f"with columns={loaded!r}), so a new record would miss the "
+                             "others: add rows to frames loaded with every field (nothing "
+                             "was sent)")
         if not required:
             return
         for rid in self.create_rows:

@@ -22,10 +22,11 @@ import pandas as pd
 from ..arrowcols import member
 from ..assets import PendingUpload
 from ..errors import SvcError
-from ..frames import Frames, Source, label_map, relabel
+from ..frames import Frames, Source
 from ..kinds import codec_for, is_empty_cell
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
+from ..labels import column_names, label_map, relabel
 from ..query import rules_within
 from .guardmode import DEFAULT_GUARD_WINDOW, HOSTED_RATE, GuardMode
 
@@ -70,6 +71,8 @@ class Layout:
     tables: dict[str, str]                  # table name -> connection field key
     ctx: ReadContext
     intervals: dict[str, str] = dc_field(default_factory=dict)  # table name -> timer key
+    # field key -> how the frames name the field (its label, or its key), for messages
+    names: dict[str, str] = dc_field(default_factory=dict)
 
     @classmethod
     def of(cls, source: Source) -> Layout:
@@ -100,7 +103,7 @@ class Layout:
                     named[relabel(f.key, names)] = f.key
         tz = ZoneInfo(source.timezone) if source.timezone else None
         return cls(fields, codecs, field_cols, col_field, col_key, tables, ReadContext(tz),
-                   intervals)
+                   intervals, column_names(source.fields, source.columns))
 
     def table_of(self, key: str, frames: Frames) -> pd.DataFrame | None:
         """The exploded table of field ``key`` in ``frames`` (keys or labels name)."""
@@ -375,7 +378,7 @@ class Plan:
     Examples
     --------
     >>> frames = read_object(client, "Work Orders")
-    >>> frames.main.loc[frames.main.index[:2], "field_27"] = "Done"
+    >>> frames.main.loc[frames.main.index[:2], "Status"] = "Done"
     >>> plan = diff(frames)
     >>> plan
     Plan(2 update, 0 create, 0 delete; 2 changed cells; 5 requests (2 writes, 1 re-reads, 1 checks, up to 1 late re-reads), about 2 s at 10 requests/s)
@@ -435,7 +438,7 @@ class Plan:
         Examples
         --------
         >>> frames = read_object(client, "Parts")
-        >>> frames.main.loc[frames.main.index[0], "field_10"] = 5.0
+        >>> frames.main.loc[frames.main.index[0], "In Stock"] = 5.0
         >>> diff(frames).record_ids == [frames.main.index[0]]
         True
         """
@@ -455,7 +458,7 @@ class Plan:
         Examples
         --------
         >>> frames = read_object(client, "Work Orders")
-        >>> frames.main.loc[frames.main.index[:3], "field_25"] = 5.0
+        >>> frames.main.loc[frames.main.index[:3], "Priority"] = 5.0
         >>> plan = diff(frames)
         >>> plan.requests
         RequestEstimate(writes=3, uploads=0, rereads=1, lookups=0, checks=1, late=1)
@@ -501,7 +504,7 @@ class Plan:
         Examples
         --------
         >>> frames = read_object(client, "Work Orders")
-        >>> frames.main.loc[frames.main.index[:3], "field_25"] = 5.0
+        >>> frames.main.loc[frames.main.index[:3], "Priority"] = 5.0
         >>> plan = diff(frames)
         >>> plan.estimate_requests(guard="once").total, plan.estimate_requests(guard="off").total
         (4, 3)
@@ -549,7 +552,7 @@ class Plan:
         Examples
         --------
         >>> frames = read_object(client, "Work Orders")
-        >>> frames.main.loc[frames.main.index[:3], "field_25"] = 5.0
+        >>> frames.main.loc[frames.main.index[:3], "Priority"] = 5.0
         >>> plan = diff(frames)
         >>> plan.select(plan.record_ids[:1]).counts
         {'update': 1, 'create': 0, 'delete': 0}
@@ -570,17 +573,19 @@ class Plan:
         Returns
         -------
         pandas.DataFrame
-            Text columns; ``fields`` lists the field keys, comma separated.
+            Text columns; ``fields`` lists the fields sent, comma separated, named as the
+            frames name them (labels, or keys in frames named by key).
 
         Examples
         --------
         >>> frames = read_object(client, "Work Orders")
-        >>> frames.main.loc[frames.main.index[0], ["field_25", "field_27"]] = [5.0, "Done"]
+        >>> frames.main.loc[frames.main.index[0], ["Priority", "Status"]] = [5.0, "Done"]
         >>> diff(frames).summary()[["action", "fields"]]
-           action              fields
-        0  update  field_25, field_27
+           action            fields
+        0  update  Priority, Status
         """
-        rows = [(rid, act, ", ".join(self.payloads.get(rid, {})))
+        names = column_names(self.source.fields, self.source.columns)
+        rows = [(rid, act, ", ".join(names.get(k, k) for k in self.payloads.get(rid, {})))
                 for rid, act in self.actions.items()]
         return pd.DataFrame(rows, columns=["record_id", "action", "fields"]).astype("string")
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 import pandas as pd
 
+from ..labels import column_names
 from .plan import Action, Plan, Status
 
 __all__ = ["Report", "Outcome", "Counter", "QuotaNote", "Kept", "make_report", "dry_run_report",
@@ -80,7 +82,7 @@ class Kept:
     and ``entries``, record id (a create's temporary id) -> its entry."""
 
     header: dict[str, Any]
-    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    entries: dict[str, dict[str, Any]] = dc_field(default_factory=dict)
 
     def __repr__(self) -> str:
         acts: dict[str, int] = {}
@@ -104,7 +106,8 @@ class Report:
     ----------
     table : pandas.DataFrame
         One row per record and action: ``record_id`` (a create's new id once created),
-        ``action``, ``fields`` (the field keys sent, comma separated), ``status`` and
+        ``action``, ``fields`` (the fields sent, comma separated, named as the frames
+        name them: labels, or keys), ``status`` and
         ``message`` (why, when it is not ``applied``).
     plan : Plan
         The plan the run sent.
@@ -123,18 +126,21 @@ class Report:
         What ``undo(client, report)`` needs: each applied update's fields as loaded and
         as written, each created record, each deleted record whole (a journal keeps the
         same, for an undo in another process). None for a dry run.
+    field_keys : list of list of str, optional
+        The keys of the fields of each row of ``table``, in its order (the table names
+        them as the frames do).
 
     Examples
     --------
     >>> frames = read_object(client, "Work Orders")
-    >>> frames.main.loc[frames.main.index[:2], "field_27"] = "Done"
+    >>> frames.main.loc[frames.main.index[:2], "Status"] = "Done"
     >>> report = write_back(client, frames, dry_run=True)
     >>> report.counts, report.ok, report.requests["writes"]
     ({'planned': 2}, True, 0)
     >>> report.table[["action", "fields", "status"]]
-       action    fields   status
-    0  update  field_27  planned
-    1  update  field_27  planned
+       action  fields   status
+    0  update  Status  planned
+    1  update  Status  planned
     """
 
     table: pd.DataFrame
@@ -144,6 +150,7 @@ class Report:
     dry_run: bool = False
     quota: QuotaNote | None = None
     kept: Kept | None = None
+    field_keys: list[list[str]] = dc_field(default_factory=list)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -183,7 +190,7 @@ class Report:
         Examples
         --------
         >>> frames = read_object(client, "Parts")
-        >>> frames.main.loc[frames.main.index[0], "field_10"] = 7.0
+        >>> frames.main.loc[frames.main.index[0], "In Stock"] = 7.0
         >>> write_back(client, frames, dry_run=True).ok
         True
         """
@@ -264,12 +271,15 @@ def make_report(rows: Sequence[Outcome], plan: Plan, conflicts: list[dict[str, A
                 counter: Counter, dry_run: bool = False,
                 quota: QuotaNote | None = None, kept: Kept | None = None) -> Report:
     """The Report of ``rows`` (in plan order) with the run's conflicts and counts."""
+    # the fields as the frames name them (labels, or keys for frames named by key)
+    names = column_names(plan.source.fields, plan.source.columns)
     table = pd.DataFrame(
         [(o.new_id or o.record_id if o.action == "create" else o.record_id, o.action,
-          ", ".join(o.fields), o.status, o.message) for o in rows],
+          ", ".join(names.get(k, k) for k in o.fields), o.status, o.message) for o in rows],
         columns=REPORT_COLUMNS).astype("string")
     conf = pd.DataFrame(conflicts, columns=["record_id", "field", "loaded", "server", "new"])
-    return Report(table, plan, conf, dict(counter.n), dry_run, quota, kept)
+    return Report(table, plan, conf, dict(counter.n), dry_run, quota, kept,
+                  [list(o.fields) for o in rows])
 
 
 def dry_run_report(plan: Plan, delete_missing: bool,

@@ -160,15 +160,15 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     --------
     >>> frames = read_object(client, "Work Orders")
     >>> rid = frames.main.index[0]
-    >>> frames.main.loc[rid, "field_12"] = "Replace the pump"
+    >>> frames.main.loc[rid, "Title"] = "Replace the pump"
     >>> write_back(client, frames, dry_run=True).counts       # nothing sent
     {'planned': 1}
     >>> report = write_back(client, frames, progress=True)
     write_back object_3: 1 applied; 3 requests
     >>> report.table[["action", "fields", "status"]]
-       action    fields   status
-    0  update  field_12  applied
-    >>> read_object(client, "Work Orders").main.loc[rid, "field_12"]
+       action fields   status
+    0  update  Title  applied
+    >>> read_object(client, "Work Orders").main.loc[rid, "Title"]
     'Replace the pump'
     >>> diff(frames).empty                # the frames followed: nothing left to send
     True
