@@ -229,7 +229,7 @@ def test_unknown_object_named(scripted: Scripted) -> None:
 # ---- misbehaving servers -------------------------------------------------------------
 @pytest.mark.parametrize("ctype,body,match", [
     ("text/html", "<html><body><h1>Sign in to the portal</h1></body>",
-     "web page.*Sign in to the portal.*check the base URL"),        # a login portal
+     "not JSON.*Sign in to the portal.*web page, check the base URL"),  # a login portal
     ("application/json", b"\x00\xff{{garbage", "not JSON"),           # garbage
     ("application/json", '{"hello": 1}', "envelope"),                 # JSON, not a page
 ], ids=["html", "garbage", "not-an-envelope"])

@@ -75,7 +75,14 @@ from ..keys import FIELD_KEY, Target, parse_target
 from ..query import Filters, Query
 from .body import parse_json
 from .connections import PacedAdapter, paced_by
-from .hints import KEY_FROM_ARGUMENT, KEY_FROM_ENV, is_web_page, key_refused, not_the_service
+from .hints import (
+    CHECK_BASE_URL,
+    KEY_FROM_ARGUMENT,
+    KEY_FROM_ENV,
+    is_web_page,
+    key_refused,
+    not_the_service,
+)
 from .limiter import PaceState, check_rate, shared_limiter
 
 log = logging.getLogger(__name__)
@@ -764,13 +771,10 @@ class Client:
             return (parse or parse_json)(body)
         except ValueError:
             ctype = resp.headers.get("Content-Type", "?")
-            if is_web_page(ctype, body):
-                page = self._redact(_snippet(body, 60))
-                raise ServerError(f"{method} {what}: " + not_the_service(
-                    self.base_url, resp.status_code, page), status=resp.status_code) from None
+            page = f": a web page, {CHECK_BASE_URL}" if is_web_page(ctype, body) else ""
             raise ServerError(
                 f"{method} {what}: the service answered {resp.status_code} with a body that is "
-                f"not JSON ({ctype}): {self._redact(_snippet(body))!r}",
+                f"not JSON ({ctype}): {self._redact(_snippet(body))!r}{page}",
                 status=resp.status_code) from None
 
     def _message(self, resp: requests.Response, body: bytes) -> str:

@@ -21,8 +21,8 @@ Usage::
 
 from __future__ import annotations
 
-__all__ = ["KEY_FROM_ARGUMENT", "KEY_FROM_ENV", "KEY_FROM_FLAG", "key_refused",
-           "is_web_page", "not_the_service"]
+__all__ = ["KEY_FROM_ARGUMENT", "KEY_FROM_ENV", "KEY_FROM_FLAG", "CHECK_BASE_URL",
+           "key_refused", "is_web_page", "not_the_service"]
 
 KEY_FROM_ARGUMENT = "the api_key argument"
 KEY_FROM_ENV = "SVC_API_KEY"
@@ -52,5 +52,9 @@ def not_the_service(base_url: str, status: int, page_text: str) -> str:
     its text, tags removed)."""
     shown = f" ({page_text!r})" if page_text else ""
     return (f"{base_url} answered {status} with a web page{shown}, not as the service "
-            f"answers: check the base URL (SVC_BASE_URL, --base-url or Client(base_url=...)) "
-            f"and the application id")
+            f"answers: {CHECK_BASE_URL}")
+
+
+CHECK_BASE_URL = ("check the base URL (SVC_BASE_URL, --base-url or Client(base_url=...)) "
+                  "and the application id")
+"""The advice a web page in answer to an API request carries."""
