@@ -26,9 +26,9 @@ from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
+from .kinds.rawvalues import RawRecord, column_getter
 from .names import SHOWN_NAMES, unique_labels
 from .query import Query
-from .read.rawpages import RawRecord, column_getter
 
 
 @dataclass

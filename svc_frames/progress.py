@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
+from collections.abc import Sized
+from typing import Any, Protocol
 
 from tqdm.auto import tqdm
 
-from .read.pager import Page
-
 __all__ = ["want_progress", "Progress", "PageProgress"]
+
+
+class PageShape(Protocol):
+    """What a page bar reads of a page (read/pager.py's ``Page``, by shape: the read path
+    sits above this helper)."""
+
+    @property
+    def total_pages(self) -> int: ...
+
+    @property
+    def records(self) -> Sized: ...
 
 
 def want_progress(progress: bool | None) -> bool:
@@ -86,7 +96,7 @@ class PageProgress(Progress):
         super().__init__(enabled, desc, unit="page")
         self.records = 0
 
-    def __call__(self, page: Page) -> None:
+    def __call__(self, page: PageShape) -> None:
         if not self.enabled:
             return
         if self.bar is None:

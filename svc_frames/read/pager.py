@@ -48,6 +48,7 @@ import numpy as np
 from ..errors import ConsistencyError, QuotaInsufficient, ServerError, UsageError
 from ..filters import prepare_query
 from ..http.body import parse_json
+from ..kinds.rawvalues import RawRecord
 from ..query import Query, needs_schema, validate_filters
 from ..schema import Schema
 from .keyset import (
@@ -63,7 +64,7 @@ from .keyset import (
     plan_ranges,
     span_gaps,
 )
-from .rawpages import RawRecord, raw_page_parser
+from .rawpages import raw_page_parser
 
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
