@@ -22,7 +22,7 @@ from __future__ import annotations
 import html
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -32,13 +32,13 @@ import pandas as pd
 
 from .errors import UsageError
 from .frames import Frames, label_map
-from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
 from .lookup import match, object_key
 from .progress import Progress, want_progress
 from .read.load import load
 from .read.options import Columns, check_columns, user_timezone
 from .read.pager import Page, Verify
+from .records import Client
 from .saved.snapshot import app_to_parquet, to_duckdb
 from .schema import Connection, Schema
 
@@ -116,12 +116,13 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     return App(frames, schema, app_id=client.app_id)
 
 
-def resolve_objects(schema: dict[str, Any] | None, objects: Sequence[str] | None) -> list[str]:
+def resolve_objects(schema: Mapping[str, Any] | None,
+                    objects: Sequence[str] | None) -> list[str]:
     """Object keys for ``objects`` (keys or names; None: every object of the schema)."""
     listed = [(str(o.get("key")), str(o.get("name") or "")) for o in
               (schema or {}).get("objects") or () if o.get("key")]
     if objects is None:
-        if schema is None:
+        if not schema:
             raise UsageError("the service does not expose its schema, so the objects are "
                              "unknown: name them by key, read_app(client, ['object_1', ...])")
         return [k for k, _ in listed]
@@ -135,7 +136,7 @@ def resolve_objects(schema: dict[str, Any] | None, objects: Sequence[str] | None
 
 
 
-def connections_of(schema: dict[str, Any] | None) -> list[Connection]:
+def connections_of(schema: Mapping[str, Any] | None) -> list[Connection]:
     """Every connection field of the schema (schema order; ``schema.Connection``).
 
     Usage: ``[c.field for c in connections_of(client.schema())]``"""
@@ -216,7 +217,7 @@ class App:
     ['object_2']
     """
 
-    def __init__(self, frames: dict[str, Frames], schema: dict[str, Any] | None = None, *,
+    def __init__(self, frames: dict[str, Frames], schema: Mapping[str, Any] | None = None, *,
                  app_id: str = "") -> None:
         self.frames = dict(frames)
         self.schema = schema
@@ -230,7 +231,7 @@ class App:
                 self.names.setdefault(key, f.source.name)
             self.names.setdefault(key, "")
         self.connections: list[Connection] = connections_of(schema)
-        if schema is None:  # no schema: the connections the loaded frames declare
+        if not schema:  # no schema: the connections the loaded frames declare
             for f in self.frames.values():
                 for spec in f.source.fields if f.source is not None else ():
                     rel = spec.relationship or {}

@@ -28,12 +28,11 @@ import pandas as pd
 from .application import read_app
 from .errors import SvcError, UsageError
 from .filters import validate_filters
-from .http.client import Client
+from .records import Client
 from .refreshing.cache import export_incremental
 from .saved.export import export
 from .saved.push import push
 from .saved.snapshot import check_destination, import_duckdb
-from .schema import Schema
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -355,16 +354,15 @@ def add_schema(sub: Any) -> argparse.ArgumentParser:
 def cmd_schema(args: argparse.Namespace) -> int:
     def run() -> int:
         client = client_from_args(args)
-        app = client.schema()
-        if app is None:
+        schema = client.schema()
+        if not schema:
             print("error: this service does not expose its application schema; loads infer "
                   "kinds from the records", file=sys.stderr)
             return 1
         if args.json:
-            print(json.dumps(app, indent=1))
+            print(json.dumps(dict(schema), indent=1))
             return 0
-        schema = Schema.of(app)
-        print(f"{schema.name or '?'} (id {app.get('id', client.app_id)}, "
+        print(f"{schema.name or '?'} (id {schema.get('id', client.app_id)}, "
               f"timezone {schema.timezone_name or '?'})")
         for okey in schema.object_keys():
             print(f"\n{okey}  {schema.object_name(okey)}")

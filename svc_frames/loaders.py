@@ -21,14 +21,13 @@ from zoneinfo import ZoneInfo
 from .errors import NotFound, UsageError
 from .filters import Filters
 from .frames import Frames
-from .http.client import Client
 from .keys import KEY_RE, Target, parse_target
 from .lookup import object_key as object_key_of
 from .lookup import view_keys
 from .read.load import load
 from .read.options import Columns, check_columns, user_timezone
 from .read.pager import Verify
-from .schema import Schema
+from .records import Client
 
 __all__ = ["read_object", "read_view"]
 
@@ -235,7 +234,7 @@ def named_target(client: Client, target: Any, columns: Any, timezone: Any, *,
                              "read_object for an object")
     check_columns(columns)
     user_timezone(timezone)
-    schema = Schema(client.schema())
+    schema = client.schema()
     return object_key_of(schema, target) if want == "object" else view_keys(schema, target)
 
 
@@ -245,7 +244,7 @@ def unknown_key_said(client: Client, target: Target, run: Callable[[], Frames]) 
     try:
         return run()
     except NotFound:
-        schema = Schema(client.schema())
+        schema = client.schema()
         if schema.available:
             if isinstance(target, tuple):
                 view_keys(schema, target)  # raises for a view the schema does not hold

@@ -8,7 +8,7 @@ Resolving needs only the schema (read once per client): nothing else is requeste
 
 Usage::
 
-    schema = Schema(client.schema())
+    schema = client.schema()
     object_key(schema, "Work Orders")                    # "object_3"
     view_keys(schema, ("Dispatch", "Dispatch board"))    # ("scene_2", "view_3")
     field_key(schema.object_fields("object_3"), "status", "Work Orders")   # "field_27"
@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import UsageError
-from .http.client import Client
 from .keys import FIELD_KEY, KEY_RE, Target
 from .kinds.base import FieldSpec
+from .records import Client
 from .schema import Schema
 
 __all__ = ["object_key", "view_keys", "field_key", "target_keys", "resolve_target", "fold"]
@@ -154,4 +154,4 @@ def resolve_target(client: Client, target: Any) -> Target:
     what ``export`` and the CLI call before any other request, so a bad name or key costs
     no other request. (``read_object`` takes a key without asking the schema first, so a
     load needs no extra round trip: ``loaders.py``.)"""
-    return target_keys(Schema(client.schema()), target)
+    return target_keys(client.schema(), target)

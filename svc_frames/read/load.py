@@ -21,11 +21,11 @@ import pandas as pd
 from ..arrowcols import member
 from ..errors import UsageError
 from ..frames import Frames, Source, warn_skipped
-from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
 from ..progress import PageProgress, want_progress
 from ..query import Filters, Query
+from ..records import Client
 from ..schema import Schema
 from .gcpause import gc_paused_call
 from .options import Columns, check_columns, user_timezone
@@ -80,7 +80,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None
     source: Source | None = None
-    app: dict[str, Any] | None = None
+    app: Schema | None = None
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1,
                                                       thread_name_prefix="svc-schema"))
@@ -97,10 +97,10 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
             if not wait and not schema_future.done():
                 return  # the schema is slower than page 1: no request waits for it
             app = schema_future.result()
-            if app is None:
+            if not app:   # the service does not expose its schema
                 collected = []
                 return
-            tz = tz or Schema.of(app).timezone
+            tz = tz or app.timezone
             fields, source = describe(client, target, app, page.records, columns, tz)
             pipe.tz = tz
 
@@ -129,7 +129,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         # its pages are decoded as any load's (one PagePipeline, one final_frames)
         final_pass = pager.passes[-1].pass_no
         records = [r for p in collected if p.pass_no == final_pass for r in p.records]
-        tz = tz or Schema.of(app).timezone
+        tz = tz or (app.timezone if app else None)
         fields, source = describe(client, target, app, records, columns, tz)
         pipe.tz = tz
         pipe.settle(None, fields, source, raw_pages=False)

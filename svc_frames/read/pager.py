@@ -50,7 +50,6 @@ from ..filters import prepare_query
 from ..http.body import parse_json
 from ..kinds.rawvalues import RawRecord
 from ..query import Query, needs_schema, validate_filters
-from ..schema import Schema
 from .keyset import (
     KeyRange,
     KeyValues,
@@ -71,9 +70,9 @@ if TYPE_CHECKING:
 
     from ..filters import Filters
     from ..frames import Frames
-    from ..http.client import Client
     from ..keys import Target
     from ..kinds.base import FieldSpec
+    from ..records import Client
 
 
 Verify = Literal["first", "full", "none"]
@@ -295,7 +294,7 @@ class Paginator:
         if isinstance(filters, Query):
             self.query = filters
         elif schema_checks and needs_schema(checked):
-            schema = Schema.of(client.schema())
+            schema = client.schema()
             # labels and unknown keys are looked up among the target's own fields first
             own, where = schema.target_fields(target)
             self.query = prepare_query(checked, schema.all_fields(),
@@ -315,7 +314,7 @@ class Paginator:
                 and (sort_field is None or ((sort_order or "asc") == "asc"
                                             and client.schema_read)) \
                 and len(self.query.also([])) == 1:
-            fields = Schema.of(client.schema()).object_fields(target) or []
+            fields = client.schema().object_fields(target) or []
             key = next((f.key for f in fields if f.kind == "auto_increment"), None)
             if sort_field is None or sort_field == key:
                 self.key_field = key

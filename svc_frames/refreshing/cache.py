@@ -43,12 +43,12 @@ from typing import Any
 from ..errors import UsageError
 from ..filters import prepare_query
 from ..frames import Frames
-from ..http.client import Client
 from ..keys import Target, parse_target
 from ..lookup import resolve_target
 from ..query import Filters, validate_filters
 from ..read.load import load
 from ..read.options import Columns, check_columns, user_timezone
+from ..records import Client
 from ..saved.layout import SavedLayout, files_digest
 from ..saved.parquet import read_parquet, to_parquet
 from ..schema import Schema
@@ -384,8 +384,7 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
     checked = validate_filters(filters)
     check_columns(columns)
     root = check_cache_dir(cache)  # after every other check: nothing made for bad input
-    app = client.schema()
-    schema = Schema.of(app)
+    schema = client.schema()
     # prepared once, as the load prepares them (dates in the application's timezone): the
     # cache is checked against the query a load sends, and a full load sends this one
     own, where = schema.target_fields(target)
@@ -401,7 +400,7 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
         cached = read_cache(root)
     except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
         why = f"it cannot be used ({exc})"
-    fingerprint = schema_fingerprint(app, target)
+    fingerprint = schema_fingerprint(schema, target)
     frames: Frames | None = None
     report: RefreshReport | None = None
     if cached is not None:
