@@ -6,7 +6,7 @@ says what each layer holds and why."""
 from __future__ import annotations
 
 import pytest
-from test_server_imports import import_graph
+from test_server_imports import COMPAT_ALIASES, import_graph
 
 #: Lowest first. A module belongs to the first layer one of whose prefixes names it or a
 #: package above it; every module of svc_frames must belong to one.
@@ -26,11 +26,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("top", ("cli", "demo", "review", "widgets", "plot", "testing", "")),
 ]
 
-#: The imports allowed up a layer, each with its reason (keep this short).
-ALLOWED: dict[tuple[str, str], str] = {
-    ("svc_frames.http.client", "svc_frames.records.client"):
-        "Client by its old address (svc_frames.http.client.Client), resolved on first use",
-}
+#: The imports allowed up a layer: only the names resolved by their old address on
+#: first use (test_server_imports.py lists them, with their reasons).
+ALLOWED = COMPAT_ALIASES
 
 #: The local service: beside the toolkit, not in its stack. It imports only the base;
 #: only the top (the CLI, the demo, testing helpers) imports it.

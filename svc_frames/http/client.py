@@ -37,7 +37,6 @@ time) raises :class:`ServiceUnreachable` naming the base URL after a few quick t
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
@@ -47,7 +46,6 @@ from urllib.parse import quote
 import requests
 
 from ..errors import (
-    ConfigurationError,
     Forbidden,
     OutcomeUnknown,
     ServerError,
@@ -56,9 +54,10 @@ from ..errors import (
 from .answers import EXPIRED_HINT, MAX_RETRY_AFTER, Answers
 from .auth import Auth
 from .connections import PacedAdapter
-from .limiter import PaceState, RateLimiter, check_rate, shared_limiter
+from .limiter import PaceState, RateLimiter, shared_limiter
 from .quota import Quota, QuotaBook
 from .retries import UNREACHABLE_RETRIES, RetryPolicy
+from .settings import check_settings
 from .transport import Transport
 
 __all__ = ["HttpClient", "MAX_RETRY_AFTER", "Quota", "UNREACHABLE_RETRIES"]
@@ -83,22 +82,9 @@ class HttpClient:
                  max_retries: int = 5, *, max_workers: int = 12, backoff: float = 0.25,
                  use_schema: bool = True, session: requests.Session | None = None,
                  verify: bool | str | None = None) -> None:
-        if not app_id or not isinstance(app_id, str):
-            raise ConfigurationError("app_id is required (or SVC_APP_ID in the environment)")
-        if not base_url:
-            raise ConfigurationError("base_url is required (or SVC_BASE_URL in the environment)")
-        if not str(base_url).startswith(("http://", "https://")):
-            raise ConfigurationError(f"base_url must start with http:// or https://: {base_url!r}")
-        if max_workers < 1:
-            raise ConfigurationError(f"max_workers must be >= 1, got {max_workers}")
-        _check_settings(timeout=timeout, max_retries=max_retries, rate_limit=rate_limit,
-                        backoff=backoff)
-        if verify is not None and not isinstance(verify, (bool, str)):
-            raise ConfigurationError(f"verify must be True, False or a file path, got "
-                                     f"{verify!r}")
-        if isinstance(verify, str) and not os.path.isfile(verify):
-            raise ConfigurationError(f"verify must be True, False or the path of a file of "
-                                     f"certificate authorities; no such file: {verify!r}")
+        check_settings(app_id=app_id, base_url=base_url, max_workers=max_workers,
+                       timeout=timeout, max_retries=max_retries, rate_limit=rate_limit,
+                       backoff=backoff, verify=verify)
         self.verify = verify
         self.app_id = app_id
         self.base_url = str(base_url).rstrip("/")
@@ -285,6 +271,8 @@ class HttpClient:
 
         Examples
         --------
+        >>> _ = client.request("GET", "/v1/objects/object_3/records",
+        ...                    params={"rows_per_page": 1})
         >>> client.status_counts[200] > 0
         True
         """
@@ -585,24 +573,6 @@ class HttpClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _check_settings(*, timeout: Any, max_retries: Any, rate_limit: Any,
-                    backoff: Any) -> None:
-    """ConfigurationError naming the first client setting out of range."""
-    def number(x: Any) -> bool:
-        return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-    if not number(timeout) or timeout <= 0:
-        raise ConfigurationError(f"timeout must be a number of seconds > 0, got {timeout!r}")
-    if not isinstance(max_retries, int) or isinstance(max_retries, bool) or max_retries < 0:
-        raise ConfigurationError(f"max_retries must be an integer >= 0, got {max_retries!r}")
-    try:
-        check_rate(rate_limit)
-    except UsageError as exc:
-        raise ConfigurationError(str(exc), field="rate_limit") from None
-    if not number(backoff) or backoff < 0:
-        raise ConfigurationError(f"backoff must be a number of seconds >= 0, got {backoff!r}")
 
 
 def __getattr__(name: str) -> Any:

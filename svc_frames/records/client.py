@@ -166,8 +166,10 @@ class Client(HttpClient):
 
     # ---- records -------------------------------------------------------------------------
     def records(self, target: Target, *, token: str | None = None) -> Records:
-        """The records of an object or a view, as a resource (page, get, create, update,
-        delete).
+        """The records of an object or a view, as one resource.
+
+        ``page``, ``get``, ``create``, ``update`` and ``delete``: the addresses differ
+        between objects and views, the resource does not.
 
         Parameters
         ----------
