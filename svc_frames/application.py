@@ -19,6 +19,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import threading
@@ -36,7 +37,7 @@ from .joins import How, connection_table, join, join_pairs
 from .lookup import match, object_key
 from .progress import Progress, want_progress
 from .read.load import load
-from .read.options import Columns, check_columns, user_timezone
+from .read.options import Columns, LoadOptions
 from .read.pager import Page, Verify
 from .records import Client
 from .saved.snapshot import app_to_parquet, to_duckdb
@@ -87,10 +88,8 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     >>> len(read_app(client, ["Parts"])["Parts"])
     40
     """
-    check_columns(columns)
-    tz = user_timezone(timezone)
-    if processes is not None and (not isinstance(processes, int) or processes < 0):
-        raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
+    options = LoadOptions.of(columns=columns, timezone=timezone, rows_per_page=rows_per_page,
+                             verify=verify, processes=processes)
     if isinstance(objects, str):
         objects = [objects]
     schema = client.schema()
@@ -100,14 +99,11 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     bar = AppProgress(want_progress(progress), len(keys))
     # every load has its share of the client's workers: together they keep within the
     # client's connection pool, and the pace (one limiter) is shared anyway
-    share = max(2, client.max_workers // len(keys))
+    options = dataclasses.replace(options, max_workers=max(2, client.max_workers // len(keys)))
     frames: dict[str, Frames] = {}
     try:
         with ThreadPoolExecutor(max_workers=len(keys), thread_name_prefix="svc-app") as pool:
-            futures = {k: pool.submit(load, client, k, columns=columns, timezone=tz,
-                                      rows_per_page=rows_per_page, verify=verify,
-                                      processes=processes, on_page=bar.for_object(k),
-                                      max_workers=share)
+            futures = {k: pool.submit(load, client, k, options, on_page=bar.for_object(k))
                        for k in keys}
             for k, fut in futures.items():
                 frames[k] = fut.result()

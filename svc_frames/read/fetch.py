@@ -18,11 +18,11 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ..errors import QuotaInsufficient, ServerError, UsageError
-from ..filters import prepare_query
 from ..http.body import parse_json
 from ..kinds.rawvalues import RawRecord
-from ..query import Query, needs_schema, validate_filters
+from ..query import Query, validate_filters
 from .keyset import KeyRange, KeyValues, key_values
+from .options import prepare_listing
 from .page import Page, PageFormat, PassReport, Verify
 from .rawpages import raw_page_parser
 
@@ -115,12 +115,8 @@ class PageFetcher:
         # its dates put in the application's timezone (``timezone`` or the schema's)
         if isinstance(filters, Query):
             self.query = filters
-        elif schema_checks and needs_schema(checked):
-            schema = client.schema()
-            # labels and unknown keys are looked up among the target's own fields first
-            own, where = schema.target_fields(target)
-            self.query = prepare_query(checked, schema.all_fields(),
-                                       timezone or schema.timezone, own=own, where=where)
+        elif schema_checks:
+            self.query = prepare_listing(client, target, checked, timezone)
         else:
             self.query = Query.of(checked)
         # the filters every page request of this pager sends, prepared once

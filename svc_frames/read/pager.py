@@ -37,7 +37,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConsistencyError
@@ -49,6 +49,10 @@ from .verify import Verifier
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from ..keys import Target
+    from ..records import Client
+    from .options import LoadOptions
 
 __all__ = ["Page", "PageFormat", "Paginator", "PassReport", "Verify", "id_hashes",
            "record_ids"]
@@ -83,6 +87,21 @@ class Paginator(PageFetcher):
     # the final ids are in another order than the pages came: records a keyset gap check
     # found, put where their key belongs (the loader orders its frame so)
     reordered = False
+
+    @classmethod
+    def of(cls, client: Client, target: Target, options: LoadOptions, *,
+           on_page: Callable[[Page], None] | None = None,
+           keyset: bool = True) -> Paginator:
+        """The Paginator of a load (``options``: ``LoadOptions``, prepared or not: its
+        query is sent as it is once prepared).
+
+        Usage: ``pager = Paginator.of(client, "object_3", opts.prepared(client, target))``"""
+        return cls(client, target, rows_per_page=options.rows_per_page,
+                   filters=options.query if options.query is not None else options.filters,
+                   sort_field=options.sort_field, sort_order=options.sort_order,
+                   limit=options.limit, max_workers=options.max_workers,
+                   verify=options.verify, schema_checks=True, timezone=options.timezone,
+                   on_page=on_page, keyset=keyset)
 
     def iter_pages(self) -> Iterator[Page]:
         """Every page of every pass, in order; passes repeat until one is consistent.
