@@ -22,8 +22,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import os
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -35,10 +34,10 @@ from .errors import UsageError
 from .frames import Frames, label_map
 from .joins import How, connection_table, join, join_pairs
 from .lookup import match, object_key
-from .progress import Progress, want_progress
+from .progress import AppProgress, want_progress
 from .read.load import load
 from .read.options import Columns, LoadOptions
-from .read.pager import Page, Verify
+from .read.pager import Verify
 from .records import Client
 from .saved.snapshot import app_to_parquet, to_duckdb
 from .schema import Connection, Schema
@@ -137,39 +136,6 @@ def connections_of(schema: Mapping[str, Any] | None) -> list[Connection]:
 
     Usage: ``[c.field for c in connections_of(client.schema())]``"""
     return Schema.of(schema).connections()
-
-
-class AppProgress(Progress):
-    """One bar over the pages of every object of a read_app (objects and records in the
-    postfix), its total growing as each object's first page announces its pages; each
-    load reports through ``for_object(key)``. Thread-safe."""
-
-    def __init__(self, enabled: bool, objects: int) -> None:
-        super().__init__(enabled, "application", unit="page")
-        self.objects = objects
-        self.records = 0
-        self.planned: dict[str, int] = {}
-        self._plan = threading.Lock()
-
-    def for_object(self, key: str) -> Callable[[Page], None]:
-        def on_page(page: Page) -> None:
-            self.page(key, page)
-        return on_page
-
-    def page(self, key: str, page: Page) -> None:
-        if not self.enabled:
-            return
-        with self._plan:
-            if key not in self.planned:
-                self.planned[key] = max(page.total_pages, 1)
-                total = sum(self.planned.values())
-                if self.bar is None:
-                    self.open(total)
-                elif total > self.bar.total:
-                    self.bar.total = total
-            self.records += len(page.records)
-            done = f"{len(self.planned)}/{self.objects}"
-        self.update(1, objects=done, records=self.records)
 
 
 class App:

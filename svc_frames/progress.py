@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Sized
+from collections.abc import Callable, Sized
 from typing import Any, Protocol
 
 from tqdm.auto import tqdm
 
-__all__ = ["want_progress", "Progress", "PageProgress"]
+__all__ = ["want_progress", "Progress", "PageProgress", "AppProgress"]
 
 
 class PageShape(Protocol):
@@ -105,3 +105,36 @@ class PageProgress(Progress):
             self.open(page.total_pages)
         self.records += len(page.records)
         self.update(1, records=self.records)
+
+
+class AppProgress(Progress):
+    """One bar over the pages of every object of a read_app (objects and records in the
+    postfix), its total growing as each object's first page announces its pages; each
+    load reports through ``for_object(key)``. Thread-safe."""
+
+    def __init__(self, enabled: bool, objects: int) -> None:
+        super().__init__(enabled, "application", unit="page")
+        self.objects = objects
+        self.records = 0
+        self.planned: dict[str, int] = {}
+        self._plan = threading.Lock()
+
+    def for_object(self, key: str) -> Callable[[PageShape], None]:
+        def on_page(page: PageShape) -> None:
+            self.page(key, page)
+        return on_page
+
+    def page(self, key: str, page: PageShape) -> None:
+        if not self.enabled:
+            return
+        with self._plan:
+            if key not in self.planned:
+                self.planned[key] = max(page.total_pages, 1)
+                total = sum(self.planned.values())
+                if self.bar is None:
+                    self.open(total)
+                elif total > self.bar.total:
+                    self.bar.total = total
+            self.records += len(page.records)
+            done = f"{len(self.planned)}/{self.objects}"
+        self.update(1, objects=done, records=self.records)

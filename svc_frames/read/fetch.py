@@ -38,28 +38,9 @@ __all__ = ["PageFetcher"]
 
 
 class PageFetcher:
-    """The request side of a listing, shared by the paging strategies (see
-    ``Paginator``, which is one, for the options).
-
-    ``schema_checks=True`` (the loaders and export) checks filters against the schema and
-    puts aware times in the application's timezone (``timezone``, else the schema's); the
-    result is ``query``, which a refresh passes back as ``filters`` to send the same bytes.
-
-    ``on_first`` is called with page 1 of the first pass (one of several pages) before any
-    other page is requested: a consumer that learns from it that raw values will do
-    (``ask_raw``) gets every later page in that format, not only those requested after it
-    has seen page 1.
-
-    ``on_idle`` is called when the next page is asked for and its answer is not in yet,
-    with a function that tells whether it is still on its way: the consumer's chance to
-    do work that would otherwise wait for the end (the loaders join their page frames
-    there), in the time it would spend waiting anyway, and to stop when the page is in.
-
-    ``stop`` is the caller's own stop condition: asked with each page of a pass (in order,
-    before the next page is requested), True ends the pass after that page. A stopped pass
-    holds the pages it needed: it is judged by its totals and repeats alone, and no quota
-    check is made for pages it will not ask for (a refresh's stamp window: the listing
-    newest first, down to the cutoff)."""
+    """The request side of a listing, shared by the paging strategies: ``Paginator``
+    is one, and its docstring says what the options (``on_first``, ``on_idle``, ``stop``,
+    ``schema_checks``, ...) do."""
 
     def __init__(self, client: Client, target: Target, *, rows_per_page: int = 1000,
                  filters: Filters | Query | None = None, sort_field: str | None = None,

@@ -226,42 +226,8 @@ class Client(HttpClient):
         paths = paths_of(target)
         return paths.records, paths.view, paths.name
 
-    def page_params(self, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
-                    filters: Filters | Query | None = None, sort_field: str | None = None,
-                    sort_order: str | None = None) -> dict[str, Any]:
-        """The query parameters of a list request, checked before any request.
-
-        Parameters
-        ----------
-        page : int, default 1
-            The page number, >= 1.
-        rows_per_page : int, default 1000
-            Records per page, 1 to 1000.
-        filters : Query, list or dict, optional
-            A ``Query`` (sent as it is), or any filter form (checked and encoded without
-            the application's schema: an aware time is sent in UTC, with a warning).
-        sort_field : str, optional
-            A field key (``field_N``) to sort by.
-        sort_order : {"asc", "desc"}, optional
-            The sort direction.
-
-        Returns
-        -------
-        dict
-            ``page``, ``rows_per_page`` and, when given, ``filters`` (encoded JSON),
-            ``sort_field``, ``sort_order``.
-
-        Raises
-        ------
-        UsageError
-            A value out of range or a filter that is not valid, naming it.
-
-        Examples
-        --------
-        >>> client.page_params(2, 500, sort_field="field_24", sort_order="desc")
-        {'page': 2, 'rows_per_page': 500, 'sort_field': 'field_24', 'sort_order': 'desc'}
-        """
-        return page_params(page, rows_per_page, filters, sort_field, sort_order)
+    # the listing's parameters need no client: the one function, reachable from it
+    page_params = staticmethod(page_params)
 
     def get_page(self, target: Target, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
                  filters: Filters | Query | None = None, sort_field: str | None = None,

@@ -63,7 +63,7 @@ def page_params(page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
 
     Examples
     --------
-    >>> page_params(2, 500, sort_field="field_24", sort_order="desc")
+    >>> client.page_params(2, 500, sort_field="field_24", sort_order="desc")
     {'page': 2, 'rows_per_page': 500, 'sort_field': 'field_24', 'sort_order': 'desc'}
     """
     if not isinstance(page, int) or page < 1:
