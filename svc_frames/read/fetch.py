@@ -22,7 +22,7 @@ from ..http.body import parse_json
 from ..kinds.rawvalues import RawRecord
 from ..query import Query, validate_filters
 from .keyset import KeyRange, KeyValues, key_values
-from .options import prepare_listing
+from .options import check_paging, prepare_listing
 from .page import Page, PageFormat, PassReport, Verify
 from .rawpages import raw_page_parser
 
@@ -52,9 +52,7 @@ class PageFetcher:
                  on_page: Callable[[Page], None] | None = None,
                  on_first: Callable[[Page], None] | None = None,
                  stop: Callable[[Page], bool] | None = None, keyset: bool = False) -> None:
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
-                                  or limit < 0):
-            raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
+        check_paging(limit, verify)
         if max_passes < 1:
             raise UsageError(f"max_passes must be >= 1, got {max_passes!r}")
         self.client = client
@@ -73,8 +71,6 @@ class PageFetcher:
         # pages requested ahead of the one being consumed: bounds memory (a parsed page of
         # 1000 wide records is tens of MB), so a streaming consumer stays flat
         self.prefetch = max(1, prefetch or self.max_workers * 2)
-        if verify not in ("first", "full", "none"):
-            raise UsageError(f"verify must be 'first', 'full' or 'none', got {verify!r}")
         self.max_passes = max_passes
         self.verify = verify
         # read when each request is sent, so a consumer that learns after page 1 that it

@@ -35,6 +35,18 @@ def check_columns(columns: str) -> None:
         raise UsageError(f"columns must be 'keys' or 'labels', got {columns!r}")
 
 
+def check_paging(limit: object, verify: object) -> None:
+    """Refuse a ``limit`` that is not an integer >= 0 (or None) and a ``verify`` other
+    than "first", "full" or "none" (before any request; every Paginator asks too).
+
+    Usage: ``check_paging(limit, verify)``"""
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                              or limit < 0):
+        raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
+    if verify not in ("first", "full", "none"):
+        raise UsageError(f"verify must be 'first', 'full' or 'none', got {verify!r}")
+
+
 def user_timezone(timezone: str | ZoneInfo | None) -> ZoneInfo | None:
     """A user-given timezone (IANA or the service's display name), checked before paging.
 
@@ -87,11 +99,7 @@ class LoadOptions:
         check_columns(columns)
         if processes is not None and (not isinstance(processes, int) or processes < 0):
             raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
-                                  or limit < 0):
-            raise UsageError(f"limit must be a non-negative integer, got {limit!r}")
-        if verify not in ("first", "full", "none"):
-            raise UsageError(f"verify must be 'first', 'full' or 'none', got {verify!r}")
+        check_paging(limit, verify)
         page_params(1, rows_per_page, None, sort_field, sort_order)
         return cls(filters=filters if isinstance(filters, Query) else validate_filters(filters),
                    sort_field=sort_field, sort_order=sort_order, limit=limit,
