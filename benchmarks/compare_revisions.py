@@ -27,7 +27,8 @@ page 1 (docs/live-application.md).
 
 The earlier revision is checked out with ``git worktree`` in a temporary directory and
 removed at the end; its client is imported from there (``svc_frames.client`` before the
-read path was split into ``http/``, ``svc_frames.http.client`` after).
+read path was split into ``http/``, ``svc_frames.http.client`` after, and
+``svc_frames.records`` once the records layer was split from the transport).
 """
 
 from __future__ import annotations
@@ -52,19 +53,22 @@ _CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 try:
-    from svc_frames.http.client import Client
-except ImportError:   # a revision before the read path was split
-    from svc_frames.client import Client
+    from svc_frames.records import Client
+except ImportError:   # a revision before the records layer
+    try:
+        from svc_frames.http.client import Client
+    except ImportError:   # a revision before the read path was split
+        from svc_frames.client import Client
 from svc_frames.loaders import read_object
 import_s = time.perf_counter() - t0
 app_id, key, url, obj, arm, phase = sys.argv[1:7]
 if arm == "now-by-number":
     import svc_frames.read.load as load_module
-    paginator = load_module.Paginator
-    def by_number(*args, **kwargs):
-        kwargs["keyset"] = False
-        return paginator(*args, **kwargs)
-    load_module.Paginator = by_number
+    class ByNumber(load_module.Paginator):   # however load builds it (of() or not)
+        def __init__(self, *args, **kwargs):
+            kwargs["keyset"] = False
+            super().__init__(*args, **kwargs)
+    load_module.Paginator = ByNumber
 out = {}
 def timed(name, **client_options):
     c = Client(app_id, api_key=key, base_url=url, **client_options)

@@ -21,9 +21,9 @@ from . import errors
 from .errors import *  # noqa: F403
 from .filters import Field, all_of, any_of
 from .frames import Frames, Source
-from .http.client import Client
 from .kinds.base import FieldSpec
 from .loaders import read_object, read_view
+from .records import Client
 
 if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .application import App, read_app

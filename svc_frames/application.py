@@ -19,10 +19,10 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
@@ -33,14 +33,14 @@ import pandas as pd
 from .display import pending_edits
 from .errors import UsageError
 from .frames import Frames
-from .http.client import Client
 from .joins import How, connection_table, join, join_pairs
 from .labels import label_map, renamed
 from .lookup import match, object_key
-from .progress import Progress, want_progress
+from .progress import AppProgress, want_progress
 from .read.load import load
-from .read.options import Columns, check_columns, user_timezone
-from .read.pager import Page, Verify
+from .read.options import Columns, LoadOptions
+from .read.pager import Verify
+from .records import Client
 from .saved.snapshot import app_to_parquet, to_duckdb
 from .schema import Connection, Schema
 
@@ -89,14 +89,12 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     >>> len(read_app(client, ["Parts"])["Parts"])
     40
     """
-    check_columns(columns)
+    options = LoadOptions.of(columns=columns, timezone=timezone, rows_per_page=rows_per_page,
+                             verify=verify, processes=processes)
     if not isinstance(columns, str):
         raise UsageError(f"read_app names columns 'labels' or 'keys', got {columns!r}: a "
                          "list of fields is for one object (read_object(client, object, "
                          "columns=[...]))")
-    tz = user_timezone(timezone)
-    if processes is not None and (not isinstance(processes, int) or processes < 0):
-        raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
     if isinstance(objects, str):
         objects = [objects]
     schema = client.schema()
@@ -106,14 +104,11 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     bar = AppProgress(want_progress(progress), len(keys))
     # every load has its share of the client's workers: together they keep within the
     # client's connection pool, and the pace (one limiter) is shared anyway
-    share = max(2, client.max_workers // len(keys))
+    options = dataclasses.replace(options, max_workers=max(2, client.max_workers // len(keys)))
     frames: dict[str, Frames] = {}
     try:
         with ThreadPoolExecutor(max_workers=len(keys), thread_name_prefix="svc-app") as pool:
-            futures = {k: pool.submit(load, client, k, columns=columns, timezone=tz,
-                                      rows_per_page=rows_per_page, verify=verify,
-                                      processes=processes, on_page=bar.for_object(k),
-                                      max_workers=share)
+            futures = {k: pool.submit(load, client, k, options, on_page=bar.for_object(k))
                        for k in keys}
             for k, fut in futures.items():
                 frames[k] = fut.result()
@@ -122,12 +117,13 @@ def read_app(client: Client, objects: Sequence[str] | None = None, *,
     return App(frames, schema, app_id=client.app_id)
 
 
-def resolve_objects(schema: dict[str, Any] | None, objects: Sequence[str] | None) -> list[str]:
+def resolve_objects(schema: Mapping[str, Any] | None,
+                    objects: Sequence[str] | None) -> list[str]:
     """Object keys for ``objects`` (keys or names; None: every object of the schema)."""
     listed = [(str(o.get("key")), str(o.get("name") or "")) for o in
               (schema or {}).get("objects") or () if o.get("key")]
     if objects is None:
-        if schema is None:
+        if not schema:
             raise UsageError("the service does not expose its schema, so the objects are "
                              "unknown: name them by key, read_app(client, ['object_1', ...])")
         return [k for k, _ in listed]
@@ -141,44 +137,11 @@ def resolve_objects(schema: dict[str, Any] | None, objects: Sequence[str] | None
 
 
 
-def connections_of(schema: dict[str, Any] | None) -> list[Connection]:
+def connections_of(schema: Mapping[str, Any] | None) -> list[Connection]:
     """Every connection field of the schema (schema order; ``schema.Connection``).
 
     Usage: ``[c.field for c in connections_of(client.schema())]``"""
     return Schema.of(schema).connections()
-
-
-class AppProgress(Progress):
-    """One bar over the pages of every object of a read_app (objects and records in the
-    postfix), its total growing as each object's first page announces its pages; each
-    load reports through ``for_object(key)``. Thread-safe."""
-
-    def __init__(self, enabled: bool, objects: int) -> None:
-        super().__init__(enabled, "application", unit="page")
-        self.objects = objects
-        self.records = 0
-        self.planned: dict[str, int] = {}
-        self._plan = threading.Lock()
-
-    def for_object(self, key: str) -> Callable[[Page], None]:
-        def on_page(page: Page) -> None:
-            self.page(key, page)
-        return on_page
-
-    def page(self, key: str, page: Page) -> None:
-        if not self.enabled:
-            return
-        with self._plan:
-            if key not in self.planned:
-                self.planned[key] = max(page.total_pages, 1)
-                total = sum(self.planned.values())
-                if self.bar is None:
-                    self.open(total)
-                elif total > self.bar.total:
-                    self.bar.total = total
-            self.records += len(page.records)
-            done = f"{len(self.planned)}/{self.objects}"
-        self.update(1, objects=done, records=self.records)
 
 
 class App:
@@ -222,7 +185,7 @@ class App:
     ['object_2']
     """
 
-    def __init__(self, frames: dict[str, Frames], schema: dict[str, Any] | None = None, *,
+    def __init__(self, frames: dict[str, Frames], schema: Mapping[str, Any] | None = None, *,
                  app_id: str = "") -> None:
         self.frames = dict(frames)
         self.schema = schema
@@ -236,7 +199,7 @@ class App:
                 self.names.setdefault(key, f.source.name)
             self.names.setdefault(key, "")
         self.connections: list[Connection] = connections_of(schema)
-        if schema is None:  # no schema: the connections the loaded frames declare
+        if not schema:  # no schema: the connections the loaded frames declare
             for f in self.frames.values():
                 for spec in f.source.fields if f.source is not None else ():
                     rel = spec.relationship or {}

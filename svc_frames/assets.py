@@ -24,11 +24,10 @@ from typing import IO, Any, Literal, Union
 from urllib.parse import quote
 
 from .errors import InvalidValue, OutcomeUnknown, ReadOnlyField, ServerError, UsageError
-from .http.client import Client
 from .kinds import codec_for
 from .kinds.assets import is_url_source
 from .kinds.base import FieldSpec
-from .schema import Schema
+from .records import Client
 
 __all__ = ["upload_file", "upload_image", "upload", "create_with_asset", "download",
            "check_record_data", "PendingUpload", "AssetSource"]
@@ -237,7 +236,7 @@ def upload_image(client: Client, source: AssetSource, filename: str | None = Non
 
 def _field_kind(client: Client, object_key: str, field_key: str) -> AssetKind | None:
     """The asset kind of a field from the schema (None: no schema or object unknown)."""
-    schema = Schema.of(client.schema())
+    schema = client.schema()
     if schema.object(object_key) is None:
         return None
     f = schema.field(object_key, field_key)
@@ -354,7 +353,7 @@ def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],
         raise UsageError(f"fields given both as data and as assets: {sorted(overlap)}")
     # the record data is checked before the first upload: a create the service would
     # refuse must not leave an uploaded asset placed nowhere
-    schema = Schema.of(client.schema())
+    schema = client.schema()
     if schema.available:
         fields = schema.object_fields(object_key)
         if fields is None:

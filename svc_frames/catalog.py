@@ -22,8 +22,8 @@ import pandas as pd
 
 from .errors import UsageError
 from .frames import field_table
-from .http.client import Client
 from .lookup import target_keys
+from .records import Client
 from .schema import Schema
 
 __all__ = ["objects", "views", "fields"]
@@ -31,7 +31,7 @@ __all__ = ["objects", "views", "fields"]
 
 def _schema(client: Client) -> Schema:
     """The client's schema, or UsageError when the service does not expose one."""
-    schema = Schema(client.schema())
+    schema = client.schema()
     if not schema.available:
         raise UsageError("the service does not expose its schema (the schema endpoint "
                          "answered nothing): objects, views and fields cannot be listed")

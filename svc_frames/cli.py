@@ -28,13 +28,12 @@ import pandas as pd
 from .application import read_app
 from .errors import SvcError, UsageError, warnings_as_lines
 from .filters import validate_filters
-from .http.client import Client
 from .http.hints import KEY_FROM_FLAG
+from .records import Client
 from .refreshing.cache import export_incremental
 from .saved.export import export
 from .saved.push import push
 from .saved.snapshot import check_destination, import_duckdb
-from .schema import Schema
 from .undoing import undo
 
 Handler = Callable[[argparse.Namespace], int]
@@ -372,18 +371,17 @@ def add_schema(sub: Any) -> argparse.ArgumentParser:
 def cmd_schema(args: argparse.Namespace) -> int:
     def run() -> int:
         client = client_from_args(args)
-        app = client.schema()
-        if app is None:
+        schema = client.schema()
+        if not schema:
             print(f"error: {client.base_url} shows no schema for application "
                   f"{client.app_id!r}: the service hides it (loads then infer kinds from the "
                   "records), or that is not the service's address or the application's id: "
                   "check SVC_BASE_URL (--base-url) and SVC_APP_ID (--app-id)", file=sys.stderr)
             return 1
         if args.json:
-            print(json.dumps(app, indent=1))
+            print(json.dumps(dict(schema), indent=1))
             return 0
-        schema = Schema.of(app)
-        print(f"{schema.name or '?'} (id {app.get('id', client.app_id)}, "
+        print(f"{schema.name or '?'} (id {schema.get('id', client.app_id)}, "
               f"timezone {schema.timezone_name or '?'})")
         for okey in schema.object_keys():
             print(f"\n{okey}  {schema.object_name(okey)}")

@@ -35,14 +35,13 @@ from . import plot
 from .application import read_app
 from .errors import ConfigurationError, UsageError, warnings_as_lines
 from .frames import Frames
-from .http.client import Client
 from .kinds import BLANK
 from .labels import column_names
 from .loaders import read_object, read_view
 from .names import sql_slug
+from .records import Client
 from .refreshing.policy import RefreshReport, refresh
 from .saved.parquet import to_parquet
-from .schema import modified_field_of
 from .widgets import format_change_value
 from .writeback import diff, write_back
 
@@ -183,7 +182,7 @@ def run(records: int = DEFAULT_RECORDS, out_dir: str | Path = DEFAULT_OUT, *, se
         client.login(user["email"], user["password"])
         say(f"   logged in as {user['email']} ({user.get('name', '')})")
 
-        schema = client.schema() or {}
+        schema = client.schema()
         objects = {o["key"]: o for o in schema.get("objects", [])}
 
         say.step("Loading every object")
@@ -268,10 +267,10 @@ def _refresh_step(say: _Printer, client: Any, svc: Any, objects: dict[str, Any]
                   ) -> list[RefreshReport]:
     """Load, let another user change records on the server, refresh: the report and the
     requests it took against a full reload's."""
-    key = next((k for k in objects if modified_field_of(client.schema(), k)), None)
+    key = next((k for k in objects if client.schema().stamped_field(k)), None)
     if key is None:
         return []
-    stamp = modified_field_of(client.schema(), key)
+    stamp = client.schema().stamped_field(key)
     say.step(f"Refreshing {key} incrementally (its field {stamp} is stamped on every "
              "change)")
     frames = read_object(client, key)

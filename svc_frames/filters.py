@@ -151,7 +151,7 @@ def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | N
     target's fields; ``where`` names it in errors), else among every field: an unknown or
     ambiguous name is a UsageError before any request but the schema's.
 
-    Usage: ``prepare_filters(flt, Schema.of(client.schema()).all_fields(), tz)``"""
+    Usage: ``prepare_filters(flt, client.schema().all_fields(), tz)``"""
     checked = validate_filters(filters)
     if checked is None:
         return None

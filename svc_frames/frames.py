@@ -27,9 +27,9 @@ from .keys import FIELD_KEY
 from .kinds import blank_to_none, codec_for, infer_field
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
+from .kinds.rawvalues import RawRecord, column_getter
 from .labels import label_map, relabel, renamed
 from .query import Query
-from .read.rawpages import RawRecord, column_getter
 
 
 @dataclass

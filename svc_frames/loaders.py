@@ -21,14 +21,13 @@ from zoneinfo import ZoneInfo
 from .errors import NotFound, UsageError
 from .filters import Filters
 from .frames import Frames
-from .http.client import Client
 from .keys import KEY_RE, Target, parse_target
-from .lookup import field_options, view_keys
 from .lookup import object_key as object_key_of
+from .lookup import view_keys
 from .read.load import load
-from .read.options import Columns, check_columns, user_timezone
+from .read.options import Columns, LoadOptions, field_options
 from .read.pager import Verify
-from .schema import Schema
+from .records import Client
 
 __all__ = ["read_object", "read_view"]
 
@@ -134,18 +133,16 @@ def read_object(client: Client, object_key: str, *, filters: Filters | None = No
     >>> read_object(client, "object_3", filters=Field("Status") == "Open", limit=5).main.shape
     (5, 55)
     """
-    object_key = named_target(client, object_key, columns, timezone, want="object")
-    columns, sort_field, modified_field = field_options(client, object_key, columns,
-                                                        sort_field, modified_field)
+    # every option checked once, before any request, and passed down whole
+    options = LoadOptions.of(filters=filters, sort_field=sort_field, sort_order=sort_order,
+                             limit=limit, columns=columns, timezone=timezone,
+                             progress=progress, rows_per_page=rows_per_page, verify=verify,
+                             processes=processes)
+    object_key = named_target(client, object_key, want="object")
+    options, modified_field = keyed(client, object_key, options, modified_field)
     if cache is not None:
-        return cached(client, object_key, cache, modified_field, filters=filters,
-                      sort_field=sort_field, sort_order=sort_order, limit=limit,
-                      columns=columns, timezone=timezone, progress=progress,
-                      rows_per_page=rows_per_page, verify=verify, processes=processes)
-    return unknown_key_said(client, object_key, lambda: load(
-        client, object_key, filters=filters, sort_field=sort_field, sort_order=sort_order,
-        limit=limit, columns=columns, timezone=timezone, progress=progress,
-        rows_per_page=rows_per_page, verify=verify, processes=processes))
+        return cached(client, object_key, cache, modified_field, options)
+    return unknown_key_said(client, object_key, lambda: load(client, object_key, options))
 
 
 def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | None = None,
@@ -210,26 +207,22 @@ def read_view(client: Client, scene_key: str | tuple[str, str], view_key: str | 
     ['WO Number', 'Title', 'Status', 'Parts Total']
     """
     want: Any = scene_key if view_key is None else (scene_key, view_key)
-    scene, view = named_target(client, want, columns, timezone, want="view")
-    columns, sort_field, modified_field = field_options(client, (scene, view), columns,
-                                                        sort_field, modified_field)
+    options = LoadOptions.of(filters=filters, sort_field=sort_field, sort_order=sort_order,
+                             limit=limit, columns=columns, timezone=timezone,
+                             progress=progress, rows_per_page=rows_per_page, verify=verify,
+                             processes=processes)
+    scene, view = named_target(client, want, want="view")
+    options, modified_field = keyed(client, (scene, view), options, modified_field)
     if cache is not None:
-        return cached(client, (scene, view), cache, modified_field, filters=filters,
-                      sort_field=sort_field, sort_order=sort_order, limit=limit,
-                      columns=columns, timezone=timezone, progress=progress,
-                      rows_per_page=rows_per_page, verify=verify, processes=processes)
-    return unknown_key_said(client, (scene, view), lambda: load(
-        client, (scene, view), filters=filters, sort_field=sort_field,
-        sort_order=sort_order, limit=limit, columns=columns, timezone=timezone,
-        progress=progress, rows_per_page=rows_per_page, verify=verify,
-        processes=processes))
+        return cached(client, (scene, view), cache, modified_field, options)
+    return unknown_key_said(client, (scene, view), lambda: load(client, (scene, view),
+                                                                options))
 
 
-def named_target(client: Client, target: Any, columns: Any, timezone: Any, *,
-                 want: Literal["object", "view"]) -> Any:
+def named_target(client: Client, target: Any, *, want: Literal["object", "view"]) -> Any:
     """The keys of a target named by key or name (lookup.py). A key needs no request; a
-    name costs the schema (read once per client), after the options that need no request
-    are checked."""
+    name costs the schema (read once per client): the options, which need none, are
+    checked before (``LoadOptions.of``)."""
     if want == "object" and isinstance(target, str) and KEY_RE["object"].match(target):
         return target
     if want == "view":
@@ -243,10 +236,17 @@ def named_target(client: Client, target: Any, columns: Any, timezone: Any, *,
             raise UsageError(f"read_view needs a view ('scene_N/view_N', ('scene_N', "
                              f"'view_N') or a view's name), got the object {target!r}: use "
                              "read_object for an object")
-    check_columns(columns)
-    user_timezone(timezone)
-    schema = Schema(client.schema())
+    schema = client.schema()
     return object_key_of(schema, target) if want == "object" else view_keys(schema, target)
+
+
+def keyed(client: Client, target: Target, options: LoadOptions,
+          modified_field: str | None) -> tuple[LoadOptions, str | None]:
+    """``options`` and ``modified_field`` with every field named by label turned into its
+    key, once, before any record request (``field_options``): what the pager, the cache
+    and the saved metadata keep."""
+    _, _, modified_field = field_options(client, target, "labels", None, modified_field)
+    return options.keyed(client, target), modified_field
 
 
 def unknown_key_said(client: Client, target: Target, run: Callable[[], Frames]) -> Frames:
@@ -255,7 +255,7 @@ def unknown_key_said(client: Client, target: Target, run: Callable[[], Frames]) 
     try:
         return run()
     except NotFound:
-        schema = Schema(client.schema())
+        schema = client.schema()
         if schema.available:
             if isinstance(target, tuple):
                 view_keys(schema, target)  # raises for a view the schema does not hold
@@ -265,11 +265,12 @@ def unknown_key_said(client: Client, target: Target, run: Callable[[], Frames]) 
 
 
 def cached(client: Client, target: Target, cache: str | os.PathLike[str],
-           modified_field: str | None, **options: Any) -> Frames:
+           modified_field: str | None, options: LoadOptions) -> Frames:
     """``read_object``/``read_view`` through an on-disk cache (refreshing/cache.py).
 
     Imported here, on the first ``cache=``, so that a plain load does not import the
     cache, the saved-frames layout and the refresh."""
     from .refreshing.cache import load_cached
 
-    return load_cached(client, target, cache, modified_field=modified_field, **options)[0]
+    return load_cached(client, target, cache, modified_field=modified_field,
+                       options=options)[0]

@@ -8,7 +8,7 @@ Resolving needs only the schema (read once per client): nothing else is requeste
 
 Usage::
 
-    schema = Schema(client.schema())
+    schema = client.schema()
     object_key(schema, "Work Orders")                    # "object_3"
     view_keys(schema, ("Dispatch", "Dispatch board"))    # ("scene_2", "view_3")
     field_key(schema.object_fields("object_3"), "status", "Work Orders")   # "field_27"
@@ -22,14 +22,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import UsageError
-from .http.client import Client
 from .keys import FIELD_KEY, KEY_RE, Target
 from .kinds.base import FieldSpec
 from .labels import label_map
-from .read.options import Columns, check_columns, subset
+from .records import Client
 from .schema import Schema
 
-__all__ = ["object_key", "view_keys", "field_key", "field_keys", "field_options",
+__all__ = ["object_key", "view_keys", "field_key", "field_keys",
            "target_keys", "resolve_target", "fold"]
 
 _SPACE = re.compile(r"\s+")
@@ -171,46 +170,10 @@ def field_keys(fields: Sequence[FieldSpec], wants: Sequence[Any], where: str) ->
     return keys
 
 
-def field_options(client: Client, target: Target, columns: Columns, sort_field: str | None,
-                  modified_field: str | None) -> tuple[Columns, str | None, str | None]:
-    """``columns`` (a list of fields), ``sort_field`` and ``modified_field`` with each field
-    named by label resolved to its key among the target's fields (lookup.field_key), once,
-    before any record request: what the pager, the cache and the saved metadata keep.
-    Keys alone cost no request; a label or a list costs the schema (read once per client,
-    which the load reads anyway).
-
-    Usage: ``columns, sort_field, mod = field_options(client, "object_3", ["Title"], "Due", None)``"""
-    check_columns(columns)
-    wanted = subset(columns)
-    named = [v for v in (sort_field, modified_field) if v is not None]
-    for v in named:
-        if not isinstance(v, str) or not v.strip():
-            raise UsageError(f"a field is named by its label or its key ('field_N'), got {v!r}")
-    if wanted is None and all(FIELD_KEY.match(v) for v in named):
-        return columns, sort_field, modified_field
-    schema = Schema(client.schema())
-    if not schema.available:
-        if wanted is not None and not all(FIELD_KEY.match(w) for w in wanted):
-            raise UsageError("the service does not expose its schema, so fields cannot be "
-                             "named by label: name them by key ('field_N')")
-        if not all(FIELD_KEY.match(v) for v in named):
-            raise UsageError("the service does not expose its schema, so sort_field and "
-                             "modified_field take a key ('field_N'), not a label")
-        return columns, sort_field, modified_field
-    fields, where = schema.target_fields(target)
-    if wanted is not None:
-        columns = field_keys(fields, wanted, where)
-    if sort_field is not None:
-        sort_field = field_key(fields, sort_field, where)
-    if modified_field is not None:
-        modified_field = field_key(fields, modified_field, where)
-    return columns, sort_field, modified_field
-
-
 def resolve_target(client: Client, target: Any) -> Target:
     """``target_keys`` with the client's schema (one request, then cached on the client):
     what ``export`` and the CLI call before any other request, so a bad name or key costs
     no other request. (``read_object`` takes a key without waiting for the schema, so a
     sorted load needs no extra round trip; the pager checks the key once the schema is in
-    before page 1: read/pager.py.)"""
-    return target_keys(Schema(client.schema()), target)
+    before page 1: read/fetch.py.)"""
+    return target_keys(client.schema(), target)

@@ -13,13 +13,23 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
+from collections.abc import Callable, Sized
+from typing import Any, Protocol
 
 from tqdm.auto import tqdm
 
-from .read.pager import Page
+__all__ = ["want_progress", "Progress", "PageProgress", "AppProgress"]
 
-__all__ = ["want_progress", "Progress", "PageProgress"]
+
+class PageShape(Protocol):
+    """What a page bar reads of a page (read/pager.py's ``Page``, by shape: the read path
+    sits above this helper)."""
+
+    @property
+    def total_pages(self) -> int: ...
+
+    @property
+    def records(self) -> Sized: ...
 
 
 def want_progress(progress: bool | None) -> bool:
@@ -86,7 +96,7 @@ class PageProgress(Progress):
         super().__init__(enabled, desc, unit="page")
         self.records = 0
 
-    def __call__(self, page: Page) -> None:
+    def __call__(self, page: PageShape) -> None:
         if not self.enabled:
             return
         if self.bar is None:
@@ -95,3 +105,36 @@ class PageProgress(Progress):
             self.open(page.total_pages)
         self.records += len(page.records)
         self.update(1, records=self.records)
+
+
+class AppProgress(Progress):
+    """One bar over the pages of every object of a read_app (objects and records in the
+    postfix), its total growing as each object's first page announces its pages; each
+    load reports through ``for_object(key)``. Thread-safe."""
+
+    def __init__(self, enabled: bool, objects: int) -> None:
+        super().__init__(enabled, "application", unit="page")
+        self.objects = objects
+        self.records = 0
+        self.planned: dict[str, int] = {}
+        self._plan = threading.Lock()
+
+    def for_object(self, key: str) -> Callable[[PageShape], None]:
+        def on_page(page: PageShape) -> None:
+            self.page(key, page)
+        return on_page
+
+    def page(self, key: str, page: PageShape) -> None:
+        if not self.enabled:
+            return
+        with self._plan:
+            if key not in self.planned:
+                self.planned[key] = max(page.total_pages, 1)
+                total = sum(self.planned.values())
+                if self.bar is None:
+                    self.open(total)
+                elif total > self.bar.total:
+                    self.bar.total = total
+            self.records += len(page.records)
+            done = f"{len(self.planned)}/{self.objects}"
+        self.update(1, objects=done, records=self.records)

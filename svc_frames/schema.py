@@ -12,7 +12,7 @@ answer: what the service renders.
 
 Usage::
 
-    schema = Schema.of(client.schema())          # Schema.of(None): an empty schema
+    schema = client.schema()                     # read once per client; Schema(None): empty
     schema.object_fields("object_3")             # [FieldSpec, ...] or None
     schema.view_field_keys("scene_2", "view_3")  # ["field_12", ...] or None
     schema.timezone                              # ZoneInfo of settings.timezone, or None
@@ -95,11 +95,15 @@ def view_columns(view: Mapping[str, Any]) -> list[ViewColumn]:
     return out
 
 
-class Schema:
-    """A tolerant, read-only view of an application schema dict (or of none)."""
+class Schema(Mapping[str, Any]):
+    """A tolerant, read-only view of an application schema dict (or of none).
+
+    It is also a read-only mapping of the document itself (``schema["objects"]``), empty
+    and false when there is none: ``client.schema()`` returns one, read once per client.
+    """
 
     def __init__(self, app: Mapping[str, Any] | None) -> None:
-        self.doc: Mapping[str, Any] = app or {}
+        self.doc: Mapping[str, Any] = (app.doc if isinstance(app, Schema) else app) or {}
         self._objects: dict[str, Mapping[str, Any]] = {
             str(o["key"]): o for o in self.doc.get("objects") or ()
             if isinstance(o, Mapping) and isinstance(o.get("key"), str)}
@@ -117,6 +121,19 @@ class Schema:
     def of(cls, app: Mapping[str, Any] | Schema | None) -> Schema:
         """The reader of ``app`` (a schema dict, None, or a Schema already)."""
         return app if isinstance(app, Schema) else cls(app)
+
+    # the document as a read-only mapping
+    def __getitem__(self, key: str) -> Any:
+        return self.doc[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.doc)
+
+    def __len__(self) -> int:
+        return len(self.doc)
+
+    def __repr__(self) -> str:
+        return f"Schema({self.name or 'no schema'!r}, objects={len(self._objects)})"
 
     @property
     def available(self) -> bool:
@@ -175,7 +192,7 @@ class Schema:
         value ``{"field": "field_N", "type": "current_date"}`` (ARCHITECTURE.md
         "Incremental refresh"). None when the schema shows none.
 
-        Usage: ``Schema.of(client.schema()).stamped_field("object_3")  # "field_46"``"""
+        Usage: ``client.schema().stamped_field("object_3")  # "field_46"``"""
         rules = (self._objects.get(object_key) or {}).get("rules")
         if not isinstance(rules, Mapping):
             return None

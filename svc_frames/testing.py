@@ -17,7 +17,7 @@ from typing import Any
 
 import requests
 
-from .http.client import Client
+from .records import Client
 from .server import LocalService
 
 __all__ = ["LocalService", "object_url", "view_url", "login", "create", "field_of_kind",
@@ -111,6 +111,5 @@ def widest_object(client: Client) -> str:
     found through the schema rather than a fixed key.
 
     Usage: ``widest_object(client_for(svc))  # "object_3"``"""
-    app = client.schema() or {}
-    best = max(app.get("objects") or [], key=lambda o: len({f["type"] for f in o["fields"]}))
+    best = max(client.schema().get("objects") or [], key=lambda o: len({f["type"] for f in o["fields"]}))
     return str(best["key"])

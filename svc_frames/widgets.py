@@ -28,8 +28,8 @@ import pandas as pd
 
 from .errors import SvcError, UsageError
 from .frames import Frames, Source
-from .http.client import Client
 from .kinds import BLANK
+from .records import Client
 from .schema import Schema
 from .writeback import Plan, write_back
 from .writeback.plan import NEW_ID_PREFIX, Layout

@@ -357,7 +357,7 @@ def test_with_the_schema_in_every_page_after_the_first_comes_raw(service: LocalS
     settles the format before page 2 is requested: no page but the first (and the
     verification re-read of page 1, which follows the format) has display values."""
     client = make_client(service)
-    assert client.schema() is not None
+    assert client.schema()
     urls = page_urls(client)
     fast = read_object(client, "object_3", rows_per_page=20, progress=False, columns="keys")
     # page 1, then the ranges of the auto-increment field (each its own page 1: keyset.py)

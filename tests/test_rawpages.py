@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from svc_frames.frames import Source, build_frames, resolve_fields
-from svc_frames.http.client import parse_json
+from svc_frames.http.body import parse_json
 from svc_frames.kinds import codec_for, resolve_timezone
 from svc_frames.kinds.base import FieldSpec, ReadContext
 from svc_frames.kinds.rawvalues import (

@@ -7,6 +7,7 @@ import copy
 import datetime as dt
 import json
 import string
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -588,9 +589,10 @@ class CrashingClient(Client):
     """A real client that dies (as a killed process would) after ``budget`` writes."""
 
     budget = 3
+    _budget_lock = threading.Lock()
 
     def update_record(self, *a: Any, **kw: Any) -> Any:
-        with self._count_lock:
+        with CrashingClient._budget_lock:
             if CrashingClient.budget <= 0:
                 raise _Crash("killed")
             CrashingClient.budget -= 1

@@ -6,11 +6,16 @@ types (``VALUE_TYPES``, by field kind); the codecs read them like dicts (``value
 A value that does not fit its struct makes the whole page fall back to plain dicts, which
 the codecs' general paths read member by member.
 
+Records of such a page are ``RawRecord`` structs (one slot per field, read like a dict);
+``column_getter`` reads several of their slots at C speed (frames.py builds columns so).
+
 Usage: ``VALUE_TYPES["date_time"]``; ``value.get("unix_timestamp")``
 """
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
@@ -108,3 +113,33 @@ VALUE_TYPES: dict[str, Any] = {
     "signature": Union[SignatureValue, str, None],  # noqa: UP007
     "connection": Union[list[ConnectionItem], str, None],  # noqa: UP007
 }
+
+
+class RawRecord(msgspec.Struct, gc=False):
+    """One record of a ``format=raw`` page; read like a dict (``rec["id"]``, ``rec.get``).
+
+    ``gc=False``: parsed values never form reference cycles, so the cyclic collector need
+    not track (and walk) millions of them."""
+
+    id: str
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+
+def column_getter(records: Sequence[Any], names: Sequence[str]
+                  ) -> Callable[[Any], tuple[Any, ...]] | None:
+    """A C-level getter of ``names`` (as a tuple) for struct records that have them all;
+    None for dict records (use ``map(rec.get, names)``)."""
+    if len(names) < 2 or not records or not isinstance(records[0], RawRecord):
+        return None
+    slots = set(type(records[0]).__struct_fields__)
+    if not set(names) <= slots:
+        return None
+    return operator.attrgetter(*names)

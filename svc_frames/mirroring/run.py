@@ -29,10 +29,10 @@ from dataclasses import replace
 from ..application import connections_of, resolve_objects
 from ..errors import TargetMismatch, UsageError
 from ..frames import Frames
-from ..http.client import Client
 from ..kinds.base import FieldSpec
 from ..names import sql_name
 from ..read.load import load
+from ..records import Client
 from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
 from .history import compare

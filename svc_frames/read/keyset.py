@@ -49,8 +49,8 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from ..kinds.rawvalues import RawRecord
 from ..query import Query, rules_within
-from .rawpages import RawRecord
 
 __all__ = ["KeyRange", "KeyValues", "Span", "plan_ranges", "key_values", "key_value",
            "page_gaps", "page_span", "span_gaps", "gap_checks", "check_tests", "dense",

@@ -4,7 +4,7 @@
 Kinds come from the application schema when the service exposes it (fetched in parallel
 with the first page), otherwise they are inferred from the raw shapes.
 
-Usage: ``frames = load(client, "object_3", filters=f, rows_per_page=1000)``
+Usage: ``frames = load(client, "object_3", LoadOptions.of(filters=f, limit=10))``
 """
 
 from __future__ import annotations
@@ -14,36 +14,29 @@ import datetime as dt
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 
 from ..arrowcols import member
 from ..errors import UsageError
 from ..frames import Frames, Source, warn_skipped
-from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
 from ..progress import PageProgress, want_progress
-from ..query import Filters, Query
+from ..query import Query
+from ..records import Client
 from ..schema import Schema
 from .gcpause import gc_paused_call
-from .options import Columns, check_columns, user_timezone
-from .pager import Page, Paginator, Verify
+from .options import LoadOptions
+from .pager import Page, Paginator
 from .pipeline import PageParts, PagePipeline, decode_helpers, final_frames
 from .target import describe
 from .workers import PageDecoder
 
 
 @gc_paused_call
-def load(client: Client, target: Target, *, filters: Filters | Query | None = None,
-         sort_field: str | None = None, sort_order: str | None = None,
-         limit: int | None = None, columns: Columns = "labels",
-         timezone: str | ZoneInfo | None = None, progress: bool | None = None,
-         rows_per_page: int = 1000, verify: Verify = "first",
-         raw_pages: bool = True, processes: int | None = None,
-         on_page: Callable[[Page], None] | None = None,
-         max_workers: int | None = None) -> Frames:
+def load(client: Client, target: Target, options: LoadOptions | None = None, *,
+         on_page: Callable[[Page], None] | None = None, **given: Any) -> Frames:
     """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``).
 
     With a schema, each page is decoded as soon as it arrives, while later pages are still
@@ -58,29 +51,31 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     by default one on a machine with 3+ cores (``core_idle``), for loads of 8 pages or
     more paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up.
 
+    ``options`` is the load's ``LoadOptions`` (read_object builds it; a caller without one
+    may give its fields as keywords instead: ``LoadOptions.of`` checks them). Its query is
+    prepared here, once, before the first page (``LoadOptions.prepared``).
     ``on_page`` replaces the progress bar (read_app: one bar over the pages of every
-    object); ``max_workers`` bounds this load's requests in flight (default: the
+    object); ``options.max_workers`` bounds this load's requests in flight (default: the
     client's)."""
-    check_columns(columns)
-    if processes is not None and (not isinstance(processes, int) or processes < 0):
-        raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
-    tz = user_timezone(timezone)
+    if options is None:
+        options = LoadOptions.of(**given)
+    elif given:
+        raise UsageError(f"load takes LoadOptions or keywords, not both: {sorted(given)}")
     started = dt.datetime.now(dt.timezone.utc)
-    bar = PageProgress(want_progress(progress) and on_page is None,
+    bar = PageProgress(want_progress(options.progress) and on_page is None,
                        client.records_path(target)[2])
-    # the Paginator checks target, filters, sort and limit, before any request
-    pager = Paginator(client, target, rows_per_page=rows_per_page, filters=filters,
-                      sort_field=sort_field, sort_order=sort_order, limit=limit,
-                      on_page=on_page or bar, verify=verify, schema_checks=True, timezone=tz,
-                      max_workers=max_workers, keyset=True)
-    asked = load_params(pager.query, sort_field, sort_order, limit, rows_per_page)
+    opts = options.prepared(client, target)   # the query every page request sends
+    columns, tz, processes = opts.columns, opts.timezone, opts.processes
+    # the Paginator checks the target before any request
+    pager = Paginator.of(client, target, opts, on_page=on_page or bar)
+    asked = load_params(opts)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
     pipe = PagePipeline(pager, tz=tz)
     parts = PageParts(pager)   # joined while the pager waits for answers
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None
     source: Source | None = None
-    app: dict[str, Any] | None = None
+    app: Schema | None = None
     with contextlib.ExitStack() as stack:
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=1,
                                                       thread_name_prefix="svc-schema"))
@@ -97,10 +92,10 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
             if not wait and not schema_future.done():
                 return  # the schema is slower than page 1: no request waits for it
             app = schema_future.result()
-            if app is None:
+            if not app:   # the service does not expose its schema
                 collected = []
                 return
-            tz = tz or Schema.of(app).timezone
+            tz = tz or app.timezone
             fields, source = describe(client, target, app, page.records, columns, tz)
             pipe.tz = tz
 
@@ -110,7 +105,8 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
                 decoder = stack.enter_context(
                     PageDecoder(fields, source, tz, helpers=helpers)) if helpers else None
                 return decoder.decode if decoder else None
-            pipe.settle(page, fields, source, raw_pages=raw_pages, decoder=start_decoder)
+            pipe.settle(page, fields, source, raw_pages=opts.raw_pages,
+                        decoder=start_decoder)
 
         pager.on_first = lambda first: settle(first, wait=False)
         try:
@@ -129,7 +125,7 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
         # its pages are decoded as any load's (one PagePipeline, one final_frames)
         final_pass = pager.passes[-1].pass_no
         records = [r for p in collected if p.pass_no == final_pass for r in p.records]
-        tz = tz or Schema.of(app).timezone
+        tz = tz or (app.timezone if app else None)
         fields, source = describe(client, target, app, records, columns, tz)
         pipe.tz = tz
         pipe.settle(None, fields, source, raw_pages=False)
@@ -149,17 +145,15 @@ def load(client: Client, target: Target, *, filters: Filters | Query | None = No
     return frames
 
 
-def load_params(filters: Filters | Query | None, sort_field: str | None,
-                sort_order: str | None, limit: int | None, rows_per_page: int
-                ) -> dict[str, Any]:
+def load_params(options: LoadOptions) -> dict[str, Any]:
     """What a load asked for, and when it started (``Source.load``; ``refresh`` repeats it).
-    ``filters`` as prepared (``Paginator.query``: dates in the application's timezone) are
+    The filters as prepared (``options.query``: dates in the application's timezone) are
     kept twice: ``filters`` the rules, ``query`` the bytes sent, which later requests for
     the same listing send again (``Source.query``).
 
-    Usage: ``source.load = load_params(pager.query, None, None, None, 1000)``"""
-    query = filters if isinstance(filters, Query) else Query.of(filters)
+    Usage: ``source.load = load_params(options.prepared(client, target))``"""
+    query = options.query if options.query is not None else Query.of(options.filters)
     return {"filters": query.filters, "query": query.text,
-            "sort_field": sort_field, "sort_order": sort_order, "limit": limit,
-            "rows_per_page": rows_per_page,
+            "sort_field": options.sort_field, "sort_order": options.sort_order,
+            "limit": options.limit, "rows_per_page": options.rows_per_page,
             "loaded_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")}

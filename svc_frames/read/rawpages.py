@@ -22,7 +22,6 @@ Usage::
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,25 +31,7 @@ from ..keys import FIELD_KEY
 
 if TYPE_CHECKING:  # kinds.dates imports this module: no import of kinds at run time
     from ..kinds.base import FieldSpec
-from ..kinds.rawvalues import VALUE_TYPES
-
-
-class RawRecord(msgspec.Struct, gc=False):
-    """One record of a ``format=raw`` page; read like a dict (``rec["id"]``, ``rec.get``).
-
-    ``gc=False``: parsed values never form reference cycles, so the cyclic collector need
-    not track (and walk) millions of them."""
-
-    id: str
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return getattr(self, key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        try:
-            return getattr(self, key)
-        except AttributeError:
-            raise KeyError(key) from None
+from ..kinds.rawvalues import VALUE_TYPES, RawRecord
 
 
 def raw_page_parser(fields: Sequence[FieldSpec], fallback: Callable[[bytes], Any]
@@ -79,15 +60,3 @@ def raw_page_parser(fields: Sequence[FieldSpec], fallback: Callable[[bytes], Any
                 "total_records": env.total_records, "current_page": env.current_page}
 
     return parse
-
-
-def column_getter(records: Sequence[Any], names: Sequence[str]
-                  ) -> Callable[[Any], tuple[Any, ...]] | None:
-    """A C-level getter of ``names`` (as a tuple) for struct records that have them all;
-    None for dict records (use ``map(rec.get, names)``)."""
-    if len(names) < 2 or not records or not isinstance(records[0], RawRecord):
-        return None
-    slots = set(type(records[0]).__struct_fields__)
-    if not set(names) <= slots:
-        return None
-    return operator.attrgetter(*names)

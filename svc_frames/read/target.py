@@ -6,19 +6,20 @@ Usage: ``fields, source, tz = describe(client, "object_3", client.schema(), "key
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from ..frames import Source, resolve_fields
-from ..http.client import Client
 from ..keys import Target, parse_target
 from ..kinds.base import FieldSpec
 from ..labels import label_map, warn_renamed
+from ..records import Client
 from ..schema import Schema
 from .options import Columns, naming, subset
 
 
-def describe(client: Client, target: Target, app: dict[str, Any] | None,
+def describe(client: Client, target: Target, app: Mapping[str, Any] | None,
              records: list[dict[str, Any]], columns: Columns,
              tz: ZoneInfo | None) -> tuple[list[FieldSpec], Source]:
     """Fields (schema or inferred) and the Source of a load.
@@ -27,7 +28,7 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
     kind, a, b = parse_target(target)
     schema = Schema.of(app)
     named, wanted = naming(columns), subset(columns)
-    known = schema.all_fields() if app else None
+    known = schema.all_fields() if schema else None
     tz_name = tz.key if tz is not None else None
     if kind == "object":
         assert a is not None
@@ -38,7 +39,7 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
         fields = only(fields, wanted)
         source = Source("object", a, fields, timezone=tz_name, app_id=client.app_id,
                         base_url=client.base_url, columns=named,
-                        kinds_inferred=inferred or app is None,
+                        kinds_inferred=inferred or not schema,
                         name=schema.object_name(a), some_fields=wanted is not None)
     else:
         assert a is not None and b is not None
@@ -48,7 +49,7 @@ def describe(client: Client, target: Target, app: dict[str, Any] | None,
         fields = only(fields, wanted)
         source = Source("view", schema.view_object(a, b), fields, scene_key=a, view_key=b,
                         timezone=tz_name, app_id=client.app_id, base_url=client.base_url,
-                        columns=named, kinds_inferred=inferred or app is None,
+                        columns=named, kinds_inferred=inferred or not schema,
                         name=schema.view_name(a, b), some_fields=wanted is not None)
     if named == "labels":   # once per load: the labels that had to change
         where = source.object_key if source.kind == "object" \

@@ -41,14 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..filters import prepare_query
 from ..frames import Frames
-from ..http.client import Client
 from ..keys import Target, parse_target
-from ..lookup import field_options, resolve_target
-from ..query import Filters, validate_filters
+from ..lookup import resolve_target
+from ..query import Filters
 from ..read.load import load
-from ..read.options import Columns, check_columns, user_timezone
+from ..read.options import Columns, LoadOptions, field_options
+from ..records import Client
 from ..saved.layout import SavedLayout, files_digest
 from ..saved.layout import fsync as _fsync
 from ..saved.layout import fsync_tree as _fsync_tree
@@ -319,6 +318,7 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
                 filters: Filters | None = None, sort_field: str | None = None,
                 sort_order: str | None = None, columns: Columns = "labels",
                 timezone: Any = None, modified_field: str | None = None,
+                options: LoadOptions | None = None,
                 **load_options: Any) -> tuple[Frames, RefreshReport | None]:
     """Frames of a target through an on-disk cache: refreshed when it fits, else loaded in full.
 
@@ -339,6 +339,9 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
         As ``read_object`` takes them; part of what the cache must have been made for.
     modified_field : str, optional
         As ``refresh`` takes it.
+    options : LoadOptions, optional
+        The load's options as ``read_object`` built them, instead of the keywords
+        (``filters`` ... ``timezone`` and ``**load_options``).
     **load_options
         Other options of ``read_object`` (``progress``, ``rows_per_page``, ...), for a
         load in full; ``limit`` is refused.
@@ -365,23 +368,28 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
     >>> print(report)                    # then: refreshed
     refresh: 0 added, 0 changed, 0 deleted, 0 conflicting cells; 1 requests
     """
-    if load_options.get("limit") is not None:
+    if options is None:
+        options = LoadOptions.of(filters=filters, sort_field=sort_field,
+                                 sort_order=sort_order, columns=columns, timezone=timezone,
+                                 **load_options)
+    elif load_options or filters is not None or sort_field is not None \
+            or sort_order is not None or columns != "labels" or timezone is not None:
+        raise UsageError("load_cached takes options= or the keywords, not both")
+    if options.limit is not None:
         raise UsageError("cache= keeps every record current: it cannot be used with limit=")
-    tz = user_timezone(timezone)
-    checked = validate_filters(filters)
-    check_columns(columns)
     root = check_cache_dir(cache)  # after every other check: nothing made for bad input
-    app = client.schema()
-    schema = Schema.of(app)
+    schema = client.schema()
     # prepared once, as the load prepares them (dates in the application's timezone): the
     # cache is checked against the query a load sends, and a full load sends this one
-    own, where = schema.target_fields(target)
-    query = prepare_query(checked, schema.all_fields(), tz or schema.timezone, own=own,
-                          where=where)
+    options = options.prepared(client, target)
+    query = options.query
+    assert query is not None
+    tz = options.timezone
     want = {"app_id": client.app_id, "target": target_name(target),
             "filters": query.filters,
-            "sort_field": sort_field, "sort_order": sort_order,
-            "columns": columns if isinstance(columns, str) else list(columns),
+            "sort_field": options.sort_field, "sort_order": options.sort_order,
+            "columns": options.columns if isinstance(options.columns, str)
+            else list(options.columns),
             "timezone": tz.key if tz is not None else None}
     why = ""
     cached: tuple[dict[str, Any], Frames | None] | None = None
@@ -389,7 +397,7 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
         cached = read_cache(root)
     except (OSError, ValueError, KeyError, TypeError, UsageError) as exc:
         why = f"it cannot be used ({exc})"
-    fingerprint = schema_fingerprint(app, target)
+    fingerprint = schema_fingerprint(schema, target)
     frames: Frames | None = None
     report: RefreshReport | None = None
     if cached is not None:
@@ -403,9 +411,7 @@ def load_cached(client: Client, target: Target, cache: str | os.PathLike[str], *
         if why:
             warnings.warn(f"cache {str(root)!r} not used: {why}; loading in full",
                           CacheNotice, stacklevel=3)
-        frames = load(client, target, filters=query, sort_field=sort_field,
-                      sort_order=sort_order, columns=columns,
-                      timezone=timezone, **load_options)
+        frames = load(client, target, options)
     assert frames.source is not None
     load_params = dict(frames.source.load or {})
     meta = {**want, "format": CACHE_FORMAT, "schema": fingerprint,

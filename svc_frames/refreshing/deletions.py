@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..arrowcols import member
 from ..frames import Frames, Source
-from ..http.client import Client
 from ..query import Query
+from ..records import Client
 from .listing import list_all, list_ids, target_of
 from .merge import Merger
 

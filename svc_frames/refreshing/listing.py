@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from ..frames import Frames, Source, build_frames
-from ..http.client import Client
 from ..keys import Target
 from ..kinds import codec_for
 from ..labels import label_map, relabel
 from ..read.pager import Paginator
 from ..read.pipeline import PagePipeline
+from ..records import Client
 
 OVERLAP_DAYS = 2
 """When the stamps must be asked for by date (blank stamps sorted first): ``is after`` the

@@ -46,11 +46,10 @@ import pandas as pd
 
 from ..errors import SvcWarning, UsageError
 from ..frames import Frames, Source, warn_skipped
-from ..http.client import Client
 from ..kinds.base import FieldSpec
 from ..read.gcpause import paused_gc
 from ..read.pager import Paginator
-from ..schema import modified_field_of
+from ..records import Client
 from .deletions import deletions
 from .listing import column_names, describe, list_all, target_of
 from .merge import Merger
@@ -253,7 +252,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     mod = modified_field
     stamps_creates = False  # a field named by the caller may be stamped on updates only
     if mod is None and not full:
-        mod = modified_field_of(client.schema(), source.object_key)
+        mod = client.schema().stamped_field(source.object_key)
         stamps_creates = mod is not None
         if mod is not None and not any(f.key == mod for f in source.fields):
             report.reason = (f"the view does not show {mod}, the field stamped on every "
@@ -269,7 +268,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     elif full:
         report.reason = "full=True"
     else:  # named: the schema's rule (if it is that one) says it stamps creations too
-        stamps_creates = modified_field_of(client.schema(), source.object_key) == mod
+        stamps_creates = client.schema().stamped_field(source.object_key) == mod
     report.modified_field = mod
     report.swept = swept
     merger = Merger(frames)

@@ -19,11 +19,11 @@ import pandas as pd
 from ..arrowcols import member
 from ..errors import ConsistencyError
 from ..frames import Frames, Source, build_frames
-from ..http.client import Client
 from ..kinds.base import FieldSpec
 from ..query import Query, format_filter_date
 from ..read.pager import Page, Paginator
 from ..read.pipeline import PagePipeline
+from ..records import Client
 from .listing import OVERLAP_DAYS, decode, describe, target_of
 
 STAMP_MARGIN = dt.timedelta(seconds=30)

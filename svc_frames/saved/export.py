@@ -21,19 +21,18 @@ import pyarrow.parquet as pq
 
 from ..errors import UsageError
 from ..frames import Source, build_frames, warn_skipped
-from ..http.client import Client
 from ..keys import Target
 from ..kinds.base import FieldSpec
-from ..lookup import field_options, resolve_target
+from ..lookup import resolve_target
 from ..names import path_names
 from ..progress import PageProgress, want_progress
 from ..query import Filters, validate_filters
 from ..read.gcpause import paused_gc
-from ..read.options import Columns, check_columns, user_timezone
+from ..read.options import Columns, check_columns, field_options, user_timezone
 from ..read.pager import Page, Paginator, Verify
 from ..read.pipeline import PagePipeline
 from ..read.target import describe
-from ..schema import Schema
+from ..records import Client
 from .arrow import arrow_to_frame, frame_to_arrow, table_meta
 from .layout import SavedLayout, Staging, check_free, meta_doc, warn_dir_renames, write_meta
 from .parquet import column_fields, write_csv
@@ -160,7 +159,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                       verify=verify, max_workers=min(client.max_workers, 3), prefetch=3,
                       keep_ids=False, schema_checks=True, timezone=tz, keyset=True)
     app = client.schema()  # first: every part must share the schema it fixes
-    tz = tz or Schema.of(app).timezone
+    tz = tz or app.timezone
     pipe = PagePipeline(pager, tz=tz)
     fields = None
     source: Source | None = None
@@ -184,7 +183,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                     fields, source = describe(client, tgt, app, new, columns, tz)
                     main_writer = _PartWriter(loaded_main, {"source": source.to_dict()})
                     # as the loaders decide it (without a schema: display values stay)
-                    pipe.settle(page, fields, source, raw_pages=app is not None)
+                    pipe.settle(page, fields, source, raw_pages=bool(app))
                 if not new:
                     continue
                 count += len(new)

@@ -21,8 +21,7 @@ import pandas as pd
 
 from ..errors import SvcError, UsageError
 from ..frames import Frames
-from ..http.client import Client
-from ..schema import Schema
+from ..records import Client
 from ..writeback import Report, write_back
 from .layout import SavedLayout, Staging, meta_doc, read_meta, write_meta
 from .parquet import column_fields, new_or_na, read_parquet, same_target, write_frames
@@ -85,7 +84,7 @@ def check_schema(frames: Frames, client: Client, path: str | os.PathLike[str]) -
     lets them through (nothing to compare with)."""
     src = frames.source
     assert src is not None  # read_for_push refuses frames without a source
-    schema = Schema.of(client.schema())
+    schema = client.schema()
     if not schema.available:
         return
     key = src.object_key

@@ -20,9 +20,8 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..frames import Frames, Source, build_frames
-from ..http.client import Client
 from ..lookup import object_key
-from ..schema import Schema
+from ..records import Client
 from ..writeback.diff import diff
 from ..writeback.plan import NEW_ID_PREFIX, Plan
 from ..writeback.report import Counter, Kept, Report, make_report
@@ -99,7 +98,7 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
     if app and app != client.app_id:
         raise UsageError(f"{kept.where} is of application {app} (object {name}), not of "
                          f"the client's application {client.app_id}: nothing was sent")
-    schema = Schema.of(client.schema())
+    schema = client.schema()
     if object is not None:
         want = object_key(schema, object)
         if want != obj:
@@ -295,7 +294,7 @@ class UndoPlan:
                 {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
         out: list[Frames] = []
         own = self.frames.source
-        schema = Schema.of(self.client.schema()) if set(rows) - {own.object_key} else None
+        schema = self.client.schema() if set(rows) - {own.object_key} else None
         for obj, recs in rows.items():
             if obj == own.object_key:
                 src = own

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..assets import PendingUpload
 from ..errors import QuotaExceeded, UsageError
-from ..http.client import Client
+from ..records import Client
 from .report import Outcome, QuotaNote, when_reset
 from .state import RunState
 

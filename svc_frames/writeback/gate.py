@@ -14,7 +14,7 @@ import datetime as dt
 import threading
 
 from ..errors import QuotaExceeded
-from ..http.client import Client
+from ..records import Client
 from .report import when_reset
 
 __all__ = ["QuotaGate"]

@@ -25,10 +25,10 @@ import pandas as pd
 from ..assets import PendingUpload
 from ..errors import ConflictError, SvcError
 from ..frames import Frames, Source
-from ..http.client import Client
 from ..keys import Target as Where
 from ..kinds import is_empty_cell
 from ..read.pager import Paginator
+from ..records import Client
 from .guardmode import CHECK_MARGIN
 from .journal import journal_key
 from .plan import Layout, Status, list_pages, reread_chunk

@@ -30,7 +30,6 @@ import pandas as pd
 from ..errors import SvcError
 from ..frames import Source
 from ..query import rules_within
-from ..schema import Schema
 from .plan import PAGE_ROWS, REREAD_CHUNK, UNSEEN_RECORDS
 from .report import Kept
 from .state import RunState
@@ -131,7 +130,7 @@ class Keeper:
         obj = run.source.object_key
         if not deletes or run.tgt.is_view:
             return
-        conns = [c for c in Schema.of(run.client.schema()).connections()
+        conns = [c for c in run.client.schema().connections()
                  if c.to_object == obj and c.from_object != obj]
         for c in conns:
             name = f"{c.from_object}.{c.field}"

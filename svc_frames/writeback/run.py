@@ -27,10 +27,9 @@ from typing import Any, Literal
 from ..arrowcols import member
 from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, UsageError
 from ..frames import Frames
-from ..http.client import Client
 from ..joins import refuse_join_result
 from ..progress import want_progress
-from ..schema import Schema
+from ..records import Client
 from .apply import LiveBatches, apply
 from .budget import DEFAULT_QUOTA_RESERVE, check_reserve, quota_note
 from .diff import diff
@@ -375,7 +374,7 @@ def drop_fields_the_view_does_not_take(run: RunState) -> None:
     if not tgt.is_view:
         return
     assert tgt.scene and tgt.view
-    keys = Schema.of(run.client.schema()).view_field_keys(tgt.scene, tgt.view)
+    keys = run.client.schema().view_field_keys(tgt.scene, tgt.view)
     if keys is None:
         return
     accepted = set(keys)

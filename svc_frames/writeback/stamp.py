@@ -24,10 +24,9 @@ from typing import Any
 import pandas as pd
 
 from ..errors import RateLimited
-from ..http.client import Client
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec, ReadContext
-from ..schema import Schema
+from ..records import Client
 from .target import Target
 
 __all__ = ["Stamp", "stamp_for"]
@@ -60,7 +59,7 @@ def stamp_for(client: Client, tgt: Target, ctx: ReadContext) -> Stamp | None:
     if tgt.is_view:
         return None
     try:
-        schema = Schema.of(client.schema())
+        schema = client.schema()
     except RateLimited:
         return None  # the quota or the pace refused it: the writes meet the same refusal
     key = schema.stamped_field(tgt.object_key)

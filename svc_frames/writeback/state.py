@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..frames import Source
-from ..http.client import Client
+from ..records import Client
 from .gate import QuotaGate
 from .journal import Journal, record_keys
 from .plan import Action, Layout, Plan

@@ -14,8 +14,8 @@ from typing import Any, cast
 
 from ..errors import ConfigurationError, UsageError
 from ..frames import Source
-from ..http.client import Client
 from ..keys import Target as Where
+from ..records import Client
 
 __all__ = ["Target", "resolve_target", "where"]
 
@@ -67,10 +67,9 @@ def _behind_login(client: Client, scene_key: str) -> bool:
     views take a user token (docs/service-interface.md §4.4); a public view takes none.
     Without a schema it cannot be told, and a token is asked for (a refusal before any
     write beats a Forbidden after some)."""
-    app = client.schema() or {}
-    scene = next((sc for sc in app.get("scenes") or []
-                  if isinstance(sc, dict) and sc.get("key") == scene_key), None)
-    return bool(scene.get("authenticated")) if scene is not None else not app
+    schema = client.schema()
+    scene = next((sc for key, sc in schema.scenes() if key == scene_key), None)
+    return bool(scene.get("authenticated")) if scene is not None else not schema
 
 
 def where(source: Source) -> Where:
