@@ -132,7 +132,14 @@ class LoadOptions:
         if processes is not None and (not isinstance(processes, int) or processes < 0):
             raise UsageError(f"processes must be a non-negative integer, got {processes!r}")
         check_paging(limit, verify)
-        page_params(1, rows_per_page, None, sort_field, sort_order)
+        if sort_field is not None and (not isinstance(sort_field, str)
+                                       or not sort_field.strip()):
+            raise UsageError("a field is named by its label or its key ('field_N'), got "
+                             f"{sort_field!r}")
+        # a sort field by label is turned into its key by ``keyed`` (it needs the schema)
+        page_params(1, rows_per_page, None,
+                    sort_field if sort_field is not None and FIELD_KEY.match(sort_field)
+                    else None, sort_order)
         return cls(filters=filters if isinstance(filters, Query) else validate_filters(filters),
                    sort_field=sort_field, sort_order=sort_order, limit=limit,
                    columns=columns, timezone=user_timezone(timezone), progress=progress,
