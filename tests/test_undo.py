@@ -250,9 +250,10 @@ class _CrashingClient(Client):
     """A real client that dies (as a killed process would) after ``budget`` updates."""
 
     budget = 3
+    _budget_lock = threading.Lock()
 
     def update_record(self, *a: Any, **kw: Any) -> Any:
-        with self._count_lock:
+        with _CrashingClient._budget_lock:
             if _CrashingClient.budget <= 0:
                 raise _Crash("killed")
             _CrashingClient.budget -= 1
