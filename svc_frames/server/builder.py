@@ -145,9 +145,11 @@ class Builder:
             for scene in doc.get("scenes") or []:
                 scene["views"] = [v for v in scene.get("views") or []
                                   if (v.get("source") or {}).get("object") != object_key]
-        self._apply(edit, [])
+        # the records first, while the schema still defines their object (a delete reads
+        # its fields: the connections and aggregates it touches); nothing connects to it
         for rid in ids:
             self.state.store.delete(object_key, rid)
+        self._apply(edit, [])
         self.state.counts.pop(object_key, None)
 
     # ---- the change itself ---------------------------------------------------------------
