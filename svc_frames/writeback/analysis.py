@@ -60,11 +60,12 @@ def analysis_columns(main: pd.DataFrame, layout: Layout) -> list[str]:
             continue   # e.g. 0 or a tuple: a name no field can have
         own = other.get(col)
         if own is not None and own != col:
-            naming = "labels" if labels else "keys"
+            naming, turn = ("label", "with_keys") if labels else ("key", "with_labels")
             raise UsageError(
                 f"column {col!r} names the field of column {own!r} the way this frame "
                 f"does not (it names columns by {naming}): write to {own!r} to edit the "
-                "field, or give an analysis column another name (nothing was sent)")
+                f"field, name the columns the other way first (frames.{turn}()), or give "
+                "an analysis column another name (nothing was sent)")
         if _KEY_SHAPED.match(col):
             raise UsageError(
                 f"column {col!r} looks like a field key, but the source has no such "
