@@ -32,6 +32,10 @@ A 403 whose body says it is throttling is retried like a 429; a 429 ``Daily limi
 exceeded`` raises :class:`QuotaExceeded` at once (nothing can succeed before the reset;
 ``answers.py``). A service that cannot be reached (refused, unknown host, no connection in
 time) raises :class:`ServiceUnreachable` naming the base URL after a few quick tries.
+A refusal names what to fix (``hints.py``): a web page answered to an API request says to
+check the base URL; a refused API key says where it came from (``api_key_source``:
+``from_env`` and the CLI set it), and ``from_env`` refuses an environment with neither a
+key nor a user before any request.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What to fix, told with a refusal: where a refused API key came from, and an address that
 answers but is not the service.
 
-The client's answer-to-error mapping (``Client._error``) asks these; nothing here sends a
-request or reads a setting.
+The answer-to-error mapping (``answers.Answers.error``, ``Auth.key_refused_hint``) asks
+these; nothing here sends a request or reads a setting.
 
 * A 401 to an object request means the API key (or the application id it goes with) is
   wrong. The message names where the key came from (``SVC_API_KEY``, ``--api-key``, the
