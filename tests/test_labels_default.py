@@ -260,3 +260,27 @@ def test_the_cli_exports_by_label_by_default_and_takes_a_list_of_fields(
     assert main(["export", WO, "--out", str(tmp_path / "bad"), "--no-progress",
                  "--columns", "Titel"]) == 2
     assert "Titel" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+
+
+def test_load_options_resolve_labels_for_every_caller_of_load(client: Client) -> None:
+    """LoadOptions.prepared keys a columns list and a sort field named by label, so a
+    caller of read/load.py's ``load`` (read_app, the cache, any other) gets what
+    read_object gets; keys alone cost no schema request."""
+    from svc_frames.read.load import load
+    from svc_frames.read.options import LoadOptions
+
+    opts = LoadOptions.of(columns=["Title", "Due"], sort_field="Due", sort_order="desc",
+                          progress=False)
+    assert opts.sort_field == "Due"   # checked as a name; resolved once the schema is in
+    prepared = opts.prepared(client, WO)
+    assert prepared.columns == ["field_12", "field_29"]
+    assert prepared.sort_field == "field_29"
+    frames = load(client, WO, opts)
+    assert frames.main.columns.tolist() == ["Title", "Due"]
+    assert frames.main["Due"].dropna().is_monotonic_decreasing
+    assert frames.source is not None and frames.source.load is not None
+    assert frames.source.load["sort_field"] == "field_29"
+    keyed = LoadOptions.of(columns="keys", sort_field="field_29")
+    assert keyed.keyed(client, WO) is keyed
+    with pytest.raises(UsageError, match="a field is named by its label or its key"):
+        LoadOptions.of(sort_field="  ")
