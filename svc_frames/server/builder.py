@@ -138,6 +138,10 @@ class Builder:
                               "not removed")
         ids = [r[0] for r in self.state.store.reader.execute(
             "SELECT id FROM records WHERE obj = ?", (object_key,))]
+        # the records go while their object is still in the document: a delete recomputes
+        # what the record fed (aggregates, formulas), which reads the object's fields
+        for rid in ids:
+            self.state.store.delete(object_key, rid)
 
         def edit(doc: dict[str, Any]) -> None:
             doc["objects"] = [o for o in doc.get("objects") or []
@@ -146,8 +150,6 @@ class Builder:
                 scene["views"] = [v for v in scene.get("views") or []
                                   if (v.get("source") or {}).get("object") != object_key]
         self._apply(edit, [])
-        for rid in ids:
-            self.state.store.delete(object_key, rid)
         self.state.counts.pop(object_key, None)
 
     # ---- the change itself ---------------------------------------------------------------
