@@ -10,8 +10,9 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 import pytest
@@ -338,6 +339,16 @@ def test_date_equations_follow_their_dates_and_filter_as_dates(svc: LocalService
                                                     "sort_order": "desc", "rows_per_page": 1},
                      headers=svc.headers(), timeout=30)
     assert r.status_code == 200 and r.json()["records"][0]["id"] == rec["id"]
+
+
+def test_current_time_is_the_service_clock_at_the_write(svc: LocalService) -> None:
+    zone = ZoneInfo("America/Chicago")
+    before = datetime.now(zone).replace(tzinfo=None, second=0, microsecond=0)
+    rec = create(svc, "object_5", {"field_40": "now"})
+    after = datetime.now(zone).replace(tzinfo=None)
+    day = timedelta(days=1)
+    got = datetime.strptime(_raw_wall(rec["field_75_raw"]), "%Y-%m-%d %H:%M")
+    assert before + day <= got <= after + day, (before, got, after)
 
 
 def _json_rule(key: str, rule: dict[str, str]) -> str:

@@ -418,12 +418,14 @@ _ELAPSED = frozenset({"seconds", "minutes", "hours"})  # time passing, not calen
 
 @dataclass(frozen=True)
 class _Units:
-    """The equation's ``date_type`` (a number added to a date, a span between dates) and
-    the application's timezone its wall-clock dates live in (None: wall clock only)."""
+    """The equation's ``date_type`` (a number added to a date, a span between dates), the
+    application's timezone its wall-clock dates live in (None: wall clock only) and its
+    wall-clock time now (``currentTime()``; None: no clock, the call is blank)."""
 
     name: str
     ms: float
     zone: dt.tzinfo | None
+    now: dt.datetime | None = None
 
     def span(self, a: dt.datetime, b: dt.datetime) -> float:
         """``a - b`` in these units: hours and less as time elapsed between the instants
@@ -484,13 +486,15 @@ def _arith(op: ast.operator, a: Any, b: Any, units: _Units) -> Any:
 
 
 def equation(expr: str, lookup: RefLookup, *, unit: str = "days",
-             zone: dt.tzinfo | None = None) -> float | dt.datetime | None:
+             zone: dt.tzinfo | None = None,
+             now: dt.datetime | None = None) -> float | dt.datetime | None:
     """The value of an equation: a number, a wall-clock date (date arithmetic), or None
     when it cannot be evaluated. A reference with neither number nor date (``lookup``
     gives blank numbers as 0) makes the result blank. A span between dates is given in
     ``unit``; ``zone`` is the application's timezone, where hours pass across a
-    daylight-saving change (``_Units``)."""
-    units = _Units(unit if unit in _UNIT_MS else "days", _UNIT_MS.get(unit, _DAY_MS), zone)
+    daylight-saving change (``_Units``), and ``now`` its wall clock (``currentTime()``)."""
+    units = _Units(unit if unit in _UNIT_MS else "days", _UNIT_MS.get(unit, _DAY_MS), zone,
+                   now)
     names: dict[str, Any] = {}
 
     def sub(m: re.Match[str]) -> str:
@@ -535,6 +539,11 @@ def _eval(node: ast.AST, names: dict[str, Any], units: _Units, depth: int) -> An
         if not isinstance(v, float):
             raise ValueError("sign of a date")
         return -v if isinstance(node.op, ast.USub) else v
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "currentTime" and not node.args and not node.keywords:
+        if units.now is None:
+            raise ValueError("no clock")
+        return units.now
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
             and node.func.id in NUMERIC_FUNCTIONS and not node.keywords:
         args = [_eval(a, names, units, depth + 1) for a in node.args]

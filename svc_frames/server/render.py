@@ -276,13 +276,15 @@ class Renderer:
                  conn_records: Callable[[str], list[dict[str, Any]]] | None = None,
                  ) -> float | dict[str, Any] | None:
         """The raw value of an equation field (formulas.equation, in the application's
-        timezone): a number, or for a date result (kinds.is_date_result) the raw date
+        timezone and by the service's clock for ``currentTime()``): a number, or for a date result (kinds.is_date_result) the raw date
         object a date_time holds, minutes kept; blank (None) when the result is not the
         kind the field's format says or cannot be evaluated."""
         fmt = spec.format or {}
         value = equation(str(fmt.get("equation") or ""),
                          self.lookup(obj, raw, conn_records or _no_records, text=False),
-                         unit=str(fmt.get("date_type") or "days"), zone=self.app.zone)
+                         unit=str(fmt.get("date_type") or "days"), zone=self.app.zone,
+                         now=self.app.local_now() if "currentTime" in str(
+                             fmt.get("equation") or "") else None)
         if not is_date_result(spec):
             return value if isinstance(value, float) else None
         if not isinstance(value, dt.datetime):
