@@ -266,16 +266,16 @@ DATE_CASES: list[tuple[str, str, dict[str, tuple[Any, Any]]]] = [
         "field_74": ("", None)}),   # past any date a column holds: blank, never a 500
     # daylight saving starts on 03/10/2024 at 2am: a day is a calendar day (the wall
     # clock kept), 24 hours are 24 hours (the wall clock moves on by one), and the span
-    # between the two 10pms is 23 hours
+    # between the two 10pms is 23 hours, or 1 day
     ("03/09/2024 10:00pm", "03/10/2024 10:00pm", {
         "field_68": ("04/08/2024 10:00pm", "2024-04-08 22:00"),
         "field_69": ("Mar 10, 2024 23:00", "2024-03-10 23:00"),
         "field_70": ("09/04/2024", "2024-04-09 22:00"),
-        "field_72": (23, 23.0)}),
-    # and ends on 11/03/2024 at 2am: 24 hours later is 9pm, the span 25 hours
+        "field_72": (23, 23.0), "field_76": (1, 1.0)}),
+    # and ends on 11/03/2024 at 2am: 24 hours later is 9pm, the span 25 hours (1 day)
     ("11/02/2024 10:00pm", "11/03/2024 10:00pm", {
         "field_69": ("Nov 3, 2024 21:00", "2024-11-03 21:00"),
-        "field_72": (25, 25.0)}),
+        "field_72": (25, 25.0), "field_76": (1, 1.0)}),
     # a calendar month from January 31st: the month's last day
     ("01/31/2024 8:00am", "", {
         "field_70": ("29/02/2024", "2024-02-29 08:00"),
@@ -366,11 +366,12 @@ def test_toolkit_reads_a_date_result_as_a_tz_aware_date_column(svc: LocalService
     assert str(frame["field_68"].dtype) == f"datetime64[ns, {zone}]"
     assert str(frame["field_69"].dtype) == f"datetime64[ns, {zone}]"
     assert str(frame["field_72"].dtype) == "Float64"   # a date equation's number result
+    assert str(frame["field_76"].dtype) == "Float64"
     assert str(frame["field_62"].dtype) == "Float64"   # a numeric equation stays numeric
     for rid, (_start, _until, want) in zip(ids, DATE_CASES, strict=True):
         for key, (_display, value) in want.items():
             got = frame.loc[rid, key]
-            if key == "field_72" or value is None:
+            if key in ("field_72", "field_76") or value is None:
                 assert (pd.isna(got) if value is None else got == value), (rid, key, got)
             else:
                 assert got == pd.Timestamp(value, tz=zone), (rid, key, got)
