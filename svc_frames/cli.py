@@ -621,7 +621,7 @@ def interrupted_line(args: argparse.Namespace, exc: KeyboardInterrupt) -> str:
     if command == "export" and getattr(args, "out", None):
         return (f"svc-frames export: interrupted; {args.out} was left as it was (an export "
                 "writes nothing until it has every page): run the same command again")
-    return f"svc-frames {command or ''}: interrupted".replace("  ", " ")
+    return "svc-frames" + (f" {command}" if command else "") + ": interrupted"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -41,6 +41,7 @@ from typing import Any
 
 from .errors import UsageError
 from .keys import FIELD_KEY
+from .kinds import is_date_result
 from .kinds.base import FieldSpec
 from .lookup import field_key
 from .query import (
@@ -85,7 +86,7 @@ def _kind(field: FieldSpec | None) -> str | None:
     if field is None:
         return None
     if field.kind == "equation":
-        return "date_time" if field.format.get("equation_type") == "date" else "number"
+        return "date_time" if is_date_result(field) else "number"
     return field.kind
 
 

@@ -833,3 +833,33 @@ def test_blank_to_none_replaces_every_blank_and_nothing_else() -> None:
     assert blank_to_none(("", {"x": 1})) == [None, {"x": 1}]
     odd = blank_to_none([pd.NA, "", np.array([1, 2]), "c", ""])
     assert odd[1] is None and odd[4] is None and odd[3] == "c" and odd[0] is pd.NA
+
+
+def test_equation_with_a_date_result_decodes_as_a_date_and_others_as_numbers() -> None:
+    """A date equation whose result is a date (``date_result`` "date") renders and reads
+    as a date_time does: its raw date object, or its display alone (``format=html``), in
+    its own date and time formats; every other equation stays a Float64 number."""
+    from svc_frames.kinds import codec_for, is_date_result
+    from svc_frames.kinds.dates import raw_date
+
+    zone = ZoneInfo("America/Chicago")
+    fmt = {"equation_type": "date", "date_result": "date", "equation": "{field_1} + 30",
+           "date_format": "dd/mm/yyyy", "time_format": "HH MM (military)"}
+    spec = FieldSpec("field_9", "equation", "Due", format=fmt)
+    codec = codec_for(spec)
+    assert is_date_result(spec) and codec.read_only
+    raw = raw_date(datetime(2024, 3, 10, 23, 0), spec)
+    assert codec.render(raw, spec) == "10/03/2024 23:00"
+    ctx = ReadContext(zone)
+    for raws, displays in (([raw, None], ["10/03/2024 23:00", ""]),
+                           ([None, None], ["10/03/2024 23:00", ""])):
+        col = codec.decode(raws, displays, spec, ctx)["field_9"]
+        assert str(col.dtype) == "datetime64[ns, America/Chicago]"
+        assert col[0] == pd.Timestamp("2024-03-10 23:00", tz=zone) and pd.isna(col[1])
+    for other in ({**fmt, "date_result": "number"}, {**fmt, "equation_type": "numeric"}):
+        number = FieldSpec("field_9", "equation", "Days", format=other)
+        assert not is_date_result(number)
+        col = codec_for(number).decode([26.5, None], ["27", ""], number, ctx)["field_9"]
+        assert str(col.dtype) == "Float64" and col[0] == 26.5 and pd.isna(col[1])
+    with pytest.raises(ReadOnlyField):
+        codec.normalize(raw, spec)

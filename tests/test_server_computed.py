@@ -6,17 +6,29 @@ equations; an application's own roles; refusals that name their field."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
+from zoneinfo import ZoneInfo
 
+import pandas as pd
 import pytest
 import requests
-from fixtures.computed_app import EQUATIONS, MEMBER, TEXT_FORMULAS, computed_document
+from fixtures.computed_app import (
+    DATE_EQUATIONS,
+    EQUATIONS,
+    MEMBER,
+    TEXT_FORMULAS,
+    computed_document,
+)
 
+from svc_frames.http.client import Client
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.kinds.choices import UserRolesCodec
+from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
 from svc_frames.testing import hosted_sample_dir
 
@@ -222,3 +234,148 @@ def test_all_users_is_a_role_of_a_real_application() -> None:
         r = requests.post(_url(svc, "object_6"), json={"field_36": ["profile_2"]},
                           headers=svc.headers(), timeout=30)
         assert r.status_code == 400 and r.json()["errors"][0]["field"] == "field_36"
+
+
+# ---- equations whose result is a date --------------------------------------------------
+def _wall(display: str) -> dict[str, Any]:
+    """A date write value from ``MM/DD/YYYY h:mmam``."""
+    day, clock = display.split()
+    hours, minutes = clock[:-2].split(":")
+    return {"date": day, "hours": f"{int(hours):02d}", "minutes": minutes,
+            "am_pm": clock[-2:].upper()}
+
+
+def _raw_wall(raw: dict[str, Any]) -> str:
+    """The wall clock a raw date object holds (its timestamp is that wall clock as UTC)."""
+    stamp = datetime.fromtimestamp(raw["unix_timestamp"] / 1000, timezone.utc)
+    assert raw["iso_timestamp"] == stamp.strftime("%Y-%m-%dT%H:%M:00.000Z")
+    return stamp.strftime("%Y-%m-%d %H:%M")
+
+
+#: (field_41, field_63) -> {field: (display, raw wall clock | number)}: worked out by hand
+#: from the hosted documentation (date_type converts a number to that unit) and the
+#: choices in docs/local-service.md (the application's timezone is America/Chicago)
+DATE_CASES: list[tuple[str, str, dict[str, tuple[Any, Any]]]] = [
+    ("03/14/2024 9:05pm", "03/15/2024 11:05pm", {
+        "field_68": ("04/13/2024 9:05pm", "2024-04-13 21:05"),
+        "field_69": ("Mar 15, 2024 21:05", "2024-03-15 21:05"),
+        "field_70": ("14/04/2024", "2024-04-14 21:05"),     # time ignored in the display
+        "field_71": ("03/30/2024 9:05pm", "2024-03-30 21:05"),  # a date equation's result
+        "field_72": (26, 26.0),     # a date equation whose result is a number
+        "field_73": ("", None),     # a number where the format wants a date: blank
+        "field_74": ("", None)}),   # past any date a column holds: blank, never a 500
+    # daylight saving starts on 03/10/2024 at 2am: a day is a calendar day (the wall
+    # clock kept), 24 hours are 24 hours (the wall clock moves on by one), and the span
+    # between the two 10pms is 23 hours, or 1 day
+    ("03/09/2024 10:00pm", "03/10/2024 10:00pm", {
+        "field_68": ("04/08/2024 10:00pm", "2024-04-08 22:00"),
+        "field_69": ("Mar 10, 2024 23:00", "2024-03-10 23:00"),
+        "field_70": ("09/04/2024", "2024-04-09 22:00"),
+        "field_72": (23, 23.0), "field_76": (1, 1.0)}),
+    # and ends on 11/03/2024 at 2am: 24 hours later is 9pm, the span 25 hours (1 day)
+    ("11/02/2024 10:00pm", "11/03/2024 10:00pm", {
+        "field_69": ("Nov 3, 2024 21:00", "2024-11-03 21:00"),
+        "field_72": (25, 25.0), "field_76": (1, 1.0)}),
+    # a calendar month from January 31st: the month's last day
+    ("01/31/2024 8:00am", "", {
+        "field_70": ("29/02/2024", "2024-02-29 08:00"),
+        "field_72": ("", None)}),
+]
+
+
+def _check_dates(rec: dict[str, Any], want: dict[str, tuple[Any, Any]]) -> None:
+    for key, (display, value) in want.items():
+        raw = rec.get(key + "_raw")
+        assert rec[key] == display, (key, DATE_EQUATIONS[key][0], rec[key])
+        if isinstance(value, str):
+            assert isinstance(raw, dict), (key, raw)
+            assert _raw_wall(raw) == value, (key, raw)
+            assert raw["date"] == raw["date_formatted"] == display.split()[0] \
+                or DATE_EQUATIONS[key][3] != "mm/dd/yyyy", (key, raw)
+        else:
+            assert raw in (None, "") if value is None else raw == pytest.approx(value), \
+                (key, raw)
+
+
+@pytest.mark.parametrize("case", DATE_CASES, ids=lambda c: c[0])
+def test_date_equations_compute_dates_in_the_applications_timezone(
+        svc: LocalService, case: tuple[str, str, dict[str, tuple[Any, Any]]]) -> None:
+    start, until, want = case
+    rec = create(svc, "object_5", {"field_40": "dates", "field_41": _wall(start),
+                                   "field_63": _wall(until) if until else ""})
+    _check_dates(rec, want)
+    _check_dates(get(svc, "object_5", rec["id"]), want)
+    r = requests.get(_url(svc, "object_5", rec["id"]), params={"format": "raw"},
+                     headers=svc.headers(), timeout=30)
+    assert r.status_code == 200
+    for key, (_display, value) in want.items():
+        if isinstance(value, str):
+            assert _raw_wall(r.json()[key]) == value
+
+
+def test_date_equations_follow_their_dates_and_filter_as_dates(svc: LocalService) -> None:
+    rec = create(svc, "object_5", {"field_40": "follow", "field_41": _wall("03/14/2024 9:05pm"),
+                                   "field_63": _wall("03/15/2024 11:05pm")})
+    moved = update(svc, "object_5", rec["id"], {"field_41": _wall("03/09/2024 10:00pm")})
+    # field_71 reads field_68, itself an equation: both follow; the span is six days and
+    # five minutes, less the hour daylight saving skips
+    assert (moved["field_68"], moved["field_71"], moved["field_72_raw"]) == \
+        ("04/08/2024 10:00pm", "03/25/2024 10:00pm", pytest.approx(144 + 5 / 60))
+    cleared = update(svc, "object_5", rec["id"], {"field_41": ""})
+    assert all(cleared[k] == "" and cleared.get(k + "_raw") in (None, "")
+               for k in ("field_68", "field_69", "field_70", "field_71", "field_72"))
+    update(svc, "object_5", rec["id"], {"field_41": _wall("06/01/2031 8:00am")})
+    # a date result filters as a date ("is after" the day, "is" the day), and sorts by it
+    for rule, hit in (({"operator": "is after", "value": "06/30/2031"}, True),
+                      ({"operator": "is after", "value": "07/01/2031"}, False),
+                      ({"operator": "is", "value": "07/01/2031"}, True)):
+        params = {"filters": '{"match": "and", "rules": [' + _json_rule("field_68", rule)
+                  + "]}", "rows_per_page": 1000}
+        r = requests.get(_url(svc, "object_5"), params=params, headers=svc.headers(),
+                         timeout=30)
+        assert r.status_code == 200, r.text
+        assert (rec["id"] in [x["id"] for x in r.json()["records"]]) is hit, rule
+    r = requests.get(_url(svc, "object_5"), params={"sort_field": "field_68",
+                                                    "sort_order": "desc", "rows_per_page": 1},
+                     headers=svc.headers(), timeout=30)
+    assert r.status_code == 200 and r.json()["records"][0]["id"] == rec["id"]
+
+
+def test_current_time_is_the_service_clock_at_the_write(svc: LocalService) -> None:
+    zone = ZoneInfo("America/Chicago")
+    before = datetime.now(zone).replace(tzinfo=None, second=0, microsecond=0)
+    rec = create(svc, "object_5", {"field_40": "now"})
+    after = datetime.now(zone).replace(tzinfo=None)
+    day = timedelta(days=1)
+    got = datetime.strptime(_raw_wall(rec["field_75_raw"]), "%Y-%m-%d %H:%M")
+    assert before + day <= got <= after + day, (before, got, after)
+
+
+def _json_rule(key: str, rule: dict[str, str]) -> str:
+    return json.dumps({"field": key, **rule})
+
+
+def test_toolkit_reads_a_date_result_as_a_tz_aware_date_column(svc: LocalService) -> None:
+    ids = [create(svc, "object_5", {"field_40": "read", "field_41": _wall(start),
+                                    "field_63": _wall(until) if until else ""})["id"]
+           for start, until, _ in DATE_CASES]
+    client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0,
+                    backoff=0.01)
+    frame = read_object(client, "object_5", columns="keys", progress=False).main
+    zone = "America/Chicago"
+    assert str(frame["field_68"].dtype) == f"datetime64[ns, {zone}]"
+    assert str(frame["field_69"].dtype) == f"datetime64[ns, {zone}]"
+    assert str(frame["field_72"].dtype) == "Float64"   # a date equation's number result
+    assert str(frame["field_76"].dtype) == "Float64"
+    assert str(frame["field_62"].dtype) == "Float64"   # a numeric equation stays numeric
+    for rid, (_start, _until, want) in zip(ids, DATE_CASES, strict=True):
+        for key, (_display, value) in want.items():
+            got = frame.loc[rid, key]
+            if key in ("field_72", "field_76") or value is None:
+                assert (pd.isna(got) if value is None else got == value), (rid, key, got)
+            else:
+                assert got == pd.Timestamp(value, tz=zone), (rid, key, got)
+    # the instants, not only the wall clocks: across the change 24 hours are 24 hours
+    after_spring = frame.loc[ids[1]]
+    assert after_spring["field_69"] - after_spring["field_41"] == pd.Timedelta(hours=24)
+    assert after_spring["field_68"].utcoffset() == pd.Timedelta(hours=-5)

@@ -27,6 +27,7 @@ from .choices import ChoiceCodec, UserRolesCodec
 from .connection import ConnectionCodec
 from .contact import AddressCodec, EmailCodec, LinkCodec, NameCodec, PhoneCodec
 from .dates import DateTimeCodec, TimerCodec
+from .equation import EquationCodec, is_date_result
 from .numbers import (
     AutoIncrementCodec,
     BooleanCodec,
@@ -40,6 +41,7 @@ from .tz import resolve_timezone
 
 _CODECS: tuple[type[Codec], ...] = (
     TextCodec, RichTextCodec, FormulaTextCodec, PasswordCodec, NumberCodec, ComputedNumberCodec,
+    EquationCodec,
     AutoIncrementCodec, CurrencyCodec, RatingCodec, BooleanCodec, ChoiceCodec, UserRolesCodec,
     DateTimeCodec, TimerCodec, NameCodec, EmailCodec, PhoneCodec, LinkCodec, AddressCodec,
     AssetCodec, SignatureCodec, ConnectionCodec, UnknownCodec,
@@ -223,5 +225,5 @@ def _is_number(value: Any) -> bool:
 __all__ = [
     "BLANK", "blank_to_none", "is_empty_cell", "unencodable_text",
     "Codec", "FieldSpec", "ReadContext", "ServiceHooks", "codec_for", "infer_field",
-    "values_equal", "resolve_timezone", "REGISTRY", "KINDS", "READ_ONLY_KINDS",
+    "values_equal", "resolve_timezone", "is_date_result", "REGISTRY", "KINDS", "READ_ONLY_KINDS",
 ]

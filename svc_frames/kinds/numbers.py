@@ -102,13 +102,14 @@ class NumberCodec(Codec):
 
 
 class ComputedNumberCodec(NumberCodec):
-    """equation, sum, count, average, min, max: computed by the service, read-only.
+    """sum, count, average, min, max (and a numeric equation, equation.py): computed by the
+    service, read-only.
 
     The fixtures show the equation's display as the raw value rounded to a whole number
     (1.333 -> 1) although its format says precision 2; equations follow the fixtures, the
     other computed kinds round to the format's precision (default 2)."""
 
-    kinds: ClassVar[tuple[str, ...]] = ("equation", "sum", "count", "average", "min", "max")
+    kinds: ClassVar[tuple[str, ...]] = ("sum", "count", "average", "min", "max")
     read_only: ClassVar[bool] = True
 
     def render(self, raw: Any, field: FieldSpec) -> Any:

@@ -413,36 +413,88 @@ _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
     ast.Div: operator.truediv, ast.Mod: operator.mod,
 }
+_ELAPSED = frozenset({"seconds", "minutes", "hours"})  # time passing, not calendar steps
 
 
-def _arith(op: ast.operator, a: Any, b: Any, unit_ms: float) -> Any:
-    """``a op b`` over numbers and dates: date - date is a span, date +/- number moves the
-    date by that many units (the equation's ``date_type``, days by default)."""
+@dataclass(frozen=True)
+class _Units:
+    """The equation's ``date_type`` (a number added to a date, a span between dates), the
+    application's timezone its wall-clock dates live in (None: wall clock only) and its
+    wall-clock time now (``currentTime()``; None: no clock, the call is blank)."""
+
+    name: str
+    ms: float
+    zone: dt.tzinfo | None
+    now: dt.datetime | None = None
+
+    def span(self, a: dt.datetime, b: dt.datetime) -> float:
+        """``a - b`` in these units: hours and less as time elapsed between the instants
+        (a daylight-saving change counts), days and more on the wall clock."""
+        if self.name in _ELAPSED and self.zone is not None:
+            delta = _instant(a, self.zone) - _instant(b, self.zone)
+        else:
+            delta = a - b
+        return delta.total_seconds() * 1000 / self.ms
+
+    def move(self, date: dt.datetime, n: float) -> dt.datetime:
+        """``date`` moved by ``n`` units: hours and less as time elapsed (the wall clock
+        jumps with a daylight-saving change), whole months and years as calendar steps
+        (the day of the month kept, or the month's last), the rest on the wall clock."""
+        if self.name in _ELAPSED and self.zone is not None:
+            moved = _instant(date, self.zone) + dt.timedelta(milliseconds=n * self.ms)
+            return moved.astimezone(self.zone).replace(tzinfo=None)
+        if self.name in ("months", "years") and float(n).is_integer():
+            months = int(n) * (12 if self.name == "years" else 1)
+            return _add_months(date, months)
+        return date + dt.timedelta(milliseconds=n * self.ms)
+
+
+def _instant(wall: dt.datetime, zone: dt.tzinfo) -> dt.datetime:
+    """A wall-clock time's instant in ``zone`` (a repeated hour: its first reading)."""
+    return wall.replace(tzinfo=zone, fold=0).astimezone(dt.timezone.utc)
+
+
+def _add_months(date: dt.datetime, months: int) -> dt.datetime:
+    if abs(months) > 12 * 10_000:
+        raise OverflowError("too many months")
+    total = date.year * 12 + date.month - 1 + months
+    year, month = divmod(total, 12)
+    if not 1 <= year <= 9999:
+        raise OverflowError("year out of range")
+    first_next = dt.date(year + (month == 11), (month + 1) % 12 + 1, 1)
+    last = (first_next - dt.timedelta(days=1)).day
+    return date.replace(year=year, month=month + 1, day=min(date.day, last))
+
+
+def _arith(op: ast.operator, a: Any, b: Any, units: _Units) -> Any:
+    """``a op b`` over numbers and dates: date - date is a span (a number of units), date
+    +/- number moves the date by that many units (the equation's ``date_type``, days by
+    default)."""
     da, db = isinstance(a, dt.datetime), isinstance(b, dt.datetime)
-    if isinstance(a, dt.timedelta):
-        a = a.total_seconds() * 1000 / unit_ms
-    if isinstance(b, dt.timedelta):
-        b = b.total_seconds() * 1000 / unit_ms
     if da and db:
         if isinstance(op, ast.Sub):
-            return a - b
+            return units.span(a, b)
         raise ValueError("dates only subtract")
     if da or db:
         date, num = (a, b) if da else (b, a)
         if isinstance(op, ast.Add) or (isinstance(op, ast.Sub) and da):
-            ms = float(num) * unit_ms * (1 if isinstance(op, ast.Add) else -1)
-            return date + dt.timedelta(milliseconds=ms)
+            return units.move(date, float(num) * (1 if isinstance(op, ast.Add) else -1))
         raise ValueError("a date takes only + and - of a number")
     if isinstance(op, ast.Pow):
         return _pow(a, b)
     return _BINOPS[type(op)](float(a), float(b))
 
 
-def equation(expr: str, lookup: RefLookup, *, unit: str = "days") -> float | dt.datetime | None:
-    """The value of an equation: a number, a date (date arithmetic), or None when it cannot
-    be evaluated. A reference with neither number nor date (``lookup`` gives blank numbers
-    as 0) makes the result blank. A span between dates is given in ``unit``."""
-    unit_ms = _UNIT_MS.get(unit, _DAY_MS)
+def equation(expr: str, lookup: RefLookup, *, unit: str = "days",
+             zone: dt.tzinfo | None = None,
+             now: dt.datetime | None = None) -> float | dt.datetime | None:
+    """The value of an equation: a number, a wall-clock date (date arithmetic), or None
+    when it cannot be evaluated. A reference with neither number nor date (``lookup``
+    gives blank numbers as 0) makes the result blank. A span between dates is given in
+    ``unit``; ``zone`` is the application's timezone, where hours pass across a
+    daylight-saving change (``_Units``), and ``now`` its wall clock (``currentTime()``)."""
+    units = _Units(unit if unit in _UNIT_MS else "days", _UNIT_MS.get(unit, _DAY_MS), zone,
+                   now)
     names: dict[str, Any] = {}
 
     def sub(m: re.Match[str]) -> str:
@@ -456,12 +508,10 @@ def equation(expr: str, lookup: RefLookup, *, unit: str = "days") -> float | dt.
         return None
     try:
         tree = ast.parse(text.strip() or "0", mode="eval")
-        result = _eval(tree.body, names, unit_ms, 0)
+        result = _eval(tree.body, names, units, 0)
     except (SyntaxError, ValueError, ZeroDivisionError, OverflowError, TypeError,
             ArithmeticError, RecursionError, statistics.StatisticsError):
         return None
-    if isinstance(result, dt.timedelta):
-        result = result.total_seconds() * 1000 / unit_ms
     if isinstance(result, dt.datetime):
         return result
     if result is None:
@@ -470,7 +520,7 @@ def equation(expr: str, lookup: RefLookup, *, unit: str = "days") -> float | dt.
     return value if math.isfinite(value) else None
 
 
-def _eval(node: ast.AST, names: dict[str, Any], unit_ms: float, depth: int) -> Any:
+def _eval(node: ast.AST, names: dict[str, Any], units: _Units, depth: int) -> Any:
     if depth > 60:
         raise ValueError("too deep")
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
@@ -482,22 +532,24 @@ def _eval(node: ast.AST, names: dict[str, Any], unit_ms: float, depth: int) -> A
             raise ValueError("a blank value where a number or date is needed")
         return value
     if isinstance(node, ast.BinOp) and type(node.op) in (*_BINOPS, ast.Pow):
-        return _arith(node.op, _eval(node.left, names, unit_ms, depth + 1),
-                      _eval(node.right, names, unit_ms, depth + 1), unit_ms)
+        return _arith(node.op, _eval(node.left, names, units, depth + 1),
+                      _eval(node.right, names, units, depth + 1), units)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        v = _eval(node.operand, names, unit_ms, depth + 1)
+        v = _eval(node.operand, names, units, depth + 1)
         if not isinstance(v, float):
             raise ValueError("sign of a date")
         return -v if isinstance(node.op, ast.USub) else v
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+            and node.func.id == "currentTime" and not node.args and not node.keywords:
+        if units.now is None:
+            raise ValueError("no clock")
+        return units.now
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
             and node.func.id in NUMERIC_FUNCTIONS and not node.keywords:
-        args = [_eval(a, names, unit_ms, depth + 1) for a in node.args]
-        if not node.func.id.startswith("getDate"):
-            args = [a.total_seconds() * 1000 / unit_ms if isinstance(a, dt.timedelta)
-                    else a for a in args]
-            if any(isinstance(a, dt.datetime) for a in args) and node.func.id not in (
-                    "max", "min"):
-                raise ValueError("a date in a numeric function")
+        args = [_eval(a, names, units, depth + 1) for a in node.args]
+        if not node.func.id.startswith("getDate") and node.func.id not in ("max", "min") \
+                and any(isinstance(a, dt.datetime) for a in args):
+            raise ValueError("a date in a numeric function")
         out = NUMERIC_FUNCTIONS[node.func.id](*args)
         return out if isinstance(out, dt.datetime) else float(out)
     raise ValueError("unsupported element")

@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from ..kinds import is_date_result
 from .apierror import ApiError
 from .clienttext import check_text
 from .filtervalues import TABLE
@@ -282,7 +283,8 @@ class _Builder:
         if not isinstance(op, str) or op not in OPERATORS:
             raise ApiError.invalid(f"filters: unknown operator {_short(op)} on {fkey}", fkey)
         spec = self.obj.field(fkey)
-        kind = spec.kind
+        # a date equation's result compares as a date (its number: the date's ms)
+        kind = "date_time" if is_date_result(spec) else spec.kind
         value = rule.get("value")
         if op not in NO_VALUE and op not in RANGED and op != "is during the current" \
                 and op != "near" and value is None:

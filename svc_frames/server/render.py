@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InvalidValue
-from ..kinds import codec_for
+from ..kinds import codec_for, is_date_result
 from ..kinds.base import Codec, FieldSpec, ServiceHooks
+from ..kinds.dates import raw_date
 from .formulas import Ref, RefLookup, equation, text_formula
 from .schema import AGGREGATE_KINDS, AppDef, ObjectDef
 
@@ -207,10 +208,10 @@ class Renderer:
         dj = dumps(disp)
         rj = dumps(raw)
         number: float | None = None
-        if spec.kind in NUMERIC_KINDS:
-            number = to_number(raw)
-        elif spec.kind in DATE_KINDS:
+        if spec.kind in DATE_KINDS or is_date_result(spec):
             number = date_ms(raw)
+        elif spec.kind in NUMERIC_KINDS:
+            number = to_number(raw)
         if spec.kind == "multiple_choice" and isinstance(raw, list):
             text = "|" + "|".join(str(v).lower() for v in raw if v is not None) + "|"
         elif spec.kind == "boolean":
@@ -240,12 +241,12 @@ class Renderer:
             return Ref(", ".join(str(c.get("identifier", "")) for c in raw or []
                                  if isinstance(c, dict)))
         shown = "" if not text or is_empty_raw(raw) else text_of(self.display(spec, raw))
+        if spec.kind in DATE_KINDS or is_date_result(spec):
+            ms = date_ms(raw)
+            return Ref(shown, None, None if ms is None else _wall_clock(ms))
         if spec.kind in NUMERIC_KINDS:
             number = to_number(raw)
             return Ref(shown, 0.0 if number is None else number)
-        if spec.kind in DATE_KINDS:
-            ms = date_ms(raw)
-            return Ref(shown, None, None if ms is None else _wall_clock(ms))
         return Ref(shown)
 
     def lookup(self, obj: ObjectDef, raw: Mapping[str, Any],
@@ -267,19 +268,31 @@ class Renderer:
             if len(refs) == 1:
                 return refs[0]
             return Ref(", ".join(r.text for r in refs),
-                       0.0 if not refs and sub.kind in NUMERIC_KINDS else None)
+                       0.0 if not refs and sub.kind in NUMERIC_KINDS
+                       and not is_date_result(sub) else None)
         return lookup
 
     def equation(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any],
                  conn_records: Callable[[str], list[dict[str, Any]]] | None = None,
-                 ) -> float | None:
-        """The value of an equation field (formulas.equation; a date result or one it
-        cannot evaluate is blank: the equation kind holds numbers)."""
+                 ) -> float | dict[str, Any] | None:
+        """The raw value of an equation field (formulas.equation, in the application's
+        timezone and by the service's clock for ``currentTime()``): a number, or for a date result (kinds.is_date_result) the raw date
+        object a date_time holds, minutes kept; blank (None) when the result is not the
+        kind the field's format says or cannot be evaluated."""
         fmt = spec.format or {}
         value = equation(str(fmt.get("equation") or ""),
                          self.lookup(obj, raw, conn_records or _no_records, text=False),
-                         unit=str(fmt.get("date_type") or "days"))
-        return value if isinstance(value, float) else None
+                         unit=str(fmt.get("date_type") or "days"), zone=self.app.zone,
+                         now=self.app.local_now() if "currentTime" in str(
+                             fmt.get("equation") or "") else None)
+        if not is_date_result(spec):
+            return value if isinstance(value, float) else None
+        if not isinstance(value, dt.datetime):
+            return None
+        try:
+            return raw_date(value.replace(second=0, microsecond=0), spec)
+        except ValueError:  # a year outside what a date column holds: blank, never a 500
+            return None
 
     def concatenate(self, obj: ObjectDef, spec: FieldSpec, raw: Mapping[str, Any],
                     conn_records: Callable[[str], list[dict[str, Any]]]) -> str | None:
