@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from ..arrowcols import member
 from ..frames import Frames
 from ..saved.arrow import frame_to_arrow, table_meta
 from ..saved.snapshot import TableKind, TableSpec, meta_tables
@@ -116,8 +117,8 @@ def _rows_of(df: pd.DataFrame, ids: list[str] | None, column: str | None,
     if ids is None:
         return frame_to_arrow(df)
     wanted = pd.Index(ids, dtype=object)
-    part = (df[df.index.isin(wanted)] if column is None
-            else df[df[column].isin(wanted)].reset_index(drop=True))
+    part = (df[member(df.index, wanted)] if column is None
+            else df[member(df[column], wanted)].reset_index(drop=True))
     data = frame_to_arrow(part)
     for c in part.columns:
         if part[c].dtype != object or part[c].map(_filled).any():

@@ -29,6 +29,7 @@ from dataclasses import replace
 import pandas as pd
 
 from ..application import connections_of, resolve_objects
+from ..arrowcols import member
 from ..errors import TargetMismatch, UsageError
 from ..frames import Frames
 from ..http.client import Client
@@ -231,10 +232,11 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
         # (a record listed twice, or added and dropped within the refresh, counts once)
         # (index operations, not a loop over every record: a run costs what changed)
         before, after = run.old.main.index, frames.main.index
-        run.inserted = [str(i) for i in after[~after.isin(before)]]
-        run.deleted = [str(i) for i in before[~before.isin(after)]]
+        run.inserted = [str(i) for i in after[~member(after, before)]]
+        run.deleted = [str(i) for i in before[~member(before, after)]]
         changed = pd.Index(list(dict.fromkeys(got.changed)), dtype=object)
-        run.updated = [str(i) for i in changed[changed.isin(before) & changed.isin(after)]]
+        run.updated = [str(i) for i in changed[member(changed, before)
+                                               & member(changed, after)]]
         rep.full, rep.reason = got.full, got.reason
     else:
         run.frames = load(client, run.key, columns="keys", rows_per_page=rpp,
