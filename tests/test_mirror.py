@@ -333,9 +333,16 @@ def test_change_feed_follows_a_connection(fresh_service: LocalService,
     assert len(before) > 1
     between = pd.Timestamp.now(tz="UTC")
     time.sleep(0.05)
+    layout = "SELECT layout FROM svc_mirror_objects WHERE object_key = 'object_3'"
+    was = rows(target, layout)
     svc.pages.update_record("object_3", rid, {"field_41": before[:1]})
     o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
     assert (o.updated, o.inserted, o.deleted) == (1, 0, 0)
+    # the one changed record's rows alone were converted: the layout (column types) is
+    # the last run's, and the mirror reads back as a load
+    changed = sf.read_object(client, "object_3", columns="keys")
+    assert rows(target, layout) == was
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"], changed)
     feed = sf.changes(target, since=between)
     row = feed[feed["field"] == "field_41"]
     assert row["record"].tolist() == [rid] and row["change"].tolist() == ["update"]
