@@ -317,3 +317,35 @@ def test_runs_while_other_users_edit(tmp_path: Path) -> None:
         assert not deleted & set(loaded.main.index)
         assert rows(target, "SELECT count(*) FROM work_orders__history WHERE valid_to IS "
                             "NULL AND change <> 'delete'") == [(len(loaded),)]
+
+
+def test_change_feed_follows_a_connection(fresh_service: LocalService,
+                                          tmp_path: Path) -> None:
+    svc = fresh_service
+    client = client_of(svc)
+    target = tmp_path / "app.duckdb"
+    sf.mirror(client, target, ["object_3"])
+    loaded = sf.read_object(client, "object_3", columns="keys")
+    links = loaded.tables["field_41"]   # work orders -> parts: in an exploded table only
+    assert "field_41" not in loaded.main.columns
+    rid = links["record_id"].value_counts().index[0]
+    before = links.loc[links["record_id"] == rid, "connected_id"].tolist()
+    assert len(before) > 1
+    between = pd.Timestamp.now(tz="UTC")
+    time.sleep(0.05)
+    layout = "SELECT layout FROM svc_mirror_objects WHERE object_key = 'object_3'"
+    was = rows(target, layout)
+    svc.pages.update_record("object_3", rid, {"field_41": before[:1]})
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.updated, o.inserted, o.deleted) == (1, 0, 0)
+    # the one changed record's rows alone were converted: the layout (column types) is
+    # the last run's, and the mirror reads back as a load
+    changed = sf.read_object(client, "object_3", columns="keys")
+    assert rows(target, layout) == was
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"], changed)
+    feed = sf.changes(target, since=between)
+    row = feed[feed["field"] == "field_41"]
+    assert row["record"].tolist() == [rid] and row["change"].tolist() == ["update"]
+    assert row["old"].tolist() == [before] and row["new"].tolist() == [before[:1]]
+    # the other connections did not move: no row for them
+    assert not set(feed["field"].dropna()) & {"field_42", "field_43"}

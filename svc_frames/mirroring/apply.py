@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from ..arrowcols import member
 from ..frames import Frames
 from ..saved.arrow import frame_to_arrow, table_meta
 from ..saved.snapshot import TableKind, TableSpec, meta_tables
@@ -76,23 +77,64 @@ def _null_free(schema: pa.Schema) -> pa.Schema:
                       for f in schema])
 
 
-def current_tables(run: ObjectRun) -> list[TableSpec]:
+def current_tables(run: ObjectRun, ids: list[str] | None = None
+                   ) -> tuple[list[TableSpec], dict[str, int]]:
     """The object's current tables: the main one (``id`` its key), then one per exploded
-    field, named ``<table>__<field key>`` (a relabel renames nothing)."""
+    field, named ``<table>__<field key>`` (a relabel renames nothing); and each table's
+    rows. ``ids``: only these records' rows are converted (a refreshed object's inserted
+    and updated ones: the target holds the others already, and converting every row would
+    make a run cost what the object holds rather than what changed)."""
     assert run.frames is not None and run.frames.source is not None
     frames = run.frames
     fields = run.frames.source.fields
-    out = [TableSpec(run.table, frame_to_arrow(frames.main), "object", run.key,
+    rows = {run.table: len(frames.main)}
+    layout = run.prev.layout if run.prev is not None and ids is not None else {}
+    tables = layout.get("tables", {})
+    out = [TableSpec(run.table, _rows_of(frames.main, ids, None,
+                                         layout.get("main", {}).get("dtypes")),
+                     "object", run.key,
                      primary_key=["id"], named_from=run.name)]
     for fkey, tdf in frames.tables.items():
         spec = next((f for f in fields if f.key == fkey), None)
         kind: TableKind = ("connection" if spec is not None and spec.kind == "connection"
                            else "intervals" if spec is not None and spec.kind == "timer"
                            else "choices")
-        out.append(TableSpec(fit_name(f"{run.table}__{fkey}"), frame_to_arrow(tdf), kind,
+        name = fit_name(f"{run.table}__{fkey}")
+        rows[name] = len(tdf)
+        out.append(TableSpec(name, _rows_of(tdf, ids, "record_id",
+                                            tables.get(fkey, {}).get("dtypes")), kind,
                              run.key, fkey, [], [("record_id", run.table, "id")],
                              spec.label if spec is not None else fkey))
-    return out
+    return out, rows
+
+
+def _rows_of(df: pd.DataFrame, ids: list[str] | None, column: str | None,
+             dtypes: dict[str, str] | None) -> pa.Table:
+    """``df`` as Arrow, or only the rows of ``ids`` (by the index, or by ``column``).
+    A text column empty in every row of the part is text still (Arrow alone would take
+    it for a list column, as an empty list column is): ``dtypes``, the layout the last
+    run wrote, says which it is; without it the whole is converted and the rows taken."""
+    if ids is None:
+        return frame_to_arrow(df)
+    wanted = pd.Index(ids, dtype=object)
+    part = (df[member(df.index, wanted)] if column is None
+            else df[member(df[column], wanted)].reset_index(drop=True))
+    data = frame_to_arrow(part)
+    for c in part.columns:
+        if part[c].dtype != object or part[c].map(_filled).any():
+            continue
+        if dtypes is None or str(c) not in dtypes:
+            return rows_for(frame_to_arrow(df), "id" if column is None else column, ids)
+        if dtypes[str(c)] != "list":
+            i = data.column_names.index(str(c))
+            data = data.set_column(i, pa.field(str(c), pa.large_string()),
+                                   pa.nulls(data.num_rows, pa.large_string()))
+    return data
+
+
+def _filled(value: object) -> bool:
+    return value is not None and value is not pd.NA and not (
+        isinstance(value, float) and value != value)
 
 
 def layout_of(specs: list[TableSpec]) -> dict[str, Any]:
@@ -112,9 +154,11 @@ def rows_for(data: pa.Table, column: str, ids: list[str]) -> pa.Table:
 
 
 def write_object(w: Writer, target: Target, have: set[str], run: ObjectRun,
-                 when: dt.datetime, run_id: int) -> tuple[list[TableSpec], list[dict[str, Any]]]:
-    """One object's tables (module docstring); its current TableSpecs and the history
-    column renames made ({table, old, new})."""
+                 when: dt.datetime, run_id: int
+                 ) -> tuple[list[TableSpec], dict[str, int], list[dict[str, Any]]]:
+    """One object's tables (module docstring); its current TableSpecs (a refreshed
+    object's: its changed rows only), each table's rows, and the history column renames
+    made ({table, old, new})."""
     prev_tables = ([(run.prev.table_name, "id")] + [
         (t["table"], "record_id") for t in run.prev.layout.get("tables", {}).values()]
         if run.prev is not None else [])
@@ -125,8 +169,8 @@ def write_object(w: Writer, target: Target, have: set[str], run: ObjectRun,
             if history_name(name) in have:
                 w.close_versions(history_name(name), col, run.deleted, when)
         _delete_markers(w, run, when, run_id)
-        return [], renames
-    specs = current_tables(run)
+        return [], {}, renames
+    specs, rows = current_tables(run, None if run.rebuild else run.inserted + run.updated)
     new_names = {t.name for t in specs}
     changed = run.updated + run.deleted
     if run.rebuild:
@@ -143,7 +187,7 @@ def write_object(w: Writer, target: Target, have: set[str], run: ObjectRun,
         for t in specs:
             col = "id" if t.kind == "object" else "record_id"
             w.delete(t.name, col, changed)
-            w.insert(t.name, rows_for(t.data, col, run.inserted + run.updated))
+            w.insert(t.name, t.data)   # the inserted and updated records' rows only
     for t in specs:
         col = "id" if t.kind == "object" else "record_id"
         hist = history_name(t.name)
@@ -156,7 +200,7 @@ def write_object(w: Writer, target: Target, have: set[str], run: ObjectRun,
         w.insert(hist, versions(rows_for(t.data, col, run.inserted), when, run_id, "insert"))
         w.insert(hist, versions(rows_for(t.data, col, run.updated), when, run_id, "update"))
     _delete_markers(w, run, when, run_id)
-    return specs, renames
+    return specs, rows, renames
 
 
 def _delete_markers(w: Writer, run: ObjectRun, when: dt.datetime, run_id: int) -> None:
@@ -199,10 +243,12 @@ def write_run(target: Target, plan: RunPlan) -> None:
         [{str(k): v for k, v in r.items()} for r in state.schema.to_dict("records")]
         if state is not None and len(state.schema) else [])
     all_specs: list[TableSpec] = []
+    all_rows: dict[str, int] = {}
     frames_now: dict[str, Frames] = dict(plan.others)
     with target.transaction() as w:
         for run in plan.objects:
-            specs, renames = write_object(w, target, have, run, when, plan.run_id)
+            specs, rows, renames = write_object(w, target, have, run, when, plan.run_id)
+            all_rows.update(rows)
             for r in renames:   # earlier versions' columns now live under the new names
                 for row in schema_rows:
                     cols = json.loads(row["columns"])
@@ -216,7 +262,10 @@ def write_run(target: Target, plan: RunPlan) -> None:
             source = (run.frames.source.to_dict() if run.frames is not None
                       and run.frames.source is not None else
                       (run.prev.source if run.prev is not None else {}))
-            layout = layout_of(specs) if specs else (run.prev.layout if run.prev else {})
+            # a refreshed object's specs hold its changed rows only: its layout is the
+            # last run's (its columns did not change, or it would have been listed anew)
+            layout = (layout_of(specs) if specs and (run.rebuild or run.prev is None)
+                      else run.prev.layout if run.prev else {})
             if run.frames is not None:
                 frames_now[run.key] = run.frames
             new_version = run.prev is None or run.frames is None or bool(
@@ -236,8 +285,10 @@ def write_run(target: Target, plan: RunPlan) -> None:
             run = ObjectRun(key, objects[key].name, objects[key].table_name,
                             ObjectReport(key, objects[key].name, objects[key].table_name),
                             frames=frames)
-            all_specs += current_tables(run)
-        _write_meta(w, plan, objects, schema_rows, all_specs, frames_now)
+            specs, rows = current_tables(run)
+            all_specs += specs
+            all_rows.update(rows)
+        _write_meta(w, plan, objects, schema_rows, all_specs, all_rows, frames_now)
 
 
 def _columns_map(layout: dict[str, Any]) -> dict[str, Any]:
@@ -253,7 +304,7 @@ def _columns_map(layout: dict[str, Any]) -> dict[str, Any]:
 
 def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
                 schema_rows: list[dict[str, Any]], specs: list[TableSpec],
-                frames_now: dict[str, Frames]) -> None:
+                rows: dict[str, int], frames_now: dict[str, Frames]) -> None:
     """The mirror's own tables and to_duckdb's three, written whole."""
     for row in schema_rows:   # the main history's name, known once the table is
         cols = json.loads(row["columns"])
@@ -301,7 +352,7 @@ def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
     app = _Described(frames_now, {k: o.name for k, o in present.items()}, plan.connections)
     names = {k: present[k].table_name for k in frames_now}
     conn_tables = {t.field: t.name for t in specs if t.kind == "connection"}
-    for t in meta_tables(app, names, conn_tables, specs):
+    for t in meta_tables(app, names, conn_tables, specs, rows):
         w.create(t.name, _null_free(t.data.schema))
         w.insert(t.name, t.data)
 

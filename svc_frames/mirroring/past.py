@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from ..application import App
 from ..errors import UsageError
 from ..frames import Frames, Source
-from .state import MirrorState, history_name, typed
+from .state import VERSION_COLUMNS, MirrorState, history_name, typed
 from .target import Target, open_target
 
 __all__ = ["as_of", "changes", "open_versions", "last_run"]
@@ -202,7 +202,9 @@ def changes(target: str | os.PathLike[str], since: Any = None, *, until: Any = N
 
     An ``update`` gives a row per column whose value differs from the record's previous
     version (``old``, ``new``); an ``insert`` and a ``delete`` give one row (``field``
-    empty). Columns of the objects' main tables (exploded tables are not in the feed).
+    empty). A field kept in an exploded table only (a connection) gives an ``update``
+    row when its rows changed: ``old`` and ``new`` list the connected ids (another
+    exploded table: its one column's values, or each row as a dict).
 
     Parameters
     ----------
@@ -251,6 +253,7 @@ def changes(target: str | os.PathLike[str], since: Any = None, *, until: Any = N
             data_cols = [c for c in hist.columns
                          if c not in ("id", "valid_from", "valid_to", "run_id", "change")]
             prev: dict[str, Any] = {}
+            updates: list[dict[str, Any]] = []
             for rec in hist.to_dict("records"):
                 rid = rec["id"]
                 before = prev.get(rid)
@@ -263,16 +266,48 @@ def changes(target: str | os.PathLike[str], since: Any = None, *, until: Any = N
                 if rec["change"] != "update" or before is None:
                     out.append({**base, "field": None, "old": None, "new": None})
                     continue
+                updates.append(base)
                 for c in data_cols:
                     a, b = before.get(c), rec.get(c)
                     if _differs(a, b):
                         out.append({**base, "field": c, "old": _plain(a), "new": _plain(b)})
+            for fkey, t in obj.layout.get("tables", {}).items():
+                if fkey not in data_cols and updates:   # else the main column says it
+                    out += _exploded_changes(tgt.read(history_name(t["table"])).to_pandas(),
+                                             fkey, updates)
     finally:
         tgt.close()
     feed = pd.DataFrame(out, columns=FEED_COLUMNS)
     feed = feed.sort_values(["time", "object", "record"], kind="stable").reset_index(drop=True)
     return feed.astype({"object": "string", "record": "string", "field": "string",
                         "change": "string", "run": "int64"})
+
+
+def _exploded_changes(hist: pd.DataFrame, fkey: str, updates: list[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+    """The feed rows of one exploded field: for each update of its record, the rows the
+    run closed (``valid_to`` its time) against the rows it wrote, when they differ."""
+    if not len(hist):
+        return []
+    cols = [c for c in hist.columns if c not in ("record_id", *VERSION_COLUMNS)]
+    pick = ["connected_id"] if "connected_id" in cols else cols
+    for c in ("valid_from", "valid_to"):
+        hist[c] = pd.to_datetime(hist[c], utc=True)
+    closed: dict[tuple[str, Any], list[Any]] = {}
+    wrote: dict[tuple[str, int], list[Any]] = {}
+    for rec in hist.to_dict("records"):
+        value = (_plain(rec[pick[0]]) if len(pick) == 1
+                 else {c: _plain(rec[c]) for c in pick})
+        if rec["change"] != "delete" and not pd.isna(rec["valid_to"]):
+            closed.setdefault((rec["record_id"], rec["valid_to"]), []).append(value)
+        wrote.setdefault((rec["record_id"], int(rec["run_id"])), []).append(value)
+    out = []
+    for base in updates:
+        old = closed.get((base["record"], base["time"]), [])
+        new = wrote.get((base["record"], base["run"]), [])
+        if repr(old) != repr(new):
+            out.append({**base, "field": fkey, "old": old or None, "new": new or None})
+    return out
 
 
 def _blank(v: Any) -> bool:

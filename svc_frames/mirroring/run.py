@@ -26,7 +26,10 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pandas as pd
+
 from ..application import connections_of, resolve_objects
+from ..arrowcols import member
 from ..errors import TargetMismatch, UsageError
 from ..frames import Frames
 from ..kinds.base import FieldSpec
@@ -227,10 +230,13 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
         run.frames = frames
         # the frames before and after say what came and went; refresh says what changed
         # (a record listed twice, or added and dropped within the refresh, counts once)
-        before, after = set(run.old.main.index), set(frames.main.index)
-        run.inserted = [str(i) for i in frames.main.index if i not in before]
-        run.deleted = [str(i) for i in run.old.main.index if i not in after]
-        run.updated = [str(i) for i in dict.fromkeys(got.changed) if i in before and i in after]
+        # (index operations, not a loop over every record: a run costs what changed)
+        before, after = run.old.main.index, frames.main.index
+        run.inserted = [str(i) for i in after[~member(after, before)]]
+        run.deleted = [str(i) for i in before[~member(before, after)]]
+        changed = pd.Index(list(dict.fromkeys(got.changed)), dtype=object)
+        run.updated = [str(i) for i in changed[member(changed, before)
+                                               & member(changed, after)]]
         rep.full, rep.reason = got.full, got.reason
     else:
         run.frames = load(client, run.key, columns="keys", rows_per_page=rpp,

@@ -87,7 +87,10 @@ def arrow_to_frame(table: pa.Table, dtypes: Mapping[str, str] | None = None,
     for name in table.column_names:
         arr = table.column(name)
         want = dtypes.get(name)
-        if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type) or want == "list":
+        if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+            cols[name] = pd.Series(arr.to_pylist(), dtype=object)   # lists and None
+            continue
+        if want == "list":
             cols[name] = pd.Series([None if v is None else list(v) for v in arr.to_pylist()],
                                    dtype=object)
             continue

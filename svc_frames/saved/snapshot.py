@@ -37,7 +37,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -166,8 +166,10 @@ def app_tables(app: AppLike) -> list[TableSpec]:
 
 
 def meta_tables(app: AppLike, names: dict[str, str], conn_tables: dict[str, str],
-                tables: Sequence[TableSpec]) -> list[TableSpec]:
-    """svc_tables, svc_connections and svc_sources (see the module docstring)."""
+                tables: Sequence[TableSpec], rows: Mapping[str, int] | None = None
+                ) -> list[TableSpec]:
+    """svc_tables, svc_connections and svc_sources (see the module docstring); ``rows``:
+    the rows of tables whose ``data`` holds only some of them (a mirror's changed rows)."""
     described = list(tables) + [TableSpec(n, pa.table({}), "meta") for n in
                                 ("svc_tables", "svc_connections", "svc_sources")]
     # the three meta tables are built below, after this one: their rows are known here
@@ -179,8 +181,8 @@ def meta_tables(app: AppLike, names: dict[str, str], conn_tables: dict[str, str]
         "object_key": [t.object_key for t in described],
         "field": [t.field for t in described],
         "named_from": [t.named_from or t.name for t in described],
-        "rows": [meta_rows[t.name] if t.kind == "meta" else t.data.num_rows
-                 for t in described],
+        "rows": [meta_rows[t.name] if t.kind == "meta" else (rows or {}).get(
+            t.name, t.data.num_rows) for t in described],
         "primary_key": [json.dumps(t.primary_key) for t in described],
         "foreign_keys": [json.dumps(t.foreign_keys) for t in described],
     }).astype({c: "string" for c in ("table_name", "kind", "object_key", "field",
