@@ -15,16 +15,10 @@ import pandas as pd
 import pytest
 
 from svc_frames.errors import FilterWarning, UsageError
-from svc_frames.filters import (
-    Field,
-    all_of,
-    any_of,
-    encode_filters,
-    format_filter_date,
-    prepare_filters,
-    validate_filters,
-)
+from svc_frames.filters import Field, all_of, any_of
 from svc_frames.loaders import read_object
+from svc_frames.query import format_filter_date, validate_filters
+from svc_frames.query.prepare import encode_filters, prepare_filters
 from svc_frames.schema import Schema
 
 if TYPE_CHECKING:

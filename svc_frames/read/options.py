@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
 from ..errors import UsageError
-from ..filters import prepare_query
 from ..keys import FIELD_KEY
 from ..kinds import resolve_timezone
 from ..lookup import field_key, field_keys
 from ..query import Filters, Query, needs_schema, validate_filters
+from ..query.prepare import prepare_query
 from ..records.listing import MAX_ROWS_PER_PAGE, page_params
 from .page import Verify
 
