@@ -349,6 +349,24 @@ def test_a_filtered_load_reads_the_schema_once(service: LocalService) -> None:
     assert service.request_log.count(method="GET", path_prefix="/v1/applications") == 1
 
 
+def test_a_load_validates_its_filter_once(client: Client,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """One filter goes options -> prepare -> encode once: no stage checks it again."""
+    from svc_frames import query
+
+    seen: list[str] = []
+    original = query.validate_rule
+
+    def counted(rule: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        seen.append(str(rule.get("field")) if isinstance(rule, dict) else repr(rule))
+        return original(rule, *args, **kwargs)
+
+    monkeypatch.setattr(query, "validate_rule", counted)
+    read_object(client, "object_3", progress=False, columns="keys",
+                filters=[{"field": "Status", "operator": "is", "value": "Open"}])
+    assert seen.count("Status") == 1, seen
+
+
 def test_hosted_operators_filter_through_the_loader(client: Client) -> None:
     frames = read_object(client, "object_3", progress=False, columns="keys")
     main = frames.main

@@ -116,7 +116,17 @@ def prepare_filters(filters: Filters | None, fields: Mapping[str, FieldSpec] | N
     ambiguous name is a UsageError before any request but the schema's.
 
     Usage: ``prepare_filters(flt, client.schema().all_fields(), tz)``"""
-    checked = validate_filters(filters)
+    return prepare_checked(validate_filters(filters), fields, tz, own=own, where=where)
+
+
+def prepare_checked(checked: FilterSet | None, fields: Mapping[str, FieldSpec] | None = None,
+                    tz: dt.tzinfo | None = None, *,
+                    own: Sequence[FieldSpec] | None = None,
+                    where: str = "") -> FilterSet | None:
+    """``prepare_filters`` for filters ``validate_filters`` has checked already (a load's
+    options: checked once, before any request), so a load's filter is validated once.
+
+    Usage: ``Query.encode(prepare_checked(options.filters, schema.all_fields(), tz))``"""
     if checked is None:
         return None
     rules = []
