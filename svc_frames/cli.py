@@ -27,8 +27,8 @@ import pandas as pd
 
 from .application import read_app
 from .errors import SvcError, UsageError, warnings_as_lines
-from .filters import validate_filters
 from .http.hints import KEY_FROM_FLAG
+from .query import validate_filters
 from .records import Client
 from .refreshing.cache import export_incremental
 from .saved.export import export

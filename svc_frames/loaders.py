@@ -19,11 +19,11 @@ from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from .errors import NotFound, UsageError
-from .filters import Filters
 from .frames import Frames
 from .keys import KEY_RE, Target, parse_target
 from .lookup import object_key as object_key_of
 from .lookup import view_keys
+from .query import Filters
 from .read.load import load
 from .read.options import Columns, LoadOptions, field_options
 from .read.pager import Verify

@@ -15,16 +15,10 @@ import pandas as pd
 import pytest
 
 from svc_frames.errors import FilterWarning, UsageError
-from svc_frames.filters import (
-    Field,
-    all_of,
-    any_of,
-    encode_filters,
-    format_filter_date,
-    prepare_filters,
-    validate_filters,
-)
+from svc_frames.filters import Field, all_of, any_of
 from svc_frames.loaders import read_object
+from svc_frames.query import format_filter_date, validate_filters
+from svc_frames.query.prepare import encode_filters, prepare_filters
 from svc_frames.schema import Schema
 
 if TYPE_CHECKING:
@@ -353,6 +347,24 @@ def test_a_filtered_load_reads_the_schema_once(service: LocalService) -> None:
     read_object(fresh, "object_3", filters=[Field("field_27").is_any(["Open"])],
                 progress=False, columns="keys")
     assert service.request_log.count(method="GET", path_prefix="/v1/applications") == 1
+
+
+def test_a_load_validates_its_filter_once(client: Client,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """One filter goes options -> prepare -> encode once: no stage checks it again."""
+    from svc_frames import query
+
+    seen: list[str] = []
+    original = query.validate_rule
+
+    def counted(rule: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        seen.append(str(rule.get("field")) if isinstance(rule, dict) else repr(rule))
+        return original(rule, *args, **kwargs)
+
+    monkeypatch.setattr(query, "validate_rule", counted)
+    read_object(client, "object_3", progress=False, columns="keys",
+                filters=[{"field": "Status", "operator": "is", "value": "Open"}])
+    assert seen.count("Status") == 1, seen
 
 
 def test_hosted_operators_filter_through_the_loader(client: Client) -> None:

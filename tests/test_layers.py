@@ -11,12 +11,14 @@ from test_server_imports import COMPAT_ALIASES, import_graph
 #: Lowest first. A module belongs to the first layer one of whose prefixes names it or a
 #: package above it; every module of svc_frames must belong to one.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    # query: filters validated and encoded without the application; filters: the builder
     ("base", ("errors", "keys", "names", "kinds", "arrowcols", "joins", "schema", "query",
-              "progress")),
+              "filters", "progress")),
     ("http", ("http",)),
     # the records carried by http/, and what resolves a target or a field among them
-    # (labels: the name a field's column shows, which field lookup accepts too)
-    ("records", ("records", "lookup", "filters", "labels")),
+    # (labels: the name a field's column shows, which field lookup accepts too; query.prepare:
+    # filters prepared against the schema, their fields looked up)
+    ("records", ("records", "lookup", "query.prepare", "labels")),
     # frames, and how they show themselves (display: by shape, below frames.py)
     ("frames", ("frames", "display")),
     ("read", ("read", "catalog")),

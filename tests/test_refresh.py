@@ -12,8 +12,8 @@ import pytest
 
 from svc_frames import Client, diff, read_object, read_view, write_back
 from svc_frames.errors import UsageError
-from svc_frames.filters import format_filter_date
 from svc_frames.frames import Frames
+from svc_frames.query import format_filter_date
 from svc_frames.refreshing.cache import CacheNotice, pointer_digest
 from svc_frames.refreshing.policy import RefreshNotice, refresh
 from svc_frames.saved.layout import SavedLayout

@@ -21,7 +21,7 @@ from ..errors import QuotaInsufficient, ServerError, UsageError
 from ..http.body import parse_json
 from ..kinds.rawvalues import RawRecord
 from ..lookup import target_keys
-from ..query import Query, validate_filters
+from ..query import Filters, Query, validate_filters
 from .keyset import KeyRange, KeyValues, key_values
 from .options import check_paging, prepare_listing
 from .page import Page, PageFormat, PassReport, Verify
@@ -30,7 +30,6 @@ from .rawpages import raw_page_parser
 if TYPE_CHECKING:
     from zoneinfo import ZoneInfo
 
-    from ..filters import Filters
     from ..keys import Target
     from ..kinds.base import FieldSpec
     from ..records import Client

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Literal
 from zoneinfo import ZoneInfo
 
 from ..errors import UsageError
-from ..filters import prepare_query
 from ..keys import FIELD_KEY
 from ..kinds import resolve_timezone
 from ..lookup import field_key, field_keys
-from ..query import Filters, Query, needs_schema, validate_filters
+from ..query import Filters, FilterSet, Query, needs_schema, validate_filters
+from ..query.prepare import prepare_checked
 from ..records.listing import MAX_ROWS_PER_PAGE, page_params
 from .page import Verify
 
@@ -105,7 +105,8 @@ class LoadOptions:
         opts = opts.prepared(client, "object_3")     # opts.query: the bytes pages send
     """
 
-    filters: Filters | Query | None = None
+    filters: FilterSet | Query | None = None
+    """The filters checked (``of``: ``validate_filters``), or a Query prepared already."""
     sort_field: str | None = None
     sort_order: str | None = None
     limit: int | None = None
@@ -202,20 +203,21 @@ def field_options(client: Client, target: Target, columns: Columns, sort_field: 
     return columns, sort_field, modified_field
 
 
-def prepare_listing(client: Client, target: Target, filters: Filters | Query | None,
+def prepare_listing(client: Client, target: Target, checked: FilterSet | Query | None,
                     timezone: ZoneInfo | None) -> Query:
     """The query a listing's pages send: a Query as it is (prepared already: a refresh, a
-    cache), other filters checked against the schema when a rule needs it, their dates in
-    the application's timezone (``timezone``, else the schema's).
+    cache), filters checked already (``LoadOptions.of``, the Paginator: ``validate_filters``
+    once) prepared against the schema when a rule needs it, their dates in the
+    application's timezone (``timezone``, else the schema's), and encoded.
 
-    Usage: ``query = prepare_listing(client, "object_3", Field("Status") == "Open", None)``"""
-    if isinstance(filters, Query):
-        return filters
-    checked = validate_filters(filters)
+    Usage: ``query = prepare_listing(client, "object_3", all_of(Field("Status") == "Open"),
+    None)``"""
+    if isinstance(checked, Query):
+        return checked
     if not needs_schema(checked):
-        return Query.of(checked)
+        return Query.encode(checked)
     schema = client.schema()
     # labels and unknown keys are looked up among the target's own fields first
     own, where = schema.target_fields(target)
-    return prepare_query(checked, schema.all_fields(), timezone or schema.timezone, own=own,
-                         where=where)
+    return Query.encode(prepare_checked(checked, schema.all_fields(),
+                                        timezone or schema.timezone, own=own, where=where))

@@ -6,7 +6,7 @@ export send again byte for byte.
 ``filters`` is URL-encoded JSON (docs/hosted-behaviour.md §1.2): ``{"match": "and"|"or",
 "rules": [{"field": "field_3", "operator": "is", "value": "x"}]}``; a bare list of rules
 means "and". What needs the application (its timezone, its fields' kinds) is
-``filters.prepare_filters``, above; the builder (``Field``, ``all_of``) is there too.
+``query.prepare``, above; the builder (``Field``, ``all_of``) is ``svc_frames.filters``.
 
 Usage::
 
@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import FilterWarning, UsageError, warn_user
-from .keys import FIELD_KEY
-from .kinds import unencodable_text
+from ..errors import FilterWarning, UsageError, warn_user
+from ..keys import FIELD_KEY
+from ..kinds import unencodable_text
 
 NO_VALUE = frozenset({"is blank", "is not blank", "is today", "is before today",
                       "is after today", "is today or before", "is today or after",
@@ -385,7 +385,7 @@ def rules_within(records: int, most: int) -> int:
 @dataclass(frozen=True)
 class Query:
     """Filters as sent: the ``filters`` query parameter (compact JSON, dates in the hosted
-    format) or None for no rules. Made once per load (``filters.prepare_query`` with the
+    format) or None for no rules. Made once per load (``query.prepare.prepare_query`` with the
     application's timezone, or :meth:`of` without it) and kept in the frames' Source, so
     every later request for the same listing sends the same bytes.
 
@@ -396,7 +396,7 @@ class Query:
     @classmethod
     def of(cls, filters: Filters | Query | None) -> Query:
         """Validated and encoded without the application: an aware time is put in UTC, with a
-        FilterWarning (``filters.prepare_query`` knows the application's timezone).
+        FilterWarning (``query.prepare.prepare_query`` knows the application's timezone).
         UsageError before any request. Usage: ``Query.of([rule])``"""
         if isinstance(filters, Query):
             return filters
@@ -415,7 +415,7 @@ class Query:
         if not checked or not checked.get("rules"):
             return cls(None)
         named = [r["field"] for r in checked["rules"] if not FIELD_KEY.match(str(r["field"]))]
-        if named:  # a label reaches the wire only resolved (filters.prepare_filters)
+        if named:  # a label reaches the wire only resolved (query.prepare)
             raise UsageError(f"filter field {named[0]!r} is named by label, which needs the "
                              "application's schema to find its key, and it is not known here "
                              "(the service does not expose it): name the field by key "
