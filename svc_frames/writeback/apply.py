@@ -23,8 +23,9 @@ from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerEr
 from ..progress import Progress, want_progress
 from .budget import budgeted
 from .guard import check_unanswered, fetch_all, guard_live
-from .plan import LOOKUP_SCAN_LIMIT, Action, reread_chunk, reread_requests
+from .plan import Action, reread_requests
 from .report import Outcome
+from .rereads import LOOKUP_SCAN_LIMIT, LookupRoute, reread_chunk
 from .state import RunState
 from .target import where
 from .uploads import resolve_uploads
@@ -489,23 +490,18 @@ def take_baseline(run: RunState) -> None:
     if run.jr:   # records acknowledged by an earlier run are not this run's to adopt
         run.adopted.update(str(a["new_id"]) for a in run.jr.acks.values()
                            if a.get("action") == "create" and a.get("new_id"))
-    keyed = {t: _lookup_rules(run, run.payloads[t]) for t in tmps}
-    provable = [t for t in tmps if keyed[t] or len(run.known_ids) <= LOOKUP_SCAN_LIMIT]
+    route = LookupRoute.of([_lookup_rules(run, run.payloads[t]) for t in tmps],
+                           len(run.known_ids), reread_chunk(run.source, run.plan.base))
+    provable = [tmps[i] for i in route.provable]
     if not provable:
         return
     where_ = where(run.source)
     recs: dict[str, dict[str, Any]] = {}
     try:
-        if all(keyed[t] for t in provable):
-            rules = list({json.dumps(keyed[t][0], sort_keys=True, default=str): keyed[t][0]
-                          for t in provable}.values())
-            n = reread_chunk(run.source, run.plan.base)
-            chunks = [rules[i:i + n] for i in range(0, len(rules), n)]
-            params: list[dict[str, Any] | None] = [
-                {"filters": json.dumps({"match": "or", "rules": c}, default=str)}
-                for c in chunks]
-        else:
-            params = [None]
+        params: list[dict[str, Any] | None] = [None]
+        if route.filters is not None:
+            params = [{"filters": json.dumps({"match": "or", "rules": c}, default=str)}
+                      for c in route.filters]
         for p in params:
             got = _fetch_lookup(run, where_, p, limit=LOOKUP_SCAN_LIMIT + 1)
             if len(got) > LOOKUP_SCAN_LIMIT:

@@ -28,13 +28,13 @@ from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, SvcError
 from ..frames import Frames, Source
 from ..http.client import Client
 from ..keys import Target as Where
-from ..kinds import is_empty_cell
 from ..read.pager import Paginator
 from .gate import QuotaGate
 from .guardmode import CHECK_MARGIN
 from .journal import journal_key
-from .plan import Layout, Status, list_pages, reread_chunk, reread_requests
+from .plan import Layout, Status, reread_requests
 from .report import Counter, Outcome, Report, when_reset
+from .rereads import RereadRoute
 from .state import RunState
 from .target import where as where_of
 from .values import Values, decode_records, holds, same, short
@@ -406,27 +406,26 @@ def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
     (auto increment / unique) in chunks of ``reread_chunk`` values (50, fewer over a
     large object), else the whole list paged, or one GET per record when that is fewer
     requests than the pages. Matched by id.
-    (``plan.reread_requests`` counts these requests by the same rules: keep them in step.)
+    (``RereadRoute`` is the route, which ``plan.reread_requests`` counts.)
     Each request counts under ``purpose``."""
     where = where_of(source)
     want = set(ids)
     found: dict[str, dict[str, Any]] = {}
-    chunk = reread_chunk(source, base)
-    n_chunks = -(-len(ids) // chunk)
-    if n_chunks > 2 and base is not None and list_pages(len(base.main)) < n_chunks:
+    route = RereadRoute.of(source, base, len(ids))
+    if route.list_first:
         # many records to check: the whole list paged may take fewer requests
-        found = _reread_list_if_fewer(client, where, want, n_chunks, counter, purpose)
+        found = _reread_list_if_fewer(client, where, want, route.n_chunks, counter, purpose)
     rest = [i for i in ids if i not in found]
     keyed = layout.key_field(base)
     if keyed is not None and rest:
-        found.update(_reread_by_key(client, where, want, rest, keyed, counter, purpose,
-                                    chunk))
+        found.update(_reread_by_key(client, where, want, keyed[0],
+                                    route.key_values(keyed, rest), counter, purpose,
+                                    route.chunk))
         rest = [i for i in rest if i not in found]
     if not rest:
         return found
     # no identifying value (or not found by it): one GET each, or the whole list
-    n_pages = max(1, list_pages(len(base.main))) if base is not None else len(rest)
-    if source.kind == "object" and len(rest) <= n_pages:
+    if route.one_get_each(len(rest)):
         for rid in rest:
             counter.add(purpose)
             try:
@@ -457,14 +456,12 @@ def _reread_list_if_fewer(client: Client, where: Where, want: set[str], n_chunks
     return {r["id"]: r for r in recs if r.get("id") in want}
 
 
-def _reread_by_key(client: Client, where: Where, want: set[str], rest: Sequence[str],
-                   keyed: tuple[str, pd.Series], counter: Counter, purpose: str,
+def _reread_by_key(client: Client, where: Where, want: set[str], key: str,
+                   usable: Sequence[Any], counter: Counter, purpose: str,
                    chunk: int) -> dict[str, dict[str, Any]]:
-    """The wanted records found by OR-filters on their loaded identifying values (list
-    requests cannot filter on the record id), ``chunk`` values per request."""
-    key, values = keyed
-    vals = values.reindex(pd.Index(list(rest), dtype=values.index.dtype))
-    usable = [v for v in vals.tolist() if not is_empty_cell(v)]
+    """The wanted records found by OR-filters on their loaded identifying values of field
+    ``key`` (``RereadRoute.key_values``: list requests cannot filter on the record id),
+    ``chunk`` values per request."""
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(usable), chunk):
         rules = [{"field": key, "operator": "is",
