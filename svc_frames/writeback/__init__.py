@@ -2,7 +2,9 @@
 changed. One module per phase:
 
 * ``plan.py``     Plan, the column Layout of a source, statuses (``Status``)
-* ``diff.py``     diff (edited vs loaded -> Plan)
+* ``diff.py``     diff (edited vs loaded -> Plan), its phases by idea beside it: ``rows.py``
+  (row and index checks), ``cells.py`` (compare, encode), ``edits.py`` (what is
+  collected), ``timers.py``, ``connections.py``, ``required.py``
 * ``appends.py``  new rows: pd.concat, .loc[new label], add_rows (which rows are creates)
 * ``analysis.py`` columns that are no field's: left out, never sent (or refused)
 * ``uploads.py``  asset placement: what a file/image column writes, uploads before writes

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,9 +22,10 @@ from typing import Any, Literal
 from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerError, SvcError
 from ..progress import Progress, want_progress
 from .budget import budgeted
-from .guard import check_unanswered, fetch_all
-from .plan import LOOKUP_SCAN_LIMIT, Action, reread_chunk
+from .guard import check_unanswered, fetch_all, guard_live
+from .plan import Action, reread_requests
 from .report import Outcome
+from .rereads import LOOKUP_SCAN_LIMIT, LookupRoute, reread_chunk
 from .state import RunState
 from .target import where
 from .uploads import resolve_uploads
@@ -41,7 +42,7 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     """Updates, then creates, then deletes, concurrently within the client's pace; a bar
     of writes done / planned when ``progress`` (see ``want_progress``). ``live``: the
     live guard, which re-reads each batch of updates and deletes just before writing it
-    (``live.prepare``); records whose write would leave later than ``live.window`` after
+    (``guard.guard_live``); records whose write would leave later than ``live.window`` after
     their re-read are not written then but re-read together once the batch's other
     writes are done (``_write_batch``)."""
     todo = run.todo
@@ -63,7 +64,7 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
             if live is not None and run.todo.get(batch[0]) != "create" \
                     and not _stopped(run):
                 # settles conflicts (they leave run.todo); behind the quota's gate
-                cost = live.cost(batch)
+                cost = _cost(run, batch)
                 if _reread(run, live, batch, "rereads", cost):
                     spare.left += cost
             for rid in batch:
@@ -96,15 +97,17 @@ def _wait_for_writes(prefix: str) -> None:
 
 @dataclass(frozen=True)
 class LiveBatches:
-    """The live guard as ``apply`` sees it: ``prepare(ids, purpose)`` re-reads and guards
-    those records (its requests counted under ``purpose``), ``cost(ids)`` is what that
-    re-read sends (``plan.reread_requests``), ``size`` of a batch, ``window`` seconds a
-    re-read stays fresh."""
+    """The live guard as ``apply`` runs it (``guard.guard_live`` with ``on_conflict``):
+    ``size`` of a batch, ``window`` seconds a re-read stays fresh."""
 
-    prepare: Callable[[Sequence[str], str], None]
-    cost: Callable[[Sequence[str]], int]
+    on_conflict: str
     size: int
     window: float
+
+
+def _cost(run: RunState, ids: Sequence[str]) -> int:
+    """What the live guard's re-read of ``ids`` sends (``plan.reread_requests``)."""
+    return reread_requests(run.source, run.layout, run.plan.base, ids)
 
 
 @dataclass
@@ -117,14 +120,14 @@ class _Spare:
 
 def _reread(run: RunState, live: LiveBatches, ids: Sequence[str], purpose: str,
             cost: int) -> bool:
-    """The live guard's re-read of ``ids`` (``cost`` requests: ``live.cost(ids)``),
+    """The live guard's re-read of ``ids`` (``cost`` requests: ``_cost``),
     claimed of the quota's gate like a write; False when the gate is shut (nothing sent:
     the records are then ``not_applied`` with the gate's reason)."""
     gate = run.gate
     if gate is not None and gate.claim(cost):
         return False
     try:
-        live.prepare(ids, purpose)
+        guard_live(run, live.on_conflict, ids, purpose)
     finally:
         if gate is not None:
             gate.release(cost)
@@ -157,7 +160,7 @@ def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
         if not late:
             return
         assert live is not None
-        cost = live.cost(late)
+        cost = _cost(run, late)
         if cost > spare.left:
             for rid in late:
                 run.outcomes[rid] = Outcome(
@@ -487,23 +490,18 @@ def take_baseline(run: RunState) -> None:
     if run.jr:   # records acknowledged by an earlier run are not this run's to adopt
         run.adopted.update(str(a["new_id"]) for a in run.jr.acks.values()
                            if a.get("action") == "create" and a.get("new_id"))
-    keyed = {t: _lookup_rules(run, run.payloads[t]) for t in tmps}
-    provable = [t for t in tmps if keyed[t] or len(run.known_ids) <= LOOKUP_SCAN_LIMIT]
+    route = LookupRoute.of([_lookup_rules(run, run.payloads[t]) for t in tmps],
+                           len(run.known_ids), reread_chunk(run.source, run.plan.base))
+    provable = [tmps[i] for i in route.provable]
     if not provable:
         return
     where_ = where(run.source)
     recs: dict[str, dict[str, Any]] = {}
     try:
-        if all(keyed[t] for t in provable):
-            rules = list({json.dumps(keyed[t][0], sort_keys=True, default=str): keyed[t][0]
-                          for t in provable}.values())
-            n = reread_chunk(run.source, run.plan.base)
-            chunks = [rules[i:i + n] for i in range(0, len(rules), n)]
-            params: list[dict[str, Any] | None] = [
-                {"filters": json.dumps({"match": "or", "rules": c}, default=str)}
-                for c in chunks]
-        else:
-            params = [None]
+        params: list[dict[str, Any] | None] = [None]
+        if route.filters is not None:
+            params = [{"filters": json.dumps({"match": "or", "rules": c}, default=str)}
+                      for c in route.filters]
         for p in params:
             got = _fetch_lookup(run, where_, p, limit=LOOKUP_SCAN_LIMIT + 1)
             if len(got) > LOOKUP_SCAN_LIMIT:

@@ -22,17 +22,19 @@ from typing import Any
 
 import pandas as pd
 
+from ..arrowcols import member
 from ..assets import PendingUpload
-from ..errors import ConflictError, SvcError
+from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, SvcError
 from ..frames import Frames, Source
 from ..keys import Target as Where
-from ..kinds import is_empty_cell
 from ..read.pager import Paginator
 from ..records import Client
+from .gate import QuotaGate
 from .guardmode import CHECK_MARGIN
 from .journal import journal_key
-from .plan import Layout, Status, list_pages, reread_chunk
-from .report import Counter, Outcome
+from .plan import Layout, Status, reread_requests
+from .report import Counter, Outcome, Report, when_reset
+from .rereads import RereadRoute
 from .state import RunState
 from .target import where as where_of
 from .values import Values, decode_records, holds, same, short
@@ -285,6 +287,105 @@ def _not_held(run: RunState, rid: str, body: dict[str, Any], srv: Values) -> lis
     return lost
 
 
+# ---- the guard in a run: behind the quota's gate, the live guard's halt -------------------
+def _gate(run: RunState) -> QuotaGate:
+    """The run's quota gate (``write_back`` sets it before any guard)."""
+    if run.gate is None:
+        raise RuntimeError("the guard runs behind the quota's gate: RunState.gate is unset")
+    return run.gate
+
+
+def guard_within_quota(run: RunState, on_conflict: str) -> None:
+    """The guard, when its re-reads fit above the reserve; else (or when the quota runs
+    out during them) the gate shuts and nothing is written: every record is then
+    ``not_applied`` (a write without its guard could lose someone else's edit)."""
+    client, gate = run.client, _gate(run)
+    checked = [rid for rid, act in run.todo.items() if act != "create"]
+    cost = reread_requests(run.source, run.layout, run.plan.base, checked)
+    left = client.quota_left()
+    if left is not None and cost and left - cost < gate.reserve:
+        quota = client.quota
+        gate.shut(f"not sent: the guard's {cost} re-read{'s' if cost != 1 else ''} would "
+                  f"take the daily request quota below the reserve ({left} left, "
+                  f"quota_reserve={gate.reserve}); resume after "
+                  f"{when_reset(quota.reset_at if quota else None)}",
+                  quota.reset_at if quota else None)
+        return
+    guard_batch(run, on_conflict, None)
+
+
+def guard_batch(run: RunState, on_conflict: str, ids: Sequence[str] | None,
+                purpose: str = "rereads") -> None:
+    """The guard's re-read of ``ids`` (None: every record to write); when the quota runs
+    out during it the gate shuts and nothing more is written."""
+    gate = _gate(run)
+    try:
+        guard(run, on_conflict, ids, purpose=purpose)
+    except QuotaInsufficient as exc:   # the paged re-read found it cannot finish
+        gate.shut(f"not sent: the guard's re-read needs {exc.needed} requests, only "
+                  f"{exc.remaining} are left of the daily quota; resume after "
+                  f"{when_reset(exc.reset_at)}", exc.reset_at)
+    except QuotaExceeded as exc:
+        gate.spent(exc)
+
+
+def guard_live(run: RunState, on_conflict: str, ids: Sequence[str], purpose: str) -> None:
+    """The live guard's re-read of a batch (or of its late records). With
+    ``on_conflict="raise"``, a conflict found before any write was sent raises at once
+    (nothing was written); one found after (a record edited since the check before the
+    first write) cannot un-send what went: the run halts, its conflicts are ``conflict``,
+    every record not yet written ``not_applied``, and ``write_back`` raises after the
+    Report is made (``halt_message``)."""
+    try:
+        guard_batch(run, on_conflict, ids, purpose)
+    except ConflictError:
+        if not run.counter.n["writes"]:
+            raise
+        batch = set(ids)
+        clashed: dict[str, list[str]] = {}
+        for c in run.conflicts:
+            if c["record_id"] in batch:
+                clashed.setdefault(c["record_id"], []).append(c["field"])
+        with run.adopt_lock:
+            for rid, fields in clashed.items():
+                if rid not in run.outcomes:
+                    run.outcomes[rid] = Outcome(
+                        rid, run.todo[rid], [f for f in fields if f], "conflict",
+                        "changed on the server after the check before the first write: "
+                        + ", ".join(f for f in fields if f))
+            run.todo = {rid: a for rid, a in run.todo.items() if rid not in run.outcomes}
+            run.halt_ids = sorted(clashed)
+            run.halted = (f"not sent: on_conflict='raise' and {len(clashed)} record"
+                          f"{'s' if len(clashed) != 1 else ''} changed on the server after "
+                          f"the check before the first write ({_some(run.halt_ids)}); the "
+                          "run stopped writing")
+
+
+def halt_message(run: RunState, report: Report) -> str:
+    """The ConflictError of a halted run: which records changed, which were written
+    before (their writes stand), and which were not."""
+    table = report.table
+    written = table[table["status"].isin(["applied", "overwritten", "unknown"])]
+    rest = table[~member(table.index, written.index)]
+    ids = run.halt_ids
+    return (f"{len(ids)} record{'s' if len(ids) != 1 else ''} changed on the server after "
+            f"the check before the first write ({_some(ids)}), found when "
+            f"{'their' if len(ids) != 1 else 'its'} batch was re-read; "
+            f"{len(written)} record{'s' if len(written) != 1 else ''} had already been "
+            f"sent and stay written ({_some(written['record_id'].tolist())}: the report "
+            f"says applied, overwritten or unknown for each); {len(rest)} were not "
+            f"written ({_some(rest['record_id'].tolist())}). "
+            "The error's report holds every record's outcome; the frames follow what was "
+            "written, so write_back again sends only the rest")
+
+
+def _some(ids: Sequence[Any], shown: int = 10) -> str:
+    """Up to ``shown`` ids, then how many more."""
+    head = ", ".join(map(str, ids[:shown]))
+    more = len(ids) - shown
+    return head + (f" and {more} more" if more > 0 else "") if ids else "none"
+
+
 # ---- re-reads ------------------------------------------------------------------------------
 def fetch_all(client: Client, where: Where, counter: Counter,
               params: dict[str, Any] | None = None, *, purpose: str = "rereads",
@@ -305,27 +406,26 @@ def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
     (auto increment / unique) in chunks of ``reread_chunk`` values (50, fewer over a
     large object), else the whole list paged, or one GET per record when that is fewer
     requests than the pages. Matched by id.
-    (``plan.reread_requests`` counts these requests by the same rules: keep them in step.)
+    (``RereadRoute`` is the route, which ``plan.reread_requests`` counts.)
     Each request counts under ``purpose``."""
     where = where_of(source)
     want = set(ids)
     found: dict[str, dict[str, Any]] = {}
-    chunk = reread_chunk(source, base)
-    n_chunks = -(-len(ids) // chunk)
-    if n_chunks > 2 and base is not None and list_pages(len(base.main)) < n_chunks:
+    route = RereadRoute.of(source, base, len(ids))
+    if route.list_first:
         # many records to check: the whole list paged may take fewer requests
-        found = _reread_list_if_fewer(client, where, want, n_chunks, counter, purpose)
+        found = _reread_list_if_fewer(client, where, want, route.n_chunks, counter, purpose)
     rest = [i for i in ids if i not in found]
     keyed = layout.key_field(base)
     if keyed is not None and rest:
-        found.update(_reread_by_key(client, where, want, rest, keyed, counter, purpose,
-                                    chunk))
+        found.update(_reread_by_key(client, where, want, keyed[0],
+                                    route.key_values(keyed, rest), counter, purpose,
+                                    route.chunk))
         rest = [i for i in rest if i not in found]
     if not rest:
         return found
     # no identifying value (or not found by it): one GET each, or the whole list
-    n_pages = max(1, list_pages(len(base.main))) if base is not None else len(rest)
-    if source.kind == "object" and len(rest) <= n_pages:
+    if route.one_get_each(len(rest)):
         for rid in rest:
             counter.add(purpose)
             try:
@@ -356,14 +456,12 @@ def _reread_list_if_fewer(client: Client, where: Where, want: set[str], n_chunks
     return {r["id"]: r for r in recs if r.get("id") in want}
 
 
-def _reread_by_key(client: Client, where: Where, want: set[str], rest: Sequence[str],
-                   keyed: tuple[str, pd.Series], counter: Counter, purpose: str,
+def _reread_by_key(client: Client, where: Where, want: set[str], key: str,
+                   usable: Sequence[Any], counter: Counter, purpose: str,
                    chunk: int) -> dict[str, dict[str, Any]]:
-    """The wanted records found by OR-filters on their loaded identifying values (list
-    requests cannot filter on the record id), ``chunk`` values per request."""
-    key, values = keyed
-    vals = values.reindex(pd.Index(list(rest), dtype=values.index.dtype))
-    usable = [v for v in vals.tolist() if not is_empty_cell(v)]
+    """The wanted records found by OR-filters on their loaded identifying values of field
+    ``key`` (``RereadRoute.key_values``: list requests cannot filter on the record id),
+    ``chunk`` values per request."""
     found: dict[str, dict[str, Any]] = {}
     for start in range(0, len(usable), chunk):
         rules = [{"field": key, "operator": "is",

@@ -10,7 +10,6 @@ Usage::
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -23,17 +22,27 @@ from ..arrowcols import member
 from ..assets import PendingUpload
 from ..errors import SvcError
 from ..frames import Frames, Source
-from ..kinds import codec_for, is_empty_cell
+from ..kinds import codec_for
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
 from ..labels import column_names, label_map, relabel
-from ..query import rules_within
 from .guardmode import DEFAULT_GUARD_WINDOW, HOSTED_RATE, GuardMode
+from .rereads import (
+    LOOKUP_SCAN_LIMIT,
+    PAGE_ROWS,
+    REREAD_CHUNK,
+    UNSEEN_RECORDS,
+    LookupRoute,
+    RereadRoute,
+    list_pages,
+    object_records,
+    reread_chunk,
+)
 
 __all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
            "RequestEstimate", "REREAD_CHUNK", "LOOKUP_KINDS", "LOOKUP_SCAN_LIMIT",
            "list_pages", "reread_requests", "baseline_requests", "guard_requests",
-           "object_records", "reread_chunk", "UNSEEN_RECORDS"]
+           "object_records", "reread_chunk", "UNSEEN_RECORDS", "PAGE_ROWS"]
 
 #: Index labels starting with this prefix (or NA) mark rows to create; connection-table
 #: rows may use the same temporary id to connect a new record.
@@ -46,15 +55,9 @@ Status = Literal["applied", "conflict", "failed", "skipped", "unknown", "not_app
 # Kinds whose uploaded asset is placed by id; an image whose source is a URL is plain text.
 ASSET_KINDS = ("file", "image")
 CHANGE_COLUMNS = ["record_id", "action", "field", "column", "old", "new"]
-REREAD_CHUNK = 50     # values per filtered re-read (the guard): keeps the URL near 4 KB
-# Records assumed of an object whose size the frames do not show (a filtered, limited or
-# view load): its re-reads list fewer values (``reread_chunk``).
-UNSEEN_RECORDS = 100_000
 # Kinds a created record can be looked up by (an "is" filter) when its outcome is unknown.
 LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
-# Without such a field, a lookup pages the whole list: only worth it for small objects.
-LOOKUP_SCAN_LIMIT = 5000
-PAGE_ROWS = 1000      # rows per page of a whole-list re-read
+
 
 
 @dataclass
@@ -153,37 +156,6 @@ class Layout:
         return None
 
 
-def list_pages(n_records: int) -> int:
-    """Pages of a whole-list read of ``n_records`` (``PAGE_ROWS`` a page)."""
-    return -(-n_records // PAGE_ROWS)
-
-
-def object_records(source: Source, base: Frames | None) -> int:
-    """The records of the object behind ``base``, as far as the frames show: all of them
-    for a load of the whole object, the count ``source.load["object_records"]`` holds
-    when one was taken (frames an undo builds of some records), else at least
-    ``UNSEEN_RECORDS``.
-
-    Usage: ``object_records(plan.source, plan.base)``"""
-    n = len(base.main) if base is not None else 0
-    load = source.load
-    counted = (load or {}).get("object_records")
-    if isinstance(counted, int) and not isinstance(counted, bool):
-        return max(n, counted)
-    whole = (source.kind == "object" and base is not None and load is not None
-             and not load.get("filters") and load.get("limit") is None)
-    return n if whole else max(n, UNSEEN_RECORDS)
-
-
-def reread_chunk(source: Source, base: Frames | None) -> int:
-    """Values one filtered re-read or lookup lists ("is" rules, OR-ed): ``REREAD_CHUNK``,
-    fewer over a large object (the service's filter limit, ``query.rules_within``: 20 at
-    50,000 records).
-
-    Usage: ``reread_chunk(plan.source, plan.base)``"""
-    return rules_within(object_records(source, base), REREAD_CHUNK)
-
-
 def reread_requests(source: Source, layout: Layout, base: Frames | None,
                     ids: Sequence[str]) -> int:
     """The requests the guard's ``reread(ids)`` sends when the server still holds the
@@ -196,23 +168,18 @@ def reread_requests(source: Source, layout: Layout, base: Frames | None,
     Usage: ``reread_requests(plan.source, layout, plan.base, ["5d79..."])``"""
     if not ids:
         return 0
-    chunk = reread_chunk(source, base)
-    n_chunks = -(-len(ids) // chunk)
-    pages = max(1, list_pages(len(base.main))) if base is not None else None
-    if n_chunks > 2 and pages is not None and pages < n_chunks:
-        return pages
+    route = RereadRoute.of(source, base, len(ids))
+    if route.list_first:
+        return route.pages or 0
     rest = len(ids)
     sent = 0
     keyed = layout.key_field(base)
     if keyed is not None:
-        _key, values = keyed
-        vals = values.reindex(pd.Index(list(ids), dtype=values.index.dtype))
-        usable = sum(1 for v in vals.tolist() if not is_empty_cell(v))
-        sent += -(-usable // chunk)
+        usable = len(route.key_values(keyed, ids))
+        sent += -(-usable // route.chunk)
         rest -= usable
     if rest:
-        n_pages = pages if pages is not None else rest
-        sent += rest if source.kind == "object" and rest <= n_pages else n_pages
+        sent += rest if route.one_get_each(rest) else route.rest_pages(rest)
     return sent
 
 
@@ -251,14 +218,8 @@ def baseline_requests(source: Source, layout: Layout, base: Frames | None,
 
     Usage: ``baseline_requests(plan.source, layout, plan.base, [plan.payloads["new:0"]])``"""
     known = len(base.main) if base is not None else 0
-    rules = [layout.lookup_rules(b) for b in bodies]
-    provable = [r for r in rules if r or known <= LOOKUP_SCAN_LIMIT]
-    if not provable:
-        return 0
-    if all(provable):
-        distinct = {json.dumps(r[0], sort_keys=True, default=str) for r in provable}
-        return -(-len(distinct) // reread_chunk(source, base))
-    return max(1, list_pages(known))
+    return LookupRoute.of([layout.lookup_rules(b) for b in bodies], known,
+                          reread_chunk(source, base)).requests
 
 
 @dataclass(frozen=True)

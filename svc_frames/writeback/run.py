@@ -21,11 +21,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from collections.abc import Sequence
 from typing import Any, Literal
 
-from ..arrowcols import member
-from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, UsageError
+from ..errors import ConflictError, UsageError
 from ..frames import Frames
 from ..joins import refuse_join_result
 from ..progress import want_progress
@@ -35,14 +33,13 @@ from .budget import DEFAULT_QUOTA_RESERVE, check_reserve, quota_note
 from .diff import diff
 from .follow import follow
 from .gate import QuotaGate
-from .guard import check_written, keep_skipped_walls
-from .guard import guard as guard_phase
+from .guard import check_written, guard_within_quota, halt_message, keep_skipped_walls
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .interrupt import cut_short
 from .journal import Journal, check_journal_path
 from .kept import Keeper
-from .plan import Layout, Plan, reread_requests
-from .report import Outcome, Report, dry_run_report, make_report, summary_line, when_reset
+from .plan import Layout, Plan
+from .report import Outcome, Report, dry_run_report, make_report, summary_line
 from .stamp import stamp_for
 from .state import RunState
 from .target import resolve_target
@@ -213,14 +210,11 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         drop_fields_the_view_does_not_take(run)
         live = None
         if mode.mode == "once" or (mode.live and on_conflict == "raise"):
-            guard_within_quota(run, on_conflict, gate)   # 3. lost-update guard
+            guard_within_quota(run, on_conflict)   # 3. lost-update guard
         if not mode.rereads:                  # skipped wall times: as the server has them
             keep_skipped_walls(run)
         if mode.live:                         # 3. per batch, just before its writes
-            live = LiveBatches(
-                lambda ids, purpose: guard_live(run, on_conflict, gate, ids, purpose),
-                lambda ids: reread_requests(run.source, run.layout, run.plan.base, ids),
-                mode.batch(client.limiter.rate), mode.window)
+            live = LiveBatches(on_conflict, mode.batch(client.limiter.rate), mode.window)
         if note.remaining is None:            # unknown before: the first answer told it
             note = quota_note(client, needed, reserve, learned=True,
                               sent=sum(run.counter.n.values()))
@@ -275,97 +269,6 @@ def triage(run: RunState, delete_missing: bool) -> None:
             continue
         run.todo[rid] = act
     run.payloads = {rid: dict(run.plan.payloads.get(rid, {})) for rid in run.todo}
-
-
-def guard_within_quota(run: RunState, on_conflict: str, gate: QuotaGate) -> None:
-    """The guard, when its re-reads fit above the reserve; else (or when the quota runs
-    out during them) the gate shuts and nothing is written: every record is then
-    ``not_applied`` (a write without its guard could lose someone else's edit)."""
-    client = run.client
-    checked = [rid for rid, act in run.todo.items() if act != "create"]
-    cost = reread_requests(run.source, run.layout, run.plan.base, checked)
-    left = client.quota_left()
-    if left is not None and cost and left - cost < gate.reserve:
-        quota = client.quota
-        gate.shut(f"not sent: the guard's {cost} re-read{'s' if cost != 1 else ''} would "
-                  f"take the daily request quota below the reserve ({left} left, "
-                  f"quota_reserve={gate.reserve}); resume after "
-                  f"{when_reset(quota.reset_at if quota else None)}",
-                  quota.reset_at if quota else None)
-        return
-    guard_batch(run, on_conflict, gate, None)
-
-
-def guard_batch(run: RunState, on_conflict: str, gate: QuotaGate,
-                ids: Sequence[str] | None, purpose: str = "rereads") -> None:
-    """The guard's re-read of ``ids`` (None: every record to write); when the quota runs
-    out during it the gate shuts and nothing more is written."""
-    try:
-        guard_phase(run, on_conflict, ids, purpose=purpose)
-    except QuotaInsufficient as exc:   # the paged re-read found it cannot finish
-        gate.shut(f"not sent: the guard's re-read needs {exc.needed} requests, only "
-                  f"{exc.remaining} are left of the daily quota; resume after "
-                  f"{when_reset(exc.reset_at)}", exc.reset_at)
-    except QuotaExceeded as exc:
-        gate.spent(exc)
-
-
-def guard_live(run: RunState, on_conflict: str, gate: QuotaGate, ids: Sequence[str],
-               purpose: str) -> None:
-    """The live guard's re-read of a batch (or of its late records). With
-    ``on_conflict="raise"``, a conflict found before any write was sent raises at once
-    (nothing was written); one found after (a record edited since the check before the
-    first write) cannot un-send what went: the run halts, its conflicts are ``conflict``,
-    every record not yet written ``not_applied``, and ``write_back`` raises after the
-    Report is made (``halt_message``)."""
-    try:
-        guard_batch(run, on_conflict, gate, ids, purpose)
-    except ConflictError:
-        if not run.counter.n["writes"]:
-            raise
-        batch = set(ids)
-        clashed: dict[str, list[str]] = {}
-        for c in run.conflicts:
-            if c["record_id"] in batch:
-                clashed.setdefault(c["record_id"], []).append(c["field"])
-        with run.adopt_lock:
-            for rid, fields in clashed.items():
-                if rid not in run.outcomes:
-                    run.outcomes[rid] = Outcome(
-                        rid, run.todo[rid], [f for f in fields if f], "conflict",
-                        "changed on the server after the check before the first write: "
-                        + ", ".join(f for f in fields if f))
-            run.todo = {rid: a for rid, a in run.todo.items() if rid not in run.outcomes}
-            run.halt_ids = sorted(clashed)
-            run.halted = (f"not sent: on_conflict='raise' and {len(clashed)} record"
-                          f"{'s' if len(clashed) != 1 else ''} changed on the server after "
-                          f"the check before the first write ({_some(run.halt_ids)}); the "
-                          "run stopped writing")
-
-
-def halt_message(run: RunState, report: Report) -> str:
-    """The ConflictError of a halted run: which records changed, which were written
-    before (their writes stand), and which were not."""
-    table = report.table
-    written = table[table["status"].isin(["applied", "overwritten", "unknown"])]
-    rest = table[~member(table.index, written.index)]
-    ids = run.halt_ids
-    return (f"{len(ids)} record{'s' if len(ids) != 1 else ''} changed on the server after "
-            f"the check before the first write ({_some(ids)}), found when "
-            f"{'their' if len(ids) != 1 else 'its'} batch was re-read; "
-            f"{len(written)} record{'s' if len(written) != 1 else ''} had already been "
-            f"sent and stay written ({_some(written['record_id'].tolist())}: the report "
-            f"says applied, overwritten or unknown for each); {len(rest)} were not "
-            f"written ({_some(rest['record_id'].tolist())}). "
-            "The error's report holds every record's outcome; the frames follow what was "
-            "written, so write_back again sends only the rest")
-
-
-def _some(ids: Sequence[Any], shown: int = 10) -> str:
-    """Up to ``shown`` ids, then how many more."""
-    head = ", ".join(map(str, ids[:shown]))
-    more = len(ids) - shown
-    return head + (f" and {more} more" if more > 0 else "") if ids else "none"
 
 
 def drop_fields_the_view_does_not_take(run: RunState) -> None:
