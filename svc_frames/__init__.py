@@ -33,12 +33,12 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .plot import plot_counts, plot_locations, plot_over_time
     from .refreshing import cache
     from .refreshing.policy import RefreshReport, refresh
+    from .reviewing import PlanReview, review
     from .saved.export import export
     from .saved.parquet import read_parquet, to_parquet
     from .saved.push import push
     from .saved.reader import read_saved
     from .undoing import undo
-    from .widgets import PlanReview, review
     from .writeback import Plan, Report, add_rows, diff, write_back
 
 __version__ = "0.1.0"
@@ -62,7 +62,7 @@ _LAZY: dict[str, str] = {
     "export": "saved.export", "read_parquet": "saved.parquet", "to_parquet": "saved.parquet",
     "push": "saved.push", "read_saved": "saved.reader",
     "plot_counts": "plot", "plot_locations": "plot", "plot_over_time": "plot",
-    "PlanReview": "widgets", "review": "widgets",
+    "PlanReview": "reviewing", "review": "reviewing",
     "Plan": "writeback", "Report": "writeback", "add_rows": "writeback", "diff": "writeback",
     "write_back": "writeback",
     "undo": "undoing",

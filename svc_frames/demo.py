@@ -41,8 +41,8 @@ from .loaders import read_object, read_view
 from .names import sql_slug
 from .records import Client
 from .refreshing.policy import RefreshReport, refresh
+from .reviewing.html import format_change_value
 from .saved.parquet import to_parquet
-from .widgets import format_change_value
 from .writeback import diff, write_back
 
 __all__ = ["connect", "run", "main", "frame_summary", "ENV_HELP"]

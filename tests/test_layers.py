@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # read_object(cache=) loads through the cache, which refreshes: the public loaders sit
     # with the refresh they open; the mirror keeps the application's memory by refreshing
     ("refresh", ("refreshing", "mirroring", "loaders")),
-    ("top", ("cli", "demo", "review", "widgets", "plot", "testing", "")),
+    ("top", ("cli", "demo", "reviewing", "widgets", "plot", "testing", "")),
 ]
 
 #: The imports allowed up a layer: only the names resolved by their old address on
