@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # read_object(cache=) loads through the cache, which refreshes: the public loaders sit
     # with the refresh they open; the mirror keeps the application's memory by refreshing
     ("refresh", ("refreshing", "mirroring", "loaders")),
+    # cli: the package cli/ (one module per subcommand, and what they share), all of it top
     ("top", ("cli", "demo", "reviewing", "widgets", "plot", "testing", "")),
 ]
 
@@ -120,4 +121,12 @@ def test_the_checker_names_the_offending_import(graph: dict[str, set[str]],
 def test_the_checker_allows_imports_down_and_within() -> None:
     assert offending({"svc_frames.read.pager": {"svc_frames.frames", "svc_frames.read.keyset",
                                                 "svc_frames.errors"},
-                      "svc_frames.cli": {"svc_frames.server.service"}}) == []
+                      "svc_frames.cli.serve": {"svc_frames.server.service"}}) == []
+
+
+def test_every_module_of_the_cli_is_top() -> None:
+    """The CLI is a package: each of its modules sits at the top (may import the service)."""
+    top = len(LAYERS) - 1
+    cli = [m for m in import_graph() if m.startswith("svc_frames.cli.")]
+    assert {"svc_frames.cli.serve", "svc_frames.cli.registry"} <= set(cli)
+    assert all(layer_of(m) == top for m in cli)

@@ -60,7 +60,8 @@ from .answers import EXPIRED_HINT, MAX_RETRY_AFTER, Answers
 from .auth import Auth
 from .connections import PacedAdapter
 from .hints import KEY_FROM_ENV
-from .limiter import PaceState, RateLimiter, shared_limiter
+from .limiter import RateLimiter, shared_limiter
+from .meters import Meters
 from .quota import Quota, QuotaBook
 from .retries import UNREACHABLE_RETRIES, RetryPolicy
 from .settings import check_settings
@@ -73,14 +74,16 @@ log = logging.getLogger(__name__)
 _C = TypeVar("_C", bound="HttpClient")
 
 
-class HttpClient:
+class HttpClient(Meters):
     """The transport to one application of the service, through which every request goes.
 
     Composes the session and its paced connections (``transport.py``, ``connections.py``),
     the pace shared with every client of the same application (``limiter.py``), the retry
     policy (``retries.py``), answers turned into typed errors (``answers.py``), auth
     (``auth.py``) and the daily quota (``quota.py``). It knows nothing of records, filters
-    or sorts: ``svc_frames.records.Client`` adds them. Parameters: see ``Client``.
+    or sorts: ``svc_frames.records.Client`` adds them. What it has counted and learned
+    (requests, retries, statuses, the pace, the quota) is read through ``Meters``
+    (``meters.py``). Parameters: see ``Client``.
     """
 
     def __init__(self, app_id: str, api_key: str | None = None, base_url: str | None = None,
@@ -200,20 +203,6 @@ class HttpClient:
     def token(self, value: str | None) -> None:
         self.auth.token = value  # a token set by hand is not renewed with an older login
 
-    @property
-    def pace(self) -> PaceState:
-        """What this client's pacing believes now (a ``PaceState``).
-
-        Its rate, window and margin, the learned offset of the service's clock from ours,
-        and the file it shares with other processes.
-
-        Examples
-        --------
-        >>> client.pace.rate
-        0.0
-        """
-        return self.limiter.state
-
     def send_by(self, deadline: float | None) -> AbstractContextManager[None]:
         """Requests of this thread inside the block leave by ``deadline`` or not at all.
 
@@ -274,44 +263,6 @@ class HttpClient:
         True
         """
         return bool(self.auth.api_key)
-
-    @property
-    def request_count(self) -> int:
-        """Requests sent, retries and downloads included.
-
-        Examples
-        --------
-        >>> before = client.request_count
-        >>> _ = client.request("GET", "/v1/objects/object_3/records",
-        ...                    params={"rows_per_page": 1})
-        >>> client.request_count - before
-        1
-        """
-        return self.transport.request_count
-
-    @property
-    def retry_count(self) -> int:
-        """Retries sent (a resend verified absent included).
-
-        Examples
-        --------
-        >>> client.retry_count
-        0
-        """
-        return self.retries.count
-
-    @property
-    def status_counts(self) -> Mapping[int, int]:
-        """How many answers came with each HTTP status (a ``collections.Counter``).
-
-        Examples
-        --------
-        >>> _ = client.request("GET", "/v1/objects/object_3/records",
-        ...                    params={"rows_per_page": 1})
-        >>> client.status_counts[200] > 0
-        True
-        """
-        return self.transport.status_counts
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(app_id={self.app_id!r}, base_url={self.base_url!r}, "
@@ -504,44 +455,6 @@ class HttpClient:
                                   headers={"X-Service-Application-Id": self.app_id},
                                   idempotent=True, parse=bytes)
         return out if isinstance(out, bytes) else b""
-
-    # ---- limits: daily quota -------------------------------------------------------------
-    @property
-    def quota(self) -> Quota | None:
-        """The daily quota as the last answer with ``X-PlanLimit-*`` headers gave it, or None.
-
-        A ``Quota`` (``limit``, ``remaining``, ``reset_at``) from the latest-sent request so
-        answered; None before any such answer.
-
-        Examples
-        --------
-        >>> _ = client.get_page("object_3", rows_per_page=1)
-        >>> client.quota.limit
-        25000
-        """
-        return self.quota_book.quota
-
-    def quota_left(self) -> int | None:
-        """Requests surely left of the daily quota, or None when it is not known.
-
-        The last reported ``remaining`` less the requests this client sent after that
-        answer's request (they may have been counted since).
-
-        Returns
-        -------
-        int or None
-            None when no answer gave the quota, or its reset time has passed (a new quota
-            day: the next answer tells).
-
-        Examples
-        --------
-        >>> client.quota_left() is None
-        True
-        >>> _ = client.get_page("object_3", rows_per_page=1)
-        >>> 0 < client.quota_left() <= client.quota.limit
-        True
-        """
-        return self.quota_book.left(self.transport.sent())
 
     # ---- the session ---------------------------------------------------------------------
     def login(self, email: str, password: str) -> dict[str, Any]:

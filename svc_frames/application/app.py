@@ -1,140 +1,27 @@
-"""The whole application as one dataset: every object loaded at one pace, and the
-connections between them.
-
-:func:`read_app` loads every object (or those named, by key or name) concurrently, under the
-client's one pace and with one progress bar over all their pages: the wall time is near
-all pages ÷ the pace, not the sum of one load after another. The :class:`App` it returns
-maps object keys and names to :class:`Frames`, knows the connections the schema declares
-(field, from-object, to-object, one or many), joins along them (joins.py) and writes the
-whole dataset to DuckDB or Parquet (database.py).
-
-Usage::
-
-    app = read_app(client)                       # or objects=["Work Orders", "object_2"]
-    app["Work Orders"].main                      # == app["object_3"].main
-    app.connections                              # [schema.Connection(field_41 ...), ...]
-    df = app.join("Work Orders", "Parts")        # one row per work order x part
-    app.to_duckdb("app.duckdb")                  # tables, keys, and a SQL-ready snapshot
-"""
+"""``App``: the loaded objects by key and name, the connections the schema declares
+(``connections_of``: field, from-object, to-object, one or many), joins along them
+(joins.py), and the whole dataset written to DuckDB or Parquet (saved/snapshot.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import html
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from .display import pending_edits
-from .errors import UsageError
-from .frames import Frames
-from .joins import How, connection_table, join, join_pairs
-from .labels import label_map, renamed
-from .lookup import match, object_key
-from .progress import AppProgress, want_progress
-from .read.load import load
-from .read.options import Columns, LoadOptions
-from .read.pager import Verify
-from .records import Client
-from .saved.snapshot import app_to_parquet, to_duckdb
-from .schema import Connection, Schema
+from ..display import pending_edits
+from ..errors import UsageError
+from ..frames import Frames
+from ..joins import How, connection_table, join, join_pairs
+from ..labels import label_map, renamed
+from ..lookup import match
+from ..saved.snapshot import app_to_parquet, to_duckdb
+from ..schema import Connection, Schema
 
-__all__ = ["App", "read_app", "connections_of"]
-
-
-def read_app(client: Client, objects: Sequence[str] | None = None, *,
-             columns: Columns = "labels", timezone: str | ZoneInfo | None = None,
-             progress: bool | None = None, rows_per_page: int = 1000,
-             verify: Verify = "first", processes: int | None = None) -> App:
-    """Every object of the application (or those named) as one ``App``.
-
-    The objects load side by side under the client's pace (its rate limiter is shared by
-    every request), each with its share of the client's workers, and one progress bar
-    counts the pages of them all.
-
-    Parameters
-    ----------
-    client : Client
-        The application to read.
-    objects : list of str, optional
-        The objects to load, by key or name (one name alone is taken too); default:
-        every object of the schema.
-    columns, timezone, progress, rows_per_page, verify, processes
-        As ``read_object`` takes them, for every object (column naming:
-        docs/column-names.md).
-
-    Returns
-    -------
-    App
-        The frames of every object loaded, by key and name, and the connections.
-
-    Raises
-    ------
-    UsageError
-        Before any record request: an unknown or ambiguous object (listing the objects),
-        no schema and no objects named, or a bad option.
-    ServiceError
-        A request failed (see ``read_object``).
-
-    Examples
-    --------
-    >>> app = read_app(client)
-    >>> app.keys()
-    ['object_1', 'object_2', 'object_3']
-    >>> len(read_app(client, ["Parts"])["Parts"])
-    40
-    """
-    options = LoadOptions.of(columns=columns, timezone=timezone, rows_per_page=rows_per_page,
-                             verify=verify, processes=processes)
-    if not isinstance(columns, str):
-        raise UsageError(f"read_app names columns 'labels' or 'keys', got {columns!r}: a "
-                         "list of fields is for one object (read_object(client, object, "
-                         "columns=[...]))")
-    if isinstance(objects, str):
-        objects = [objects]
-    schema = client.schema()
-    keys = resolve_objects(schema, objects)
-    if not keys:
-        raise UsageError("no objects to load: the schema lists none and none were named")
-    bar = AppProgress(want_progress(progress), len(keys))
-    # every load has its share of the client's workers: together they keep within the
-    # client's connection pool, and the pace (one limiter) is shared anyway
-    options = dataclasses.replace(options, max_workers=max(2, client.max_workers // len(keys)))
-    frames: dict[str, Frames] = {}
-    try:
-        with ThreadPoolExecutor(max_workers=len(keys), thread_name_prefix="svc-app") as pool:
-            futures = {k: pool.submit(load, client, k, options, on_page=bar.for_object(k))
-                       for k in keys}
-            for k, fut in futures.items():
-                frames[k] = fut.result()
-    finally:
-        bar.close()
-    return App(frames, schema, app_id=client.app_id)
-
-
-def resolve_objects(schema: Mapping[str, Any] | None,
-                    objects: Sequence[str] | None) -> list[str]:
-    """Object keys for ``objects`` (keys or names; None: every object of the schema)."""
-    listed = [(str(o.get("key")), str(o.get("name") or "")) for o in
-              (schema or {}).get("objects") or () if o.get("key")]
-    if objects is None:
-        if not schema:
-            raise UsageError("the service does not expose its schema, so the objects are "
-                             "unknown: name them by key, read_app(client, ['object_1', ...])")
-        return [k for k, _ in listed]
-    out: list[str] = []
-    for want in objects:
-        key = object_key(Schema.of(schema), want)
-        if key not in out:
-            out.append(key)
-    return out
-
-
+__all__ = ["App", "connections_of"]
 
 
 def connections_of(schema: Mapping[str, Any] | None) -> list[Connection]:
