@@ -41,7 +41,7 @@ from svc_frames.writeback import diff
 
 client = Client({svc.app_id!r}, api_key={svc.api_key!r}, base_url={svc.base_url!r},
                 rate_limit=0)
-frames = read_object(client, {ORDERS!r})
+frames = read_object(client, {ORDERS!r}, columns="keys")
 ids = list(frames.main.index[:{N}])
 for i, rid in enumerate(ids):
     frames.main.loc[rid, {TITLE!r}] = f"{{frames.main.loc[rid, {TITLE!r}]}} (checked {{i}})"
