@@ -28,6 +28,11 @@ PG_BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
 os.environ.setdefault("SVC_PACE_DIR", tempfile.mkdtemp(prefix="svc-frames-pace-"))
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # the same mark as tests/conftest.py's (not collected here): a test of many seconds
+    config.addinivalue_line("markers", "slow(seconds=10): a test of many seconds")
+
+
 def _as_server_user(args: list[str], owner: str | None) -> list[str]:
     return ["runuser", "-u", owner, "--", *args] if owner else args
 
