@@ -20,6 +20,7 @@ from ..frames import Frames
 from .apply import sent_earlier
 from .plan import Layout, Plan
 from .report import Outcome
+from .retype import read_as_loaded
 from .state import RunState
 from .values import decode_records
 
@@ -142,12 +143,30 @@ def _take_server_values(edited: Frames, layout: Layout, applied: Mapping[str, Ou
         rows, from_rows = by_key[key]
         if not len(rows):
             continue
+        taken = dec.main[col].iloc[from_rows].array
         try:
             s = main[col].copy()
-            s.iloc[rows] = dec.main[col].iloc[from_rows].array
-            main[col] = s
-        except (TypeError, ValueError):
-            pass   # the frame's dtype cannot hold the server's value: keep the edit
+            s.iloc[rows] = taken
+        except (TypeError, ValueError, NotImplementedError):
+            # a dtype an edit left that cannot hold the server's value (naive times, a
+            # row enlargement's null[pyarrow] text column): the column as loaded
+            s = _as_loaded(main[col], dec.main[col], layout, col)
+            try:
+                s.iloc[rows] = taken
+            except (TypeError, ValueError, NotImplementedError):
+                continue   # the frame's dtype cannot hold the server's value: keep the edit
+        main[col] = s
+
+
+def _as_loaded(values: pd.Series, loaded: pd.Series, layout: Layout, col: str) -> pd.Series:
+    """A field column an edit re-typed, read in the loaded dtype as diff reads it (a naive
+    time is the application's wall clock); as it is when it cannot be."""
+    if values.dtype == loaded.dtype:
+        return values.copy()
+    try:
+        return read_as_loaded(values, loaded, layout.fields[layout.col_field[col]], col)
+    except (SvcError, ValueError, TypeError, NotImplementedError):
+        return values.copy()
 
 
 def _refresh_original(edited: Frames, orig: Frames, layout: Layout,
@@ -163,9 +182,10 @@ def _refresh_original(edited: Frames, orig: Frames, layout: Layout,
     om = pd.concat([keep, fresh]) if len(keep) else fresh.copy()
     for col in om.columns:
         if col in orig.main.columns and om[col].dtype != orig.main[col].dtype:
+            om[col] = _as_loaded(om[col], orig.main[col], layout, col)
             try:
                 om[col] = om[col].astype(orig.main[col].dtype)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, NotImplementedError):
                 pass
     # fields a view did not take stay pending: their loaded values are kept. Grouped by
     # column, so each column is copied once, not once per record
