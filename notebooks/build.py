@@ -154,22 +154,24 @@ only what you keep, and handle a record that someone else changed meanwhile.
     md(CONNECT_MD + """
 
 This notebook **writes**: against a real deployment it refuses to start unless
-`SVC_ALLOW_WRITES=1`. Choose what it edits with `SVC_OBJECT`, `SVC_EDIT_FIELD` (a single
-choice field), `SVC_EDIT_FROM` and `SVC_EDIT_TO` (two of its options)."""),
+`SVC_ALLOW_WRITES=1`. Choose what it edits with `SVC_OBJECT` (an object's name),
+`SVC_EDIT_FIELD` (a single choice field's label), `SVC_EDIT_FROM` and `SVC_EDIT_TO` (two of
+its options)."""),
     code(SETUP + """
 from svc_frames import diff, read_object, review, write_back
 
 client, service = connect(writes=True)
 
-OBJECT = os.environ.get("SVC_OBJECT", "object_3")       # demo: Work Orders
-FIELD = os.environ.get("SVC_EDIT_FIELD", "field_27")    # demo: Status
+OBJECT = os.environ.get("SVC_OBJECT", "Work Orders")    # an object, by name
+FIELD = os.environ.get("SVC_EDIT_FIELD", "Status")      # a column: the field's label
 FROM = os.environ.get("SVC_EDIT_FROM", "Open")
 TO = os.environ.get("SVC_EDIT_TO", "On Hold")
 """),
     md("## Load, then edit in pandas\nPut up to 10 records that are `FROM` into `TO`. "
-       "The frames remember what was loaded, so nothing else needs tracking."),
+       "Columns are named by field label, as the application's pages show them. The "
+       "frames remember what was loaded, so nothing else needs tracking."),
     code("""
-frames = read_object(client, OBJECT, columns="keys")
+frames = read_object(client, OBJECT)
 main = frames.main
 picked = main.index[main[FIELD] == FROM][:10]
 main.loc[picked, FIELD] = TO
@@ -202,7 +204,7 @@ report = box.apply()           # same as pressing Apply
 report.table.status.value_counts()
 """),
     code("""
-check = read_object(client, OBJECT, columns="keys").main
+check = read_object(client, OBJECT).main
 sent = [r for r in plan.record_ids if r not in left_out]
 print("sent and now", TO, ":", (check.loc[sent, FIELD] == TO).all())
 print("left out, still", FROM, ":", (check.loc[left_out, FIELD] == FROM).all())
@@ -215,11 +217,13 @@ our stale copy. `write_back` re-reads the records it is about to change and **sk
 one that moved (`on_conflict="skip"`, the default), reporting it as a conflict.
 """),
     code("""
-ours = read_object(client, OBJECT, columns="keys")
+ours = read_object(client, OBJECT)
 rid = ours.main.index[ours.main[FIELD] == FROM][0]
-client.update_record(OBJECT, rid, {FIELD: TO})          # the colleague's change
+theirs = read_object(client, OBJECT)                    # a colleague's copy,
+theirs.main.loc[rid, FIELD] = TO
+write_back(client, theirs, progress=False)              # and their change
 
-options = list(ours.source.field(FIELD).format.get("options") or [])
+options = ours.fields.set_index("label").at[FIELD, "choices"]   # the field's options
 mine = next(o for o in options if o not in (FROM, TO))  # a third option
 ours.main.loc[rid, FIELD] = mine                        # our edit, from the stale copy
 other = ours.main.index[ours.main[FIELD] == FROM][:1]
@@ -236,7 +240,7 @@ edit that is still wanted (or pass `on_conflict="overwrite"` to impose ours, or
 `on_conflict="raise"` to stop before anything is written).
 """),
     code("""
-fresh = read_object(client, OBJECT, columns="keys")
+fresh = read_object(client, OBJECT)
 print("server now has:", fresh.main.loc[rid, FIELD])
 fresh.main.loc[rid, FIELD] = mine                        # we still want our value
 resolved = write_back(client, fresh)
@@ -331,21 +335,22 @@ record back, download the bytes, and show the image and its thumbnail.
     md(CONNECT_MD + """
 
 This notebook **writes** (uploads and creates a record): against a real deployment it needs
-`SVC_ALLOW_WRITES=1`. `SVC_OBJECT`, `SVC_TITLE_FIELD`, `SVC_FILE_FIELD` and
-`SVC_IMAGE_FIELD` say where to put them."""),
+`SVC_ALLOW_WRITES=1`. `SVC_OBJECT` (an object's name), `SVC_TITLE_FIELD`, `SVC_FILE_FIELD`
+and `SVC_IMAGE_FIELD` (fields' labels) say where to put them."""),
     code(SETUP + """
 import io
 
 from IPython.display import Image, display
 from PIL import Image as PILImage, ImageDraw
 
-from svc_frames import create_with_asset, download, read_object, upload_image, write_back
+from svc_frames import (Field, create_with_asset, download, read_object, upload_image,
+                        write_back)
 
 client, service = connect(writes=True)
-OBJECT = os.environ.get("SVC_OBJECT", "object_3")             # demo: Work Orders
-TITLE = os.environ.get("SVC_TITLE_FIELD", "field_12")         # demo: Title
-FILE_FIELD = os.environ.get("SVC_FILE_FIELD", "field_37")     # demo: Attachment
-IMAGE_FIELD = os.environ.get("SVC_IMAGE_FIELD", "field_38")   # demo: Photo
+OBJECT = os.environ.get("SVC_OBJECT", "Work Orders")          # an object, by name
+TITLE = os.environ.get("SVC_TITLE_FIELD", "Title")            # fields, by label
+FILE_FIELD = os.environ.get("SVC_FILE_FIELD", "Attachment")   # a file field
+IMAGE_FIELD = os.environ.get("SVC_IMAGE_FIELD", "Photo")      # an image field
 """),
     md("## Make a small image and a file"),
     code("""
@@ -379,9 +384,8 @@ print("created", rid)
     md("## Read it back\nFile and image fields give the asset id, file name, URLs and size "
        "as columns."),
     code("""
-frames = read_object(client, OBJECT, filters=[{"field": TITLE, "operator": "is",
-                                               "value": "Pump inspection (with photo)"}],
-                     columns="keys")
+frames = read_object(client, OBJECT,
+                     filters=Field(TITLE).is_("Pump inspection (with photo)"))
 cols = [c for c in frames.main.columns if c.split(".")[0] in (FILE_FIELD, IMAGE_FIELD)]
 frames.main.loc[[rid], cols].T
 """),
@@ -401,7 +405,7 @@ display(Image(data=thumb))
     md("## Attach a file to existing records by writing back a path\nPut a local path in a "
        "file column: `write_back` uploads it (once per record and field) and places it."),
     code("""
-some = read_object(client, OBJECT, limit=3, columns="keys")
+some = read_object(client, OBJECT, limit=3)
 some.main[FILE_FIELD] = str(OUT / "readings.csv")
 report = write_back(client, some)
 report.table
@@ -422,7 +426,7 @@ that any SQL tool opens (`pip install 'svc-frames[duckdb]'`).
 from svc_frames.application import read_app
 
 client, service = connect()
-app = read_app(client, columns="keys")   # every object, side by side, one pace
+app = read_app(client)   # every object, side by side, one pace; columns by field label
 app
 """),
     md("## The connections\nFrom the schema: which field of which object links records of "
@@ -440,16 +444,14 @@ conn = next((c for c in app.connections if app.name(c.from_object) == "Work Orde
              and app.name(c.to_object) == "Parts"), None) or next(
     (c for c in app.connections if c.many and c.to_object in app), app.connections[0])
 left, right = app[conn.from_object], app[conn.to_object]
-label = {f.key: f.label for f in left.source.fields}
-rlabel = {f.key: f.label for f in right.source.fields}
-joined = app.join(conn.from_object, conn.to_object, field=conn.field)
+joined = app.join(app.name(conn.from_object), app.name(conn.to_object), field=conn.label)
 print(f"{app.describe(conn)}: {len(joined)} rows for {len(left.main)} records")
 joined.head()
 """),
     md("## The same join by hand\nWhat an analyst would otherwise write: two merges over the "
        "exploded table. `app.join` gives the same rows."),
     code("""
-links = left.tables[conn.field][["record_id", "connected_id"]]
+links = left.tables[conn.label][["record_id", "connected_id"]]   # the exploded table
 by_hand = (left.main.reset_index()
            .merge(links.rename(columns={"record_id": "id",
                                         "connected_id": f"{conn.label}.id"}),
@@ -476,11 +478,11 @@ tables = dict(con.execute("SELECT object_key, table_name FROM svc_sources").fetc
 link_table = con.execute("SELECT table_name FROM svc_connections WHERE field = ?",
                          [conn.field]).fetchone()[0]
 number = next(c for c in right.main.columns if str(right.main[c].dtype) == "Float64")
-group = next((f.key for f in left.source.fields if f.kind == "multiple_choice"
+group = next((f.label for f in left.source.fields if f.kind == "multiple_choice"
               and f.format.get("type", "single") == "single"), "id")
 sql = f\"\"\"
-SELECT coalesce(CAST(l."{group}" AS VARCHAR), '(blank)') AS "{label.get(group, group)}",
-       count(*) AS links, round(sum(r."{number}"), 2) AS "{rlabel.get(number, number)}"
+SELECT coalesce(CAST(l."{group}" AS VARCHAR), '(blank)') AS "{group}",
+       count(*) AS links, round(sum(r."{number}"), 2) AS "{number}"
 FROM "{tables[conn.from_object]}" l
 JOIN "{link_table}" c ON c.record_id = l.id
 JOIN "{tables[conn.to_object]}" r ON r.id = c.connected_id
@@ -492,7 +494,7 @@ cost
 import matplotlib.pyplot as plt
 
 ax = cost.plot.barh(x=cost.columns[0], y=cost.columns[2], legend=False)
-ax.set_xlabel(f"sum of {rlabel.get(number, number)} ({app.name(conn.to_object)})")
+ax.set_xlabel(f"sum of {number} ({app.name(conn.to_object)})")
 ax.invert_yaxis()
 plt.show()
 """),

@@ -27,6 +27,8 @@ from .errors import InvalidValue, OutcomeUnknown, ReadOnlyField, ServerError, Us
 from .kinds import codec_for
 from .kinds.assets import is_url_source
 from .kinds.base import FieldSpec
+from .lookup import field_key as lookup_field
+from .lookup import object_key as lookup_object
 from .records import Client
 
 __all__ = ["upload_file", "upload_image", "upload", "create_with_asset", "download",
@@ -308,11 +310,12 @@ def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],
     client : Client
         The application to write to.
     object_key : str
-        The object's key (``"object_3"``).
+        The object's key (``"object_3"``) or name (``"Work Orders"``).
     data : mapping
-        The record's other values, by field key, as the service takes them.
+        The record's other values, by field label or key, as the service takes them.
     assets : mapping
-        Field key -> a path, bytes or binary file object to upload into that field.
+        Field label or key -> a path, bytes or binary file object to upload into that
+        field.
     kinds : mapping, optional
         Field key -> "file" or "image"; default: the field's kind from the schema (or
         "file" without a schema).
@@ -347,18 +350,24 @@ def create_with_asset(client: Client, object_key: str, data: Mapping[str, Any],
     'manual.txt'
     >>> download(client, rec["field_37_raw"])
     b'Turn off the power first.'
+    >>> rec = create_with_asset(client, "Work Orders", {"Title": "Inspect the pump"},
+    ...                         {"Attachment": tmp_path / "manual.txt"})   # by name and label
+    >>> rec["field_37_raw"]["filename"]
+    'manual.txt'
     """
-    overlap = set(data) & set(assets)
-    if overlap:
-        raise UsageError(f"fields given both as data and as assets: {sorted(overlap)}")
     # the record data is checked before the first upload: a create the service would
     # refuse must not leave an uploaded asset placed nowhere
     schema = client.schema()
     if schema.available:
-        fields = schema.object_fields(object_key)
-        if fields is None:
-            raise UsageError(f"unknown object {object_key!r}: not in the application "
-                             f"(objects: {', '.join(schema.object_keys()) or 'none'})")
+        name = object_key
+        object_key = lookup_object(schema, name)
+        fields = schema.object_fields(object_key) or []
+        data = {lookup_field(fields, k, name): v for k, v in data.items()}
+        assets = {lookup_field(fields, k, name): v for k, v in assets.items()}
+    overlap = set(data) & set(assets)
+    if overlap:
+        raise UsageError(f"fields given both as data and as assets: {sorted(overlap)}")
+    if schema.available:
         check_record_data({f.key: f for f in fields}, data, what=object_key)
     plan: dict[str, PendingUpload] = {}
     for key, src in assets.items():   # validate every file before the first request

@@ -89,6 +89,24 @@ def test_create_with_asset_then_download(client: Client, tmp_path: Path) -> None
     assert got[f"{f.key}_raw"]["id"] == raw["id"]
 
 
+def test_create_with_asset_takes_the_object_name_and_field_labels(
+        svc: LocalService, client: Client, tmp_path: Path) -> None:
+    """As a frame named by labels names them: the object by name, fields by label; a
+    label and a key of the same field given twice are refused before any request."""
+    obj, f = _object_with(client, "file")
+    path = tmp_path / "by-label.txt"
+    path.write_bytes(b"named by label")
+    text = _text_field(client, obj)
+    schema = client.schema()
+    name, text_label = schema.object_name(obj), schema.field(obj, text).label
+    rec = create_with_asset(client, name, {text_label: "by label"}, {f.label: path})
+    assert rec[text] == "by label" and download(client, rec[f"{f.key}_raw"]) == b"named by label"
+    svc.request_log.clear()
+    with pytest.raises(UsageError, match="both as data and as assets"):
+        create_with_asset(client, name, {f.label: "x"}, {f.key: path})
+    assert svc.request_log.count() == 0
+
+
 def test_asset_id_reused_in_a_second_field_is_refused(client: Client) -> None:
     obj, f = _object_with(client, "file")
     asset = upload_file(client, b"once", "once.txt")
