@@ -155,6 +155,21 @@ def test_another_web_server_at_the_base_url_says_check_the_base_url(
     assert "check the base URL" in err_text and "does not expose" not in err_text
 
 
+def test_another_web_server_refusing_the_login_says_check_the_base_url(
+        other_server: str, service: LocalService, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With a user set (as the local service's env file sets one), the first request is
+    the login, a POST another web server refuses with its own 501 page."""
+    client = Client("app", api_key="key", base_url=other_server, rate_limit=0)
+    with pytest.raises(ServiceUnreachable, match="check the base URL") as err:
+        client.login("someone@example.com", "secret")
+    assert "web page" in str(err.value) and "501" in str(err.value)
+    _env(monkeypatch, service, SVC_BASE_URL=other_server, SVC_EMAIL="someone@example.com",
+         SVC_PASSWORD="secret")
+    assert main(["schema"]) == 1
+    assert "check the base URL" in capsys.readouterr().err
+
+
 # ---- Field takes all six comparisons -----------------------------------------------------
 def test_field_takes_all_six_comparisons(client: Client) -> None:
     every = read_object(client, "Work Orders", columns="keys", progress=False).main

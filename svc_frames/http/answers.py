@@ -239,7 +239,10 @@ class Answers:
         msg = self.redact(msg or resp.reason or "")
         prefix = f"{method} {what}: "
         parsed = _json_or_none(body)
-        if 400 <= status < 500 and status not in (413, 429) and not _is_throttling(msg) \
+        # a web page refusing the request (a 4xx, or 501: the method is not implemented
+        # there) comes from another server; a 502-504 page may be the service's proxy
+        if (400 <= status < 500 or status == 501) and status not in (413, 429) \
+                and not _is_throttling(msg) \
                 and is_web_page(resp.headers.get("Content-Type"), body):
             page = self.redact(snippet(body, 60))
             return ServiceUnreachable(prefix + not_the_service(self.base_url, status, page),
