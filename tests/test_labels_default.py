@@ -86,6 +86,24 @@ def test_diff_changes_summary_and_report_say_labels(client: Client) -> None:
     assert diff(keyed).summary()["fields"].tolist() == ["field_25"]
 
 
+def test_a_conflict_names_the_field_as_the_frames_do_beside_its_key(
+        fresh: tuple[LocalService, Client]) -> None:
+    _svc, client = fresh
+    for naming, name in (("labels", "Priority"), ("keys", "field_25")):
+        ours = read_object(client, WO, columns=naming, progress=False)
+        theirs = read_object(client, WO, columns=naming, progress=False)
+        rid = ours.main.index[0]
+        theirs.main.loc[rid, name] = 1.0 if ours.main.loc[rid, name] != 1.0 else 2.0
+        write_back(client, theirs, progress=False)
+        ours.main.loc[rid, name] = 5.0 if theirs.main.loc[rid, name] != 5.0 else 4.0
+        report = write_back(client, ours, progress=False)
+        assert report.counts == {"conflict": 1}
+        conflicts = report.conflicts
+        assert conflicts.columns.tolist() == ["record_id", "field", "column", "loaded",
+                                              "server", "new"]
+        assert conflicts[["field", "column"]].values.tolist() == [["field_25", name]]
+
+
 def test_a_refused_value_is_named_by_label_with_its_key(client: Client) -> None:
     orders = read_object(client, WO, progress=False)
     orders.main.loc[orders.main.index[0], "Status"] = "Closed"

@@ -112,8 +112,9 @@ class Report:
     plan : Plan
         The plan the run sent.
     conflicts : pandas.DataFrame
-        One row per conflicting field: ``record_id``, ``field``, ``loaded``, ``server``,
-        ``new``.
+        One row per conflicting field: ``record_id``, ``field`` (its key), ``column`` (the
+        field as the frames name it: its label, or its key; the stem of part columns),
+        ``loaded``, ``server``, ``new``.
     requests : dict
         Requests sent by purpose: ``writes``, ``rereads``, ``uploads``, ``lookups``,
         ``checks``.
@@ -278,6 +279,8 @@ def make_report(rows: Sequence[Outcome], plan: Plan, conflicts: list[dict[str, A
           ", ".join(names.get(k, k) for k in o.fields), o.status, o.message) for o in rows],
         columns=REPORT_COLUMNS).astype("string")
     conf = pd.DataFrame(conflicts, columns=["record_id", "field", "loaded", "server", "new"])
+    # beside the key, the field as the frames name it, as a refresh's conflicts have it
+    conf.insert(2, "column", [names.get(k, k) for k in conf["field"]])
     return Report(table, plan, conf, dict(counter.n), dry_run, quota, kept,
                   [list(o.fields) for o in rows])
 
