@@ -29,7 +29,7 @@ import msgspec
 
 from ..keys import FIELD_KEY
 
-if TYPE_CHECKING:  # kinds.dates imports this module: no import of kinds at run time
+if TYPE_CHECKING:  # kinds.dates and kinds.timer import this module: no kinds at run time
     from ..kinds.base import FieldSpec
 from ..kinds.rawvalues import VALUE_TYPES, RawRecord
 
