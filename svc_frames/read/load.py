@@ -67,7 +67,7 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
     opts = options.prepared(client, target)   # the query every page request sends
     columns, tz, processes = opts.columns, opts.timezone, opts.processes
     # the Paginator checks the target before any request
-    pager = Paginator.of(client, target, opts, on_page=on_page or bar)
+    pager = Paginator(client, target, opts, on_page=on_page or bar, keyset=True)
     asked = load_params(opts)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
     pipe = PagePipeline(pager, tz=tz)

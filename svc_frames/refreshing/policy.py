@@ -48,6 +48,7 @@ from ..errors import SvcWarning, UsageError
 from ..frames import Frames, Source, warn_skipped
 from ..kinds.base import FieldSpec
 from ..read.gcpause import paused_gc
+from ..read.options import LoadOptions
 from ..read.pager import Paginator
 from ..records import Client
 from .deletions import deletions
@@ -245,7 +246,8 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     rpp = int(rows_per_page or load.get("rows_per_page") or 1000)
     # validates target and rows_per_page before any request; the filters are the load's
     # query, prepared once when it was loaded (the same bytes are sent again)
-    Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query)
+    Paginator(client, target_of(source), LoadOptions.of(rows_per_page=rpp,
+                                                        filters=source.query))
     sent = client.request_count
     started = dt.datetime.now(dt.timezone.utc)
     report = RefreshReport()

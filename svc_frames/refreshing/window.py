@@ -21,6 +21,7 @@ from ..errors import ConsistencyError
 from ..frames import Frames, Source, build_frames
 from ..kinds.base import FieldSpec
 from ..query import Query, format_filter_date
+from ..read.options import LoadOptions
 from ..read.pager import Page, Paginator
 from ..read.pipeline import PagePipeline
 from ..records import Client
@@ -147,9 +148,10 @@ def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
     listing = query
     total: int | None = None
     while True:
-        pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=listing,
-                          sort_field=mod, sort_order="desc", verify="none", max_workers=1,
-                          prefetch=1, max_passes=MAX_WINDOW_PASSES, stop=window.reached)
+        pager = Paginator(client, target_of(source), LoadOptions.of(
+            rows_per_page=rpp, filters=listing, sort_field=mod, sort_order="desc",
+            verify="none", max_workers=1), prefetch=1, max_passes=MAX_WINDOW_PASSES,
+            stop=window.reached)
         pipe = PagePipeline(pager, source.fields, source, tz)
         pipe.settle(None)  # the frames' kinds are the schema's: raw pages from page 1
         parts: list[tuple[int, Frames]] = []
@@ -238,8 +240,8 @@ def paged(client: Client, source: Source, rpp: int, query: Query) -> Frames:
     """The decoded records of a filtered listing (the pipeline: ``format=raw`` pages, ~40%
     fewer bytes, again with display values when a raw value needs its display)."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
-    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=query,
-                      verify="none")
+    pager = Paginator(client, target_of(source), LoadOptions.of(
+        rows_per_page=rpp, filters=query, verify="none"))
     pipe = PagePipeline(pager, source.fields, source, tz)
     pipe.settle(None)
     return pipe.collect()

@@ -27,6 +27,7 @@ from ..assets import PendingUpload
 from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, SvcError
 from ..frames import Frames, Source
 from ..keys import Target as Where
+from ..read.options import LoadOptions
 from ..read.pager import Paginator
 from ..records import Client
 from .gate import QuotaGate
@@ -394,8 +395,9 @@ def fetch_all(client: Client, where: Where, counter: Counter,
     re-reads when records move between pages instead of missing one (a missed record would
     pass for deleted in the guard). Each page request counts under ``purpose``; ``limit``
     stops after that many records."""
-    pages = Paginator(client, where, filters=(params or {}).get("filters"), verify="none",
-                      limit=limit, on_page=lambda _page: counter.add(purpose))
+    pages = Paginator(client, where, LoadOptions.of(filters=(params or {}).get("filters"),
+                                                    verify="none", limit=limit),
+                      on_page=lambda _page: counter.add(purpose))
     return pages.records()
 
 
