@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from svc_frames.http.client import Client
 from svc_frames.kinds import BLANK
 from svc_frames.loaders import read_object
 from svc_frames.plot import plot_counts, plot_locations
+from svc_frames.records import Client
 from svc_frames.widgets import changes_html, format_change_value, record_html
 from svc_frames.writeback import diff
 

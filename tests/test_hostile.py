@@ -17,9 +17,9 @@ from fixtures.hostile_app import TEXTS, hostile_document, seed
 from svc_frames.application import read_app
 from svc_frames.errors import NameWarning, UsageError
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.names import fold
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.saved.push import push

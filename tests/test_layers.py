@@ -6,7 +6,7 @@ says what each layer holds and why."""
 from __future__ import annotations
 
 import pytest
-from test_server_imports import COMPAT_ALIASES, ROOT, import_graph
+from test_server_imports import ROOT, import_graph
 
 #: Lowest first. A module belongs to the first layer one of whose prefixes names it or a
 #: package above it; every module of svc_frames must belong to one.
@@ -32,10 +32,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # cli: the package cli/ (one module per subcommand, and what they share), all of it top
     ("top", ("cli", "demo", "reviewing", "widgets", "plot", "testing", "")),
 ]
-
-#: The imports allowed up a layer: only the names resolved by their old address on
-#: first use (test_server_imports.py lists them, with their reasons).
-ALLOWED = COMPAT_ALIASES
 
 #: The longest a module may be (ARCHITECTURE.md, "one room per idea"); the local service
 #: (``server/``) is exempt.
@@ -81,7 +77,7 @@ def offending(graph: dict[str, set[str]]) -> list[str]:
                     out.append(f"{mod} ({LAYERS[layer_of(mod)][0]}) imports {dep}: only "
                                "the top layer imports the local service")
                 continue
-            if layer_of(dep) > layer_of(mod) and (mod, dep) not in ALLOWED:
+            if layer_of(dep) > layer_of(mod):
                 out.append(f"{mod} ({LAYERS[layer_of(mod)][0]}) imports {dep} "
                            f"({LAYERS[layer_of(dep)][0]}): up a layer")
     return out

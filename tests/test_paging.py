@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from svc_frames.errors import ConsistencyError, UsageError
-from svc_frames.http.client import Client
 from svc_frames.read.pager import Page, Paginator
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 

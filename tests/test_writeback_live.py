@@ -19,9 +19,9 @@ import pytest
 from svc_frames import query
 from svc_frames.errors import ConflictError, UsageError
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.server import query as server_query
 from svc_frames.testing import client_for
