@@ -45,9 +45,9 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
     Page 1 comes with raw and display values (kinds are inferred from both when there is no
     schema). When the schema gives every kind and page 1 shows that raw values alone will
     do, the pages still to come are asked for with ``format=raw`` (``raw_pages=False``
-    keeps both): about 40% fewer bytes to send, read and parse (the decision and its
+    keeps both): fewer bytes to send, read and parse (docs/benchmarks.md) (the decision and its
     fallback are ``PagePipeline``'s, as for every reader of pages). Raw pages of a large load
-    are decoded in ``processes`` helper processes (decoder.py) while this one fetches;
+    are decoded in ``processes`` helper processes (read/workers.py) while this one fetches;
     by default one on a machine with 3+ cores (``core_idle``), for loads of 8 pages or
     more paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up.
 

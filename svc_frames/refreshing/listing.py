@@ -36,7 +36,7 @@ def target_of(source: Source) -> Target:
     return source.object_key
 
 
-def column_names(source: Source) -> tuple[dict[str, str], dict[str, str]]:
+def column_maps(source: Source) -> tuple[dict[str, str], dict[str, str]]:
     """(main column -> field key, field key -> its bare column or table name) of a source,
     in keys or labels mode."""
     names = label_map(source.fields)
@@ -50,7 +50,8 @@ def column_names(source: Source) -> tuple[dict[str, str], dict[str, str]]:
     return col_field, bare
 
 
-def describe(source: Source) -> str:
+def target_name(source: Source) -> str:
+    """The key of the source's object, or its scene/view, as messages name it."""
     return (f"{source.scene_key}/{source.view_key}" if source.kind == "view"
             else source.object_key)
 

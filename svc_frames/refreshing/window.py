@@ -25,7 +25,7 @@ from ..read.options import LoadOptions
 from ..read.pager import Page, Paginator
 from ..read.pipeline import PagePipeline
 from ..records import Client
-from .listing import OVERLAP_DAYS, decode, describe, target_of
+from .listing import OVERLAP_DAYS, decode, target_name, target_of
 
 STAMP_MARGIN = dt.timedelta(seconds=30)
 """How far before the last load's start (in the service's clock) stamps are read: stamps
@@ -167,7 +167,7 @@ def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
             if len(pager.passes) < MAX_WINDOW_PASSES:
                 raise  # a page fetched again with display values changed meanwhile
             raise ConsistencyError(
-                f"the records of {describe(source)} changed while the recently stamped "
+                f"the records of {target_name(source)} changed while the recently stamped "
                 f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again") from None
         if window.switch:
             # blanks sort first here: the listing's total is the first page's, and the
@@ -237,8 +237,8 @@ def concat_parts(parts: list[Frames]) -> Frames:
 
 
 def paged(client: Client, source: Source, rpp: int, query: Query) -> Frames:
-    """The decoded records of a filtered listing (the pipeline: ``format=raw`` pages, ~40%
-    fewer bytes, again with display values when a raw value needs its display)."""
+    """The decoded records of a filtered listing (the pipeline: ``format=raw`` pages, fewer
+    bytes, again with display values when a raw value needs its display)."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
     pager = Paginator(client, target_of(source), LoadOptions.of(
         rows_per_page=rpp, filters=query, verify="none"))
