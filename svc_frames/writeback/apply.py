@@ -437,7 +437,7 @@ def lookup_possible(run: RunState, body: Mapping[str, Any]) -> bool:
 
 
 def _lookup_rules(run: RunState, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """"is" rules on the create's values (``Layout.lookup_rules``)."""
+    """"is" rules on the create's values (``ColumnMap.lookup_rules``)."""
     return run.layout.lookup_rules(body)
 
 

@@ -33,7 +33,7 @@ from ..records import Client
 from .gate import QuotaGate
 from .guardmode import CHECK_MARGIN
 from .journal import journal_key
-from .plan import Layout, Status, reread_requests
+from .plan import ColumnMap, Status, reread_requests
 from .report import Outcome, Report, RequestCounter, when_reset
 from .rereads import RereadRoute
 from .state import RunState
@@ -402,7 +402,7 @@ def fetch_all(client: Client, where: Where, counter: RequestCounter,
 
 
 def reread(client: Client, source: Source, ids: Sequence[str], counter: RequestCounter,
-           layout: Layout, base: Frames | None, *, purpose: str = "rereads"
+           layout: ColumnMap, base: Frames | None, *, purpose: str = "rereads"
            ) -> dict[str, dict[str, Any]]:
     """Current server records for ``ids``, batched: OR-filters on an identifying field
     (auto increment / unique) in chunks of ``reread_chunk`` values (50, fewer over a

@@ -5,7 +5,7 @@ Usage::
     plan = diff(frames)            # writeback.diff builds it
     plan.changes                   # record_id, action, field, column, old, new
     plan.requests                  # RequestEstimate(writes=12, uploads=0, rereads=1, ...)
-    Layout.of(plan.source).field_cols["field_21"]   # the frame columns of a field
+    ColumnMap.of(plan.source).field_cols["field_21"]   # the frame columns of a field
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .rereads import (
     reread_chunk,
 )
 
-__all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
+__all__ = ["Plan", "ColumnMap", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
            "RequestEstimate", "REREAD_CHUNK", "LOOKUP_KINDS", "LOOKUP_SCAN_LIMIT",
            "list_pages", "reread_requests", "baseline_requests", "guard_requests",
            "live_batches", "batch_rereads",
@@ -62,10 +62,10 @@ LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
 
 
 @dataclass
-class Layout:
+class ColumnMap:
     """Which frame column belongs to which field, for one source.
 
-    Usage: ``Layout.of(source).col_field["field_21.latitude"]  # -> "field_21"``"""
+    Usage: ``ColumnMap.of(source).col_field["field_21.latitude"]  # -> "field_21"``"""
 
     fields: dict[str, FieldSpec]
     codecs: dict[str, Codec]
@@ -79,7 +79,7 @@ class Layout:
     names: dict[str, str] = dc_field(default_factory=dict)
 
     @classmethod
-    def of(cls, source: Source) -> Layout:
+    def of(cls, source: Source) -> ColumnMap:
         fields: dict[str, FieldSpec] = {}
         codecs: dict[str, Codec] = {}
         field_cols: dict[str, list[str]] = {}
@@ -157,7 +157,7 @@ class Layout:
         return None
 
 
-def reread_requests(source: Source, layout: Layout, base: Frames | None,
+def reread_requests(source: Source, layout: ColumnMap, base: Frames | None,
                     ids: Sequence[str]) -> int:
     """The requests the guard's ``reread(ids)`` sends when the server still holds the
     loaded records (the same rules, in the same order): the whole list when it has fewer
@@ -202,7 +202,7 @@ def live_batches(order: Sequence[tuple[str, Action]], size: int | None
     return out
 
 
-def batch_rereads(source: Source, layout: Layout, base: Frames | None, action: Action,
+def batch_rereads(source: Source, layout: ColumnMap, base: Frames | None, action: Action,
                   batch: Sequence[str]) -> int:
     """The requests the live guard's re-read of one batch sends just before its writes
     (``reread_requests``; none for creates): what ``apply`` sends and claims of the
@@ -212,7 +212,7 @@ def batch_rereads(source: Source, layout: Layout, base: Frames | None, action: A
     return 0 if action == "create" else reread_requests(source, layout, base, batch)
 
 
-def guard_requests(source: Source, layout: Layout, base: Frames | None,
+def guard_requests(source: Source, layout: ColumnMap, base: Frames | None,
                    updated: Sequence[str], deleted: Sequence[str], mode: GuardMode,
                    rate: float | None = None, *, upfront: bool = False
                    ) -> tuple[int, int, int]:
@@ -239,7 +239,7 @@ def guard_requests(source: Source, layout: Layout, base: Frames | None,
             reread_requests(source, layout, base, list(updated)))
 
 
-def baseline_requests(source: Source, layout: Layout, base: Frames | None,
+def baseline_requests(source: Source, layout: ColumnMap, base: Frames | None,
                       bodies: Sequence[Mapping[str, Any]]) -> int:
     """The requests of ``apply.take_baseline`` before the creates ``bodies`` (the same
     rules): one OR-filter per ``reread_chunk`` distinct lookup values (a page each, when
@@ -506,7 +506,7 @@ class Plan:
         uploads = sum(isinstance(v, PendingUpload)
                       for rid in sent for v in self.payloads.get(rid, {}).values())
         checked = [rid for rid in sent if self.actions[rid] != "create"]
-        layout = Layout.of(self.source)
+        layout = ColumnMap.of(self.source)
         updated = [rid for rid in checked if self.actions[rid] == "update"]
         deleted = [rid for rid in checked if self.actions[rid] == "delete"]
         rereads, late, checks = guard_requests(self.source, layout, self.base, updated,

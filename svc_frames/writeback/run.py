@@ -38,7 +38,7 @@ from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .interrupt import cut_short
 from .journal import Journal, check_journal_path
 from .kept import Keeper
-from .plan import Layout, Plan
+from .plan import ColumnMap, Plan
 from .report import Outcome, Report, dry_run_report, make_report, summary_line
 from .stamp import stamp_for
 from .state import RunState
@@ -180,7 +180,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         plan = diff(edited, base)
     elif plan.edited is not None and plan.edited is not edited:
         raise UsageError("the plan was made from other frames: diff(edited) again")
-    layout = Layout.of(plan.source)
+    layout = ColumnMap.of(plan.source)
     if journal is not None:
         check_journal_path(journal)
     # 2. resolve the target (object or view + token)

@@ -20,7 +20,7 @@ from ..frames import Source
 from ..records import Client
 from .gate import QuotaGate
 from .journal import Journal, record_keys
-from .plan import Action, Layout, Plan
+from .plan import Action, ColumnMap, Plan
 from .report import Outcome, RequestCounter
 from .stamp import Stamp
 from .target import WriteTarget
@@ -35,7 +35,7 @@ class RunState:
 
     client: Client
     plan: Plan
-    layout: Layout
+    layout: ColumnMap
     tgt: WriteTarget
     jr: Journal | None
     counter: RequestCounter = field(default_factory=RequestCounter)
@@ -77,7 +77,7 @@ class RunState:
     duration: str = ""
 
     @classmethod
-    def start(cls, client: Client, plan: Plan, layout: Layout, tgt: WriteTarget,
+    def start(cls, client: Client, plan: Plan, layout: ColumnMap, tgt: WriteTarget,
               jr: Journal | None) -> RunState:
         """A run's state with its journal keys and the ids already known."""
         known = set(map(str, plan.base.main.index)) if plan.base is not None else set()
