@@ -44,8 +44,8 @@ from benchmarks.bench_load import client_for
 from benchmarks.naive import naive_load
 from benchmarks.remote import RemoteService
 from svc_frames.application import App, read_app
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 
 
 def rss_peak_reset() -> None:
@@ -184,7 +184,7 @@ _OURS_CHILD = r"""
 import json, sys, time
 t_start = time.time()
 t0 = time.perf_counter()
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.loaders import read_object
 t_import = time.perf_counter() - t0
 app_id, key, url, obj = sys.argv[1:5]

@@ -34,12 +34,12 @@ from benchmarks.naive import naive_load
 from benchmarks.remote import RemoteService
 from svc_frames.frames import build_frames, decodes_raw_alone
 from svc_frames.http.body import parse_json
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.read.gcpause import paused_gc
 from svc_frames.read.pipeline import concat_frames
 from svc_frames.read.rawpages import raw_page_parser
 from svc_frames.read.target import describe
+from svc_frames.records import Client
 from svc_frames.schema import Schema
 
 
@@ -168,7 +168,7 @@ def bench_cpu(svc: RemoteService, object_key: str, n: int) -> dict[str, Any]:
 
 _EXPORT_CHILD = r"""
 import resource, sys, time
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.schema import Schema
 app_id, key, url, obj, out = sys.argv[1:6]

@@ -43,10 +43,10 @@ from requests.adapters import HTTPAdapter
 
 from benchmarks.bench_load import biggest_object
 from benchmarks.remote import RemoteService
-from svc_frames.http.client import Client
 from svc_frames.http.limiter import RateLimiter
 from svc_frames.http.paceledger import open_ledger
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 
 OFFSETS = (-1.0, -0.5, -0.15, 0.0, 0.15, 0.5, 1.0)
 JITTERS = (0, 50)

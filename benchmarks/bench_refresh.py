@@ -41,9 +41,9 @@ from typing import Any
 from benchmarks.bench_load import client_for
 from benchmarks.remote import RemoteService
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.kinds.base import ReadContext
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.refreshing.policy import RefreshReport, refresh
 from svc_frames.schema import Schema
 from svc_frames.writeback.stamp import stamp_for

@@ -25,8 +25,8 @@ TITLE = "field_12"
 
 
 def bench_undo(records: int = 2000, theirs: int = 50, rate: float = 50.0) -> dict[str, Any]:
-    from svc_frames.http.client import Client
     from svc_frames.loaders import read_object
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
     from svc_frames.undoing import undo
     from svc_frames.writeback import write_back

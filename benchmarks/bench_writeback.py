@@ -146,8 +146,8 @@ def _service_edit(frames: Frames, n: int, seed: int = 2) -> list[str]:
 
 
 def bench_requests(records: int = 500, changed: int = 100) -> dict[str, Any]:
-    from svc_frames.http.client import Client
     from svc_frames.loaders import read_object
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
 
     with LocalService(demo=True, records=records, rate_limit=0) as svc:
@@ -171,8 +171,8 @@ def bench_requests(records: int = 500, changed: int = 100) -> dict[str, Any]:
 
 
 def bench_apply(updates: int = 2000, rate: float = 50.0) -> dict[str, Any]:
-    from svc_frames.http.client import Client
     from svc_frames.loaders import read_object
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
 
     with LocalService(demo=True, records=updates + 200, rate_limit=0) as svc:
@@ -222,8 +222,8 @@ def bench_faults_one_call(updates: int = 200, creates: int = 40, rate: float = 0
                           pace: float = 0.0) -> dict[str, Any]:
     """20% faults of every kind on every request: calls until every change is applied,
     and how often each was applied (request log) and is held (clean re-read)."""
-    from svc_frames.http.client import Client
     from svc_frames.loaders import read_object
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
     from svc_frames.server.emulate import FAULT_KINDS
 
@@ -265,8 +265,8 @@ def bench_cut_truth(updates: int = 200, creates: int = 40, deletes: int = 20,
                     rate: float = 0.3) -> dict[str, Any]:
     """30% of write answers lost after the write was applied (and, second run, mixed
     with faults before it): reported statuses a clean re-read contradicts (goal 0)."""
-    from svc_frames.http.client import Client
     from svc_frames.loaders import read_object
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
 
     out: dict[str, Any] = {"updates": updates, "creates": creates, "deletes": deletes,
@@ -310,8 +310,8 @@ def bench_quota(updates: int = 8000, quota: int = 5000, rate: float = 10.0,
                 reserve: int | None = None) -> dict[str, Any]:
     """Section 5: a write_back that the daily quota stops, resumed after the reset
     (``reserve``: ``quota_reserve``, default the library's)."""
-    from svc_frames.http.client import Client
     from svc_frames.loaders import read_object
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
     from svc_frames.writeback.budget import DEFAULT_QUOTA_RESERVE
 

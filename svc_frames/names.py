@@ -40,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from .errors import NameWarning, warn_user
 
-__all__ = ["fold", "name_hash", "unique_labels", "path_names", "sql_name", "sql_slug",
+__all__ = ["fold_case", "name_hash", "unique_labels", "path_names", "sql_name", "sql_slug",
            "bounded_sql", "changed", "paths_changed", "warn_names", "RESERVED_COLUMNS", "MAX_PATH_BYTES", "MAX_SQL_CHARS"]
 
 RESERVED_COLUMNS = ("id",)   # the record id column of every frame
@@ -52,7 +52,7 @@ _UNSAFE = re.compile(r"[^\w.-]+")
 _SPACES = re.compile(r"(?<=\S) +(?=\S)")   # spaces between words: a path name's "_"
 
 
-def fold(name: str) -> str:
+def fold_case(name: str) -> str:
     """A name as a case-insensitive target compares it (NFC, case folded)."""
     return unicodedata.normalize("NFC", name).casefold()
 
@@ -69,7 +69,7 @@ def unique_labels(entries: Sequence[tuple[str, str, Sequence[str]]],
 
     A field whose columns clash is named ``"Label (field_N)"``, then (if that clashes
     too) by its key, then by its key and a hash of its label."""
-    taken = {fold(r) for r in reserved}
+    taken = {fold_case(r) for r in reserved}
     stage = {key: 0 for key, _label, _sufs in entries}
 
     def named(key: str, label: str) -> str:
@@ -80,7 +80,7 @@ def unique_labels(entries: Sequence[tuple[str, str, Sequence[str]]],
         owners: dict[str, set[str]] = {}
         for key, label, sufs in entries:
             for suf in sufs or [""]:
-                owners.setdefault(fold(named(key, label) + suf), set()).add(key)
+                owners.setdefault(fold_case(named(key, label) + suf), set()).add(key)
         clash = {k for col, ks in owners.items() if len(ks) > 1 or col in taken for k in ks}
         if not clash:
             break
@@ -113,10 +113,10 @@ def path_names(names: Iterable[str]) -> dict[str, str]:
     firsts = {n: _path_safe(n) for n in dict.fromkeys(names)}
     groups: dict[str, list[str]] = {}
     for n, (safe, _changed) in firsts.items():
-        groups.setdefault(fold(safe), []).append(n)
+        groups.setdefault(fold_case(safe), []).append(n)
     out: dict[str, str] = {}
     for n, (safe, changed) in firsts.items():
-        clash = len(groups[fold(safe)]) > 1
+        clash = len(groups[fold_case(safe)]) > 1
         out[n] = f"{safe}-{name_hash(n)}" if changed or clash else safe
     return out
 

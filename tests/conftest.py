@@ -20,7 +20,7 @@ from hypothesis import settings
 from svc_frames.server import LocalService
 
 if TYPE_CHECKING:
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
 
 
 # Hypothesis profiles (the tests' own @settings, e.g. max_examples, still apply):
@@ -98,7 +98,7 @@ def scrypt_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.fixture()
 def client(service: LocalService) -> Client:
     """A toolkit Client on the shared ``service`` (pacing off: tests stay fast)."""
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
 
     return Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
                   rate_limit=0, backoff=0.01)

@@ -14,9 +14,9 @@ import pytest
 
 from svc_frames.errors import InvalidValue, PrecisionWarning, UsageError
 from svc_frames.filters import Field
-from svc_frames.http.client import Client
 from svc_frames.kinds import FieldSpec, ReadContext, codec_for
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 from svc_frames.writeback import diff, write_back

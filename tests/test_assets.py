@@ -14,9 +14,9 @@ import pytest
 from svc_frames.assets import create_with_asset, download, upload_file, upload_image
 from svc_frames.errors import InvalidValue, UsageError, ValidationError
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.writeback import add_rows, diff, write_back
 

@@ -30,8 +30,8 @@ from svc_frames.errors import (
 )
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.saved.push import push

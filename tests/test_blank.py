@@ -14,10 +14,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from svc_frames.http.client import Client
 from svc_frames.kinds import BLANK
 from svc_frames.loaders import read_object
 from svc_frames.plot import plot_counts, plot_locations
+from svc_frames.records import Client
 from svc_frames.widgets import changes_html, format_change_value, record_html
 from svc_frames.writeback import diff
 
@@ -133,7 +133,8 @@ def literals(path: Path) -> list[str]:
 def test_no_display_module_spells_another_word() -> None:
     """New display code takes ``BLANK`` rather than a word of its own."""
     package = Path(__file__).resolve().parent.parent / "svc_frames"
-    shown = [package / "plot.py", *sorted((package / "reviewing").glob("*.py")),
+    shown = [*sorted((package / "plot").glob("*.py")),
+             *sorted((package / "reviewing").glob("*.py")),
              package / "demo.py", package / "catalog.py",
              package / "writeback" / "report.py", package / "writeback" / "plan.py"]
     for path in shown:

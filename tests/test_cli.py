@@ -357,7 +357,7 @@ def test_serve_env_file_is_sourceable_private_and_removed_on_stop(tmp_path: Path
 
 def test_push_reports_applied_writes_even_when_the_refresh_fails(
         fresh_service: LocalService, tmp_path: Path) -> None:
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
     from svc_frames.saved.export import export
     from svc_frames.saved.push import push
 

@@ -33,9 +33,9 @@ from svc_frames.errors import (
     UsageError,
     ValidationError,
 )
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.read.pager import Page, Paginator
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 KEY = "sk-very-secret-key-42"

@@ -16,10 +16,10 @@ import requests
 from svc_frames.errors import ServerError, UsageError
 from svc_frames.frames import Frames, build_frames
 from svc_frames.http.body import parse_json
-from svc_frames.http.client import Client
 from svc_frames.read.load import load
 from svc_frames.read.target import describe
 from svc_frames.read.workers import PageDecoder
+from svc_frames.records import Client
 from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 from svc_frames.testing import object_url

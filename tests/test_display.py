@@ -17,8 +17,8 @@ from fixtures.hostile_app import hostile_document, seed
 from svc_frames.application import read_app
 from svc_frames.errors import NameWarning
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object, read_view
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 

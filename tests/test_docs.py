@@ -2,7 +2,9 @@
 
 A contributor who clones the repository must be able to follow each reference: a ``*.md``
 path in a docstring or comment, a ``§N.N`` section of a document under ``docs/``, a link
-of README.md or ARCHITECTURE.md into ``docs/``, and a module path named by a document.
+of README.md or ARCHITECTURE.md into ``docs/``, a module path named by a document, and
+any ``*.py`` file named by the package's code or a document (a bare name, ``pager.py``, is
+found in whichever folder holds it).
 
 Usage: ``.venv/bin/python -m pytest -q tests/test_docs.py``
 """
@@ -23,6 +25,7 @@ SECTION = re.compile(r"(docs/[\w.-]+\.md) §(\d+(?:\.\d+)*)")
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
 DOCS_PATH = re.compile(r"(?<![\w/.-])(docs/[\w./-]*[\w/])")
 MODULE_PATH = re.compile(r"(?<![\w/.-])(svc_frames/[\w/]*\w(?:\.py)?)")
+PY_NAME = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*\w+\.py)\b")
 HEADING = re.compile(r"^#{1,6} (.+?)\s*$", re.M)
 HEADING_NUMBER = re.compile(r"^(\d+(?:\.\d+)*)\.? ")
 
@@ -35,6 +38,18 @@ def code_files() -> list[Path]:
 
 def doc_files() -> list[Path]:
     return sorted((REPO / "docs").glob("*.md"))
+
+
+def python_files() -> list[str]:
+    """Every ``*.py`` of the repository (its virtual environment left out), by path."""
+    return sorted(p.relative_to(REPO).as_posix() for p in REPO.rglob("*.py")
+                  if not p.relative_to(REPO).parts[0].startswith("."))
+
+
+def missing_python(text: str, files: list[str]) -> list[str]:
+    """The ``*.py`` names in ``text`` that no file of ``files`` is (or ends with)."""
+    return sorted({m for m in PY_NAME.findall(text)
+                   if not any(f == m or f.endswith("/" + m) for f in files)})
 
 
 def rel(path: Path) -> str:
@@ -116,6 +131,18 @@ def test_links_and_module_paths_in_docs_resolve(doc: Path) -> None:
     assert not problems, problems
 
 
+def test_every_named_python_file_exists() -> None:
+    """A module named in the package's docstrings and comments, in docs/, README.md or
+    ARCHITECTURE.md is a file of the repository (a renamed or removed module leaves none
+    behind)."""
+    files = python_files()
+    named = [*sorted((REPO / "svc_frames").rglob("*.py")), *doc_files(),
+             *(REPO / name for name in TOP_DOCS)]
+    bad = {rel(p): m for p in named
+           if (m := missing_python(p.read_text(encoding="utf-8"), files))}
+    assert not bad, f"files named that do not exist: {bad}"
+
+
 def test_the_checks_catch_a_broken_reference(tmp_path: Path) -> None:
     """The patterns above do see what they must refuse (so the tests can fail)."""
     assert MD_PATH.findall("see interface.md 2.1 and docs/x.md") == ["interface.md", "docs/x.md"]
@@ -130,3 +157,6 @@ def test_the_checks_catch_a_broken_reference(tmp_path: Path) -> None:
     assert link_problem(page, "nowhere.md") is not None
     assert MODULE_PATH.findall("in `svc_frames/server/app.py` and svc_frames/kinds/") == [
         "svc_frames/server/app.py", "svc_frames/kinds"]
+    files = ["svc_frames/read/pager.py", "svc_frames/kinds/dates.py"]
+    assert missing_python("pager.py, read/pager.py, kinds/dates.py and decoder.py",
+                          files) == ["decoder.py"]

@@ -53,7 +53,7 @@ import pytest
 
 import svc_frames
 from svc_frames import errors
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 matplotlib.use("Agg")  # the plots' examples draw headless

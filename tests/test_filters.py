@@ -22,7 +22,7 @@ from svc_frames.query.prepare import encode_filters, prepare_filters
 from svc_frames.schema import Schema
 
 if TYPE_CHECKING:
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
 
 
@@ -272,7 +272,7 @@ def test_a_load_with_an_operator_the_field_does_not_take_sends_nothing(
         service: LocalService) -> None:
     """The loader refuses it before any request but the schema's: a new client asks for the
     schema alone, and once it holds the schema nothing at all is sent."""
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
 
     fresh = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
                    rate_limit=0)
@@ -339,7 +339,7 @@ def test_loads_send_dates_in_the_hosted_format(service: LocalService, client: Cl
 
 
 def test_a_filtered_load_reads_the_schema_once(service: LocalService) -> None:
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
 
     fresh = Client(service.app_id, api_key=service.api_key, base_url=service.base_url,
                    rate_limit=0)

@@ -17,9 +17,9 @@ from fixtures.hostile_app import TEXTS, hostile_document, seed
 from svc_frames.application import read_app
 from svc_frames.errors import NameWarning, UsageError
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
-from svc_frames.names import fold
+from svc_frames.names import fold_case
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.saved.push import push
@@ -56,7 +56,7 @@ def test_read_object_values_and_unique_names(hostile: Any, columns: str) -> None
     else:
         frames = _load(client, columns)
     cols = [str(c) for c in frames.main.columns]
-    assert len({fold(c) for c in cols}) == len(cols) and "id" not in {fold(c) for c in cols}
+    assert len({fold_case(c) for c in cols}) == len(cols) and "id" not in {fold_case(c) for c in cols}
     text = "field_10" if columns == "keys" else 'say "hi" / \'bye\''
     ext = "field_1" if columns == "keys" else "ID (field_1)"
     num = "field_11" if columns == "keys" else "select"
@@ -114,7 +114,7 @@ def test_saved_frames_round_trip_and_push_sends_nothing(hostile: Any, columns: s
         export(client, "object_1", tmp_path / "x", format=fmt,  # type: ignore[arg-type]
                columns=columns, progress=False)  # type: ignore[arg-type]
     dirs = [p.name for p in (tmp_path / "x.tables").iterdir()]
-    assert len({fold(d) for d in dirs}) == len(frames.tables) == len(dirs)
+    assert len({fold_case(d) for d in dirs}) == len(frames.tables) == len(dirs)
     assert all(d not in (".", "..") and "/" not in d for d in dirs)
     back = read_parquet(tmp_path / "x")
     assert diff(back).empty
@@ -278,7 +278,7 @@ def test_read_view_and_write_through_the_public_view(hostile: Any, columns: str)
         warnings.simplefilter("ignore", NameWarning)
         frames = read_view(client, "scene_1", "view_1", columns=columns)  # type: ignore[arg-type]
     cols = [str(c) for c in frames.main.columns]
-    assert len({fold(c) for c in cols}) == len(cols)
+    assert len({fold_case(c) for c in cols}) == len(cols)
     low = "field_3" if columns == "keys" else "status"
     timer = "field_12" if columns == "keys" else "Work/Time"
     for rid in ids["object_1"]:

@@ -14,8 +14,8 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from svc_frames.errors import ServiceUnreachable
-from svc_frames.http.client import Client
 from svc_frames.http.connections import PacedAdapter, paced_by
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 

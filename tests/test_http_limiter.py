@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from svc_frames.errors import UsageError
-from svc_frames.http.client import Client
 from svc_frames.http.limiter import RateLimiter, shared_limiter
 from svc_frames.http.paceledger import FileLedger, pace_file
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 KEY = "sk-pace-test-key"
@@ -295,7 +295,7 @@ def test_limiters_on_one_pace_file_share_the_window(tmp_path: Path) -> None:
 
 CHILD = textwrap.dedent("""
     import json, sys
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
     from svc_frames.loaders import read_object
     base_url, app_id, api_key, ca_file = sys.argv[1:5]
     client = Client(app_id, api_key=api_key, base_url=base_url, rate_limit=10,

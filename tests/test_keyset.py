@@ -14,7 +14,6 @@ import requests
 from requests.adapters import HTTPAdapter
 
 from svc_frames import query
-from svc_frames.http.client import Client
 from svc_frames.query import Query
 from svc_frames.read.keyset import (
     VALUES_PER_CHECK,
@@ -31,6 +30,7 @@ from svc_frames.read.keyset import (
 )
 from svc_frames.read.load import load
 from svc_frames.read.pager import Page, Paginator
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.server import query as server_query
 from svc_frames.server.protocol import MAX_REQUEST_LINE_BYTES

@@ -840,7 +840,7 @@ def test_equation_with_a_date_result_decodes_as_a_date_and_others_as_numbers() -
     as a date_time does: its raw date object, or its display alone (``format=html``), in
     its own date and time formats; every other equation stays a Float64 number."""
     from svc_frames.kinds import codec_for, is_date_result
-    from svc_frames.kinds.dates import raw_date
+    from svc_frames.kinds.wallclock import raw_date
 
     zone = ZoneInfo("America/Chicago")
     fmt = {"equation_type": "date", "date_result": "date", "equation": "{field_1} + 30",

@@ -6,7 +6,7 @@ says what each layer holds and why."""
 from __future__ import annotations
 
 import pytest
-from test_server_imports import COMPAT_ALIASES, import_graph
+from test_server_imports import ROOT, import_graph
 
 #: Lowest first. A module belongs to the first layer one of whose prefixes names it or a
 #: package above it; every module of svc_frames must belong to one.
@@ -33,9 +33,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("top", ("cli", "demo", "reviewing", "widgets", "plot", "testing", "")),
 ]
 
-#: The imports allowed up a layer: only the names resolved by their old address on
-#: first use (test_server_imports.py lists them, with their reasons).
-ALLOWED = COMPAT_ALIASES
+#: The longest a module may be (ARCHITECTURE.md, "one room per idea"); the local service
+#: (``server/``) is exempt.
+MAX_LINES = 600
 
 #: The local service: beside the toolkit, not in its stack. It imports only the base;
 #: only the top (the CLI, the demo, testing helpers) imports it.
@@ -77,7 +77,7 @@ def offending(graph: dict[str, set[str]]) -> list[str]:
                     out.append(f"{mod} ({LAYERS[layer_of(mod)][0]}) imports {dep}: only "
                                "the top layer imports the local service")
                 continue
-            if layer_of(dep) > layer_of(mod) and (mod, dep) not in ALLOWED:
+            if layer_of(dep) > layer_of(mod):
                 out.append(f"{mod} ({LAYERS[layer_of(mod)][0]}) imports {dep} "
                            f"({LAYERS[layer_of(dep)][0]}): up a layer")
     return out
@@ -130,3 +130,11 @@ def test_every_module_of_the_cli_is_top() -> None:
     cli = [m for m in import_graph() if m.startswith("svc_frames.cli.")]
     assert {"svc_frames.cli.serve", "svc_frames.cli.registry"} <= set(cli)
     assert all(layer_of(m) == top for m in cli)
+
+
+def test_no_module_outside_the_service_runs_over_the_limit() -> None:
+    """A module over ``MAX_LINES`` holds several ideas: split it, one room per idea."""
+    long = {str(p.relative_to(ROOT.parent)): n for p in ROOT.rglob("*.py")
+            if not p.relative_to(ROOT).parts[0] == SERVER
+            and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"

@@ -11,8 +11,8 @@ import requests
 from svc_frames.errors import AuthenticationError, Forbidden, NotFound, UsageError
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object, read_view
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 NUMERIC = {"number", "currency", "equation", "sum", "count", "average", "min", "max", "rating"}

@@ -14,10 +14,10 @@ import pytest
 
 import svc_frames as sf
 from svc_frames.errors import UsageError
-from svc_frames.http.client import Client
 from svc_frames.mirroring import SchemaChanged, TargetBusy, TargetMismatch
 from svc_frames.mirroring.duckdbtarget import DuckDBWriter
 from svc_frames.mirroring.lock import file_lock
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 

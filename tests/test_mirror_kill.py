@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 import svc_frames as sf
-from svc_frames.http.client import Client
 from svc_frames.mirroring.past import open_versions
 from svc_frames.mirroring.state import MirrorState
 from svc_frames.mirroring.target import open_target
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 RUN = ("import sys, svc_frames as sf; c = sf.Client.from_env(rate_limit=0); "

@@ -14,8 +14,8 @@ import pytest
 import requests
 
 from svc_frames.errors import ConsistencyError, UsageError
-from svc_frames.http.client import Client
 from svc_frames.read.pager import Page, Paginator
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 
@@ -282,3 +282,44 @@ def test_underestimated_pages_are_fetched_past_the_announced_end(envelopes: Enve
 def test_duplicates_across_pages_never_reach_the_result(envelopes: Envelopes) -> None:
     with pytest.raises(ConsistencyError, match="twice"):
         Paginator(scripted_client(envelopes), "object_1", rows_per_page=2).records()
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch, *funcs: Any) -> dict[str, int]:
+    """Every module of svc_frames holding one of ``funcs`` gets a counting wrapper."""
+    import sys
+
+    calls = {f.__name__: 0 for f in funcs}
+    for func in funcs:
+        def counted(*args: Any, _f: Any = func, **kw: Any) -> Any:
+            calls[_f.__name__] += 1
+            return _f(*args, **kw)
+        for name, mod in list(sys.modules.items()):
+            if name.startswith("svc_frames") and getattr(mod, func.__name__, None) is func:
+                monkeypatch.setattr(mod, func.__name__, counted)
+    return calls
+
+
+def test_a_listings_filters_are_checked_and_prepared_once(
+        service: LocalService, client: Client, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Any) -> None:
+    """The loaders and export check a filter once (``LoadOptions.of``) and prepare it
+    once (``LoadOptions.prepared``); the pager sends the prepared query as it is. A
+    pager given filters without a schema checks them once and prepares nothing."""
+    from svc_frames.loaders import read_object
+    from svc_frames.query import validate_filters
+    from svc_frames.query.prepare import prepare_checked
+    from svc_frames.saved.export import export
+
+    rule = [{"field": "field_12", "operator": "is not blank"}]
+    calls = _count_calls(monkeypatch, validate_filters, prepare_checked)
+    frames = read_object(client, "object_3", filters=rule, columns="keys", progress=False)
+    assert calls == {"validate_filters": 1, "prepare_checked": 1}
+    calls.update(validate_filters=0, prepare_checked=0)
+    result = export(client, "object_3", tmp_path / "out", filters=rule, columns="keys",
+                    progress=False)
+    assert result.records == len(frames.main) > 0
+    assert calls == {"validate_filters": 1, "prepare_checked": 1}
+    calls.update(validate_filters=0, prepare_checked=0)
+    assert len(Paginator(client, "object_3", filters=rule, verify="none").records()) \
+        == len(frames.main)
+    assert calls == {"validate_filters": 1, "prepare_checked": 0}

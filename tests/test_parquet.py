@@ -14,10 +14,10 @@ import requests
 
 from svc_frames.errors import ServerError, UsageError
 from svc_frames.frames import Frames, Source, build_frames, resolve_fields
-from svc_frames.http.client import Client
 from svc_frames.kinds import resolve_timezone
 from svc_frames.loaders import read_view
 from svc_frames.read.load import load
+from svc_frames.records import Client
 from svc_frames.saved.arrow import arrow_to_frame, table_meta
 from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet, to_parquet

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from svc_frames.errors import UsageError
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet
 from svc_frames.saved.push import push

@@ -341,9 +341,9 @@ def test_over_time_chooses_bins_from_the_data_and_says_so() -> None:
 
 def test_over_time_leaves_out_what_no_bins_fit_and_says_how_many(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import svc_frames.plot as plot
+    import svc_frames.plot.overtime as overtime
 
-    monkeypatch.setattr(plot, "MAX_BARS", 100)
+    monkeypatch.setattr(overtime, "MAX_BARS", 100)
     frames = synthetic()
     n = len(frames.main)
     span = pd.date_range("1900-01-01", "2249-12-31", periods=n).tz_localize(TZ)

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.progress import PageProgress, Progress
 from svc_frames.read.pager import Page
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 

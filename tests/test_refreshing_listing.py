@@ -10,7 +10,7 @@ import pytest
 
 from svc_frames import Client, read_object, read_view
 from svc_frames.filters import Field, all_of
-from svc_frames.refreshing.listing import column_names, decode, list_all, list_ids, target_of
+from svc_frames.refreshing.listing import column_maps, decode, list_all, list_ids, target_of
 from svc_frames.server import LocalService
 
 WO = "object_3"
@@ -51,7 +51,7 @@ def test_column_names_in_labels_mode_and_the_target_of_a_view(svc: LocalService)
     client = client_of(svc)
     frames = read_object(client, WO, columns="labels", progress=False, limit=3)
     assert frames.source is not None
-    col_field, bare = column_names(frames.source)
+    col_field, bare = column_maps(frames.source)
     assert set(col_field) >= set(frames.main.columns)
     assert all(f.startswith("field_") for f in col_field.values())
     assert bare["field_46"] == "Last Modified"

@@ -11,8 +11,8 @@ import pytest
 
 from svc_frames.errors import UsageError
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.reviewing.selection import Selection
 from svc_frames.server import LocalService
 from svc_frames.writeback import Plan, diff

@@ -25,10 +25,10 @@ from fixtures.computed_app import (
     computed_document,
 )
 
-from svc_frames.http.client import Client
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.kinds.choices import UserRolesCodec
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import hosted_sample_dir
 

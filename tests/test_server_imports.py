@@ -88,28 +88,8 @@ def test_the_checker_sees_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-#: Imports that resolve a moved name by its old address, on first use (a module
-#: ``__getattr__``), for code written against it; each is the one edge it names.
-COMPAT_ALIASES: dict[tuple[str, str], str] = {
-    ("svc_frames.http.client", "svc_frames.records.client"):
-        "Client by its old address, svc_frames.http.client.Client",
-}
-
-
 def test_no_import_cycle() -> None:
-    graph = import_graph()
-    for (mod, dep) in COMPAT_ALIASES:
-        graph[mod].discard(dep)
-    assert cycles(graph) == []
-
-
-def test_a_compat_alias_is_an_import_of_its_own() -> None:
-    """An alias's module imports its target only there (no other edge may hide in it)."""
-    graph = import_graph()
-    for (mod, dep) in COMPAT_ALIASES:
-        assert dep in graph[mod]
-        text = (ROOT.parent / (mod.replace(".", "/") + ".py")).read_text(encoding="utf-8")
-        assert text.count(f"from {'.' * 2}{dep.split('.', 1)[1]} import") == 1, mod
+    assert cycles(import_graph()) == []
 
 
 def test_server_state_sits_below_the_routes() -> None:

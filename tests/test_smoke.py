@@ -45,7 +45,7 @@ def test_a_fresh_load_imports_only_the_load_path() -> None:
     """What a notebook's first load pays for: not parquet, caches, refresh, write-back,
     plots, widgets or the local service, until one of their names is used."""
     loaded = run_fresh(
-        "import json, sys; from svc_frames.http.client import Client; "
+        "import json, sys; from svc_frames.records import Client; "
         "from svc_frames.loaders import read_object; import svc_frames; "
         "before = sorted(m for m in sys.modules if m.startswith('svc_frames')); "
         "svc_frames.write_back; "
@@ -62,7 +62,7 @@ def test_cache_argument_works_without_importing_the_cache(service: LocalService,
     """``read_object(cache=)`` from ``svc_frames.loaders`` alone, in a fresh process: the
     package's stand-in imports the cache on first use; a second run reads the cache."""
     code = (
-        "import json, sys; from svc_frames.http.client import Client; "
+        "import json, sys; from svc_frames.records import Client; "
         "from svc_frames.loaders import read_object; "
         "c = Client(sys.argv[1], api_key=sys.argv[2], base_url=sys.argv[3], rate_limit=0); "
         "f = read_object(c, 'object_1', cache=sys.argv[4], progress=False); "

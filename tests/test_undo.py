@@ -20,8 +20,8 @@ import pytest
 from svc_frames import undo
 from svc_frames.errors import UsageError
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 from svc_frames.widgets import review

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from svc_frames.kinds import FieldSpec, ReadContext, codec_for, dates, values_equal
+from svc_frames.kinds import FieldSpec, ReadContext, codec_for, timer, values_equal
 from svc_frames.saved.csvtext import csv_text, format_column, parse_column
 
 TZ = ZoneInfo("America/New_York")
@@ -170,8 +170,8 @@ def test_timer_tables_after_decode_equal_the_tables_read_alone(
             codec.decode(raws, [None] * len(raws), f, ctx)
             with monkeypatch.context() as m:
                 if max(counts) <= 1:   # reused: the intervals are not read again
-                    m.setattr(dates, "_struct_spans", _must_not_run)
-                    m.setattr(dates, "timer_intervals", _must_not_run)
+                    m.setattr(timer, "_struct_spans", _must_not_run)
+                    m.setattr(timer, "timer_intervals", _must_not_run)
                 reused = codec.tables(ids, raws, [None] * len(raws), f, ctx)["field_1"]
             pd.testing.assert_frame_equal(reused, alone)
             assert len(reused) == sum(counts)

@@ -40,9 +40,9 @@ from svc_frames.errors import (
     UsageError,
 )
 from svc_frames.filters import Field
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.names import path_names, paths_changed
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 from svc_frames.writeback import diff

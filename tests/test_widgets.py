@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from svc_frames.errors import UsageError
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.widgets import PlanReview, changes_html, review, short_id
 from svc_frames.writeback import diff

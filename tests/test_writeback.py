@@ -26,10 +26,10 @@ from svc_frames.errors import (
     UsageError,
 )
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.kinds import values_equal
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object, read_view
+from svc_frames.records import Client
 from svc_frames.schema import modified_field_of
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for, widest_object

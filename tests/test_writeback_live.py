@@ -19,9 +19,9 @@ import pytest
 from svc_frames import query
 from svc_frames.errors import ConflictError, UsageError
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.kinds.base import FieldSpec
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.server import query as server_query
 from svc_frames.testing import client_for
@@ -400,3 +400,48 @@ def test_no_write_leaves_later_than_the_window_after_its_re_read() -> None:
         assert sorted(status[r] for r in ids if status[r] == "applied") == \
             ["applied"] * len(puts)
         assert set(status.values()) <= {"applied", "not_applied"}
+
+
+def test_live_batches_cut_runs_of_one_action() -> None:
+    from svc_frames.writeback.plan import live_batches
+
+    order: list[tuple[str, Any]] = [("a", "update"), ("b", "update"), ("c", "update"),
+                                    ("n0", "create"), ("n1", "create"), ("n2", "create"),
+                                    ("d", "delete"), ("e", "delete")]
+    assert live_batches(order, 2) == [("update", ["a", "b"]), ("update", ["c"]),
+                                      ("create", ["n0", "n1", "n2"]),
+                                      ("delete", ["d", "e"])]
+    assert live_batches(order, None) == [("update", [rid for rid, _ in order])]
+    assert live_batches([], 3) == []
+
+
+@pytest.mark.parametrize(("updates", "deletes", "creates"), [
+    (17, 0, 0),     # two batches of updates, the second short
+    (7, 5, 2),      # a batch of each action, creates between (nothing re-read)
+    (0, 16, 1),     # deletes only re-read: two batches
+])
+def test_the_plans_rereads_are_what_apply_sends(updates: int, deletes: int,
+                                                 creates: int) -> None:
+    """``plan.requests`` and ``apply`` cut the batches and count each batch's re-read by
+    the same functions: the live guard's re-reads sent equal the estimate, whatever the
+    mix of actions and however the batches fall."""
+    from svc_frames.writeback import add_rows
+
+    with LocalService(demo=True, records=40, rate_limit=0, seed=5) as svc:
+        client = client_for(svc)
+        frames = read_object(client, OBJ, progress=False, columns="keys")
+        text = _text_field(frames)
+        index = [str(i) for i in frames.main.index]
+        _edit(frames, index[:updates], text.key, "shape")
+        frames.main = frames.main.drop(index=index[updates:updates + deletes])
+        if creates:
+            add_rows(frames, [{text.key: f"made {i}"} for i in range(creates)])
+        plan = diff(frames)
+        est = plan.estimate_requests(delete_missing=True)
+        svc.request_log.clear()
+        report = write_back(client, frames, plan=plan, delete_missing=True, progress=False)
+        assert set(_status(report).values()) == {"applied"}
+        sent = report.requests
+        assert sent["rereads"] == est.rereads > 0
+        assert sent["checks"] == est.checks and sent["late"] <= est.late
+        assert svc.request_log.count() == sum(sent.values()) <= est.total

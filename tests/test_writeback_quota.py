@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for, widest_object
 from svc_frames.writeback import Report, add_rows, diff, write_back

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 GUIDE = Path(__file__).resolve().parent.parent / "docs" / "saved-frames-in-other-engines.md"

@@ -19,7 +19,7 @@ from fixtures.hostile_app import hostile_document, seed
 from svc_frames.application import read_app
 from svc_frames.errors import NameWarning
 from svc_frames.loaders import read_object
-from svc_frames.names import fold, path_names
+from svc_frames.names import fold_case, path_names
 from svc_frames.saved.export import export
 from svc_frames.saved.push import push
 from svc_frames.saved.snapshot import app_tables
@@ -58,7 +58,7 @@ def test_spark_reads_the_hostile_export_and_app_as_the_frames(
     main = frames.main.reset_index()
     names = spark.read.parquet(str(tmp_path / "x")).columns
     assert sorted(names) == sorted(map(str, main.columns))
-    assert len({fold(n) for n in names}) == len(names)   # Spark folds case
+    assert len({fold_case(n) for n in names}) == len(names)   # Spark folds case
     assert spark_rows(spark, tmp_path / "x", list(main.columns)) == rows_of_frame(
         main, list(main.columns))
     dirs = path_names(frames.tables)   # where the export put each table

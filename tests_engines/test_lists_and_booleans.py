@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet
 from svc_frames.saved.push import push

@@ -13,7 +13,7 @@ import pandas as pd
 from engine_values import dask_rows, rows_of_frame, spark_rows
 
 import svc_frames as sf
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 TEXT = "field_12"   # work orders: title

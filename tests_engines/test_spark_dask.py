@@ -20,8 +20,8 @@ from engine_values import dask_rows, rows_of_frame, spark_rows
 
 from svc_frames.application import read_app
 from svc_frames.frames import Frames
-from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.saved.push import push

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-try:  # orjson parses pages 1.7-2.3x faster than json (1000-record pages of demo and
-    # hosted-sample records, measured 2026-11-22): the client's main CPU cost
+try:  # orjson parses pages faster than json (docs/benchmarks.md): parsing is the
+    # client's main CPU cost
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - optional speed-up
     _loads = json.loads  # type: ignore[assignment]

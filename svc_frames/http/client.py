@@ -522,13 +522,3 @@ class HttpClient(Meters):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-
-def __getattr__(name: str) -> Any:
-    """``Client`` by its old address (``svc_frames.http.client.Client``): the client of the
-    package is the records layer's, ``svc_frames.Client`` (``svc_frames.records.Client``);
-    this one import up a layer is kept for code written against the old address, and
-    tests/test_layers.py names it as the one allowed."""
-    if name == "Client":
-        from ..records.client import Client
-        return Client
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -278,7 +278,7 @@ class RateLimiter:
             used = (None if remaining is None else
                     int(float(limit or self._per_window)) - int(float(remaining)))
             if sent is not None:
-                self._settle(second, used, sent, answered or sent)
+                self._note_second(second, used, sent, answered or sent)
         except (TypeError, ValueError):
             pass  # headers are advisory; never fail a good response over them
 
@@ -306,7 +306,7 @@ class RateLimiter:
             return answered + 1.0 - self.window
         return second - bounds[0]
 
-    def _settle(self, second: int | None, used: int | None, sent: float,
+    def _note_second(self, second: int | None, used: int | None, sent: float,
                 answered: float) -> None:
         """Note the service's ``second`` on this thread's booked start, and book as
         phantom starts what the service counted in it (``used``) beyond our own starts
@@ -346,7 +346,7 @@ class RateLimiter:
         with self._lock:
             self.margin = min(self.MAX_MARGIN, max(self._base_margin, self.margin * 2))
         second = _second_of(headers)
-        self._settle(second, self._per_window, sent, answered)
+        self._note_second(second, self._per_window, sent, answered)
         over = self._second_start(second, answered) + self.window
         self.block_for(max(0.0, over - self._clock()))
 

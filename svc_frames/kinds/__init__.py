@@ -26,7 +26,7 @@ from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 from .choices import ChoiceCodec, UserRolesCodec
 from .connection import ConnectionCodec
 from .contact import AddressCodec, EmailCodec, LinkCodec, NameCodec, PhoneCodec
-from .dates import DateTimeCodec, TimerCodec
+from .dates import DateTimeCodec
 from .equation import EquationCodec, is_date_result
 from .numbers import (
     AutoIncrementCodec,
@@ -37,6 +37,7 @@ from .numbers import (
     RatingCodec,
 )
 from .text import FormulaTextCodec, PasswordCodec, RichTextCodec, TextCodec, UnknownCodec
+from .timer import TimerCodec
 from .tz import resolve_timezone
 
 _CODECS: tuple[type[Codec], ...] = (

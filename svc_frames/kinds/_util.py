@@ -177,8 +177,8 @@ def blank_to_none(values: Sequence[Any]) -> Sequence[Any]:
 
     The one "" -> None pass of raw pages (``build_frames``) and text columns
     (``string_series``). Counted and found by ``count`` and ``index``, C scans; profiled
-    in a cold load it costs about what the Python comparison per value it replaced did
-    (~0.09 s of 2.3 s): the comparisons of values that are not text dominate either way.
+    in a cold load it costs about what the Python comparison per value it replaced did:
+    the comparisons of values that are not text dominate either way.
 
     Usage: ``raws = blank_to_none(raws)``"""
     try:

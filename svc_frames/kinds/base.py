@@ -202,7 +202,7 @@ class Codec:
 
     def decodes_raw_alone(self, raws: Sequence[Any]) -> bool:
         """Whether these raw values decode without their display values, so ``format=raw``
-        pages (about 40% fewer bytes) will do. Usage: ``codec.decodes_raw_alone(raws)``"""
+        pages (fewer bytes: no display values) will do. Usage: ``codec.decodes_raw_alone(raws)``"""
         return True
 
     def decode(self, raws: Sequence[Any], displays: Sequence[Any], field: FieldSpec,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 import msgspec
 
-if TYPE_CHECKING:  # kinds.dates imports this module: no import of kinds at run time
+if TYPE_CHECKING:  # kinds.dates and kinds.timer import this module: no kinds at run time
     pass
 
 

@@ -400,7 +400,13 @@ class Query:
         UsageError before any request. Usage: ``Query.of([rule])``"""
         if isinstance(filters, Query):
             return filters
-        checked = validate_filters(filters)
+        return cls.of_checked(validate_filters(filters))
+
+    @classmethod
+    def of_checked(cls, checked: FilterSet | None) -> Query:
+        """:meth:`of` for filters ``validate_filters`` has checked already (a listing's
+        ``LoadOptions``), so they are not checked twice. Usage:
+        ``Query.of_checked(LoadOptions.of(filters=flt).filters)``"""
         if checked is not None and any(_aware(r.get("value")) for r in checked["rules"]):
             checked = FilterSet(match=checked["match"], rules=[
                 {**r, "value": date_value(r["value"], r["field"], r["operator"],

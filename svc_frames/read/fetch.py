@@ -6,7 +6,7 @@ and the keyset pass read it; ``Paginator`` is one); it holds no pass and no resu
 
 Usage::
 
-    fetcher = PageFetcher(client, "object_3", rows_per_page=1000)
+    fetcher = PageFetcher(client, "object_3", LoadOptions.of(rows_per_page=1000))
     page = fetcher.fetch(1, pass_no=1)
 """
 
@@ -21,15 +21,13 @@ from ..errors import QuotaInsufficient, ServerError, UsageError
 from ..http.body import parse_json
 from ..kinds.rawvalues import RawRecord
 from ..lookup import target_keys
-from ..query import Filters, Query, validate_filters
+from ..query import Query
 from .keyset import KeyRange, KeyValues, key_values
-from .options import check_paging, prepare_listing
-from .page import Page, PageFormat, PassReport, Verify
+from .options import LoadOptions
+from .page import Page, PageFormat, PassReport
 from .rawpages import raw_page_parser
 
 if TYPE_CHECKING:
-    from zoneinfo import ZoneInfo
-
     from ..keys import Target
     from ..kinds.base import FieldSpec
     from ..records import Client
@@ -40,39 +38,49 @@ __all__ = ["PageFetcher"]
 class PageFetcher:
     """The request side of a listing, shared by the paging strategies: ``Paginator``
     is one, and its docstring says what the options (``on_first``, ``on_idle``, ``stop``,
-    ``schema_checks``, ...) do."""
+    ...) do.
 
-    def __init__(self, client: Client, target: Target, *, rows_per_page: int = 1000,
-                 filters: Filters | Query | None = None, sort_field: str | None = None,
-                 sort_order: str | None = None, limit: int | None = None,
-                 max_workers: int | None = None, max_passes: int = 3,
-                 verify: Verify = "first", prefetch: int | None = None,
-                 keep_ids: bool = True, schema_checks: bool = False,
-                 timezone: ZoneInfo | None = None,
+    ``options`` is the listing's ``LoadOptions`` (filters, sort, limit, rows per page,
+    verify, workers), checked once by ``LoadOptions.of``; a caller without one gives its
+    fields as keywords instead (``**given``: ``LoadOptions.of`` checks them). Prepared
+    options (``LoadOptions.prepared``: the loaders, export) send their ``query`` as it
+    is, and their target is checked against the schema once it is in; otherwise the
+    filters are encoded without the application (a ``Query`` given as filters, as a
+    refresh does, is sent as it is). The other keywords are this listing's own, not a
+    load's options."""
+
+    def __init__(self, client: Client, target: Target, options: LoadOptions | None = None,
+                 *, max_passes: int = 3, prefetch: int | None = None, keep_ids: bool = True,
                  on_page: Callable[[Page], None] | None = None,
                  on_first: Callable[[Page], None] | None = None,
-                 stop: Callable[[Page], bool] | None = None, keyset: bool = False) -> None:
-        check_paging(limit, verify)
+                 stop: Callable[[Page], bool] | None = None, keyset: bool = False,
+                 **given: Any) -> None:
+        if options is None:
+            options = LoadOptions.of(**given)
+        elif given:
+            raise UsageError(f"a listing takes LoadOptions or keywords, not both: "
+                             f"{sorted(given)}")
         if max_passes < 1:
             raise UsageError(f"max_passes must be >= 1, got {max_passes!r}")
+        limit, rows_per_page = options.limit, options.rows_per_page
+        sort_field, sort_order = options.sort_field, options.sort_order
         self.client = client
         self.target = target
+        self.options = options
         self.limit = limit
         self.rows_per_page = rows_per_page
         if limit is not None and 0 < limit < rows_per_page:
             self.rows_per_page = limit  # smaller pages: no bytes fetched to be dropped
-        # validates target, rows_per_page, filters and sort before any request
+        # validates target, rows_per_page and sort before any request
         client.records_path(target)
         self.params = client.page_params(1, rows_per_page, None, sort_field, sort_order)
-        # a Query was prepared already (a refresh, a cache load: the load's own bytes)
-        checked = None if isinstance(filters, Query) else validate_filters(filters)
         self.params["rows_per_page"] = self.rows_per_page
-        self.max_workers = max_workers or client.max_workers
+        self.max_workers = options.max_workers or client.max_workers
         # pages requested ahead of the one being consumed: bounds memory (a parsed page of
         # 1000 wide records is tens of MB), so a streaming consumer stays flat
         self.prefetch = max(1, prefetch or self.max_workers * 2)
         self.max_passes = max_passes
-        self.verify = verify
+        self.verify = options.verify
         # read when each request is sent, so a consumer that learns after page 1 that it
         # can decode raw values alone (the loaders) switches the pages still to come
         self.page_format: PageFormat = "both"
@@ -87,16 +95,11 @@ class PageFetcher:
         self.keep_ids = keep_ids
         self.total_records: int | None = None
         self.total_pages: int | None = None
-        # schema_checks (the loaders, export; not internal re-reads), last, once everything
-        # else is checked: a rule with a value is checked against the schema (a request),
-        # its dates put in the application's timezone (``timezone`` or the schema's)
-        if isinstance(filters, Query):
-            self.query = filters
-        elif schema_checks:
-            self.query = prepare_listing(client, target, checked, timezone)
-        else:
-            self.query = Query.of(checked)
-        # the filters every page request of this pager sends, prepared once
+        # the filters every page request of this pager sends: prepared once, before
+        # (options.query), or checked once (LoadOptions.of) and encoded here
+        filters = options.filters
+        self.query = options.query if options.query is not None else \
+            filters if isinstance(filters, Query) else Query.of_checked(filters)
         if self.query.text is not None:
             self.params["filters"] = self.query.text
         # keyset paging (keyset.py) over the object's auto-increment field, when asked
@@ -115,9 +118,10 @@ class PageFetcher:
                 self.key_field = key
         if self.key_field is not None:
             self.params.update(sort_field=self.key_field, sort_order="asc")
-        if schema_checks and client.schema_read:
-            # the schema is in (read above, or before): a key it does not hold is refused
-            # here, listing what exists, not by the service after a record request
+        if options.query is not None and client.schema_read:
+            # a prepared listing (the loaders, export), the schema in (read above, or
+            # before): a key it does not hold is refused here, listing what exists, not
+            # by the service after a record request
             target_keys(client.schema(), target)
 
     # ---- fetching ------------------------------------------------------------------------

@@ -34,8 +34,8 @@ def paused_gc() -> Iterator[None]:
     full collection of a 50,000-record load stalls every thread for a third of a second,
     making paced requests miss their slots. Re-enabled (if it was on) when the last pause
     ends: loads side by side (read_app) pause it together, so a small load finishing
-    first must not switch it back on under a large one still running (that cost read_app
-    of 30,000 records about 0.7 s of CPU).
+    first must not switch it back on under a large one still running (a measurable CPU
+    cost for read_app).
 
     Usage: ``with paused_gc(): ...``"""
     global _gc_pauses, _gc_was_enabled
@@ -57,8 +57,8 @@ def gc_paused_call(func: Callable[P, R]) -> Callable[P, R]:
     """``func`` with the cyclic GC paused (``paused_gc``) until the call has returned and
     its locals are gone: a load's page frames, garbage once joined, are then freed by
     reference counting before the collector runs again. A pause that ended inside the load
-    left them to it: in a paced 40-page load a young collection (25-35 ms) and then an
-    older one (30-40 ms) walked them, a third of the time after the last response. (This
+    left them to it: in a paced load a young collection and then an older one walked
+    them, a third of the time after the last response. (This
     wrapper, unlike contextlib's decorator, is a frame of svc_frames: ``warn_user`` still
     finds the user's line.)
 

@@ -45,9 +45,9 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
     Page 1 comes with raw and display values (kinds are inferred from both when there is no
     schema). When the schema gives every kind and page 1 shows that raw values alone will
     do, the pages still to come are asked for with ``format=raw`` (``raw_pages=False``
-    keeps both): about 40% fewer bytes to send, read and parse (the decision and its
+    keeps both): fewer bytes to send, read and parse (docs/benchmarks.md) (the decision and its
     fallback are ``PagePipeline``'s, as for every reader of pages). Raw pages of a large load
-    are decoded in ``processes`` helper processes (decoder.py) while this one fetches;
+    are decoded in ``processes`` helper processes (read/workers.py) while this one fetches;
     by default one on a machine with 3+ cores (``core_idle``), for loads of 8 pages or
     more paced at 20 requests/s or more (or unpaced): at the hosted 10/s one core keeps up.
 
@@ -67,7 +67,7 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
     opts = options.prepared(client, target)   # the query every page request sends
     columns, tz, processes = opts.columns, opts.timezone, opts.processes
     # the Paginator checks the target before any request
-    pager = Paginator.of(client, target, opts, on_page=on_page or bar)
+    pager = Paginator(client, target, opts, on_page=on_page or bar, keyset=True)
     asked = load_params(opts)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
     pipe = PagePipeline(pager, tz=tz)

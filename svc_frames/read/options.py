@@ -91,7 +91,7 @@ def user_timezone(timezone: str | ZoneInfo | None) -> ZoneInfo | None:
 @dataclass(frozen=True)
 class LoadOptions:
     """What a load was asked for, checked once before any request and passed down whole
-    (``read_object`` / ``read_view`` -> ``load`` -> ``Paginator.of``).
+    (``read_object`` / ``read_view`` -> ``load`` -> ``Paginator``).
 
     ``LoadOptions.of`` checks what needs no request; ``prepared`` adds what needs the
     schema (the filters as the ``Query`` every page request sends: dates in the

@@ -29,7 +29,7 @@ in an auto-increment field's order (``keysetpass.py``).
 
 Usage::
 
-    pager = Paginator(client, "object_1", rows_per_page=1000, limit=None)
+    pager = Paginator(client, "object_1", LoadOptions.of(rows_per_page=1000))
     records = pager.records()           # the last consistent pass, de-duplicated, in order
     for page in Paginator(client, ("scene_1", "view_2")).iter_pages():  # streaming
         ...                             # page.records; consumers de-duplicate by id
@@ -37,7 +37,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConsistencyError
@@ -50,9 +50,6 @@ from .verify import Verifier
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..keys import Target
-    from ..records import Client
-    from .options import LoadOptions
 
 __all__ = ["Page", "PageFormat", "Paginator", "PassReport", "Verify", "id_hashes",
            "record_ids"]
@@ -61,9 +58,9 @@ __all__ = ["Page", "PageFormat", "Paginator", "PassReport", "Verify", "id_hashes
 class Paginator(PageFetcher):
     """Fetch every page of an object or a view (see the module docstring).
 
-    ``schema_checks=True`` (the loaders and export) checks filters against the schema and
-    puts aware times in the application's timezone (``timezone``, else the schema's); the
-    result is ``query``, which a refresh passes back as ``filters`` to send the same bytes.
+    Options prepared (``LoadOptions.prepared``: the loaders and export) carry the filters
+    checked against the schema, aware times in the application's timezone: ``query``,
+    which a refresh passes back as ``filters`` to send the same bytes.
 
     ``on_first`` is called with page 1 of the first pass (one of several pages) before any
     other page is requested: a consumer that learns from it that raw values will do
@@ -87,21 +84,6 @@ class Paginator(PageFetcher):
     # the final ids are in another order than the pages came: records a keyset gap check
     # found, put where their key belongs (the loader orders its frame so)
     reordered = False
-
-    @classmethod
-    def of(cls, client: Client, target: Target, options: LoadOptions, *,
-           on_page: Callable[[Page], None] | None = None,
-           keyset: bool = True) -> Paginator:
-        """The Paginator of a load (``options``: ``LoadOptions``, prepared or not: its
-        query is sent as it is once prepared).
-
-        Usage: ``pager = Paginator.of(client, "object_3", opts.prepared(client, target))``"""
-        return cls(client, target, rows_per_page=options.rows_per_page,
-                   filters=options.query if options.query is not None else options.filters,
-                   sort_field=options.sort_field, sort_order=options.sort_order,
-                   limit=options.limit, max_workers=options.max_workers,
-                   verify=options.verify, schema_checks=True, timezone=options.timezone,
-                   on_page=on_page, keyset=keyset)
 
     def iter_pages(self) -> Iterator[Page]:
         """Every page of every pass, in order; passes repeat until one is consistent.

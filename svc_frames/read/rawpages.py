@@ -3,7 +3,7 @@
 A page of 1000 wide records is megabytes of JSON, and parsing it is the largest part of a
 load's CPU time. Once the fields are known (after page 1), msgspec decodes each record
 into a struct with one slot per field instead of a dict: no key strings to build and hash,
-about 30% less parse time, and a column is read with one C-level ``attrgetter``. Nested
+less parse time (docs/benchmarks.md), and a column is read with one C-level ``attrgetter``. Nested
 values (dates, timers, assets, signatures, connected records: most of a page's objects)
 become structs holding only the members their codecs read (``DateValue``, ``TimerValue``,
 ``AssetValue``, ``SignatureValue``, ``ConnectionItem``: ``kinds/rawvalues.py``, beside
@@ -29,7 +29,7 @@ import msgspec
 
 from ..keys import FIELD_KEY
 
-if TYPE_CHECKING:  # kinds.dates imports this module: no import of kinds at run time
+if TYPE_CHECKING:  # kinds.dates and kinds.timer import this module: no kinds at run time
     from ..kinds.base import FieldSpec
 from ..kinds.rawvalues import VALUE_TYPES, RawRecord
 

@@ -75,7 +75,7 @@ def paths_of(target: Target) -> ObjectPaths | ViewPaths:
     return ObjectPaths(str(a))
 
 
-def _answer(out: Any) -> dict[str, Any]:
+def _json_object(out: Any) -> dict[str, Any]:
     """A record operation's answer, which the interface promises is a JSON object."""
     if not isinstance(out, dict):
         raise ServerError(f"the answer is not a JSON object: {snippet(json.dumps(out).encode())!r}")
@@ -118,21 +118,21 @@ class Records:
         if self.paths.view:
             raise UsageError(f"{self.name}: one record is read through its object, not a "
                              "view (the service's interface has no such request)")
-        return _answer(self._request("GET", self.paths.record(record_id),
+        return _json_object(self._request("GET", self.paths.record(record_id),
                                      f"{self.name} record {record_id}"))
 
     def create(self, data: Mapping[str, Any], *,
                resend: Callable[[OutcomeUnknown], bool] | None = None) -> dict[str, Any]:
         """A new record (a POST, never blindly repeated; ``resend``: see ``request``)."""
-        return _answer(self._request("POST", self.paths.records, self.name,
+        return _json_object(self._request("POST", self.paths.records, self.name,
                                      json_body=dict(data), resend=resend))
 
     def update(self, record_id: str, data: Mapping[str, Any]) -> dict[str, Any]:
         """The fields of ``data`` written to a record (a PUT: the others stay)."""
-        return _answer(self._request("PUT", self.paths.record(record_id),
+        return _json_object(self._request("PUT", self.paths.record(record_id),
                                      f"{self.name} record {record_id}", json_body=dict(data)))
 
     def delete(self, record_id: str) -> dict[str, Any]:
         """A record deleted."""
-        return _answer(self._request("DELETE", self.paths.record(record_id),
+        return _json_object(self._request("DELETE", self.paths.record(record_id),
                                      f"{self.name} record {record_id}"))

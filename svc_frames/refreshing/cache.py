@@ -1,7 +1,7 @@
 """An on-disk cache of loaded frames, kept current by incremental refresh.
 
 ``read_object(client, key, cache="dir")`` (and ``read_view``) loads from the cache and
-refreshes it (a few requests, see incremental.py) instead of listing every record; the
+refreshes it (a few requests, see refreshing/policy.py) instead of listing every record; the
 first run, or a cache made for something else, loads in full and writes the cache.
 
 Layout of a cache directory::

@@ -18,6 +18,7 @@ from ..frames import Frames, Source, build_frames
 from ..keys import Target
 from ..kinds import codec_for
 from ..labels import label_map, relabel
+from ..read.options import LoadOptions
 from ..read.pager import Paginator
 from ..read.pipeline import PagePipeline
 from ..records import Client
@@ -35,7 +36,7 @@ def target_of(source: Source) -> Target:
     return source.object_key
 
 
-def column_names(source: Source) -> tuple[dict[str, str], dict[str, str]]:
+def column_maps(source: Source) -> tuple[dict[str, str], dict[str, str]]:
     """(main column -> field key, field key -> its bare column or table name) of a source,
     in keys or labels mode."""
     names = label_map(source.fields)
@@ -49,7 +50,8 @@ def column_names(source: Source) -> tuple[dict[str, str], dict[str, str]]:
     return col_field, bare
 
 
-def describe(source: Source) -> str:
+def target_name(source: Source) -> str:
+    """The key of the source's object, or its scene/view, as messages name it."""
     return (f"{source.scene_key}/{source.view_key}" if source.kind == "view"
             else source.object_key)
 
@@ -66,9 +68,9 @@ def list_all(client: Client, source: Source, load: Mapping[str, Any], rpp: int) 
     the load decoded them: the pipeline's ``format=raw`` pages, with display values where
     a raw value needs them."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
-    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query,
-                      sort_field=load.get("sort_field"), sort_order=load.get("sort_order"),
-                      verify="first", keyset=True)
+    pager = Paginator(client, target_of(source), LoadOptions.of(
+        rows_per_page=rpp, filters=source.query, sort_field=load.get("sort_field"),
+        sort_order=load.get("sort_order"), verify="first"), keyset=True)
     pipe = PagePipeline(pager, source.fields, source, tz)
     pipe.settle(None)
     return pipe.collect()
@@ -79,9 +81,9 @@ def list_ids(client: Client, source: Source, load: Mapping[str, Any], rpp: int
     """The ids of every record of the load's listing: pages asked for with ``format=raw``
     and parsed for their ids alone (the cheapest listing the service offers: it has no
     field selection, so each page still carries whole records)."""
-    pager = Paginator(client, target_of(source), rows_per_page=rpp,
-                      filters=source.query, sort_field=load.get("sort_field"),
-                      sort_order=load.get("sort_order"), verify="first")
+    pager = Paginator(client, target_of(source), LoadOptions.of(
+        rows_per_page=rpp, filters=source.query, sort_field=load.get("sort_field"),
+        sort_order=load.get("sort_order"), verify="first"))
     pager.ask_raw([])
     for _page in pager.iter_pages():
         pass

@@ -28,7 +28,7 @@ from ..arrowcols import (
 )
 from ..frames import Frames
 from ..kinds import values_equal
-from .listing import column_names
+from .listing import column_maps
 
 
 # ---- merging server values into the frames -----------------------------------------------
@@ -82,7 +82,7 @@ class Merger:
     def __init__(self, frames: Frames) -> None:
         assert frames.original is not None and frames.source is not None
         self.frames = frames
-        self.col_field, self.bare = column_names(frames.source)
+        self.col_field, self.bare = column_maps(frames.source)
         self.table_field = {self.bare[f.key]: f.key for f in frames.source.fields}
         self.added: list[str] = []
         self.changed: list[str] = []

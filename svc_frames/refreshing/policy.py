@@ -48,10 +48,11 @@ from ..errors import SvcWarning, UsageError
 from ..frames import Frames, Source, warn_skipped
 from ..kinds.base import FieldSpec
 from ..read.gcpause import paused_gc
+from ..read.options import LoadOptions
 from ..read.pager import Paginator
 from ..records import Client
 from .deletions import deletions
-from .listing import column_names, describe, list_all, target_of
+from .listing import column_maps, list_all, target_name, target_of
 from .merge import Merger
 from .window import clock_skew, concat_parts, oldest_first, paged, recent, stamp_cutoff
 
@@ -245,7 +246,8 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     rpp = int(rows_per_page or load.get("rows_per_page") or 1000)
     # validates target and rows_per_page before any request; the filters are the load's
     # query, prepared once when it was loaded (the same bytes are sent again)
-    Paginator(client, target_of(source), rows_per_page=rpp, filters=source.query)
+    Paginator(client, target_of(source), LoadOptions.of(rows_per_page=rpp,
+                                                        filters=source.query))
     sent = client.request_count
     started = dt.datetime.now(dt.timezone.utc)
     report = RefreshReport()
@@ -273,7 +275,7 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     report.swept = swept
     merger = Merger(frames)
     if mod is None and not full:
-        warnings.warn(f"refresh of {describe(source)}: {report.reason}; listing every "
+        warnings.warn(f"refresh of {target_name(source)}: {report.reason}; listing every "
                       "record instead", RefreshNotice, stacklevel=2)
     with paused_gc():  # the frames' many objects would be walked again and again
         if mod is None or full:
@@ -327,7 +329,7 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     the window; a field named by the caller may be stamped on updates only."""
     assert frames.original is not None
     target = target_of(source)
-    _, bare = column_names(source)
+    _, bare = column_maps(source)
     auto = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
     cursor = None
     top: int | None = None

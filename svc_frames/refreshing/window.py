@@ -21,10 +21,11 @@ from ..errors import ConsistencyError
 from ..frames import Frames, Source, build_frames
 from ..kinds.base import FieldSpec
 from ..query import Query, format_filter_date
+from ..read.options import LoadOptions
 from ..read.pager import Page, Paginator
 from ..read.pipeline import PagePipeline
 from ..records import Client
-from .listing import OVERLAP_DAYS, decode, describe, target_of
+from .listing import OVERLAP_DAYS, decode, target_name, target_of
 
 STAMP_MARGIN = dt.timedelta(seconds=30)
 """How far before the last load's start (in the service's clock) stamps are read: stamps
@@ -147,9 +148,10 @@ def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
     listing = query
     total: int | None = None
     while True:
-        pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=listing,
-                          sort_field=mod, sort_order="desc", verify="none", max_workers=1,
-                          prefetch=1, max_passes=MAX_WINDOW_PASSES, stop=window.reached)
+        pager = Paginator(client, target_of(source), LoadOptions.of(
+            rows_per_page=rpp, filters=listing, sort_field=mod, sort_order="desc",
+            verify="none", max_workers=1), prefetch=1, max_passes=MAX_WINDOW_PASSES,
+            stop=window.reached)
         pipe = PagePipeline(pager, source.fields, source, tz)
         pipe.settle(None)  # the frames' kinds are the schema's: raw pages from page 1
         parts: list[tuple[int, Frames]] = []
@@ -165,7 +167,7 @@ def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
             if len(pager.passes) < MAX_WINDOW_PASSES:
                 raise  # a page fetched again with display values changed meanwhile
             raise ConsistencyError(
-                f"the records of {describe(source)} changed while the recently stamped "
+                f"the records of {target_name(source)} changed while the recently stamped "
                 f"ones were paged ({MAX_WINDOW_PASSES} times): refresh again") from None
         if window.switch:
             # blanks sort first here: the listing's total is the first page's, and the
@@ -235,11 +237,11 @@ def concat_parts(parts: list[Frames]) -> Frames:
 
 
 def paged(client: Client, source: Source, rpp: int, query: Query) -> Frames:
-    """The decoded records of a filtered listing (the pipeline: ``format=raw`` pages, ~40%
-    fewer bytes, again with display values when a raw value needs its display)."""
+    """The decoded records of a filtered listing (the pipeline: ``format=raw`` pages, fewer
+    bytes, again with display values when a raw value needs its display)."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
-    pager = Paginator(client, target_of(source), rows_per_page=rpp, filters=query,
-                      verify="none")
+    pager = Paginator(client, target_of(source), LoadOptions.of(
+        rows_per_page=rpp, filters=query, verify="none"))
     pipe = PagePipeline(pager, source.fields, source, tz)
     pipe.settle(None)
     return pipe.collect()

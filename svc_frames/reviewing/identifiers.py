@@ -11,7 +11,7 @@ from ..frames import Frames, Source
 from ..records import Client
 from ..schema import Schema
 from ..writeback import Plan
-from ..writeback.plan import Layout
+from ..writeback.plan import ColumnMap
 
 __all__ = ["identifier_field", "identifier_texts"]
 
@@ -39,7 +39,7 @@ def identifier_texts(plan: Plan, edited: Frames, key: str | None) -> dict[str, s
     service, even when the edit changes it); a create's from the edited frame."""
     if key is None or plan.source is None:
         return {}
-    cols = Layout.of(plan.source).field_cols.get(key) or []
+    cols = ColumnMap.of(plan.source).field_cols.get(key) or []
     if not cols:
         return {}
     out: dict[str, str] = {}

@@ -26,9 +26,9 @@ from ..kinds.base import FieldSpec
 from ..lookup import resolve_target
 from ..names import path_names
 from ..progress import PageProgress, want_progress
-from ..query import Filters, validate_filters
+from ..query import Filters
 from ..read.gcpause import paused_gc
-from ..read.options import Columns, check_columns, field_options, user_timezone
+from ..read.options import Columns, LoadOptions
 from ..read.pager import Page, Paginator, Verify
 from ..read.pipeline import PagePipeline
 from ..read.target import describe
@@ -146,18 +146,19 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     """
     if format not in ("parquet", "csv"):
         raise UsageError(f"format must be 'parquet' or 'csv', got {format!r}")
-    check_columns(columns)
-    validate_filters(filters)
-    tz = user_timezone(timezone)
+    opts = LoadOptions.of(filters=filters, sort_field=sort_field, sort_order=sort_order,
+                          limit=limit, columns=columns, timezone=timezone,
+                          rows_per_page=rows_per_page, verify=verify,
+                          max_workers=min(client.max_workers, 3))
     layout = SavedLayout.of(out_dir)
     check_free(layout, overwrite)
     tgt = resolve_target(client, target)  # a name, or a key the schema must hold
-    columns, sort_field, _ = field_options(client, tgt, columns, sort_field, None)
+    # fields by key and the filters prepared, once: the pager sends them as they are
+    opts = opts.prepared(client, tgt)
+    columns, sort_field, tz = opts.columns, opts.sort_field, opts.timezone
     bar = PageProgress(want_progress(progress), f"export {client.records_path(tgt)[2]}")
-    pager = Paginator(client, tgt, rows_per_page=rows_per_page, filters=filters,
-                      sort_field=sort_field, sort_order=sort_order, limit=limit, on_page=bar,
-                      verify=verify, max_workers=min(client.max_workers, 3), prefetch=3,
-                      keep_ids=False, schema_checks=True, timezone=tz, keyset=True)
+    pager = Paginator(client, tgt, opts, on_page=bar, prefetch=3, keep_ids=False,
+                      keyset=True)
     app = client.schema()  # first: every part must share the schema it fixes
     tz = tz or app.timezone
     pipe = PagePipeline(pager, tz=tz)

@@ -28,7 +28,7 @@ from typing import Any
 from ..errors import InvalidValue
 from ..kinds import codec_for, is_date_result
 from ..kinds.base import Codec, FieldSpec, ServiceHooks
-from ..kinds.dates import raw_date
+from ..kinds.wallclock import raw_date
 from .formulas import Ref, RefLookup, equation, text_formula
 from .schema import AGGREGATE_KINDS, AppDef, ObjectDef
 

@@ -30,7 +30,7 @@ from ..kinds import codec_for
 from ..kinds.base import FieldSpec
 from ..schema import Connection
 from ..writeback.kept import from_json
-from ..writeback.plan import NEW_ID_PREFIX, Layout
+from ..writeback.plan import NEW_ID_PREFIX, ColumnMap
 from ..writeback.values import decode_records, intervals_key
 from .runs import KeptRun
 
@@ -108,7 +108,7 @@ class UndoFrames:
 class _Builder:
     def __init__(self, source: Source, gone: Mapping[str, str]) -> None:
         self.source, self.gone = source, gone
-        self.layout = Layout.of(source)
+        self.layout = ColumnMap.of(source)
         self.empty = build_frames([], source.fields, source, keep_original=False)
         self.base_rows: dict[str, dict[str, Any]] = {}
         self.edit_rows: dict[str, dict[str, Any]] = {}

@@ -24,7 +24,7 @@ from ..lookup import object_key
 from ..records import Client
 from ..writeback.diff import diff
 from ..writeback.plan import NEW_ID_PREFIX, Plan
-from ..writeback.report import Counter, Kept, Report, make_report
+from ..writeback.report import Kept, Report, RequestCounter, make_report
 from ..writeback.run import write_back
 from .build import LOST_COLUMNS, UndoFrames, frames_of
 from .runs import KeptRun
@@ -338,4 +338,4 @@ def _combined(runs: list[Report], plan: Plan, undone: int) -> Report:
 
 def write_back_nothing(plan: Plan) -> Report:
     """The Report of an undo with nothing left to send."""
-    return make_report([], plan, [], Counter(), kept=None)
+    return make_report([], plan, [], RequestCounter(), kept=None)

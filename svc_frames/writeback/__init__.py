@@ -1,7 +1,7 @@
 """Write edited frames back: diff -> Plan -> guard -> apply -> Report, sending only what
 changed. One module per phase:
 
-* ``plan.py``     Plan, the column Layout of a source, statuses (``Status``)
+* ``plan.py``     Plan, the ColumnMap of a source (column <-> field), statuses (``Status``)
 * ``diff.py``     diff (edited vs loaded -> Plan), its phases by idea beside it: ``rows.py``
   (row and index checks), ``cells.py`` (compare, encode), ``edits.py`` (what is
   collected), ``timers.py``, ``connections.py``, ``required.py``

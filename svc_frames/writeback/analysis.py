@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..errors import UsageError
 from ..labels import label_map, relabel
-from .plan import Layout
+from .plan import ColumnMap
 
 __all__ = ["analysis_columns", "refuse_new_only"]
 
@@ -42,7 +42,7 @@ def _fold(name: str) -> str:
     return _FOLD.sub("", name).casefold()
 
 
-def analysis_columns(main: pd.DataFrame, layout: Layout) -> list[str]:
+def analysis_columns(main: pd.DataFrame, layout: ColumnMap) -> list[str]:
     """The columns of ``main`` that are no field's, in frame order (left out of the
     write); UsageError for a column that looks like a field (see the module docstring)."""
     extra = [c for c in main.columns if c not in layout.col_field]

@@ -23,7 +23,7 @@ from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerEr
 from ..progress import Progress, want_progress
 from .budget import budgeted
 from .guard import check_unanswered, fetch_all, guard_live
-from .plan import Action, reread_requests
+from .plan import Action, batch_rereads, live_batches
 from .report import Outcome
 from .rereads import LOOKUP_SCAN_LIMIT, LookupRoute, reread_chunk
 from .state import RunState
@@ -60,11 +60,11 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
                    total=len(order))
     spare = _Spare()
     try:
-        for batch in _batches(run, order, live):
-            if live is not None and run.todo.get(batch[0]) != "create" \
-                    and not _stopped(run):
+        for act, batch in live_batches([(rid, todo[rid]) for rid in order],
+                                       live.size if live is not None else None):
+            if live is not None and act != "create" and not _stopped(run):
                 # settles conflicts (they leave run.todo); behind the quota's gate
-                cost = _cost(run, batch)
+                cost = batch_rereads(run.source, run.layout, run.plan.base, act, batch)
                 if _reread(run, live, batch, "rereads", cost):
                     spare.left += cost
             for rid in batch:
@@ -105,11 +105,6 @@ class LiveBatches:
     window: float
 
 
-def _cost(run: RunState, ids: Sequence[str]) -> int:
-    """What the live guard's re-read of ``ids`` sends (``plan.reread_requests``)."""
-    return reread_requests(run.source, run.layout, run.plan.base, ids)
-
-
 @dataclass
 class _Spare:
     """The late re-reads a run may still send: each batch's re-read adds its own cost,
@@ -120,7 +115,7 @@ class _Spare:
 
 def _reread(run: RunState, live: LiveBatches, ids: Sequence[str], purpose: str,
             cost: int) -> bool:
-    """The live guard's re-read of ``ids`` (``cost`` requests: ``_cost``),
+    """The live guard's re-read of ``ids`` (``cost`` requests: ``plan.batch_rereads``),
     claimed of the quota's gate like a write; False when the gate is shut (nothing sent:
     the records are then ``not_applied`` with the gate's reason)."""
     gate = run.gate
@@ -160,7 +155,8 @@ def _write_batch(run: RunState, pool: ThreadPoolExecutor, ids: Sequence[str],
         if not late:
             return
         assert live is not None
-        cost = _cost(run, late)
+        # late records are updates or deletes of this one batch (``_one``)
+        cost = batch_rereads(run.source, run.layout, run.plan.base, run.todo[late[0]], late)
         if cost > spare.left:
             for rid in late:
                 run.outcomes[rid] = Outcome(
@@ -208,22 +204,6 @@ def _one(run: RunState, rid: str, live: LiveBatches | None) -> Outcome | None:
     except SendDeadlinePassed:
         run.counter.add("writes", -1)   # counted as it was about to leave; it did not
         return None
-
-
-def _batches(run: RunState, order: Sequence[str], live: LiveBatches | None
-             ) -> list[list[str]]:
-    """The records in order, in batches of ``live.size`` that share an action (all at
-    once without the live guard)."""
-    if live is None:
-        return [list(order)]
-    out: list[list[str]] = []
-    for rid in order:
-        if out and run.todo[out[-1][0]] == run.todo[rid] and (
-                len(out[-1]) < live.size or run.todo[rid] == "create"):
-            out[-1].append(rid)
-        else:
-            out.append([rid])
-    return out
 
 
 def write(run: RunState, rid: str) -> Outcome:
@@ -457,7 +437,7 @@ def lookup_possible(run: RunState, body: Mapping[str, Any]) -> bool:
 
 
 def _lookup_rules(run: RunState, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """"is" rules on the create's values (``Layout.lookup_rules``)."""
+    """"is" rules on the create's values (``ColumnMap.lookup_rules``)."""
     return run.layout.lookup_rules(body)
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..errors import InvalidValue
 from ..kinds import unencodable_text, values_equal
-from .plan import Layout
+from .plan import ColumnMap
 
 # Kinds whose acceptance needs the service (connected ids, uploaded assets): not
 # pre-checked with the codec's normalize.
@@ -57,7 +57,7 @@ def changed_positions(a: pd.Series, b: pd.Series) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
-def encode_field(layout: Layout, key: str, values: dict[str, Any], rid: str,
+def encode_field(layout: ColumnMap, key: str, values: dict[str, Any], rid: str,
                  col_names: Mapping[str, str]) -> Any:
     """Encode one field of one record, re-raising with the record id and column named."""
     f = layout.fields[key]

@@ -11,12 +11,12 @@ from ..frames import Frames
 from ..kinds import is_empty_cell
 from .cells import encode_field
 from .edits import Edits
-from .plan import Layout
+from .plan import ColumnMap
 from .required import refuse_blanked_required
 from .rows import Rows
 
 
-def connection_edits(layout: Layout, rows: Rows, edits: Edits, edited: Frames,
+def connection_edits(layout: ColumnMap, rows: Rows, edits: Edits, edited: Frames,
                      base: Frames) -> None:
     """A connection field is edited in its exploded table (record_id, connected_id):
     each record whose set of connected ids changed writes the whole new list."""
@@ -47,7 +47,7 @@ def connection_edits(layout: Layout, rows: Rows, edits: Edits, edited: Frames,
                                old_lists.get(r, []))
 
 
-def _connection_change(layout: Layout, edits: Edits, r: str, name: str, conn_key: str,
+def _connection_change(layout: ColumnMap, edits: Edits, r: str, name: str, conn_key: str,
                        new_ids: list[str], old_ids: list[str]) -> None:
     """Record ``r`` writes its whole new list of connected ids."""
     action = edits.actions.get(r, "update")

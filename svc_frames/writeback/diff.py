@@ -33,7 +33,7 @@ from .analysis import analysis_columns, refuse_new_only
 from .cells import changed_positions, encode_field
 from .connections import connection_edits
 from .edits import Edits
-from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, Layout, Plan
+from .plan import CHANGE_COLUMNS, NEW_ID_PREFIX, ColumnMap, Plan
 from .required import refuse_blanked_required, require_fields_of_creates
 from .retype import read_as_loaded
 from .rows import Rows, refuse_cleared_id, source_and_base
@@ -103,7 +103,7 @@ def diff(edited: Frames, base: Frames | None = None) -> Plan:
     svc_frames.errors.ReadOnlyField: ...
     """
     source, base = source_and_base(edited, base)
-    layout = Layout.of(source)
+    layout = ColumnMap.of(source)
     left_out = analysis_columns(edited.main, layout)   # never sent (analysis.py)
     main = edited.main.drop(columns=left_out) if left_out else edited.main
     rows = Rows.of(edited.main, base.main, layout, source)
@@ -125,7 +125,7 @@ class PlanBuilder:
     """Collects a Plan phase by phase: updates, creates, connections, timers, required
     fields of creates, deletes (what it collects: ``Edits``)."""
 
-    def __init__(self, layout: Layout, rows: Rows, placed: Any,
+    def __init__(self, layout: ColumnMap, rows: Rows, placed: Any,
                  base_main: pd.DataFrame | None = None, base: Frames | None = None) -> None:
         self.layout, self.rows, self.placed = layout, rows, placed
         self.base_main = base_main   # to tell a cleared id from a new row

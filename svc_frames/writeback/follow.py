@@ -18,7 +18,7 @@ from ..arrowcols import member
 from ..errors import SvcError
 from ..frames import Frames
 from .apply import sent_earlier
-from .plan import Layout, Plan
+from .plan import ColumnMap, Plan
 from .report import Outcome
 from .retype import read_as_loaded
 from .state import RunState
@@ -56,7 +56,7 @@ def _remember_sent_creates(edited: Frames, run: RunState) -> None:
             edited.sent_creates.pop(tmp, None)
 
 
-def refresh_frames(edited: Frames, plan: Plan, layout: Layout, outcomes: Mapping[str, Outcome],
+def refresh_frames(edited: Frames, plan: Plan, layout: ColumnMap, outcomes: Mapping[str, Outcome],
              server_now: Mapping[str, dict[str, Any]],
              not_applied: Mapping[str, list[str]] | None = None) -> None:
     """Update ``edited`` from the server's answers and refresh ``edited.original`` for the
@@ -103,7 +103,7 @@ def _relabel_created(edited: Frames, plan: Plan, applied: Mapping[str, Outcome]
     return relabel
 
 
-def _take_server_values(edited: Frames, layout: Layout, applied: Mapping[str, Outcome],
+def _take_server_values(edited: Frames, layout: ColumnMap, applied: Mapping[str, Outcome],
                         server_now: Mapping[str, dict[str, Any]]) -> None:
     """Values as the server stored them (rendering, rounding, computed fields); a view's
     answer holds only its own fields, so only fields present in an answer are taken."""
@@ -169,7 +169,7 @@ def _as_loaded(values: pd.Series, loaded: pd.Series, layout: Layout, col: str) -
         return values.copy()
 
 
-def _refresh_original(edited: Frames, orig: Frames, layout: Layout,
+def _refresh_original(edited: Frames, orig: Frames, layout: ColumnMap,
                       applied: Mapping[str, Outcome], relabel: Mapping[Any, str],
                       not_applied: Mapping[str, list[str]]) -> None:
     """original := edited for applied records (others keep their loaded values)."""

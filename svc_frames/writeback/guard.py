@@ -27,13 +27,14 @@ from ..assets import PendingUpload
 from ..errors import ConflictError, QuotaExceeded, QuotaInsufficient, SvcError
 from ..frames import Frames, Source
 from ..keys import Target as Where
+from ..read.options import LoadOptions
 from ..read.pager import Paginator
 from ..records import Client
 from .gate import QuotaGate
 from .guardmode import CHECK_MARGIN
 from .journal import journal_key
-from .plan import Layout, Status, reread_requests
-from .report import Counter, Outcome, Report, when_reset
+from .plan import ColumnMap, Status, reread_requests
+from .report import Outcome, Report, RequestCounter, when_reset
 from .rereads import RereadRoute
 from .state import RunState
 from .target import where as where_of
@@ -183,7 +184,7 @@ def check_unanswered(run: RunState) -> None:
     pre = Values(decode_records(known, run.source), run.layout) if known else None
     for rid, body in run.unanswered.items():
         o = run.outcomes[rid]
-        status, why = _settle(run, rid, body, now, srv, pre)
+        status, why = _unanswered_outcome(run, rid, body, now, srv, pre)
         o.status, o.message = status, f"{why} (the answer was lost: {o.message})"
         if status == "applied":
             o.record = now.get(rid)
@@ -191,7 +192,7 @@ def check_unanswered(run: RunState) -> None:
                 run.jr.write("ack", run.keys[rid], action=o.action, record_id=rid)
 
 
-def _settle(run: RunState, rid: str, body: dict[str, Any], now: dict[str, dict[str, Any]],
+def _unanswered_outcome(run: RunState, rid: str, body: dict[str, Any], now: dict[str, dict[str, Any]],
             srv: Values | None, pre: Values | None) -> tuple[Status, str]:
     """One unanswered write against its re-read: (status, why)."""
     act = run.outcomes[rid].action
@@ -387,20 +388,21 @@ def _some(ids: Sequence[Any], shown: int = 10) -> str:
 
 
 # ---- re-reads ------------------------------------------------------------------------------
-def fetch_all(client: Client, where: Where, counter: Counter,
+def fetch_all(client: Client, where: Where, counter: RequestCounter,
               params: dict[str, Any] | None = None, *, purpose: str = "rereads",
               limit: int | None = None) -> list[dict[str, Any]]:
     """Every record of a (filtered) list, each id once: the loaders' paginator, which
     re-reads when records move between pages instead of missing one (a missed record would
     pass for deleted in the guard). Each page request counts under ``purpose``; ``limit``
     stops after that many records."""
-    pages = Paginator(client, where, filters=(params or {}).get("filters"), verify="none",
-                      limit=limit, on_page=lambda _page: counter.add(purpose))
+    pages = Paginator(client, where, LoadOptions.of(filters=(params or {}).get("filters"),
+                                                    verify="none", limit=limit),
+                      on_page=lambda _page: counter.add(purpose))
     return pages.records()
 
 
-def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
-           layout: Layout, base: Frames | None, *, purpose: str = "rereads"
+def reread(client: Client, source: Source, ids: Sequence[str], counter: RequestCounter,
+           layout: ColumnMap, base: Frames | None, *, purpose: str = "rereads"
            ) -> dict[str, dict[str, Any]]:
     """Current server records for ``ids``, batched: OR-filters on an identifying field
     (auto increment / unique) in chunks of ``reread_chunk`` values (50, fewer over a
@@ -440,7 +442,7 @@ def reread(client: Client, source: Source, ids: Sequence[str], counter: Counter,
 
 
 def _reread_list_if_fewer(client: Client, where: Where, want: set[str], n_chunks: int,
-                          counter: Counter, purpose: str) -> dict[str, dict[str, Any]]:
+                          counter: RequestCounter, purpose: str) -> dict[str, dict[str, Any]]:
     """The wanted records from the whole list, when it has at most ``n_chunks`` pages
     (the first page says how many there really are); else nothing."""
     env = client.get_page(where, params={"page": 1, "rows_per_page": 1000})
@@ -457,7 +459,7 @@ def _reread_list_if_fewer(client: Client, where: Where, want: set[str], n_chunks
 
 
 def _reread_by_key(client: Client, where: Where, want: set[str], key: str,
-                   usable: Sequence[Any], counter: Counter, purpose: str,
+                   usable: Sequence[Any], counter: RequestCounter, purpose: str,
                    chunk: int) -> dict[str, dict[str, Any]]:
     """The wanted records found by OR-filters on their loaded identifying values of field
     ``key`` (``RereadRoute.key_values``: list requests cannot filter on the record id),

@@ -141,7 +141,7 @@ class Journal:
             {"ack": self.acks, "intent": self.intents,
              "upload": self.uploads}[op][key] = rec
 
-    def settle(self) -> None:
+    def mark_done(self) -> None:
         """Mark everything so far as done (a later push starts from a clean slate)."""
         with self._lock:
             self._fh.write(json.dumps({"op": "settled", "ts": round(time.time(), 3)}) + "\n")

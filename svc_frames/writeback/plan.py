@@ -5,7 +5,7 @@ Usage::
     plan = diff(frames)            # writeback.diff builds it
     plan.changes                   # record_id, action, field, column, old, new
     plan.requests                  # RequestEstimate(writes=12, uploads=0, rereads=1, ...)
-    Layout.of(plan.source).field_cols["field_21"]   # the frame columns of a field
+    ColumnMap.of(plan.source).field_cols["field_21"]   # the frame columns of a field
 """
 
 from __future__ import annotations
@@ -39,9 +39,10 @@ from .rereads import (
     reread_chunk,
 )
 
-__all__ = ["Plan", "Layout", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
+__all__ = ["Plan", "ColumnMap", "Action", "Status", "NEW_ID_PREFIX", "CHANGE_COLUMNS",
            "RequestEstimate", "REREAD_CHUNK", "LOOKUP_KINDS", "LOOKUP_SCAN_LIMIT",
            "list_pages", "reread_requests", "baseline_requests", "guard_requests",
+           "live_batches", "batch_rereads",
            "object_records", "reread_chunk", "UNSEEN_RECORDS", "PAGE_ROWS"]
 
 #: Index labels starting with this prefix (or NA) mark rows to create; connection-table
@@ -61,10 +62,10 @@ LOOKUP_KINDS = ("short_text", "paragraph_text", "number")
 
 
 @dataclass
-class Layout:
+class ColumnMap:
     """Which frame column belongs to which field, for one source.
 
-    Usage: ``Layout.of(source).col_field["field_21.latitude"]  # -> "field_21"``"""
+    Usage: ``ColumnMap.of(source).col_field["field_21.latitude"]  # -> "field_21"``"""
 
     fields: dict[str, FieldSpec]
     codecs: dict[str, Codec]
@@ -78,7 +79,7 @@ class Layout:
     names: dict[str, str] = dc_field(default_factory=dict)
 
     @classmethod
-    def of(cls, source: Source) -> Layout:
+    def of(cls, source: Source) -> ColumnMap:
         fields: dict[str, FieldSpec] = {}
         codecs: dict[str, Codec] = {}
         field_cols: dict[str, list[str]] = {}
@@ -156,7 +157,7 @@ class Layout:
         return None
 
 
-def reread_requests(source: Source, layout: Layout, base: Frames | None,
+def reread_requests(source: Source, layout: ColumnMap, base: Frames | None,
                     ids: Sequence[str]) -> int:
     """The requests the guard's ``reread(ids)`` sends when the server still holds the
     loaded records (the same rules, in the same order): the whole list when it has fewer
@@ -183,17 +184,45 @@ def reread_requests(source: Source, layout: Layout, base: Frames | None,
     return sent
 
 
-def guard_requests(source: Source, layout: Layout, base: Frames | None,
+def live_batches(order: Sequence[tuple[str, Action]], size: int | None
+                 ) -> list[tuple[Action, list[str]]]:
+    """The records ``(id, action)`` in order, cut into the batches the live guard re-reads
+    and ``apply`` writes together: runs of one action, at most ``size`` updates or deletes
+    each (creates all together: nothing to re-read); one batch of everything when ``size``
+    is None (no live guard).
+
+    Usage: ``live_batches([("5d79...", "update"), ("new:0", "create")], 10)``"""
+    out: list[tuple[Action, list[str]]] = []
+    for rid, act in order:
+        if out and (size is None or out[-1][0] == act
+                    and (len(out[-1][1]) < size or act == "create")):
+            out[-1][1].append(rid)
+        else:
+            out.append((act, [rid]))
+    return out
+
+
+def batch_rereads(source: Source, layout: ColumnMap, base: Frames | None, action: Action,
+                  batch: Sequence[str]) -> int:
+    """The requests the live guard's re-read of one batch sends just before its writes
+    (``reread_requests``; none for creates): what ``apply`` sends and claims of the
+    quota, and what ``guard_requests`` counts, so the two cannot drift.
+
+    Usage: ``batch_rereads(plan.source, layout, plan.base, "update", ids)``"""
+    return 0 if action == "create" else reread_requests(source, layout, base, batch)
+
+
+def guard_requests(source: Source, layout: ColumnMap, base: Frames | None,
                    updated: Sequence[str], deleted: Sequence[str], mode: GuardMode,
                    rate: float | None = None, *, upfront: bool = False
                    ) -> tuple[int, int, int]:
     """(re-reads, late re-reads, checks) the guard sends for the ``updated`` and
     ``deleted`` records, by ``guard.reread``'s rules: ``once``, one re-read of them all;
-    ``live``, one per batch of ``mode.batch(rate)`` records of one action written
-    together (as ``apply`` batches them), and as many again at most for the records the
-    pace kept past the window (``apply`` never sends more: see ``RequestEstimate.late``),
-    and the check of every update after its write. ``upfront``: the live guard also
-    re-reads them all before the first write (``on_conflict="raise"``).
+    ``live``, one per batch of ``live_batches`` (as ``apply`` cuts them, at
+    ``batch_rereads`` each), and as many again at most for the records the pace kept
+    past the window (``apply`` never sends more: see ``RequestEstimate.late``), and the
+    check of every update after its write. ``upfront``: the live guard also re-reads
+    them all before the first write (``on_conflict="raise"``).
 
     Usage: ``guard_requests(plan.source, layout, plan.base, ids, [], GuardMode())``"""
     checked = list(updated) + list(deleted)
@@ -202,14 +231,15 @@ def guard_requests(source: Source, layout: Layout, base: Frames | None,
     everything = reread_requests(source, layout, base, checked)
     if not mode.live:
         return everything, 0, 0
-    size = mode.batch(rate)
-    pre = sum(reread_requests(source, layout, base, list(ids[i:i + size]))
-              for ids in (updated, deleted) for i in range(0, len(ids), size))
+    order: list[tuple[str, Action]] = [(rid, "update") for rid in updated]
+    order += [(rid, "delete") for rid in deleted]
+    pre = sum(batch_rereads(source, layout, base, act, batch)
+              for act, batch in live_batches(order, mode.batch(rate)))
     return (pre + (everything if upfront else 0), pre,
             reread_requests(source, layout, base, list(updated)))
 
 
-def baseline_requests(source: Source, layout: Layout, base: Frames | None,
+def baseline_requests(source: Source, layout: ColumnMap, base: Frames | None,
                       bodies: Sequence[Mapping[str, Any]]) -> int:
     """The requests of ``apply.take_baseline`` before the creates ``bodies`` (the same
     rules): one OR-filter per ``reread_chunk`` distinct lookup values (a page each, when
@@ -476,7 +506,7 @@ class Plan:
         uploads = sum(isinstance(v, PendingUpload)
                       for rid in sent for v in self.payloads.get(rid, {}).values())
         checked = [rid for rid in sent if self.actions[rid] != "create"]
-        layout = Layout.of(self.source)
+        layout = ColumnMap.of(self.source)
         updated = [rid for rid in checked if self.actions[rid] == "update"]
         deleted = [rid for rid in checked if self.actions[rid] == "delete"]
         rereads, late, checks = guard_requests(self.source, layout, self.base, updated,

@@ -23,8 +23,8 @@ import pandas as pd
 from ..labels import column_names
 from .plan import Action, Plan, Status
 
-__all__ = ["Report", "Outcome", "Counter", "QuotaNote", "Kept", "make_report", "dry_run_report",
-           "summary_line"]
+__all__ = ["Report", "Outcome", "RequestCounter", "QuotaNote", "Kept", "make_report",
+           "dry_run_report", "summary_line"]
 
 REPORT_COLUMNS = ["record_id", "action", "fields", "status", "message"]
 
@@ -254,7 +254,7 @@ class Outcome:
     new_id: str | None = None                # for creates
 
 
-class Counter:
+class RequestCounter:
     """Requests of a run by purpose (thread-safe): writes, rereads, uploads, lookups,
     checks, late (the live guard's re-reads of records the pace kept past the window)."""
 
@@ -269,7 +269,7 @@ class Counter:
 
 
 def make_report(rows: Sequence[Outcome], plan: Plan, conflicts: list[dict[str, Any]],
-                counter: Counter, dry_run: bool = False,
+                counter: RequestCounter, dry_run: bool = False,
                 quota: QuotaNote | None = None, kept: Kept | None = None) -> Report:
     """The Report of ``rows`` (in plan order) with the run's conflicts and counts."""
     # the fields as the frames name them (labels, or keys for frames named by key)
@@ -293,7 +293,7 @@ def dry_run_report(plan: Plan, delete_missing: bool,
                     "" if act != "delete" or delete_missing
                     else "delete_missing=False: would be skipped")
             for rid, act in plan.actions.items()]
-    return make_report(rows, plan, [], Counter(), dry_run=True, quota=quota)
+    return make_report(rows, plan, [], RequestCounter(), dry_run=True, quota=quota)
 
 
 def summary_line(report: Report, name: str) -> str:

@@ -9,10 +9,10 @@ from typing import Any
 
 from ..errors import InvalidValue, UsageError
 from ..frames import Source
-from .plan import Layout
+from .plan import ColumnMap
 
 
-def refuse_blanked_required(layout: Layout, rid: str, key: str, cols: Sequence[str]) -> None:
+def refuse_blanked_required(layout: ColumnMap, rid: str, key: str, cols: Sequence[str]) -> None:
     """An update that empties a field the schema marks required is refused before any
     request, like a new row without it: whatever the service makes of the blank, the
     value as loaded would be lost, and a required field left empty is not intent."""
@@ -24,7 +24,7 @@ def refuse_blanked_required(layout: Layout, rid: str, key: str, cols: Sequence[s
         "(nothing was sent)", field=key, column=cols[0] if cols else None, record_id=rid)
 
 
-def require_fields_of_creates(layout: Layout, source: Source | None,
+def require_fields_of_creates(layout: ColumnMap, source: Source | None,
                               create_rows: Mapping[str, int],
                               payloads: Mapping[str, Mapping[str, Any]]) -> None:
     """A new row must fill every field the schema marks required (after connections:

@@ -87,7 +87,7 @@ class RereadRoute:
         return self.n_chunks > 2 and self.pages is not None and self.pages < self.n_chunks
 
     def key_values(self, keyed: tuple[str, pd.Series], ids: Sequence[str]) -> list[Any]:
-        """The loaded identifying values of ``ids`` (``Layout.key_field``), empty ones
+        """The loaded identifying values of ``ids`` (``ColumnMap.key_field``), empty ones
         left out: each ``chunk`` of them is one filtered request."""
         _key, values = keyed
         vals = values.reindex(pd.Index(list(ids), dtype=values.index.dtype))
@@ -111,7 +111,7 @@ LOOKUP_SCAN_LIMIT = 5000
 @dataclass(frozen=True)
 class LookupRoute:
     """The reads before the creates (``apply.take_baseline``): which creates can be
-    looked up (by their lookup rules, ``Layout.lookup_rules``, or by paging a list of at
+    looked up (by their lookup rules, ``ColumnMap.lookup_rules``, or by paging a list of at
     most ``LOOKUP_SCAN_LIMIT`` records) and the OR-filters that find them, ``chunk``
     distinct rules each (None: the whole list)."""
 

@@ -16,7 +16,7 @@ from ..frames import Frames, Source
 from ..joins import refuse_join_result
 from ..kinds import is_empty_cell, values_equal
 from .appends import APPEND_FORMS, record_index
-from .plan import Layout
+from .plan import ColumnMap
 
 # Removed records a row without an id is compared with (a cleared id), at most.
 CLEARED_SCAN = 2000
@@ -49,7 +49,7 @@ class Rows:
     base_ids: pd.Index        # ids of the base frame (object dtype)
 
     @classmethod
-    def of(cls, main: pd.DataFrame, bmain: pd.DataFrame, layout: Layout,
+    def of(cls, main: pd.DataFrame, bmain: pd.DataFrame, layout: ColumnMap,
            source: Source) -> Rows:
         """Validate the index (before any work): no unknown or duplicate ids."""
         new_mask, ids = record_index(main, bmain)
@@ -76,7 +76,7 @@ class Rows:
         return self.base_ids.difference(self.existing).tolist()
 
 
-def refuse_cleared_id(layout: Layout, rows: Rows, base: pd.DataFrame | None, pos: int,
+def refuse_cleared_id(layout: ColumnMap, rows: Rows, base: pd.DataFrame | None, pos: int,
                       row: Mapping[str, Any]) -> None:
     """A row without an id that holds values only the service computes, or exactly
     the values of a loaded record missing from the frame, is a loaded record whose id

@@ -9,7 +9,7 @@ Usage::
 Reading order of ``write_back``: 1. validate & plan (``diff``), 2. resolve the target
 (``target.py``), every check before the first request; then a ``RunState``: journal keys
 and ``triage`` -> ``drop_fields_the_view_does_not_take`` -> 3. ``guard`` (``guard.py``)
--> 4. ``apply`` (``apply.py``: uploads + writes) -> 5. ``refresh`` (``refresh.py``) ->
+-> 4. ``apply`` (``apply.py``: uploads + writes) -> 5. ``follow`` (``follow.py``) ->
 6. the Report (``report.py``). The journal is closed whatever happens. The daily quota
 (``budget.py``): the plan's requests are checked against what is left before the first
 request, and every write passes the run's ``QuotaGate``, which stops sending at the
@@ -38,11 +38,11 @@ from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .interrupt import cut_short
 from .journal import Journal, check_journal_path
 from .kept import Keeper
-from .plan import Layout, Plan
+from .plan import ColumnMap, Plan
 from .report import Outcome, Report, dry_run_report, make_report, summary_line
 from .stamp import stamp_for
 from .state import RunState
-from .target import resolve_target
+from .target import write_target
 from .uploads import check_upload_files
 
 __all__ = ["write_back"]
@@ -180,11 +180,11 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         plan = diff(edited, base)
     elif plan.edited is not None and plan.edited is not edited:
         raise UsageError("the plan was made from other frames: diff(edited) again")
-    layout = Layout.of(plan.source)
+    layout = ColumnMap.of(plan.source)
     if journal is not None:
         check_journal_path(journal)
     # 2. resolve the target (object or view + token)
-    tgt = resolve_target(client, plan.source, target, token)
+    tgt = write_target(client, plan.source, target, token)
     check_upload_files(plan)
     estimate = plan.estimate_requests(guard=mode.mode, delete_missing=delete_missing,
                                       guard_window=mode.window, rate=client.limiter.rate,
@@ -227,10 +227,10 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
         apply(run, max_workers, progress, live)   # 4. uploads + writes, concurrently
         if mode.live:                         # an editor who wrote after us?
             check_written(run, mode.window)
-        keeper.finish()                       # before settle: earlier processes' acks
+        keeper.finish()                       # before mark_done: earlier processes' acks
         if run.jr and run.halted is None \
                 and not any(o.status == "unknown" for o in run.outcomes.values()):
-            run.jr.settle()
+            run.jr.mark_done()
     except BaseException as exc:
         # Ctrl-C or a crash: the frames follow what was answered, the exception carries
         # the Report so far (interrupt.py); the journal is closed below, complete

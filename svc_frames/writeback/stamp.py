@@ -27,7 +27,7 @@ from ..errors import RateLimited
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec, ReadContext
 from ..records import Client
-from .target import Target
+from .target import WriteTarget
 
 __all__ = ["Stamp", "stamp_for"]
 
@@ -52,7 +52,7 @@ class Stamp:
         return {**body, self.spec.key: value}
 
 
-def stamp_for(client: Client, tgt: Target, ctx: ReadContext) -> Stamp | None:
+def stamp_for(client: Client, tgt: WriteTarget, ctx: ReadContext) -> Stamp | None:
     """The stamp writes to ``tgt`` carry: None for a view (its form's rules run on the
     service), an object without a stamped field, or a schema the service does not show
     (the caller then cannot know the field; refresh asks for ``modified_field=`` too)."""

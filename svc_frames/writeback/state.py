@@ -20,10 +20,10 @@ from ..frames import Source
 from ..records import Client
 from .gate import QuotaGate
 from .journal import Journal, record_keys
-from .plan import Action, Layout, Plan
-from .report import Counter, Outcome
+from .plan import Action, ColumnMap, Plan
+from .report import Outcome, RequestCounter
 from .stamp import Stamp
-from .target import Target
+from .target import WriteTarget
 from .values import Values
 
 __all__ = ["RunState"]
@@ -35,10 +35,10 @@ class RunState:
 
     client: Client
     plan: Plan
-    layout: Layout
-    tgt: Target
+    layout: ColumnMap
+    tgt: WriteTarget
     jr: Journal | None
-    counter: Counter = field(default_factory=Counter)
+    counter: RequestCounter = field(default_factory=RequestCounter)
     keys: dict[str, str] = field(default_factory=dict)           # record id -> journal key
     todo: dict[str, Action] = field(default_factory=dict)        # records still to write
     payloads: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -77,7 +77,7 @@ class RunState:
     duration: str = ""
 
     @classmethod
-    def start(cls, client: Client, plan: Plan, layout: Layout, tgt: Target,
+    def start(cls, client: Client, plan: Plan, layout: ColumnMap, tgt: WriteTarget,
               jr: Journal | None) -> RunState:
         """A run's state with its journal keys and the ids already known."""
         known = set(map(str, plan.base.main.index)) if plan.base is not None else set()

@@ -3,7 +3,7 @@ logged-in user. (Which fields a view takes: ``schema.Schema.view_field_keys``.)
 
 Usage::
 
-    tgt = resolve_target(client, plan.source, ("scene_3", "view_7"), token=None)
+    tgt = write_target(client, plan.source, ("scene_3", "view_7"), token=None)
     tgt.name                                              # "scene_3/view_7"
 """
 
@@ -17,11 +17,11 @@ from ..frames import Source
 from ..keys import Target as Where
 from ..records import Client
 
-__all__ = ["Target", "resolve_target", "where"]
+__all__ = ["WriteTarget", "write_target", "where"]
 
 
 @dataclass
-class Target:
+class WriteTarget:
     """The object written to, or a view with the user token it is written through."""
 
     object_key: str
@@ -38,7 +38,7 @@ class Target:
         return f"{self.scene}/{self.view}" if self.is_view else self.object_key
 
 
-def resolve_target(client: Client, source: Source, target: Any, token: str | None) -> Target:
+def write_target(client: Client, source: Source, target: Any, token: str | None) -> WriteTarget:
     """The frames' object (default), or ``"scene_N/view_N"`` / ``(scene, view)`` with a
     token; UsageError / ConfigurationError before any request."""
     if target is None:
@@ -50,7 +50,7 @@ def resolve_target(client: Client, source: Source, target: Any, token: str | Non
         if target != source.object_key:
             raise UsageError(f"target {target!r} is not the frames' object "
                              f"{source.object_key!r}")
-        return Target(source.object_key)
+        return WriteTarget(source.object_key)
     if not (isinstance(target, tuple) and len(target) == 2 and all(
             isinstance(x, str) and x for x in target)):
         raise UsageError(f"target must be 'object_N' or ('scene_N', 'view_N'), got {target!r}")
@@ -59,7 +59,7 @@ def resolve_target(client: Client, source: Source, target: Any, token: str | Non
         raise ConfigurationError(
             f"writing through the view {target[0]}/{target[1]} needs a user token: call "
             "client.login(email, password) or pass token=")
-    return Target(source.object_key, target[0], target[1], tok)
+    return WriteTarget(source.object_key, target[0], target[1], tok)
 
 
 def _behind_login(client: Client, scene_key: str) -> bool:

@@ -14,7 +14,7 @@ from ..frames import Frames
 from ..kinds import is_empty_cell, values_equal
 from .cells import encode_field
 from .edits import Edits
-from .plan import Layout
+from .plan import ColumnMap
 from .rows import Rows
 from .uploads import UNCHANGED
 from .values import interval_lists, intervals_key, same_intervals
@@ -23,7 +23,7 @@ from .values import interval_lists, intervals_key, same_intervals
 class TimerEdits:
     """The timer phase of a diff: summary-column updates and interval tables."""
 
-    def __init__(self, layout: Layout, rows: Rows, edits: Edits, base: Frames | None,
+    def __init__(self, layout: ColumnMap, rows: Rows, edits: Edits, base: Frames | None,
                  base_main: pd.DataFrame | None, col_names: Mapping[str, str]) -> None:
         self.layout, self.rows, self.edits = layout, rows, edits
         self.base, self.base_main = base, base_main

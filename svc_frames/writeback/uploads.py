@@ -22,7 +22,7 @@ from ..frames import Frames
 from ..kinds import is_empty_cell
 from ..kinds.base import FieldSpec
 from .journal import journal_key
-from .plan import Layout, Plan
+from .plan import ColumnMap, Plan
 from .state import RunState
 
 __all__ = ["UNCHANGED", "placed_assets", "plan_asset_value", "check_upload_files",
@@ -42,7 +42,7 @@ class _Unchanged:
 UNCHANGED: Any = _Unchanged()
 
 
-def placed_assets(base: Frames | None, layout: Layout) -> dict[str, tuple[str, str]]:
+def placed_assets(base: Frames | None, layout: ColumnMap) -> dict[str, tuple[str, str]]:
     """asset id -> (record id, field key) for every uploaded asset placed in ``base``."""
     out: dict[str, tuple[str, str]] = {}
     if base is None:

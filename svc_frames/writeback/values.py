@@ -21,7 +21,7 @@ from ..errors import SvcError
 from ..frames import Frames, Source, build_frames
 from ..kinds import is_empty_cell, values_equal
 from ..kinds.base import FieldSpec
-from .plan import Layout
+from .plan import ColumnMap
 
 __all__ = ["Values", "decode_records", "same", "holds", "short", "response_record",
            "interval_lists", "intervals_key", "same_intervals"]
@@ -66,7 +66,7 @@ class Values:
     Connection tables are grouped by record once per frames, not filtered per record:
     the guard and the create lookup ask for many records, which was quadratic."""
 
-    def __init__(self, frames: Frames, layout: Layout) -> None:
+    def __init__(self, frames: Frames, layout: ColumnMap) -> None:
         self.frames, self.layout = frames, layout
         self._links: dict[str, dict[Any, list[Any]]] = {}   # field -> record -> connected
         self._spans: dict[str, dict[Any, list[tuple[Any, Any]]]] = {}  # timer intervals
@@ -120,7 +120,7 @@ def same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def holds(now: Mapping[str, Any], want: Mapping[str, Any], sent: Any, field: FieldSpec,
-          layout: Layout) -> bool:
+          layout: ColumnMap) -> bool:
     """Whether a field's server values ``now`` are what a write of ``sent`` (encoded from
     the frame values ``want``) stores: equal by the kinds' rule, or, where the service
     normalizes (seconds dropped, cents, phone format), equal once both are normalized
