@@ -170,7 +170,7 @@ class Reversal:
     def relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
         """The connection lists the repointing starts from, by (object, record id,
         field): the plan's (``frames.relinks``: as the run left them). A subclass may
-        read them live instead."""
+        read them live instead; a record left out of the answer is not repointed."""
         return {k: was for k, (was, _olds) in self.frames.relinks.items()}
 
     def _relink_frames(self, lists: Mapping[tuple[str, str, str], list[str]]
@@ -181,6 +181,8 @@ class Reversal:
         before: dict[str, dict[str, list[dict[str, Any]]]] = {}
         after: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for (obj, rid, key), (was, olds) in self.frames.relinks.items():
+            if (obj, rid, key) not in lists and not rid.startswith(NEW_ID_PREFIX):
+                continue
             was = lists.get((obj, rid, key), was)
             rid = self.id_map.get(self.frames.old_ids.get(rid, rid), rid)
             new = [self.id_map[o] for o in olds if o in self.id_map]
