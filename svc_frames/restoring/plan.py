@@ -194,7 +194,8 @@ def _plan(client: Client, state: MirrorState, mirror: Any, at: pd.Timestamp, nam
     return RestorePlan(client, built.frames, plan, mirror=where, when=at,
                        last_run=last_start, created_after_ids=built.created_after,
                        gone_between=never, delete_created=delete_created,
-                       unchanged=built.unchanged)
+                       unchanged=built.unchanged,
+                       sizes={k: len(v) for k, v in alive.items() if v is not None})
 
 
 def _run_span(state: MirrorState) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
@@ -269,6 +270,7 @@ class RestorePlan(Reversal):
     delete_created: bool = False
     unchanged: int = 0
     relink_reads: int = 0
+    sizes: dict[str, int] = field(default_factory=dict)
 
     @property
     def created_after(self) -> pd.DataFrame:
@@ -303,10 +305,14 @@ class RestorePlan(Reversal):
         counter = Counter()
         own = self.frames.source
         for obj, ids in by_obj.items():
+            # the object's size (as the mirror last saw it) lets the re-read list many
+            # ids per request, or list the object when that is fewer requests
+            size = self.sizes.get(obj)
             src = own if obj == own.object_key else Source(
                 "object", obj, schema.object_fields(obj) or [], timezone=own.timezone,
                 app_id=own.app_id, base_url=own.base_url, columns="keys",
-                name=schema.object_name(obj))
+                name=schema.object_name(obj),
+                load=None if size is None else {"object_records": int(size * 1.25) + 100})
             got = reread(self.client, src, sorted(ids), counter, Layout.of(src), None,
                          purpose="lookups")
             frames = decode_records(list(got.values()), src)
