@@ -360,3 +360,38 @@ def test_the_command_plans_and_applies_a_restore(svc: LocalService, tmp_path: Pa
     assert list(summary["id_map"]) == [gone[0]]
     assert f"{gone[0]} -> {summary['id_map'][gone[0]]}" in out
     assert cli_main([*base, "--when", "2000-01-01"]) == 2      # bad input: exit 2
+
+
+# ---- files: uploaded again from the mirror's copies, or said lost ------------------------------
+def test_files_come_back_from_the_mirrors_copies(svc: LocalService, tmp_path: Path) -> None:
+    from svc_frames import download, upload_file
+    client = client_for(svc, rate_limit=0)
+    ids = _load(client).main.index[:3].tolist()
+    for i, rid in enumerate(ids[:2]):
+        up = upload_file(client, f"manual {i}".encode(), f"manual-{i}.txt")
+        client.update_record(ORDERS, rid, {ATTACHMENT: up["id"]})
+    copies, plain = tmp_path / "copies.duckdb", tmp_path / "plain.duckdb"
+    mirror(client, copies, assets=True)
+    mirror(client, plain)
+    when = _tick()
+    client.delete_record(ORDERS, ids[0])
+    client.update_record(ORDERS, ids[1], {ATTACHMENT: None})      # a file removed
+    for target in (copies, plain):
+        mirror(client, target, **({"assets": True} if target == copies else {}))
+
+    without = restore(client, plain, when, ORDERS, records=ids[:2])
+    lost = without.lost[without.lost["field"] == ATTACHMENT]
+    assert set(lost["record_id"]) == set(ids[:2])
+    assert lost["why"].str.contains("no copy").all()
+
+    p = restore(client, copies, when, ORDERS, records=ids[:2])
+    assert ATTACHMENT not in set(p.lost["field"])
+    assert p.counts == {"update": 1, "create": 1, "delete": 0}
+    out = p.apply(**QUIET)
+    assert set(out.table["status"]) == {"applied"}, out.table
+    now = _load(client).main
+    new = p.id_map[ids[0]]
+    for rid, i in ((new, 0), (ids[1], 1)):
+        assert now.at[rid, f"{ATTACHMENT}.filename"] == f"manual-{i}.txt"
+        assert download(client, str(now.at[rid, f"{ATTACHMENT}.url"])) == \
+            f"manual {i}".encode()

@@ -22,8 +22,10 @@ Usage::
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -34,9 +36,13 @@ from ..kinds.base import FieldSpec
 from ..undoing.build import Lost, UndoFrames, frames_of, not_restorable
 from ..writeback.plan import NEW_ID_PREFIX, Layout
 
-__all__ = ["RestoreFrames", "Inbound", "NO_COPY"]
+__all__ = ["RestoreFrames", "Inbound", "NO_COPY", "Copies"]
 
-NO_COPY = "the mirror keeps no copy of it"
+NO_COPY = "the mirror keeps no copy of it (mirror with assets=True to keep copies)"
+
+Copies = Mapping[tuple[str, str], Any]
+"""The mirror's copies of files and images by (record id, field key): ``AssetCopy``
+(``name``, ``data``, ``asset_id``), as ``mirroring.assets.asset_copies`` reads them."""
 
 
 @dataclass(frozen=True)
@@ -61,18 +67,21 @@ class RestoreFrames:
     frames: UndoFrames
     created_after: list[str] = field(default_factory=list)
     unchanged: int = 0
+    stage: tempfile.TemporaryDirectory[str] | None = None   # the files to upload again
 
     @classmethod
     def build(cls, source: Source, then: Frames, last: Frames, *,
               then_fields: Sequence[FieldSpec], scope: Collection[str] | None,
               delete_created: bool, inbound: Sequence[Inbound],
-              alive: Mapping[str, Collection[str] | None]) -> RestoreFrames:
+              alive: Mapping[str, Collection[str] | None], copies: Copies | None = None
+              ) -> RestoreFrames:
         """``source``: the object now (the fields of ``when`` that it still has, of the
         same kind); ``then``, ``last``: the object at ``when`` and as last seen (keys-mode
         frames from the mirror); ``then_fields``: its fields at ``when``; ``scope``: the
         records asked (None: all); ``alive``: per object key, the ids the mirror last
-        saw (None: the object is not mirrored, its records are taken as there)."""
-        b = _Builder(source, then, last, then_fields, alive)
+        saw (None: the object is not mirrored, its records are taken as there);
+        ``copies``: the mirror's copies of the files at ``when`` (uploaded again)."""
+        b = _Builder(source, then, last, then_fields, alive, copies or {})
         then_ids, last_ids = set(then.main.index), set(last.main.index)
         inside = (then_ids | last_ids) if scope is None else set(scope)
         deleted = sorted(i for i in then_ids - last_ids if i in inside)
@@ -91,14 +100,17 @@ class RestoreFrames:
             b.inbound(conn, deleted, inside)
         built = b.finish()
         changed = {r for r in both if r in b.touched}
-        return cls(built, created, len(both) - len(changed))
+        return cls(built, created, len(both) - len(changed), b.stage)
 
 
 class _Builder:
     def __init__(self, source: Source, then: Frames, last: Frames,
                  then_fields: Sequence[FieldSpec],
-                 alive: Mapping[str, Collection[str] | None]) -> None:
+                 alive: Mapping[str, Collection[str] | None], copies: Copies) -> None:
         self.source, self.then, self.last = source, then, last
+        self.copies = copies
+        self.uploads: dict[tuple[str, str], Any] = {}    # (row id, field) -> AssetCopy
+        self.stage: tempfile.TemporaryDirectory[str] | None = None
         self.alive = {k: (None if v is None else set(v)) for k, v in alive.items()}
         self.layout = Layout.of(source)
         self.empty = build_frames([], source.fields, source, keep_original=False)
@@ -158,10 +170,10 @@ class _Builder:
             differs = any(not _same(then.get(c), last.get(c)) for c in cols)
             if not differs:
                 continue
+            if self.layout.is_upload(key) and self._upload(rid, rid, key, then, "update"):
+                self.touched.add(rid)
+                continue
             if not self._writable(f):
-                if self.layout.is_upload(key):
-                    self.lost.append(Lost(rid, "update", key,
-                                          f"an uploaded {f.kind} changed since: {NO_COPY}"))
                 continue
             for c in cols:
                 edit[c] = then.get(c)
@@ -240,6 +252,9 @@ class _Builder:
                 self._copy_rows(self.then, key, rid, tmp, self.edit_tables)
                 continue
             held = [c for c in cols if not _blank(cells.get(c))]
+            if held and self.layout.is_upload(key) and self._upload(rid, tmp, key, cells,
+                                                                    "create"):
+                continue
             why = not_restorable(f, bool(held), self.layout.is_upload(key), NO_COPY)
             if why:
                 if why != "-":
@@ -248,6 +263,27 @@ class _Builder:
             for c in held:
                 row[c] = cells[c]
         self._gone_lost(rid, "create")
+
+    def _upload(self, rid: str, row_id: str, key: str, cells: Mapping[str, Any],
+                action: str) -> bool:
+        """A file or image as it was at ``when``, uploaded again from the mirror's copy
+        (True); False when there is none to upload (lost, said by the caller or here)."""
+        held = cells.get(key)
+        copy = self.copies.get((rid, key))
+        if _blank(held):
+            if action == "update":     # emptied at `when`: the field is cleared
+                self.uploads[(row_id, key)] = None
+                return True
+            return False
+        if copy is None or (copy.asset_id and copy.asset_id != held):
+            if action == "update":
+                self.lost.append(Lost(rid, action, key,
+                                      f"an uploaded {self.layout.fields[key].kind} changed "
+                                      f"since: {NO_COPY}"))
+                return True    # nothing to write, said
+            return False
+        self.uploads[(row_id, key)] = copy
+        return True
 
     # ---- a record created after `when`: deleted when asked ------------------------------
     def delete(self, rid: str) -> None:
@@ -298,6 +334,22 @@ class _Builder:
                 self.relinks[(obj, rid, key)] = (made, olds)
         base = frames_of(src, self.empty, self.base_rows, self.base_tables, [])
         edited = frames_of(src, self.empty, self.edit_rows, self.edit_tables, [])
+        for n, ((row_id, key), copy) in enumerate(sorted(self.uploads.items(),
+                                                          key=lambda kv: kv[0])):
+            # write-back uploads a local file named in the cell just before the write
+            # placing it: each copy is staged as a file (the frames' text column cannot
+            # hold bytes) in a directory the plan keeps while it lives
+            if copy is None:
+                edited.main.at[row_id, key] = None
+                continue
+            if self.stage is None:
+                self.stage = tempfile.TemporaryDirectory(prefix="svc_frames_restore_")
+            path = Path(self.stage.name) / str(n) / (Path(copy.name).name or "file")
+            path.parent.mkdir()
+            path.write_bytes(copy.data)
+            edited.main.at[row_id, key] = str(path)
+            if f"{key}.filename" in edited.main.columns:
+                edited.main.at[row_id, f"{key}.filename"] = copy.name
         edited.original = base
         return UndoFrames(src, base, edited, self.lost, old_ids, self.relinks)
 

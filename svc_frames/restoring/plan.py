@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import TargetMismatch, UsageError
 from ..frames import Frames, Source
+from ..mirroring.assets import asset_copies
 from ..mirroring.past import object_at, open_mirror, read_time
 from ..mirroring.state import MirrorState, history_name
 from ..records import Client
@@ -31,7 +32,7 @@ from ..writeback.guard import reread
 from ..writeback.plan import NEW_ID_PREFIX, Layout
 from ..writeback.report import Counter, Report
 from ..writeback.values import decode_records
-from .build import Inbound, RestoreFrames
+from .build import Copies, Inbound, RestoreFrames
 from .select import selected_ids
 
 __all__ = ["restore", "RestorePlan"]
@@ -50,10 +51,11 @@ def restore(client: Client, mirror: str | os.PathLike[str], when: Any, object: s
     ``delete_created=True``. ``RestorePlan.apply`` sends it through ``write_back`` and its
     live guard, which compares the service with what the mirror last saw: a cell someone
     changed after the mirror's last run is a ``conflict``, reported and left as it is
-    unless forced for that record. What cannot come back is listed before any write
+    unless forced for that record. Files and images come back from the mirror's copies
+    (``mirror(..., assets=True)``). What cannot come back is listed before any write
     (``RestorePlan.lost``: computed fields, auto-increment numbers, passwords, fields no
-    longer in the schema or of another kind, uploaded files, connections to records
-    deleted since and not restored).
+    longer in the schema or of another kind, files the mirror keeps no copy of,
+    connections to records deleted since and not restored).
 
     Parameters
     ----------
@@ -188,14 +190,16 @@ def _plan(client: Client, state: MirrorState, mirror: Any, at: pd.Timestamp, nam
                                alive.get(conn.from_object)))
     built = RestoreFrames.build(source, then, last, then_fields=then.source.fields,
                                 scope=scope, delete_created=delete_created,
-                                inbound=inbound, alive=alive)
+                                inbound=inbound, alive=alive,
+                                copies=_copies(state, source, then, scope, at))
     never = sorted(set(scope or ()) - set(then.main.index) - set(last.main.index))
     plan = diff(built.frames.edited, built.frames.base)
     return RestorePlan(client, built.frames, plan, mirror=where, when=at,
                        last_run=last_start, created_after_ids=built.created_after,
                        gone_between=never, delete_created=delete_created,
                        unchanged=built.unchanged,
-                       sizes={k: len(v) for k, v in alive.items() if v is not None})
+                       sizes={k: len(v) for k, v in alive.items() if v is not None},
+                       files=built.stage)
 
 
 def _run_span(state: MirrorState) -> tuple[pd.Timestamp | None, pd.Timestamp | None]:
@@ -205,6 +209,25 @@ def _run_span(state: MirrorState) -> tuple[pd.Timestamp | None, pd.Timestamp | N
         return None, None
     started = pd.to_datetime(runs["started"], utc=True)
     return pd.Timestamp(started.min()), pd.Timestamp(started.max())
+
+
+def _copies(state: MirrorState, source: Source, then: Frames,
+            scope: set[str] | None, at: pd.Timestamp) -> Copies:
+    """The mirror's copies of the files the records held at ``at`` (the copies of the
+    last run that started by then), for the records in scope holding one."""
+    layout = Layout.of(source)
+    keys = [f.key for f in source.fields if layout.is_upload(f.key)]
+    if not keys:
+        return {}
+    held = then.main[[k for k in keys if k in then.main.columns]].notna().any(axis=1)
+    ids = [str(i) for i in then.main.index[held.to_numpy()] if scope is None or i in scope]
+    if not ids:
+        return {}
+    started = pd.to_datetime(state.runs["started"], utc=True)
+    runs = state.runs.loc[(started <= at).to_numpy(), "run_id"]
+    assert state.target is not None
+    return asset_copies(state.target, source.object_key, ids,
+                        run=int(runs.max()) if len(runs) else None)
 
 
 def _ever_seen(state: MirrorState, key: str) -> set[str]:
@@ -253,6 +276,16 @@ class RestorePlan(Reversal):
     gone_between : list of str
         Ids asked for that were created after ``when`` and deleted before the mirror's
         last run: nothing to restore.
+    delete_created : bool
+        Whether the plan deletes the records created after ``when``.
+    unchanged : int
+        Records of both times already as they were at ``when``.
+    relink_reads : int
+        Requests the last ``apply`` made reading the lists to repoint.
+    sizes : dict
+        Per object, its records as the mirror last saw them (sizes the re-reads).
+    files : tempfile.TemporaryDirectory or None
+        The mirror's copies of files staged for upload while the plan lives.
     id_map : dict
         After ``apply``: each re-created record's old id -> its new id.
     reports : list of Report
@@ -271,6 +304,7 @@ class RestorePlan(Reversal):
     unchanged: int = 0
     relink_reads: int = 0
     sizes: dict[str, int] = field(default_factory=dict)
+    files: Any = field(default=None, repr=False)   # the copies staged for upload
 
     @property
     def created_after(self) -> pd.DataFrame:
