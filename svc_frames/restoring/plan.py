@@ -28,9 +28,11 @@ from ..mirroring.state import MirrorState, history_name
 from ..records import Client
 from ..undoing.reversal import Reversal
 from ..writeback.diff import diff
-from ..writeback.guard import reread
+from ..writeback.guard import fetch_all, reread
 from ..writeback.plan import NEW_ID_PREFIX, Layout
 from ..writeback.report import Counter, Report
+from ..writeback.rereads import list_pages
+from ..writeback.target import where as where_of
 from ..writeback.values import decode_records
 from .build import Copies, Inbound, RestoreFrames
 from .select import selected_ids
@@ -323,9 +325,10 @@ class RestorePlan(Reversal):
                 f"{len(self.created_after_ids)} created after{relink}; {lost})")
 
     def relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
-        """The lists to add new ids to, read live now (one batched re-read per object):
-        connections others made since the mirror's last run are kept. A record no longer
-        on the service is left out (not repointed)."""
+        """The lists to add new ids to, read live now (per object: the whole list paged
+        when that is fewer requests than re-reading the records, else the guard's
+        re-read): connections others made since the mirror's last run are kept. A record
+        no longer on the service is left out (not repointed)."""
         by_obj: dict[str, set[str]] = {}
         out: dict[tuple[str, str, str], list[str]] = {}
         for (obj, rid, key), (was, _olds) in self.frames.relinks.items():
@@ -347,8 +350,14 @@ class RestorePlan(Reversal):
                 app_id=own.app_id, base_url=own.base_url, columns="keys",
                 name=schema.object_name(obj),
                 load=None if size is None else {"object_records": int(size * 1.25) + 100})
-            got = reread(self.client, src, sorted(ids), counter, Layout.of(src), None,
-                         purpose="lookups")
+            if size is not None and list_pages(size) < len(ids):
+                # more records than the object's pages: list it whole (paged)
+                got = {str(r["id"]): r for r in fetch_all(self.client, where_of(src),
+                                                          counter, purpose="lookups")
+                       if str(r.get("id")) in ids}
+            else:
+                got = reread(self.client, src, sorted(ids), counter, Layout.of(src), None,
+                             purpose="lookups")
             frames = decode_records(list(got.values()), src)
             for (o, rid, key), _ in self.frames.relinks.items():
                 if o != obj or rid not in got:
