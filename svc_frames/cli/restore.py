@@ -4,12 +4,10 @@ time from a mirror's history (``restore``)."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
-import pandas as pd
-
 from .common import add_credentials, client_from_args, run_client_command
+from .reversal import run_reversal
 
 
 def add_restore(sub: Any) -> argparse.ArgumentParser:
@@ -53,26 +51,11 @@ def cmd_restore(args: argparse.Namespace) -> int:
         client = client_from_args(args)
         plan = restore(client, args.mirror, args.when, args.object, args.ids,
                        delete_created=args.delete_created)
-        with pd.option_context("display.width", 160, "display.max_colwidth", 60,
-                               "display.max_rows", 200):
-            print(repr(plan))
-            if len(plan.lost):
-                print("cannot come back:")
-                print(plan.lost.to_string(index=False))
-            if len(plan.created_after):
-                print(f"created after {plan.when.isoformat()}"
-                      f"{' (deleted)' if plan.delete_created else ''}:")
-                print(plan.created_after.to_string(index=False))
-            if args.dry_run:
-                print(plan.changes.to_string(index=False))
-                print(json.dumps({"dry_run": True, **as_mapping(plan)}))
-                return 0
-            report = plan.apply(force=args.force, journal=args.journal)
-            print(report.table.to_string(index=False))
-        for old, new in plan.id_map.items():
-            print(f"{old} -> {new}")
-        print(json.dumps({"dry_run": False, **as_mapping(plan), "status": report.counts,
-                          "requests": report.requests, "id_map": plan.id_map}))
-        return 0 if report.ok else 1
+        made = f"created after {plan.when.isoformat()}" + (
+            " (deleted):" if plan.delete_created else ":")
+        return run_reversal(plan, [("cannot come back:", plan.lost),
+                                   (made, plan.created_after)],
+                            dry_run=args.dry_run, force=args.force, journal=args.journal,
+                            summary=as_mapping(plan))
 
     return run_client_command(run)
