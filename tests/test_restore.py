@@ -396,3 +396,34 @@ def test_files_come_back_from_the_mirrors_copies(svc: LocalService, tmp_path: Pa
         assert now.at[rid, f"{ATTACHMENT}.filename"] == f"manual-{i}.txt"
         assert download(client, str(now.at[rid, f"{ATTACHMENT}.url"])) == \
             f"manual {i}".encode()
+
+
+# ---- what cannot come back is said before any write -------------------------------------------
+def test_a_field_removed_since_and_links_the_mirror_never_held_are_said_lost(
+        svc: LocalService, tmp_path: Path) -> None:
+    client = client_for(svc, rate_limit=0)
+    target = tmp_path / "app.duckdb"
+    mirror(client, target, [PEOPLE, PARTS, ORDERS])          # the visits are not mirrored
+    when = _tick()
+    gone = _load(client).main.index[:2].tolist()
+    for rid in gone:
+        client.delete_record(ORDERS, rid)
+    svc.builder.remove_field(STATUS)                        # the owner drops a field
+    client = client_for(svc, rate_limit=0)                  # a client reading the new schema
+    mirror(client, target, [PEOPLE, PARTS, ORDERS])
+    svc.request_log.clear()
+    p = restore(client, target, when, ORDERS, records=gone)
+    lost = p.lost
+    why = dict(zip(zip(lost["record_id"], lost["field"], strict=True), lost["why"],
+                   strict=True))
+    for rid in gone:
+        assert "no longer in the schema" in why[(rid, STATUS)]
+        assert "not in the mirror" in why[(rid, f"{VISITS}.{VISIT_ORDERS}")]
+    assert _writes(svc) == 0
+    out = p.apply(**QUIET)
+    assert set(out.table["status"]) == {"applied"}, out.table
+    now = _load(client).main
+    was = as_of(target, when)[ORDERS].main
+    for old, new in p.id_map.items():
+        assert now.at[new, TITLE] == was.at[old, TITLE]
+        assert STATUS not in now.columns
