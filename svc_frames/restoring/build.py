@@ -188,9 +188,9 @@ class _Builder:
                 self._table(self.edit_tables, key, rid, was)
                 if sorted(was) != sorted(seen):
                     self.touched.add(rid)
-            elif f.kind == "timer":
+            elif f.kind == "timer":      # its intervals: as last seen -> as at `when`
                 self._copy_rows(self.last, key, rid, rid, self.base_tables)
-                self._copy_rows(self.last, key, rid, rid, self.edit_tables)
+                self._copy_rows(self.then, key, rid, rid, self.edit_tables)
         self._gone_lost(rid, "update")
 
     def _still(self, key: str, ids: list[str]) -> list[str]:
