@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .plot import plot_counts, plot_locations, plot_over_time
     from .refreshing import cache
     from .refreshing.policy import RefreshReport, refresh
+    from .restoring import restore
     from .reviewing import PlanReview, review
     from .saved.export import export
     from .saved.parquet import read_parquet, to_parquet
@@ -51,7 +52,7 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "diff", "write_back", "push", "add_rows", "Plan", "Report", "undo",
            "upload_file", "upload_image", "create_with_asset", "download",
            "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview",
-           "mirror", "MirrorReport", "as_of", "changes"]
+           "mirror", "MirrorReport", "as_of", "changes", "restore"]
 
 _LAZY: dict[str, str] = {
     "App": "application", "read_app": "application",
@@ -68,6 +69,7 @@ _LAZY: dict[str, str] = {
     "undo": "undoing",
     "mirror": "mirroring.run", "MirrorReport": "mirroring.report", "as_of": "mirroring.past",
     "changes": "mirroring.past",
+    "restore": "restoring",
 }
 """Public name -> the submodule that defines it, imported on the name's first use."""
 

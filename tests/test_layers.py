@@ -29,6 +29,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # read_object(cache=) loads through the cache, which refreshes: the public loaders sit
     # with the refresh they open; the mirror keeps the application's memory by refreshing
     ("refresh", ("refreshing", "mirroring", "loaders")),
+    # restore: a mirror's history written back through undo's machinery
+    ("restore", ("restoring",)),
     # cli: the package cli/ (one module per subcommand, and what they share), all of it top
     ("top", ("cli", "demo", "reviewing", "widgets", "plot", "testing", "")),
 ]

@@ -127,3 +127,24 @@ def test_long_names_fit_postgres_identifiers(fresh_service: LocalService, pg_url
     assert len(f"{table}__history") <= 63
     assert rows(pg_url, f'SELECT count(*) FROM "{table}__history"') == [(1,)]
     assert len(sf.as_of(pg_url, pd.Timestamp.now(tz="UTC"))[key]) == 1
+
+
+def test_copies_of_files_in_bytea(fresh_service: LocalService, pg_url: str) -> None:
+    from svc_frames.mirroring.assets import asset_copies
+    svc = fresh_service
+    client = client_of(svc)
+    ids = list(sf.read_object(client, "object_3", columns="keys").main.index)
+    manual = sf.upload_file(client, b"\x00Pump manual\xff", "manual.bin")
+    client.update_record("object_3", ids[0], {"field_37": manual["id"]})
+    first = sf.mirror(client, pg_url, ["object_3"], assets=True)
+    loaded = sf.read_object(client, "object_3", columns="keys").main
+    files = int(loaded["field_37"].notna().sum() + loaded["field_38"].notna().sum())
+    assert first.objects["object_3"].assets == files
+    assert rows(pg_url, "SELECT data_type FROM information_schema.columns WHERE "
+                        "table_name = 'svc_assets' AND column_name = 'data'") == [("bytea",)]
+    got = asset_copies(pg_url, "object_3", ids[:1])
+    assert got[(ids[0], "field_37")].data == b"\x00Pump manual\xff"
+    assert got[(ids[0], "field_37")].name == "manual.bin"
+    svc.pages.update_record("object_3", ids[1], {"field_12": "Checked"})
+    assert sf.mirror(client, pg_url, ["object_3"], assets=True).objects[
+        "object_3"].assets == 0

@@ -27,4 +27,10 @@ def interrupted_line(args: argparse.Namespace, exc: KeyboardInterrupt) -> str:
     if command == "export" and getattr(args, "out", None):
         return (f"svc-frames export: interrupted; {args.out} was left as it was (an export "
                 "writes nothing until it has every page): run the same command again")
+    if command == "restore":
+        journal = getattr(args, "journal", None)
+        return ("svc-frames restore: interrupted; " + (
+            f"run the same command again (with --journal {journal}) to send only the rest"
+            if journal else "without --journal it cannot be resumed: the records it "
+            "created would be created again; look at the object before restoring again"))
     return "svc-frames" + (f" {command}" if command else "") + ": interrupted"

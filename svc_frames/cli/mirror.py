@@ -35,6 +35,8 @@ def add_mirror(sub: Any) -> argparse.ArgumentParser:
                    help="seconds to wait for another run holding the target (default 0)")
     p.add_argument("--repair", action="store_true",
                    help="write again tables edited by hand (from the service)")
+    p.add_argument("--assets", action="store_true",
+                   help="keep a copy of every file and image in the target (svc_assets)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON line")
     add_credentials(p)
     return p
@@ -48,7 +50,8 @@ def cmd_mirror(args: argparse.Namespace) -> int:
         client = client_from_args(args)
         try:
             report = mirror(client, args.to, args.objects, schema=args.schema,
-                            sweep_every=args.sweep_every, wait=args.wait, repair=args.repair)
+                            sweep_every=args.sweep_every, wait=args.wait, repair=args.repair,
+                            assets=args.assets)
         except KeyboardInterrupt:
             # the run's one transaction was rolled back, or had committed just before
             print(f"mirror interrupted: {args.to} holds run {last_run(args.to)} whole; "

@@ -19,6 +19,7 @@ from .export import add_export, cmd_export
 from .interrupt import interrupted_line
 from .mirror import add_mirror, cmd_mirror
 from .push import add_push, cmd_push
+from .restore import add_restore, cmd_restore
 from .schema import add_schema, cmd_schema
 from .serve import add_serve, cmd_serve
 from .undo import add_undo, cmd_undo
@@ -36,6 +37,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[Any], argparse.ArgumentParser], Handler]]
     "push": (add_push, cmd_push),
     "undo": (add_undo, cmd_undo),
     "mirror": (add_mirror, cmd_mirror),
+    "restore": (add_restore, cmd_restore),
 }
 
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
-
-import pandas as pd
 
 from ..undoing import undo
 from .common import add_credentials, client_from_args, run_client_command
+from .reversal import run_reversal
 
 
 def add_undo(sub: Any) -> argparse.ArgumentParser:
@@ -42,26 +40,11 @@ def cmd_undo(args: argparse.Namespace) -> int:
     def run() -> int:
         client = client_from_args(args)
         plan = undo(client, args.journal, object=args.object, run=args.run)
-        with pd.option_context("display.width", 160, "display.max_colwidth", 60,
-                               "display.max_rows", 200):
-            print(repr(plan))
-            if len(plan.lost):
-                print("cannot come back:")
-                print(plan.lost.to_string(index=False))
-            if len(plan.missing):
-                print("not undone (the journal cannot reverse them):")
-                print(plan.missing.to_string(index=False))
-            if args.dry_run:
-                print(plan.changes.to_string(index=False))
-                print(json.dumps({"dry_run": True, "plan": plan.counts,
-                                  "lost": len(plan.lost), "missing": len(plan.missing)}))
-                return 0
-            report = plan.apply(force=args.force, journal=args.undo_journal)
-            print(report.table.to_string(index=False))
-        for old, new in plan.id_map.items():
-            print(f"{old} -> {new}")
-        print(json.dumps({"dry_run": False, "plan": plan.counts, "status": report.counts,
-                          "requests": report.requests, "id_map": plan.id_map}))
-        return 0 if report.ok else 1
+        return run_reversal(
+            plan, [("cannot come back:", plan.lost),
+                   ("not undone (the journal cannot reverse them):", plan.missing)],
+            dry_run=args.dry_run, force=args.force, journal=args.undo_journal,
+            summary={"plan": plan.counts, "lost": len(plan.lost),
+                     "missing": len(plan.missing)})
 
     return run_client_command(run)

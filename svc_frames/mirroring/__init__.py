@@ -6,7 +6,8 @@ The package is named for the activity (as ``refreshing/`` holds ``refresh``), so
 ``target`` (the target protocol and which target a name is), ``duckdbtarget``,
 ``postgres`` and ``parquetdir`` (the targets), ``lock`` (one run at a time), ``state``
 (what the last run left), ``schemas`` (schema changes), ``history`` (versions),
-``apply`` (the write phase), ``past`` (``as_of``, ``changes``); its errors
+``apply`` (the write phase), ``past`` (``as_of``, ``changes``), ``assets`` (copies of
+files and images, ``asset_copies``); its errors
 (``TargetBusy``, ``SchemaChanged``, ``TargetMismatch``) are in svc_frames.errors.
 
 Usage::

@@ -29,6 +29,7 @@ from ..frames import Frames
 from ..saved.arrow import frame_to_arrow, table_meta
 from ..saved.snapshot import TableKind, TableSpec, meta_tables
 from ..schema import Connection
+from .assets import write_copies
 from .history import versions
 from .report import MirrorReport, ObjectReport
 from .schemas import FieldChanges
@@ -68,6 +69,7 @@ class RunPlan:
     others: dict[str, Frames]           # present objects not in this run, as they are
     connections: list[Connection]
     report: MirrorReport
+    copies: pa.Table | None = None      # files downloaded for svc_assets (assets.py)
 
 
 def _null_free(schema: pa.Schema) -> pa.Schema:
@@ -288,6 +290,7 @@ def write_run(target: Target, plan: RunPlan) -> None:
             specs, rows = current_tables(run)
             all_specs += specs
             all_rows.update(rows)
+        write_copies(w, target, plan.copies)
         _write_meta(w, plan, objects, schema_rows, all_specs, all_rows, frames_now)
 
 

@@ -56,8 +56,14 @@ JOURNAL = ".commit.json"
 PART = "part-00000.parquet"
 
 
+#: Tables a run only appends to (the mirror's copies of files): a run's rows are written
+#: as its own partition without the earlier ones being read.
+APPEND_ONLY = ("svc_assets",)
+
+
 def _history(table: str) -> bool:
-    return table.endswith("__history")
+    """A table partitioned by run (``run=N/``)."""
+    return table.endswith("__history") or table in APPEND_ONLY
 
 
 class ParquetWriter:
@@ -120,6 +126,10 @@ class ParquetWriter:
 
     def insert(self, table: str, data: pa.Table) -> None:
         if data.num_rows == 0:
+            return
+        if table in APPEND_ONLY and table not in self.tables:
+            self.tables[table] = data   # this run's rows alone: its partition
+            self.dirty[table] = {int(r) for r in data.column("run_id").to_pylist()}
             return
         have = self._get(table)
         cols = []

@@ -29,7 +29,8 @@ from ..frames import Frames, Source
 from .state import VERSION_COLUMNS, MirrorState, history_name, typed
 from .target import Target, open_target
 
-__all__ = ["as_of", "changes", "open_versions", "last_run"]
+__all__ = ["as_of", "changes", "open_versions", "last_run", "open_mirror", "read_time",
+           "object_at"]
 
 
 def _when(value: Any, what: str) -> pd.Timestamp:
@@ -334,3 +335,23 @@ def _differs(a: Any, b: Any) -> bool:
         return True
     return bool(repr(_plain(a)) != repr(_plain(b)))
 
+
+
+def open_mirror(target: str | os.PathLike[str]) -> tuple[Target, MirrorState]:
+    """The target opened read-only and its state (UsageError: not a mirror); the caller
+    closes the target."""
+    return _open(target)
+
+
+def read_time(value: Any, what: str) -> pd.Timestamp:
+    """A time as a UTC Timestamp (a naive one is UTC); UsageError naming ``what``."""
+    return _when(value, what)
+
+
+def object_at(state: MirrorState, key: str, when: pd.Timestamp | None
+              ) -> Frames | None:
+    """One object's frames as the mirror knew them at ``when`` (None: its open
+    versions), in the columns of its schema then; None when not mirrored then."""
+    assert state.target is not None
+    row = _version_at(state, key, when)
+    return None if row is None else _frames_at(state.target, row, when)

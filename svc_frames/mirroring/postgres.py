@@ -66,6 +66,8 @@ def pg_type(t: pa.DataType) -> str:
         return "interval"
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return f"{pg_type(t.value_type)}[]"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "bytea"
     return "text"
 
 
@@ -73,7 +75,8 @@ _ARROW = {"text": pa.string(), "boolean": pa.bool_(), "bigint": pa.int64(),
           "integer": pa.int64(), "double precision": pa.float64(),
           "timestamp with time zone": pa.timestamp("us", tz="UTC"),
           "timestamp without time zone": pa.timestamp("us"), "date": pa.date32(),
-          "interval": pa.duration("us"), "numeric": pa.float64()}
+          "interval": pa.duration("us"), "numeric": pa.float64(),
+          "bytea": pa.large_binary()}
 _ELEMENT = {"_text": pa.string(), "_int8": pa.int64(), "_float8": pa.float64(),
             "_bool": pa.bool_(), "_timestamptz": pa.timestamp("us", tz="UTC")}
 

@@ -47,6 +47,8 @@ class ObjectReport:
         Every record was listed (first run, a schema change, a sweep, no stamped field).
     reason : str
         Why, when ``full``.
+    assets : int
+        Files and images downloaded for the mirror's copies (``assets=True``).
     """
 
     object_key: str
@@ -61,6 +63,7 @@ class ObjectReport:
     seconds: float = 0.0
     full: bool = False
     reason: str = ""
+    assets: int = 0
 
 
 @dataclass

@@ -38,6 +38,7 @@ from ..read.load import load
 from ..records import Client
 from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
+from .assets import fetch_copies
 from .history import compare
 from .past import open_versions
 from .report import MirrorReport, ObjectReport, display_name
@@ -50,8 +51,8 @@ __all__ = ["mirror"]
 
 def mirror(client: Client, target: str | os.PathLike[str], objects: Sequence[str] | None = None,
            *, schema: str = "stop", sweep_every: int = DEFAULT_SWEEP_EVERY,
-           wait: float = 0.0, repair: bool = False, rows_per_page: int = 1000
-           ) -> MirrorReport:
+           wait: float = 0.0, repair: bool = False, rows_per_page: int = 1000,
+           assets: bool = False) -> MirrorReport:
     """Bring a mirror (DuckDB, PostgreSQL or Parquet) up to date with the application.
 
     The target holds the current state (a table per object, its exploded tables, the
@@ -82,6 +83,10 @@ def mirror(client: Client, target: str | os.PathLike[str], objects: Sequence[str
         (each object listed in full and compared with its history).
     rows_per_page : int, default 1000
         Records per request of a full listing.
+    assets : bool, default False
+        Keep a copy of every file and uploaded image in the target (``svc_assets``;
+        mirroring/assets.py): each run downloads those of the records it inserted or
+        whose file changed, once per file.
 
     Returns
     -------
@@ -122,6 +127,8 @@ def mirror(client: Client, target: str | os.PathLike[str], objects: Sequence[str
             or not 1 <= rows_per_page <= 1000:
         raise UsageError(f"rows_per_page must be an integer from 1 to 1000, got "
                          f"{rows_per_page!r}")
+    if not isinstance(assets, bool):
+        raise UsageError(f"assets must be True or False, got {assets!r}")
     if isinstance(objects, str):
         objects = [objects]
     tgt = open_target(target)
@@ -137,14 +144,14 @@ def mirror(client: Client, target: str | os.PathLike[str], objects: Sequence[str
                 if not repair:
                     state.check_tables(list(state.objects))
             return _run(client, tgt, state, objects, schema, every, repair, rows_per_page,
-                        t0)
+                        t0, assets)
     finally:
         tgt.close()
 
 
 def _run(client: Client, tgt: Target, state: MirrorState | None,
          objects: Sequence[str] | None, schema: str, every: int, repair: bool, rpp: int,
-         t0: float) -> MirrorReport:
+         t0: float, assets: bool = False) -> MirrorReport:
     started = dt.datetime.now(dt.timezone.utc)
     sent = client.request_count
     doc = client.schema(refresh=True)
@@ -190,10 +197,11 @@ def _run(client: Client, tgt: Target, state: MirrorState | None,
     in_run = {r.key for r in runs}
     others = {k: state.frames(k) for k, o in prev.items()
               if o.present and k not in in_run} if state is not None else {}
+    copies = fetch_copies(client, tgt, runs, report.run) if assets else None
     report.requests = client.request_count - sent
     report.seconds = time.monotonic() - t0
     plan = RunPlan(state, client.app_id, report.run, started, runs, others,
-                   connections_of(doc), report)
+                   connections_of(doc), report, copies)
     write_run(tgt, plan)
     report.seconds = time.monotonic() - t0
     return report

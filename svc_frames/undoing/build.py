@@ -34,7 +34,7 @@ from ..writeback.plan import NEW_ID_PREFIX, ColumnMap
 from ..writeback.values import decode_records, intervals_key
 from .runs import KeptRun
 
-__all__ = ["UndoFrames", "Lost", "LOST_COLUMNS", "frames_of"]
+__all__ = ["UndoFrames", "Lost", "LOST_COLUMNS", "frames_of", "not_restorable"]
 
 LOST_COLUMNS = ["record_id", "action", "field", "why"]
 
@@ -187,7 +187,7 @@ class _Builder:
         for key, f in layout.fields.items():
             cols = layout.field_cols.get(key, [])
             held = [c for c in cols if cells.get(c) is not None]
-            why = _not_restorable(f, bool(held), layout.is_upload(key))
+            why = not_restorable(f, bool(held), layout.is_upload(key))
             if why:
                 if why != "-":
                     self.lost.append(Lost(rid, "create", key, why))
@@ -274,9 +274,11 @@ class _Builder:
         return UndoFrames(src, base, edited, self.lost, self.old_ids, self.relinks)
 
 
-def _not_restorable(f: FieldSpec, held: bool, upload: bool) -> str:
+def not_restorable(f: FieldSpec, held: bool, upload: bool,
+                   no_copy: str = "the journal keeps no copy of it") -> str:
     """Why a deleted record's field cannot be created again ("" when it can; "-" when
-    there is nothing to say: an empty computed field)."""
+    there is nothing to say: an empty computed field); ``no_copy`` says why an uploaded
+    file cannot."""
     codec = codec_for(f)
     if f.kind == "password":
         return "a password cannot be read back: the re-created user has none"
@@ -287,7 +289,7 @@ def _not_restorable(f: FieldSpec, held: bool, upload: bool) -> str:
         return "computed by the service: computed again for the new record" if held \
             else "-"
     if upload and held:
-        return f"an uploaded {f.kind}: the journal keeps no copy of it"
+        return f"an uploaded {f.kind}: {no_copy}"
     return ""
 
 

@@ -12,21 +12,18 @@ Usage::
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
 
 import pandas as pd
 
 from ..errors import UsageError
-from ..frames import Frames, Source, build_frames
+from ..frames import Source
 from ..lookup import object_key
 from ..records import Client
 from ..writeback.diff import diff
-from ..writeback.plan import NEW_ID_PREFIX, Plan
-from ..writeback.report import Kept, Report, RequestCounter, make_report
-from ..writeback.run import write_back
-from .build import LOST_COLUMNS, UndoFrames, frames_of
+from ..writeback.report import Report
+from .build import UndoFrames
+from .reversal import Reversal
 from .runs import KeptRun
 
 __all__ = ["undo", "UndoPlan"]
@@ -112,7 +109,7 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
         fields = Source.from_dict(header["source"]).fields
     inbound = [c for c in schema.connections() if c.to_object == obj and c.from_object != obj]
     built = UndoFrames.build(kept, fields, inbound, _object_records(client, obj))
-    return UndoPlan(client, kept, built, diff(built.edited, built.base))
+    return UndoPlan(client, built, diff(built.edited, built.base), run=kept)
 
 
 def _object_records(client: Client, obj: str) -> int:
@@ -125,8 +122,8 @@ def _object_records(client: Client, obj: str) -> int:
     return int(n * 1.25) + 100
 
 
-@dataclass
-class UndoPlan:
+@dataclass(kw_only=True)
+class UndoPlan(Reversal):
     """The reversal of one write-back run (``undo`` makes it): nothing is sent until
     ``apply``.
 
@@ -151,37 +148,7 @@ class UndoPlan:
         The ``write_back`` runs ``apply`` made.
     """
 
-    client: Client
     run: KeptRun
-    frames: UndoFrames
-    plan: Plan
-    id_map: dict[str, str] = field(default_factory=dict)
-    reports: list[Report] = field(default_factory=list)
-
-    @property
-    def edited(self) -> Frames:
-        return self.frames.edited
-
-    @property
-    def base(self) -> Frames:
-        return self.frames.base
-
-    @property
-    def changes(self) -> pd.DataFrame:
-        """One row per cell the undo writes (``diff``'s ``changes``): a re-created
-        record's row is named by its temporary id; ``undoes`` gives the old id."""
-        ch = self.plan.changes.copy()
-        old = self.frames.old_ids
-        ch["undoes"] = pd.array([old.get(str(r), str(r)) for r in ch["record_id"].tolist()],
-                                dtype="string")
-        return ch
-
-    @property
-    def lost(self) -> pd.DataFrame:
-        """What cannot come back (``record_id, action, field, why``), listed before any
-        write."""
-        return pd.DataFrame([(x.record_id, x.action, x.field, x.why)
-                             for x in self.frames.lost], columns=LOST_COLUMNS).astype("string")
 
     @property
     def missing(self) -> pd.DataFrame:
@@ -189,10 +156,6 @@ class UndoPlan:
         why``)."""
         return pd.DataFrame([(m.record_id, m.action, m.why) for m in self.run.missing],
                             columns=["record_id", "action", "why"]).astype("string")
-
-    @property
-    def counts(self) -> dict[str, int]:
-        return self.plan.counts
 
     def __repr__(self) -> str:
         c = self.plan.counts
@@ -202,140 +165,3 @@ class UndoPlan:
             if self.frames.relinks else ""
         return (f"UndoPlan({self.frames.source.object_key}: {c['update']} update, "
                 f"{c['create']} create, {c['delete']} delete{relink}; {lost}, {miss})")
-
-    def apply(self, *, force: Iterable[str] = (), journal: str | os.PathLike[str] | None = None,
-              **write_options: Any) -> Report:
-        """Send the undo through ``write_back`` (deletes included), then point the
-        records that connected to a re-created record at its new id.
-
-        Parameters
-        ----------
-        force : iterable of str
-            Records (ids in ``plan.record_ids``) to write even where someone else changed
-            them after the run (``on_conflict="overwrite"`` for them alone); every other
-            record in conflict is left as it is and reported ``conflict``.
-        journal : str or os.PathLike, optional
-            ``write_back``'s journal: calling ``apply`` again (in this process, or
-            ``undo(...).apply(journal=...)`` in another) resumes an interrupted undo
-            without sending anything twice; the journal is also what an undo of this
-            undo reads. The repointing of links to re-created records is journaled
-            beside it (the same path + ``.links``): an undo of the undo needs none of it
-            (deleting a re-created record drops the links made to it).
-        **write_options
-            Other options of ``write_back`` (``guard``, ``guard_window``, ``progress``,
-            ``max_workers``, ``quota_reserve``).
-
-        Returns
-        -------
-        Report
-            One row per record of the runs made (the undo, then any repointing), the
-            conflicts, the requests summed; ``report.kept`` is what an undo of the undo
-            needs. ``id_map`` holds the new ids.
-
-        Raises
-        ------
-        UsageError
-            A ``force`` id not in the plan, or an option ``write_back`` refuses
-            (``on_conflict``, ``delete_missing``, ``plan`` are the undo's own).
-        """
-        for opt in ("on_conflict", "delete_missing", "plan", "base", "dry_run"):
-            if opt in write_options:
-                raise UsageError(f"UndoPlan.apply sets {opt} itself: pass force=[ids] to "
-                                 "overwrite records in conflict")
-        forced = list(dict.fromkeys(force))
-        remaining = self.plan if not self.reports else diff(self.edited)
-        unknown = [r for r in forced if r not in self.plan.actions]
-        if unknown:
-            raise UsageError(f"force: {unknown[:5]} are not records of the undo plan "
-                             f"(its record_ids)")
-        runs: list[Report] = []
-        rest = [r for r in remaining.record_ids if r not in set(forced)]
-        sends: list[tuple[list[str], Literal["skip", "overwrite"]]] = [
-            (rest, "skip"), (forced, "overwrite")]
-        for ids, on_conflict in sends:
-            part = remaining.select(ids) if len(ids) != len(remaining.actions) else remaining
-            if part.empty:
-                continue
-            runs.append(write_back(self.client, self.edited, plan=part,
-                                   delete_missing=True, on_conflict=on_conflict,
-                                   journal=journal, **write_options))
-        for r in runs:
-            self._learn_ids(r)
-        undone = len(runs)
-        links = None if journal is None else os.fspath(journal) + ".links"
-        for relink in self._relink_frames():
-            runs.append(write_back(self.client, relink, delete_missing=False,
-                                   journal=links, **write_options))
-        self.reports.extend(runs)
-        return _combined(runs, self.plan, undone)
-
-    def _learn_ids(self, report: Report) -> None:
-        entries = report.kept.entries if report.kept is not None else {}
-        for tmp, old in self.frames.old_ids.items():
-            new = (entries.get(tmp) or {}).get("new_id")
-            if new:
-                self.id_map[old] = str(new)
-
-    def _relink_frames(self) -> list[Frames]:
-        """Frames pointing the records that connected to re-created records at the new
-        ids (the lists as the run left them -> with the new ids), one per object."""
-        rows: dict[str, dict[str, dict[str, Any]]] = {}
-        before: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        after: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for (obj, rid, key), (was, olds) in self.frames.relinks.items():
-            rid = self.id_map.get(self.frames.old_ids.get(rid, rid), rid)
-            new = [self.id_map[o] for o in olds if o in self.id_map]
-            if rid.startswith(NEW_ID_PREFIX) or not new:
-                continue
-            rows.setdefault(obj, {})[rid] = {}
-            before.setdefault(obj, {}).setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in was)
-            after.setdefault(obj, {}).setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
-        out: list[Frames] = []
-        own = self.frames.source
-        schema = self.client.schema() if set(rows) - {own.object_key} else None
-        for obj, recs in rows.items():
-            if obj == own.object_key:
-                src = own
-            else:
-                assert schema is not None
-                src = Source("object", obj, schema.object_fields(obj) or [],
-                             timezone=own.timezone, app_id=own.app_id,
-                             base_url=own.base_url, columns="keys",
-                             name=schema.object_name(obj))
-            empty = build_frames([], src.fields, src, keep_original=False)
-            base = frames_of(src, empty, recs, before[obj], [])
-            edited = frames_of(src, empty, recs, after[obj], [])
-            edited.original = base
-            out.append(edited)
-        return out
-
-
-def _combined(runs: list[Report], plan: Plan, undone: int) -> Report:
-    """One Report of the undo's runs: their rows, conflicts and requests; what an undo of
-    it needs is the first ``undone`` runs' (the repointing runs need no reversal: deleting
-    a re-created record drops the links made to it)."""
-    if not runs:
-        return write_back_nothing(plan)
-    if len(runs) == 1:
-        return runs[0]
-    table = pd.concat([r.table for r in runs], ignore_index=True)
-    conflicts = pd.concat([r.conflicts for r in runs], ignore_index=True)
-    requests: dict[str, int] = {}
-    for r in runs:
-        for k, n in r.requests.items():
-            requests[k] = requests.get(k, 0) + n
-    entries: dict[str, dict[str, Any]] = {}
-    header: Mapping[str, Any] = {}
-    for r in runs[:undone]:
-        if r.kept is not None:
-            header = header or r.kept.header
-            entries.update(r.kept.entries)
-    kept = Kept(dict(header), entries) if header else None
-    return Report(table, plan, conflicts, requests, False, runs[-1].quota, kept)
-
-
-def write_back_nothing(plan: Plan) -> Report:
-    """The Report of an undo with nothing left to send."""
-    return make_report([], plan, [], RequestCounter(), kept=None)

@@ -158,7 +158,7 @@ def _take_server_values(edited: Frames, layout: ColumnMap, applied: Mapping[str,
         main[col] = s
 
 
-def _as_loaded(values: pd.Series, loaded: pd.Series, layout: Layout, col: str) -> pd.Series:
+def _as_loaded(values: pd.Series, loaded: pd.Series, layout: ColumnMap, col: str) -> pd.Series:
     """A field column an edit re-typed, read in the loaded dtype as diff reads it (a naive
     time is the application's wall clock); as it is when it cannot be."""
     if values.dtype == loaded.dtype:

@@ -76,8 +76,9 @@ def plan_asset_value(new: Mapping[str, Any], old: Mapping[str, Any], field: Fiel
     if is_empty_cell(value):
         return UNCHANGED if is_empty_cell(before) else None
     name = new.get(f"{key}.filename")
-    filename = name if isinstance(name, str) and name and name != old.get(f"{key}.filename") \
-        else None
+    was = old.get(f"{key}.filename")    # NA when the record held no file
+    filename = name if isinstance(name, str) and name and (
+        is_empty_cell(was) or name != was) else None
     if isinstance(value, (bytes, bytearray, memoryview, os.PathLike)) or hasattr(value, "read"):
         return pending(value, kind, filename, field_key=key, record_id=record_id)
     if not isinstance(value, str):

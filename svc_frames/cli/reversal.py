@@ -1,0 +1,40 @@
+"""What ``svc-frames undo`` and ``svc-frames restore`` share: a plan printed with what
+cannot come back, then sent (or not: ``--dry-run``), the old -> new ids and one JSON
+summary line."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from ..undoing.reversal import Reversal
+
+
+def run_reversal(plan: Reversal, sections: Sequence[tuple[str, pd.DataFrame]], *,
+                 dry_run: bool, force: Iterable[str], journal: str | os.PathLike[str] | None,
+                 summary: Mapping[str, Any]) -> int:
+    """Print ``plan`` and its non-empty ``sections`` (title, table); unless ``dry_run``,
+    apply it and print its report and new ids; last, one JSON line (``summary`` and what
+    was done). 0 when every record was applied (or a dry run), 1 otherwise."""
+    with pd.option_context("display.width", 160, "display.max_colwidth", 60,
+                           "display.max_rows", 200):
+        print(repr(plan))
+        for title, table in sections:
+            if len(table):
+                print(title)
+                print(table.to_string(index=False))
+        if dry_run:
+            print(plan.changes.to_string(index=False))
+            print(json.dumps({"dry_run": True, **summary}))
+            return 0
+        report = plan.apply(force=force, journal=journal)
+        print(report.table.to_string(index=False))
+    for old, new in plan.id_map.items():
+        print(f"{old} -> {new}")
+    print(json.dumps({"dry_run": False, **summary, "status": report.counts,
+                      "requests": report.requests, "id_map": plan.id_map}))
+    return 0 if report.ok else 1
