@@ -143,6 +143,8 @@ def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataF
         if overwrite:
             loaded = frames.original
             columns, tables = write_frames(frames, st.data, st.tables, meta.format)
+            # the analyst's own columns stay in the data, never among the saved ones
+            columns = {c: t for c, t in columns.items() if c in meta.columns}
             which: tuple[str, ...] = ("loaded", "tables", "meta", "data")
         else:
             loaded = _sent_as_baseline(read_parquet(layout.data), applied)
