@@ -69,6 +69,7 @@ from .arrow import (
     table_meta,
 )
 from .csvtext import csv_text, format_column, read_cells
+from .exploded import with_table_edits
 from .layout import (
     DATA_SUFFIXES,
     NEW_ID_PREFIX,
@@ -525,6 +526,14 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     >>> diff(read_parquet(saved)).counts
     {'update': 1, 'create': 0, 'delete': 0}
     """
+    return read_as_written(path, table_edits=True)
+
+
+def read_as_written(path: str | os.PathLike[str], *, table_edits: bool = False) -> Frames:
+    """:func:`read_parquet`; with ``table_edits=False`` a multiple choice edited in its
+    table is not taken into its record's cell: the records as their files hold them
+    (what push's as-loaded copy takes after a push, so that the next one diffs the files
+    against themselves)."""
     layout = SavedLayout.of(path)
     if (layout.data / "main.parquet").exists() and not layout.meta.exists():
         return _read_legacy(layout.data)
@@ -545,6 +554,9 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
                              "(push would read its absence as every row removed)")
         tables[name], table_spans[name] = _read_dataset(tdir, t["columns"], meta,
                                                         f"table {name!r}")
+    if original is not None and table_edits:   # a choice edited in its table: its cell
+        main = with_table_edits(main, tables, table_spans, original,
+                                column_fields(meta.source), layout.data)
     skipped = meta.skipped
     warn_skipped(skipped, meta.source.timezone if meta.source else None, main.index)
     return Frames(main, tables, meta.source, original, skipped=skipped)

@@ -24,7 +24,14 @@ from ..frames import Frames
 from ..records import Client
 from ..writeback import Report, write_back
 from .layout import SavedLayout, Staging, meta_doc, read_meta, write_meta
-from .parquet import column_fields, new_or_na, read_parquet, same_target, write_frames
+from .parquet import (
+    column_fields,
+    new_or_na,
+    read_as_written,
+    read_parquet,
+    same_target,
+    write_frames,
+)
 
 
 # ---- push's side ------------------------------------------------------------------------
@@ -147,7 +154,9 @@ def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataF
             columns = {c: t for c, t in columns.items() if c in meta.columns}
             which: tuple[str, ...] = ("loaded", "tables", "meta", "data")
         else:
-            loaded = _sent_as_baseline(read_parquet(layout.data), applied)
+            # the files as they are (a choice edited in its table keeps its old text in
+            # the records' file: the next push must not read that as an edit back)
+            loaded = _sent_as_baseline(read_as_written(layout.data), applied)
             columns, tables = meta.columns, meta.tables
             which = ("loaded", "meta")
         write_frames(loaded, st.loaded / "main", st.loaded / "tables", "parquet")
