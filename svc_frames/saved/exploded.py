@@ -117,13 +117,14 @@ def _choices(name: str, table: pd.DataFrame, base: pd.DataFrame, spans: Spans,
     touched = [r for r in touched if r in main.index]   # a removed record: its row decides
     if not touched:
         return main
-    cells = main[name].astype(object).copy()
+    cells: list[Any] = main[name].astype(object).tolist()
+    row = {r: i for i, r in enumerate(main.index)}
     for r in touched:
         want = new.get(r, [])
         was = _items(loaded.at[r, name]) if r in loaded.index else frozenset()
-        now = _items(cells.at[r])
+        now = _items(cells[row[r]])
         if now == was:
-            cells.at[r] = list(want) if want else None
+            cells[row[r]] = list(want) if want else None
         elif now != frozenset(want):
             where = _file_of(r, table, spans, _table_dir(spans, name))
             raise UsageError(
@@ -132,7 +133,7 @@ def _choices(name: str, table: pd.DataFrame, base: pd.DataFrame, spans: Spans,
                 f"{_shown(was)}): the two disagree. Edit one of them and leave the other as "
                 "exported, or make them agree; nothing was sent", field=name)
     out = main.copy()
-    out[name] = cells
+    out[name] = pd.Series(cells, index=main.index, dtype=object)
     return out
 
 

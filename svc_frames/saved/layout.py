@@ -27,7 +27,8 @@ from ..names import changed, paths_changed, warn_names
 META_VERSION = 2
 
 
-DATA_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".csv": "csv"}
+DATA_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".csv": "csv",
+                 ".xlsx": "xlsx"}
 
 
 NEW_ID_PREFIX = "new:"  # rows to create (writeback's convention)
@@ -288,8 +289,9 @@ def read_meta(path: str | os.PathLike[str]) -> SavedMeta:
     for key, kind in (("columns", dict), ("tables", dict), ("format", str)):
         if not isinstance(doc.get(key), kind):
             raise corrupt(f, f"{key!r} is missing or not a {kind.__name__}")
-    if doc["format"] not in ("parquet", "csv"):
-        raise corrupt(f, f"'format' is {doc['format']!r}, expected 'parquet' or 'csv'")
+    if doc["format"] not in ("parquet", "csv", "xlsx"):
+        raise corrupt(f, f"'format' is {doc['format']!r}, expected 'parquet', 'csv' or "
+                         "'xlsx'")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in doc["columns"].items()):
         raise corrupt(f, "'columns' must map column names to type names")
     index = doc.get("index") or "id"

@@ -86,6 +86,7 @@ from .layout import (
     write_meta,
 )
 from .pqfile import read_table, write_table
+from .xlsx import read_texts, write_xlsx
 
 
 # ---- writing --------------------------------------------------------------------------
@@ -111,6 +112,8 @@ def _write_part(df: pd.DataFrame, path: Path, fmt: str, meta: Mapping[str, Any],
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
         write_table(table, path)
+    elif fmt == "xlsx":
+        write_xlsx(arrow_to_frame(table, table_meta(table)["dtypes"], None), path, fields)
     else:
         write_csv(arrow_to_frame(table, table_meta(table)["dtypes"], None), path, fields)
     return table
@@ -246,6 +249,14 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
                          meta.index, meta.source.timezone if meta.source else None, loaded)
         for name in extra:   # the file's text, an empty cell empty
             out[name] = text[name].mask(text[name] == "").to_numpy(dtype=object)
+        return out
+    if DATA_SUFFIXES[path.suffix.lower()] == "xlsx":
+        header, cells = read_texts(path)
+        extra = _check_names(path, header, columns, meta if analysis else None)
+        out = read_cells(str(path), {n: cells[n] for n in columns}, columns, fields,
+                         meta.index, tz, loaded)
+        for name in extra:
+            out[name] = [v if v != "" else None for v in cells[name]]
         return out
     try:
         table = read_table(path)
