@@ -2,8 +2,8 @@
 back with pandas) is pushed as ``write_back`` treats one on frames: left out, never sent,
 named in the plan and the report (``left_out``), kept in the file when push rewrites it;
 a column that looks like a field (key-shaped, the other naming, a near miss) is refused
-before any request, naming the file and the fix. CSV and Parquet, Python and the CLI (a
-real subprocess)."""
+before any request, naming the file and the fix. CSV, Parquet and xlsx, Python and the CLI
+(a real subprocess)."""
 
 from __future__ import annotations
 
@@ -39,12 +39,16 @@ def _part(out: Path) -> Path:
 
 
 def _read(part: Path) -> pd.DataFrame:
+    if part.suffix == ".xlsx":
+        return pd.read_excel(part)
     return pd.read_parquet(part) if part.suffix == ".parquet" else pd.read_csv(part)
 
 
 def _write(df: pd.DataFrame, part: Path) -> None:
     if part.suffix == ".parquet":
         df.to_parquet(part, index=False)
+    elif part.suffix == ".xlsx":
+        df.to_excel(part, index=False)
     else:
         df.to_csv(part, index=False)
 
@@ -64,7 +68,7 @@ def _with_calc(out: Path) -> tuple[Path, pd.DataFrame]:
     return part, df
 
 
-@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "xlsx"])
 def test_an_analysis_column_is_left_out_and_kept_in_the_file(
         fresh_service: LocalService, tmp_path: Path, fmt: str) -> None:
     client = _client(fresh_service)
@@ -134,7 +138,7 @@ def test_keys_frames_refuse_a_label_column(fresh_service: LocalService,
     assert push(client, out, dry_run=True).left_out == ["my_calc"]
 
 
-@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "xlsx"])
 def test_cli_push_leaves_the_analysis_column_out(fresh_service: LocalService,
                                                  tmp_path: Path, fmt: str) -> None:
     env = {**os.environ, "SVC_APP_ID": fresh_service.app_id,

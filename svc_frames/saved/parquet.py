@@ -251,7 +251,7 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
             out[name] = text[name].mask(text[name] == "").to_numpy(dtype=object)
         return out
     if DATA_SUFFIXES[path.suffix.lower()] == "xlsx":
-        header, cells = read_texts(path)
+        header, cells = read_texts(path, columns)
         extra = _check_names(path, header, columns, meta if analysis else None)
         out = read_cells(str(path), {n: cells[n] for n in columns}, columns, fields,
                          meta.index, tz, loaded)

@@ -102,10 +102,13 @@ def write_xlsx(df: pd.DataFrame, path: Path, fields: Mapping[str, FieldSpec]) ->
     book.save(path)
 
 
-def _text(v: Any) -> str:
-    """A workbook cell as the text the CSV path reads."""
+def _text(v: Any, duration: bool = False) -> str:
+    """A workbook cell as the text the CSV path reads (``duration``: of a duration
+    column, where a number is days, as Excel and pandas' ``to_excel`` write one)."""
     if v is None:
         return ""
+    if duration and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return duration_text(pd.Timedelta(days=v).round("ms"))
     if isinstance(v, bool):
         return "True" if v else "False"
     if isinstance(v, dt.datetime):
@@ -123,10 +126,12 @@ def _text(v: Any) -> str:
     return str(v)
 
 
-def read_texts(path: Path) -> tuple[list[str], dict[str, list[str]]]:
+def read_texts(path: Path, dtypes: Mapping[str, str] | None = None
+               ) -> tuple[list[str], dict[str, list[str]]]:
     """The first sheet of a workbook: its header and each column's cells as text. A
     formula is its value as Excel last computed it, or, in a workbook no spreadsheet
-    computed (openpyxl or pandas wrote ``=...`` text), the text itself; UsageError
+    computed (openpyxl or pandas wrote ``=...`` text), the text itself; a number in a
+    column ``dtypes`` says is a duration is days (Excel's way); UsageError
     naming the file when it is no readable workbook or a header repeats."""
     from openpyxl import load_workbook
 
@@ -155,5 +160,6 @@ def read_texts(path: Path) -> tuple[list[str], dict[str, list[str]]]:
     for j, name in enumerate(header):
         if name in texts:
             raise UsageError(f"{path}: column {name!r} appears twice", field=name)
-        texts[name] = [_text(r[j]) if j < len(r) else "" for r in body]
+        days = str((dtypes or {}).get(name, "")).startswith("timedelta")
+        texts[name] = [_text(r[j], days) if j < len(r) else "" for r in body]
     return header, texts
