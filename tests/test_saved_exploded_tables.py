@@ -3,7 +3,7 @@ a row added to or removed from a multiple choice's table, a connection's or a ti
 is a change of that record's cell and plans exactly that; the table and the records'
 column edited alike is one change; edited differently, or a table row naming no saved
 record, is refused before any request, naming the file, the record and the fix. No edit
-anywhere plans nothing. CSV and Parquet."""
+anywhere plans nothing. CSV, Parquet and xlsx."""
 
 from __future__ import annotations
 
@@ -26,12 +26,16 @@ def _client(svc: LocalService) -> Client:
 
 
 def _read(part: Path) -> pd.DataFrame:
+    if part.suffix == ".xlsx":
+        return pd.read_excel(part)
     return pd.read_parquet(part) if part.suffix == ".parquet" else pd.read_csv(part)
 
 
 def _write(df: pd.DataFrame, part: Path) -> None:
     if part.suffix == ".parquet":
         df.to_parquet(part, index=False)
+    elif part.suffix == ".xlsx":
+        df.to_excel(part, index=False)
     else:
         df.to_csv(part, index=False)
 
@@ -59,7 +63,7 @@ def _first_tagged(out: Path) -> tuple[str, list[str]]:
     return rid, [str(v) for v in t.loc[t["record_id"] == rid, "value"]]
 
 
-@pytest.fixture(params=["csv", "parquet"])
+@pytest.fixture(params=["csv", "parquet", "xlsx"])
 def fmt(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
