@@ -41,7 +41,8 @@ def with_table_edits(main: pd.DataFrame, tables: Mapping[str, pd.DataFrame],
     for name, table in tables.items():
         f = fields.get(name)
         base = original.tables.get(name)
-        if f is None or base is None or "record_id" not in table.columns:
+        if f is None or base is None or "record_id" not in table.columns \
+                or table.equals(base):
             continue
         _known_records(name, table, spans.get(name, ()), main, original.main)
         if f.kind in CHOICE_KINDS and name in main.columns and "value" in table.columns \
