@@ -224,3 +224,17 @@ def test_a_timer_s_intervals_and_columns_both_edited_are_refused(
     assert msg.startswith(f"{part}: record {rid!r}: both its intervals")
     assert "'Work Time.to'" in msg and "Edit the intervals only" in msg
     assert fresh_service.request_log.count() == before
+
+
+def test_tables_named_by_key(fresh_service: LocalService, tmp_path: Path) -> None:
+    client = _client(fresh_service)
+    out = export(client, "object_3", tmp_path / "orders", columns="keys",
+                 progress=False).path
+    tags = out.with_name("orders.tables") / "field_28"
+    (part,) = tags.iterdir()
+    rid = str(_read(part)["record_id"].iloc[0])
+    _edit(tags, lambda t: t[t["record_id"] != rid])
+    plan = push(client, out, dry_run=True)
+    assert plan.counts == {"planned": 1}
+    assert list(plan.plan.changes["column"]) == ["field_28"]
+    assert list(plan.plan.changes["record_id"]) == [rid]
