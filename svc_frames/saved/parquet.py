@@ -26,9 +26,11 @@ Polars ``scan_parquet("orders")``, Dask and Spark give each record once. With
 The edited records may be re-written by any tool (pandas, pyarrow, DuckDB ``COPY ... TO``,
 Polars, a spreadsheet through CSV) under any file name in ``orders/``: what a writer drops
 (the Parquet schema metadata) is not needed, since the JSON file beside the data says
-what each column must hold. A file that no longer fits (a column dropped or added, a type
-that does not convert, an id that was not loaded, a record twice) is refused naming the
-column and the file, before any request. svc_frames never replaces anything that exists
+what each column must hold. A file that no longer fits (a column dropped, one added that
+looks like a field, a type that does not convert, an id that was not loaded, a record
+twice) is refused naming the column and the file, before any request; a column added
+that is no field is the analyst's own (kept, never sent: ``plan.left_out``). With
+``format="xlsx"`` the parts are Excel workbooks (:mod:`svc_frames.saved.xlsx`). svc_frames never replaces anything that exists
 without ``overwrite=True``.
 
 Usage::
@@ -491,8 +493,10 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     """Read saved frames back, edited with any tool or not, as Frames.
 
     Reads what :func:`to_parquet` or :func:`export` wrote: the records (every data file
-    in ``path``, any name, Parquet or CSV), the exploded tables, the source, and the
-    as-loaded copy as ``original``, so :func:`diff` and :func:`write_back` see the edits.
+    in ``path``, any name, Parquet, CSV or xlsx), the exploded tables, the source, and
+    the as-loaded copy as ``original``, so :func:`diff` and :func:`write_back` see the
+    edits (a multiple choice edited in its exploded table is its record's cell; a column
+    the analyst added is kept, and left out by :func:`write_back`).
     Each data file is checked against the metadata beside it first: the saved columns,
     each convertible to its saved type, ids that were loaded (or empty / ``new:...`` for
     new rows), each once. A cell that is what pandas, a spreadsheet or ``astype(str)``
@@ -515,11 +519,13 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     ------
     UsageError
         ``path`` is not a directory, its metadata is missing or corrupt (the message
-        names the JSON file), a data file lacks a saved column, holds another one, a value
+        names the JSON file), a data file lacks a saved column, holds one that looks like
+        a field but is none (``field_99``, ``priority`` for ``Priority``), a value
         of another type, an id that was not loaded or an id twice (naming the file and
         the column), cells a tool rewrote so that they no longer tell the loaded value
         from an edit (``1234.0`` for the loaded text ``01234``: the column, how many, a
-        few, and what to do), a table directory is missing, or the as-loaded copy was
+        few, and what to do), a table directory is missing, a table and the records
+        disagree about a record (naming the table's file), or the as-loaded copy was
         changed since it was saved.
 
     Examples
