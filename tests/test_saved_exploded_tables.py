@@ -7,6 +7,7 @@ anywhere plans nothing. CSV, Parquet and xlsx."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -238,3 +239,33 @@ def test_tables_named_by_key(fresh_service: LocalService, tmp_path: Path) -> Non
     assert plan.counts == {"planned": 1}
     assert list(plan.plan.changes["column"]) == ["field_28"]
     assert list(plan.plan.changes["record_id"]) == [rid]
+
+
+def test_after_pushing_a_table_edit_the_old_cell_is_no_edit(
+        fresh_service: LocalService, tmp_path: Path, fmt: str) -> None:
+    """Push leaves the files as they are: the records' cell still shows the options the
+    table's edit replaced. That is no edit back, and a later edit of the cell is sent
+    against what the service holds (no conflict)."""
+    client = _client(fresh_service)
+    out = _export(client, tmp_path, fmt)
+    rid, tags = _first_tagged(out)
+    _edit(_tags(out), lambda t: t[t["record_id"] != rid])
+    assert push(client, out).counts == {"applied": 1}
+    meta = json.loads(out.with_name("orders.svc_frames.json").read_text())
+    assert sorted(meta["stale"]["Tags"][rid]) == sorted(tags)
+    assert push(client, out, dry_run=True).counts.get("planned", 0) == 0
+    if fmt == "parquet":
+        _edit(out, lambda df: df.assign(Tags=[["Inspection"] if i == rid else t
+                                              for i, t in zip(df["id"], df["Tags"],
+                                                              strict=True)]))
+    else:
+        _edit(out, lambda df: df.assign(Tags=["Inspection" if i == rid else t
+                                              for i, t in zip(df["id"], df["Tags"],
+                                                              strict=True)]))
+    plan = push(client, out, dry_run=True)
+    assert plan.counts == {"planned": 1}
+    assert not plan.plan.changes["old"].iloc[0]     # what the service holds: no tags
+    assert push(client, out).counts == {"applied": 1}
+    assert push(client, out, dry_run=True).counts.get("planned", 0) == 0
+    meta = json.loads(out.with_name("orders.svc_frames.json").read_text())
+    assert rid not in meta.get("stale", {}).get("Tags", {})

@@ -33,11 +33,19 @@ Spans = Sequence[tuple[Path, int]]
 
 def with_table_edits(main: pd.DataFrame, tables: Mapping[str, pd.DataFrame],
                      spans: Mapping[str, Spans], original: Frames,
-                     fields: Mapping[str, FieldSpec], data: Path) -> pd.DataFrame:
+                     fields: Mapping[str, FieldSpec], data: Path,
+                     stale: Mapping[str, Mapping[str, list[str]]] | None = None
+                     ) -> pd.DataFrame:
     """``main`` with each multiple choice edited in its table taken into its cell;
     UsageError (naming the table's file, the record and the fix) where a table and the
     records disagree. ``spans``: table name -> (file, rows) as read; ``fields``: column
-    or table name -> its field; ``data``: the records' directory, for messages."""
+    or table name -> its field; ``data``: the records' directory, for messages;
+    ``stale``: table -> record -> the options its cell in the records' file still shows
+    after push sent an edit made in the table (the metadata's ``stale``): while the cell
+    shows them, it is no edit (the as-loaded copy holds what was sent)."""
+    for name, cells in (stale or {}).items():
+        if name in main.columns and name in original.main.columns:
+            main = _unstale(main, original.main, name, cells)
     for name, table in tables.items():
         f = fields.get(name)
         base = original.tables.get(name)
@@ -53,6 +61,50 @@ def with_table_edits(main: pd.DataFrame, tables: Mapping[str, pd.DataFrame],
             cols = [c for c, g in fields.items() if g.key == f.key and c in main.columns]
             _timer(name, table, base, spans.get(name, ()), main, original.main, cols, data)
     return main
+
+
+def _unstale(main: pd.DataFrame, loaded: pd.DataFrame, name: str,
+             cells: Mapping[str, list[str]]) -> pd.DataFrame:
+    """Cells that still show the options they showed before a push sent their table's
+    edit are the as-loaded value (what was sent), not an edit back."""
+    fix = {r: loaded.at[r, name] for r, shown in cells.items()
+           if r in main.index and r in loaded.index
+           and _items(main.at[r, name]) == frozenset(shown)}
+    if not fix:
+        return main
+    values: list[Any] = main[name].astype(object).tolist()
+    row = {r: i for i, r in enumerate(main.index)}
+    for r, v in fix.items():
+        values[row[r]] = v
+    out = main.copy()
+    out[name] = pd.Series(values, index=main.index, dtype=object)
+    return out
+
+
+def stale_cells(previous: Mapping[str, Mapping[str, list[str]]], written: pd.DataFrame,
+                sent: pd.DataFrame, sent_ids: Mapping[str, set[Any]],
+                fields: Mapping[str, FieldSpec]) -> dict[str, dict[str, list[str]]]:
+    """The metadata's ``stale`` after a push that left the files as they are: for each
+    multiple choice, the records sent with it (``sent_ids``: table -> records) whose cell
+    in the records' file (``written``) shows other options than were sent (``sent``: the
+    records as push read them, table edits taken in); the ``previous`` entries of records
+    not sent again stay while their record does."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for name, f in fields.items():
+        if f.kind not in CHOICE_KINDS or name not in written.columns \
+                or name not in sent.columns:
+            continue
+        ids = sent_ids.get(name, set())
+        mine = {r: v for r, v in previous.get(name, {}).items()
+                if r not in ids and r in written.index}
+        for r in ids:
+            if r in written.index and r in sent.index:
+                shown = _items(written.at[r, name])
+                if shown != _items(sent.at[r, name]):
+                    mine[str(r)] = _shown(shown)
+        if mine:
+            out[name] = mine
+    return out
 
 
 def _file_of(r: Any, table: pd.DataFrame, spans: Spans, fallback: str) -> str:

@@ -548,9 +548,8 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
 
 def read_as_written(path: str | os.PathLike[str], *, table_edits: bool = False) -> Frames:
     """:func:`read_parquet`; with ``table_edits=False`` a multiple choice edited in its
-    table is not taken into its record's cell: the records as their files hold them
-    (what push's as-loaded copy takes after a push, so that the next one diffs the files
-    against themselves)."""
+    table is not taken into its record's cell, nor a stale cell read as loaded: the
+    records as their files hold them (what push records as ``stale`` after a push)."""
     layout = SavedLayout.of(path)
     if (layout.data / "main.parquet").exists() and not layout.meta.exists():
         return _read_legacy(layout.data)
@@ -573,7 +572,7 @@ def read_as_written(path: str | os.PathLike[str], *, table_edits: bool = False) 
                                                         f"table {name!r}")
     if original is not None and table_edits:   # a choice edited in its table: its cell
         main = with_table_edits(main, tables, table_spans, original,
-                                column_fields(meta.source), layout.data)
+                                column_fields(meta.source), layout.data, meta.stale)
     skipped = meta.skipped
     warn_skipped(skipped, meta.source.timezone if meta.source else None, main.index)
     return Frames(main, tables, meta.source, original, skipped=skipped)
