@@ -257,7 +257,7 @@ def test_push_refuses_a_damaged_directory_before_any_request(
         "retyped": (good.assign(field_16=good["field_16"].astype(str) + " units"),
                     "column 'field_16', row 1: cannot read '230.0 units' as a number"),
         "id edited": (good.assign(id=good["id"].str.upper()), "was not loaded"),
-        "added": (good.assign(extra=1), "'extra' was not saved"),
+        "added": (good.assign(field_99=1), "'field_99' looks like a field key"),
     }
     for name, (df, message) in cases.items():
         df.to_parquet(_only_file(out, "edited.parquet"))

@@ -201,7 +201,7 @@ def test_export_refuses_a_nonempty_dir_and_leaves_nothing_on_error(
             export(once, "object_3", tmp_path / "none", progress=False, columns="keys")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # no half-written dir
     with pytest.raises(UsageError, match="format"):
-        export(client, "object_3", tmp_path / "f", format="xlsx", progress=False, columns="keys")  # type: ignore[arg-type]
+        export(client, "object_3", tmp_path / "f", format="json", progress=False, columns="keys")  # type: ignore[arg-type]
 
 
 def test_export_with_records_deleted_mid_run(fresh_service: LocalService,

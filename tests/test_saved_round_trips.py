@@ -172,6 +172,14 @@ def _excel_trip(out: Path, edit: Callable[[pd.DataFrame], None]) -> None:
     df.to_csv(_only(out, "edited.csv"), index=False)
 
 
+def _xlsx_trip(out: Path, edit: Callable[[pd.DataFrame], None]) -> None:
+    """An xlsx export (dates as the application's wall time) through pandas' defaults."""
+    (part,) = out.glob("*.xlsx")
+    df = pd.read_excel(part)
+    edit(df)
+    df.to_excel(_only(out, "edited.xlsx"), index=False)
+
+
 def _astype_csv_trip(out: Path, edit: Callable[[pd.DataFrame], None]) -> None:
     df = pd.read_csv(_csv(out)).astype(str)
     edit(df)
@@ -193,6 +201,7 @@ def _astype_parquet_trip(out: Path, edit: Callable[[pd.DataFrame], None]) -> Non
 TRIPS: dict[str, tuple[str, Callable[[Path, Callable[[pd.DataFrame], None]], None]]] = {
     "read_csv/to_csv": ("csv", _csv_trip),
     "read_excel/to_excel": ("csv", _excel_trip),
+    "xlsx export: read_excel/to_excel": ("xlsx", _xlsx_trip),
     "read_csv.astype(str)": ("csv", _astype_csv_trip),
     "read_parquet/to_parquet": ("parquet", _parquet_trip),
     "read_parquet.astype(str)": ("parquet", _astype_parquet_trip),
@@ -236,6 +245,8 @@ def _put(df: pd.DataFrame, column: str, row: int, value: Any) -> None:
     elif isinstance(value, pd.Timestamp):
         if isinstance(dtype, pd.DatetimeTZDtype):
             df.loc[row, column] = value
+        elif pd.api.types.is_datetime64_dtype(dtype):   # Excel's: the wall time, no zone
+            df.loc[row, column] = value.tz_localize(None)
         else:
             df.loc[row, column] = value.isoformat()
     elif pd.api.types.is_bool_dtype(dtype) or isinstance(held, (bool, np.bool_)):
@@ -256,13 +267,13 @@ def _edit_row(df: pd.DataFrame, column: str) -> int:
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    """The work orders exported as CSV and as Parquet, once for the table (40 records:
+    """The work orders exported as CSV, Parquet and xlsx, once for the table (40 records:
     blanks in the zip codes and yes/no fields, every kind filled somewhere)."""
     root = tmp_path_factory.mktemp("round_trips")
     with LocalService(demo=True, records=40, rate_limit=0, seed=2) as svc:
         client = _client(svc)
         yield {fmt: export(client, "object_3", root / fmt, format=fmt, columns="keys",
-                           progress=False).path for fmt in ("csv", "parquet")}
+                           progress=False).path for fmt in ("csv", "parquet", "xlsx")}
 
 
 def _copy(src: Path, where: Path) -> Path:
@@ -324,3 +335,55 @@ def test_excel_round_trip_pushes_exactly_the_edit(fresh_service: LocalService,
     assert push(client, out).counts == {"applied": 1}
     assert _writes(fresh_service) == before + 1
     assert push(client, out, dry_run=True).counts.get("planned", 0) == 0
+
+
+def test_xlsx_export_pushes_exactly_the_edit_and_keeps_the_wall_time(
+        fresh_service: LocalService, tmp_path: Path) -> None:
+    """A pandas user cannot write a Parquet export to Excel (tz-aware dates): the xlsx
+    export holds the application's wall time, and push reads the workbook back."""
+    client = _client(fresh_service)
+    out = export(client, "object_3", tmp_path / "orders", format="xlsx", columns="labels",
+                 progress=False).path
+    loaded = read_parquet(out).original
+    assert loaded is not None
+    (part,) = out.glob("*.xlsx")
+    df = pd.read_excel(part)
+    due = loaded.main["Due"].dropna()
+    rid = str(due.index[0])
+    shown = df.loc[df["id"] == rid, "Due"].item()
+    assert shown == due.iloc[0].tz_localize(None)          # the wall time, no zone
+    df.loc[df["id"] == rid, "Title"] = "Edited in Excel"
+    df.to_excel(part, index=False)
+    before = _writes(fresh_service)
+    assert push(client, out, dry_run=True).counts == {"planned": 1}
+    assert _writes(fresh_service) == before
+    assert push(client, out).counts == {"applied": 1}
+    assert push(client, out, dry_run=True).counts.get("planned", 0) == 0
+    # a date edited in the workbook: the application's wall time, one change
+    df = pd.read_excel(part)
+    df.loc[df["id"] == rid, "Due"] = pd.Timestamp("2027-05-06 07:30")
+    df.to_excel(part, index=False)
+    changes = diff(read_parquet(out)).changes
+    assert list(changes["record_id"]) == [rid] and list(changes["column"]) == ["Due"]
+    assert changes["new"].iloc[0] == pd.Timestamp("2027-05-06 07:30",
+                                                  tz=loaded.source.timezone)
+
+
+def test_cli_export_xlsx_and_push(fresh_service: LocalService, tmp_path: Path,
+                                  monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SVC_APP_ID", fresh_service.app_id)
+    monkeypatch.setenv("SVC_API_KEY", fresh_service.api_key)
+    monkeypatch.setenv("SVC_BASE_URL", fresh_service.base_url)
+    out = tmp_path / "orders"
+    assert main(["export", "object_3", "--out", str(out), "--columns", "labels",
+                 "--format", "xlsx", "--no-progress"]) == 0
+    (part,) = out.iterdir()
+    assert part.suffix == ".xlsx"
+    df = pd.read_excel(part)
+    df.loc[2, "Priority"] = 1 if df.loc[2, "Priority"] != 1 else 2
+    df.to_excel(part, index=False)
+    capsys.readouterr()
+    assert main(["push", str(out), "--dry-run"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["plan"] == {
+        "update": 1, "create": 0, "delete": 0}

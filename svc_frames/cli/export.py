@@ -48,7 +48,9 @@ def add_export(sub: Any) -> argparse.ArgumentParser:
     add_app_export(p)
     p.add_argument("--filters", default=None, help='filters as JSON, e.g. \'[{"field": '
                    '"field_3", "operator": "is", "value": "Open"}]\'')
-    p.add_argument("--format", choices=["parquet", "csv"], default="parquet")
+    p.add_argument("--format", choices=["parquet", "csv", "xlsx"], default="parquet",
+                   help="parquet (default), csv, or xlsx (Excel: dates in the "
+                        "application's wall time)")
     p.add_argument("--sort-field", default=None)
     p.add_argument("--sort-order", choices=["asc", "desc"], default=None)
     p.add_argument("--limit", type=int, default=None, help="at most this many records")

@@ -17,7 +17,7 @@ def add_push(sub: Any) -> argparse.ArgumentParser:
         "push", help="write the edits of a saved Parquet directory back to the service",
         description="Diff PATH (saved frames: written by export or to_parquet, then edited "
                     "with any tool: pandas, pyarrow, DuckDB, Polars, a spreadsheet through "
-                    "CSV) against the values it was loaded with, and send only the changes "
+                    "CSV or xlsx) against the values it was loaded with, and send only the changes "
                     "(write_back). PATH is checked against the metadata beside it "
                     "(PATH.svc_frames.json) before any request. After a run, the as-loaded "
                     "copy follows the server, so pushing again sends nothing; PATH itself is "

@@ -299,10 +299,10 @@ def unsure_cells(where: str, column: str, rows: Sequence[int], cells: Sequence[s
     return UsageError(
         f"{where}: column {column!r}: {len(rows)} cell(s) were rewritten by the tool that "
         f"wrote this file, and their text no longer tells the loaded value from an edit "
-        f"({examples}{more}){also}: pandas' read_csv reads text of digits as numbers "
-        "(01234 -> 1234.0) and texts such as NA or None as empty. Either export again and read the records without guessing "
-        "(svc_frames.read_saved(dir), or pd.read_csv(..., dtype=str, "
-        "keep_default_na=False)) before making the edits, or put the loaded text back in "
+        f"({examples}{more}){also}: pandas' read_csv and read_excel read text of digits "
+        "as numbers (01234 -> 1234.0) and texts such as NA or None as empty. Either export "
+        "again and read the records without guessing (svc_frames.read_saved(dir), or "
+        "pd.read_csv(..., dtype=str, keep_default_na=False)) before making the edits, or put the loaded text back in "
         "those cells; nothing was sent", field=column)
 
 

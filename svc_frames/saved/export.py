@@ -37,6 +37,7 @@ from .arrow import arrow_to_frame, frame_to_arrow, table_meta
 from .layout import SavedLayout, Staging, check_free, meta_doc, warn_dir_renames, write_meta
 from .parquet import column_fields, write_csv
 from .pqfile import write_table
+from .xlsx import check_openpyxl, write_xlsx
 
 
 # ---- streaming export ----------------------------------------------------------------
@@ -74,7 +75,8 @@ class _PartWriter:
 
 
 def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
-           filters: Filters | None = None, format: Literal["parquet", "csv"] = "parquet",
+           filters: Filters | None = None,
+           format: Literal["parquet", "csv", "xlsx"] = "parquet",
            sort_field: str | None = None, sort_order: str | None = None,
            limit: int | None = None, columns: Columns = "labels",
            timezone: str | ZoneInfo | None = None, progress: bool | None = None,
@@ -102,9 +104,10 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
         As for :func:`read_object`: which records, in which order, at most how many,
         dates read in which timezone, records per request, and how each pass is
         verified ("first", "full" or "none").
-    format : {"parquet", "csv"}, default "parquet"
-        The records' files; CSV holds values as the service shows them and
-        :func:`push` reads it back too (the as-loaded copy is Parquet either way).
+    format : {"parquet", "csv", "xlsx"}, default "parquet"
+        The records' files; CSV holds values as the service shows them, xlsx (Excel
+        workbooks, needs openpyxl) dates as the application's wall time and numbers as
+        numbers; :func:`push` reads each back (the as-loaded copy is Parquet either way).
     columns : {"labels", "keys"} or list of str, default "labels"
         Name columns and tables by field label or by field key; or the fields to save
         (by label or key), named by label (see :func:`read_object`).
@@ -124,7 +127,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     Raises
     ------
     UsageError
-        Before any request: a bad ``format``, ``columns``, ``filters`` or ``timezone``,
+        Before any request: a bad ``format`` (or ``"xlsx"`` without openpyxl), ``columns``, ``filters`` or ``timezone``,
         something at ``out_dir`` without ``overwrite=True`` (or files that are not saved
         frames), a target that names no object or view or several.
     ConsistencyError
@@ -143,9 +146,14 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
     (30, 55)
     >>> export(client, "Parts", tmp_path / "parts", format="csv").records
     40
+    >>> book = export(client, "Parts", tmp_path / "book", format="xlsx").path
+    >>> sorted(p.name for p in book.iterdir())     # dates as the application's wall time
+    ['part-00001.xlsx']
     """
-    if format not in ("parquet", "csv"):
-        raise UsageError(f"format must be 'parquet' or 'csv', got {format!r}")
+    if format not in ("parquet", "csv", "xlsx"):
+        raise UsageError(f"format must be 'parquet', 'csv' or 'xlsx', got {format!r}")
+    if format == "xlsx":
+        check_openpyxl()
     opts = LoadOptions.of(filters=filters, sort_field=sort_field, sort_order=sort_order,
                           limit=limit, columns=columns, timezone=timezone,
                           rows_per_page=rows_per_page, verify=verify,
@@ -245,6 +253,9 @@ def _derive(loaded: Path, dest: Path, fmt: str, fields: Mapping[str, FieldSpec])
     for part in parts:
         if fmt == "parquet":
             shutil.copyfile(part, dest / part.name)
+        elif fmt == "xlsx":
+            write_xlsx(arrow_to_frame(pq.read_table(part)), (dest / part.name)
+                       .with_suffix(".xlsx"), fields)
         else:
             df = arrow_to_frame(pq.read_table(part))
             write_csv(df.reset_index() if df.index.name else df,

@@ -27,7 +27,8 @@ from ..names import changed, paths_changed, warn_names
 META_VERSION = 2
 
 
-DATA_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".csv": "csv"}
+DATA_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".parq": "parquet", ".csv": "csv",
+                 ".xlsx": "xlsx"}
 
 
 NEW_ID_PREFIX = "new:"  # rows to create (writeback's convention)
@@ -220,16 +221,20 @@ def renamed_doc(source: Source | None, tables: Mapping[str, Mapping[str, Any]]
 def meta_doc(source: Source | None, fmt: str, columns: Mapping[str, str],
               tables: Mapping[str, Mapping[str, Any]], loaded: Path | None, records: int,
               written_by: str, *, staged_loaded: Path | None,
-              skipped: Mapping[str, Iterable[str]] | None = None) -> dict[str, Any]:
+              skipped: Mapping[str, Iterable[str]] | None = None,
+              stale: Mapping[str, Mapping[str, list[str]]] | None = None) -> dict[str, Any]:
     """The metadata document; ``staged_loaded``: where the as-loaded copy was just
     written (its digest goes in ``loaded_sha256``), None when there is none; ``skipped``:
     column -> the records whose wall time there the timezone skips (``Frames.skipped``,
-    warned again by ``read_parquet``: the saved instant is not the stored wall time)."""
+    warned again by ``read_parquet``: the saved instant is not the stored wall time);
+    ``stale``: table -> record -> the options its records' cell still shows after push
+    sent an edit made in the table (``exploded``: that text is no edit)."""
     return {"svc_frames": META_VERSION, "written_by": written_by, "format": fmt,
             "source": source.to_dict() if source else None, "index": "id",
             "columns": dict(columns), "tables": {k: dict(v) for k, v in tables.items()},
             "renamed": renamed_doc(source, tables),
             "skipped": {c: list(dict.fromkeys(ids)) for c, ids in (skipped or {}).items()},
+            **({"stale": {t: dict(v) for t, v in stale.items() if v}} if stale else {}),
             "loaded": loaded.name if loaded is not None else None, "records": records,
             "loaded_sha256": (loaded_digest(staged_loaded) if loaded is not None
                               and staged_loaded is not None else None)}
@@ -258,6 +263,17 @@ class SavedMeta:
     def skipped(self) -> dict[str, list[str]]:
         """column -> records whose wall time the timezone skips (``meta_doc``)."""
         return {str(c): list(ids) for c, ids in (self.extra.get("skipped") or {}).items()}
+
+    @property
+    def stale(self) -> dict[str, dict[str, list[str]]]:
+        """table -> record -> the options its records' cell still shows after a push of
+        an edit made in the table (``meta_doc``); malformed entries are ignored."""
+        doc = self.extra.get("stale")
+        if not isinstance(doc, dict):
+            return {}
+        return {str(t): {str(r): [str(x) for x in v] for r, v in recs.items()
+                         if isinstance(v, list)}
+                for t, recs in doc.items() if isinstance(recs, dict)}
 
 
 def corrupt(path: Path, what: str) -> UsageError:
@@ -288,8 +304,9 @@ def read_meta(path: str | os.PathLike[str]) -> SavedMeta:
     for key, kind in (("columns", dict), ("tables", dict), ("format", str)):
         if not isinstance(doc.get(key), kind):
             raise corrupt(f, f"{key!r} is missing or not a {kind.__name__}")
-    if doc["format"] not in ("parquet", "csv"):
-        raise corrupt(f, f"'format' is {doc['format']!r}, expected 'parquet' or 'csv'")
+    if doc["format"] not in ("parquet", "csv", "xlsx"):
+        raise corrupt(f, f"'format' is {doc['format']!r}, expected 'parquet', 'csv' or "
+                         "'xlsx'")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in doc["columns"].items()):
         raise corrupt(f, "'columns' must map column names to type names")
     index = doc.get("index") or "id"

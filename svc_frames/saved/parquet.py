@@ -26,9 +26,11 @@ Polars ``scan_parquet("orders")``, Dask and Spark give each record once. With
 The edited records may be re-written by any tool (pandas, pyarrow, DuckDB ``COPY ... TO``,
 Polars, a spreadsheet through CSV) under any file name in ``orders/``: what a writer drops
 (the Parquet schema metadata) is not needed, since the JSON file beside the data says
-what each column must hold. A file that no longer fits (a column dropped or added, a type
-that does not convert, an id that was not loaded, a record twice) is refused naming the
-column and the file, before any request. svc_frames never replaces anything that exists
+what each column must hold. A file that no longer fits (a column dropped, one added that
+looks like a field, a type that does not convert, an id that was not loaded, a record
+twice) is refused naming the column and the file, before any request; a column added
+that is no field is the analyst's own (kept, never sent: ``plan.left_out``). With
+``format="xlsx"`` the parts are Excel workbooks (:mod:`svc_frames.saved.xlsx`). svc_frames never replaces anything that exists
 without ``overwrite=True``.
 
 Usage::
@@ -57,6 +59,8 @@ from ..kinds.base import FieldSpec
 from ..labels import label_map, label_renames, relabel, renamed
 from ..names import path_names
 from ..read.options import Columns, check_columns, naming
+from ..writeback.analysis import analysis_columns
+from ..writeback.plan import Layout
 from .arrow import (
     PANDAS_INDEX,
     arrow_to_frame,
@@ -67,6 +71,7 @@ from .arrow import (
     table_meta,
 )
 from .csvtext import csv_text, format_column, read_cells
+from .exploded import with_table_edits
 from .layout import (
     DATA_SUFFIXES,
     NEW_ID_PREFIX,
@@ -83,6 +88,7 @@ from .layout import (
     write_meta,
 )
 from .pqfile import read_table, write_table
+from .xlsx import read_texts, write_xlsx
 
 
 # ---- writing --------------------------------------------------------------------------
@@ -108,6 +114,8 @@ def _write_part(df: pd.DataFrame, path: Path, fmt: str, meta: Mapping[str, Any],
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
         write_table(table, path)
+    elif fmt == "xlsx":
+        write_xlsx(arrow_to_frame(table, table_meta(table)["dtypes"], None), path, fields)
     else:
         write_csv(arrow_to_frame(table, table_meta(table)["dtypes"], None), path, fields)
     return table
@@ -224,19 +232,34 @@ def _target_name(s: Source) -> str:
 
 
 def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
-               fields: Mapping[str, FieldSpec], loaded: pd.DataFrame | None) -> pd.DataFrame:
+               fields: Mapping[str, FieldSpec], loaded: pd.DataFrame | None,
+               analysis: bool = False) -> pd.DataFrame:
     """One data file as a frame of the saved column types, or UsageError naming the file
     and the column that no longer fits. ``loaded``: the as-loaded records (by id), whose
-    exact values a CSV cell stands for when it still reads as they were written."""
+    exact values a CSV cell stands for when it still reads as they were written.
+    ``analysis``: the records' files, where a column that is no field's (the analyst's
+    own) is kept after the saved ones, as the file holds it (``_analysis_columns``)."""
     tz = meta.source.timezone if meta.source else None
     if DATA_SUFFIXES[path.suffix.lower()] == "csv":
         try:
             text = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False)
         except (ValueError, OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"{path}: not a readable CSV file ({exc})") from None
-        _check_names(path, [str(c) for c in text.columns], columns)
-        return read_cells(str(path), {n: text[n].tolist() for n in columns}, columns, fields,
-                          meta.index, meta.source.timezone if meta.source else None, loaded)
+        extra = _check_names(path, [str(c) for c in text.columns], columns,
+                             meta if analysis else None)
+        out = read_cells(str(path), {n: text[n].tolist() for n in columns}, columns, fields,
+                         meta.index, meta.source.timezone if meta.source else None, loaded)
+        for name in extra:   # the file's text, an empty cell empty
+            out[name] = text[name].mask(text[name] == "").to_numpy(dtype=object)
+        return out
+    if DATA_SUFFIXES[path.suffix.lower()] == "xlsx":
+        header, cells = read_texts(path, columns)
+        extra = _check_names(path, header, columns, meta if analysis else None)
+        out = read_cells(str(path), {n: cells[n] for n in columns}, columns, fields,
+                         meta.index, tz, loaded)
+        for name in extra:
+            out[name] = [v if v != "" else None for v in cells[name]]
+        return out
     try:
         table = read_table(path)
     except (OSError, pa.ArrowException) as exc:
@@ -252,7 +275,20 @@ def _read_file(path: Path, columns: Mapping[str, str], meta: SavedMeta,
                              f"the frame ({path}: {_target_name(theirs)}) disagree: this "
                              "file was saved from another object or view")
     keep = [c for c in table.column_names if not PANDAS_INDEX.match(c)]
-    _check_names(path, keep, columns)
+    extra = _check_names(path, keep, columns, meta if analysis else None)
+    if extra:
+        own_cols = table.select(extra).to_pandas()   # as the file holds them
+        out = _read_file_table(path, table, columns, meta, fields, loaded, tz)
+        for name in extra:
+            out[name] = own_cols[name].to_numpy()
+        return out
+    return _read_file_table(path, table, columns, meta, fields, loaded, tz)
+
+
+def _read_file_table(path: Path, table: pa.Table, columns: Mapping[str, str],
+                     meta: SavedMeta, fields: Mapping[str, FieldSpec],
+                     loaded: pd.DataFrame | None, tz: str | None) -> pd.DataFrame:
+    """The saved columns of one Parquet file (``_read_file``)."""
     arrays: dict[str, pa.ChunkedArray] = {}
     as_text: dict[str, str] = {}
     for name, dtype in columns.items():
@@ -344,33 +380,58 @@ def _changed_type(path: Path, name: str, found: pa.DataType, dtype: str,
             "changed (convert it back, or export again)")
 
 
-def _check_names(path: Path, names: list[str], columns: Mapping[str, str]) -> None:
+def _check_names(path: Path, names: list[str], columns: Mapping[str, str],
+                 analysis: SavedMeta | None = None) -> list[str]:
+    """The file's columns against the saved ones: UsageError for one missing or twice;
+    the columns that were not saved (in file order): refused in a table or the as-loaded
+    copy, kept in the records (``analysis``: their metadata) unless they look like a
+    field (``_analysis_columns``)."""
     missing = [c for c in columns if c not in names]
     if missing:
         raise UsageError(f"{path}: column {missing[0]!r} is missing (dropped or renamed?); "
                          f"saved frames need every column they were saved with"
                          + (f", also missing: {missing[1:]}" if len(missing) > 1 else ""),
                          field=missing[0])
-    extra = [c for c in names if c not in columns]
-    if extra:
-        raise UsageError(f"{path}: column {extra[0]!r} was not saved with these frames; drop "
-                         "it before pushing (write_back sends saved fields only)",
-                         field=extra[0])
     if len(set(names)) != len(names):
         dup = next(c for c in names if names.count(c) > 1)
         raise UsageError(f"{path}: column {dup!r} appears twice", field=dup)
+    extra = [c for c in names if c not in columns]
+    if extra and analysis is None:
+        raise UsageError(f"{path}: column {extra[0]!r} was not saved with these frames; drop "
+                         "it before pushing (write_back sends saved fields only)",
+                         field=extra[0])
+    if extra and analysis is not None:
+        _analysis_columns(path, extra, analysis)
+    return extra
+
+
+def _analysis_columns(path: Path, extra: list[str], meta: SavedMeta) -> None:
+    """Columns of a records file that were not saved are the analyst's own (never sent,
+    named in the plan's ``left_out``), unless they look like a field: write_back's
+    decision (``writeback.analysis``), refused here naming the file first."""
+    if meta.source is None:
+        raise UsageError(f"{path}: column {extra[0]!r} was not saved with these frames, "
+                         "which name no source to tell it from a field; drop it",
+                         field=extra[0])
+    layout = Layout.of(meta.source)
+    for col in extra:
+        try:
+            analysis_columns(pd.DataFrame(columns=[col]), layout)
+        except UsageError as exc:
+            raise UsageError(f"{path}: {exc}", field=col) from None
 
 
 def _read_dataset(root: Path, columns: Mapping[str, str], meta: SavedMeta, what: str,
-                  loaded: pd.DataFrame | None = None
+                  loaded: pd.DataFrame | None = None, analysis: bool = False
                   ) -> tuple[pd.DataFrame, list[tuple[Path, int]]]:
-    """Every data file of ``root``, concatenated; with (file, rows) per file."""
+    """Every data file of ``root``, concatenated; with (file, rows) per file.
+    ``analysis``: keep the analyst's own columns (``_read_file``)."""
     files = data_files(root)
     if not files:
         raise UsageError(f"{root}: no data files ({', '.join(sorted(DATA_SUFFIXES))}) for "
                          f"{what}")
     fields = column_fields(meta.source)
-    frames = [_read_file(p, columns, meta, fields, loaded) for p in files]
+    frames = [_read_file(p, columns, meta, fields, loaded, analysis) for p in files]
     spans = [(p, len(f)) for p, f in zip(files, frames, strict=True)]
     df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     return df, spans
@@ -432,8 +493,10 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     """Read saved frames back, edited with any tool or not, as Frames.
 
     Reads what :func:`to_parquet` or :func:`export` wrote: the records (every data file
-    in ``path``, any name, Parquet or CSV), the exploded tables, the source, and the
-    as-loaded copy as ``original``, so :func:`diff` and :func:`write_back` see the edits.
+    in ``path``, any name, Parquet, CSV or xlsx), the exploded tables, the source, and
+    the as-loaded copy as ``original``, so :func:`diff` and :func:`write_back` see the
+    edits (a multiple choice edited in its exploded table is its record's cell; a column
+    the analyst added is kept, and left out by :func:`write_back`).
     Each data file is checked against the metadata beside it first: the saved columns,
     each convertible to its saved type, ids that were loaded (or empty / ``new:...`` for
     new rows), each once. A cell that is what pandas, a spreadsheet or ``astype(str)``
@@ -456,11 +519,13 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     ------
     UsageError
         ``path`` is not a directory, its metadata is missing or corrupt (the message
-        names the JSON file), a data file lacks a saved column, holds another one, a value
+        names the JSON file), a data file lacks a saved column, holds one that looks like
+        a field but is none (``field_99``, ``priority`` for ``Priority``), a value
         of another type, an id that was not loaded or an id twice (naming the file and
         the column), cells a tool rewrote so that they no longer tell the loaded value
         from an edit (``1234.0`` for the loaded text ``01234``: the column, how many, a
-        few, and what to do), a table directory is missing, or the as-loaded copy was
+        few, and what to do), a table directory is missing, a table and the records
+        disagree about a record (naming the table's file), or the as-loaded copy was
         changed since it was saved.
 
     Examples
@@ -478,6 +543,13 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     >>> diff(read_parquet(saved)).counts
     {'update': 1, 'create': 0, 'delete': 0}
     """
+    return read_as_written(path, table_edits=True)
+
+
+def read_as_written(path: str | os.PathLike[str], *, table_edits: bool = False) -> Frames:
+    """:func:`read_parquet`; with ``table_edits=False`` a multiple choice edited in its
+    table is not taken into its record's cell, nor a stale cell read as loaded: the
+    records as their files hold them (what push records as ``stale`` after a push)."""
     layout = SavedLayout.of(path)
     if (layout.data / "main.parquet").exists() and not layout.meta.exists():
         return _read_legacy(layout.data)
@@ -487,15 +559,20 @@ def read_parquet(path: str | os.PathLike[str]) -> Frames:
     original = _read_loaded(layout, meta) if meta.loaded else None
     known = set(original.main.index.dropna()) if original is not None else None
     df, spans = _read_dataset(layout.data, meta.columns, meta, "the records",
-                              original.main if original is not None else None)
+                              original.main if original is not None else None, True)
     main = _main_frame(df, spans, meta.index, known)
     tables: dict[str, pd.DataFrame] = {}
+    table_spans: dict[str, list[tuple[Path, int]]] = {}
     for name, t in meta.tables.items():
         tdir = layout.tables / t["dir"]
         if not tdir.is_dir():
             raise UsageError(f"{tdir} is missing: the table {name!r} of {layout.data} "
                              "(push would read its absence as every row removed)")
-        tables[name] = _read_dataset(tdir, t["columns"], meta, f"table {name!r}")[0]
+        tables[name], table_spans[name] = _read_dataset(tdir, t["columns"], meta,
+                                                        f"table {name!r}")
+    if original is not None and table_edits:   # a choice edited in its table: its cell
+        main = with_table_edits(main, tables, table_spans, original,
+                                column_fields(meta.source), layout.data, meta.stale)
     skipped = meta.skipped
     warn_skipped(skipped, meta.source.timezone if meta.source else None, main.index)
     return Frames(main, tables, meta.source, original, skipped=skipped)

@@ -14,17 +14,26 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from ..errors import SvcError, UsageError
 from ..frames import Frames
+from ..kinds.base import FieldSpec
 from ..records import Client
 from ..writeback import Report, write_back
+from .exploded import stale_cells
 from .layout import SavedLayout, Staging, meta_doc, read_meta, write_meta
-from .parquet import column_fields, new_or_na, read_parquet, same_target, write_frames
+from .parquet import (
+    column_fields,
+    new_or_na,
+    read_as_written,
+    read_parquet,
+    same_target,
+    write_frames,
+)
 
 
 # ---- push's side ------------------------------------------------------------------------
@@ -143,17 +152,41 @@ def save_pushed(frames: Frames, path: str | os.PathLike[str], outcomes: pd.DataF
         if overwrite:
             loaded = frames.original
             columns, tables = write_frames(frames, st.data, st.tables, meta.format)
+            # the analyst's own columns stay in the data, never among the saved ones
+            columns = {c: t for c, t in columns.items() if c in meta.columns}
             which: tuple[str, ...] = ("loaded", "tables", "meta", "data")
+            stale: dict[str, dict[str, list[str]]] = {}
         else:
-            loaded = _sent_as_baseline(read_parquet(layout.data), applied)
+            # the files stay as they are; a choice edited in its table keeps its old
+            # options in the records' file: recorded, so that the next push reads them as
+            # no edit (the as-loaded copy holds what was sent)
+            on_disk = read_parquet(layout.data)
+            loaded = _sent_as_baseline(on_disk, applied)
             columns, tables = meta.columns, meta.tables
+            stale = stale_cells(meta.stale, read_as_written(layout.data).main, on_disk.main,
+                                _sent_ids(applied, column_fields(meta.source)),
+                                column_fields(meta.source))
             which = ("loaded", "meta")
         write_frames(loaded, st.loaded / "main", st.loaded / "tables", "parquet")
         write_meta(st.meta, meta_doc(frames.source, meta.format, columns, tables,
                                        layout.loaded, len(frames.main),
                                        str(meta.extra.get("written_by") or "push"),
-                                       staged_loaded=st.loaded, skipped=frames.skipped))
+                                       staged_loaded=st.loaded, skipped=frames.skipped,
+                                       stale=stale))
         st.install(which)
+
+
+def _sent_ids(applied: pd.DataFrame, fields: Mapping[str, FieldSpec]) -> dict[str, set[Any]]:
+    """Column or table name -> the records of ``applied`` updates that sent its field."""
+    out: dict[str, set[Any]] = {}
+    for rid, action, sent in zip(applied["record_id"], applied["action"], applied["keys"],
+                                 strict=True):
+        if action != "update":
+            continue
+        for name, f in fields.items():
+            if f.key in sent:
+                out.setdefault(name, set()).add(rid)
+    return out
 
 
 def _sent_as_baseline(on_disk: Frames, applied: pd.DataFrame) -> Frames:

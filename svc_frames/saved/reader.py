@@ -48,8 +48,9 @@ def read_saved(path: str | os.PathLike[str], *, table: str | None = None) -> pd.
     Returns
     -------
     pandas.DataFrame
-        The records (``id`` first, then the saved columns in their order and dtypes), or
-        the rows of ``table``.
+        The records (``id`` first, then the saved columns in their order and dtypes,
+        then any column the analyst added, as the files hold it), or the rows of
+        ``table``.
 
     Raises
     ------
