@@ -268,6 +268,34 @@ class ParquetTarget:
             raise UsageError(f"{self.path}: the table {table} has no file")
         return pq.read_schema(files[0])
 
+    def read_rows(self, table: str, column: str, ids: Sequence[str]) -> pa.Table:
+        files = self._files(table)
+        if not files:
+            raise UsageError(f"{self.path}: the table {table} has no file")
+        wanted = pa.array(list(ids), pa.string())
+        # the key column alone is read first; the other columns of the matching rows only
+        parts = []
+        for f in files:
+            pf = pq.ParquetFile(f)
+            for g in range(pf.num_row_groups):
+                keys = pf.read_row_group(g, columns=[column]).column(0)
+                hit = pc.is_in(keys, value_set=wanted)
+                if pc.any(hit).as_py():
+                    parts.append(pf.read_row_group(g).filter(hit))
+        if not parts:
+            return pq.read_schema(files[0]).empty_table()
+        return pa.concat_tables(parts, promote_options="default")
+
+    def read_columns(self, table: str, columns: Sequence[str]) -> pa.Table:
+        files = self._files(table)
+        if not files:
+            raise UsageError(f"{self.path}: the table {table} has no file")
+        return pa.concat_tables([pq.read_table(f, columns=list(columns)) for f in files],
+                                promote_options="default")
+
+    def count(self, table: str) -> int:
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in self._files(table))
+
     @contextmanager
     def _transaction(self) -> Iterator[ParquetWriter]:
         writer = ParquetWriter(self)
