@@ -163,7 +163,8 @@ class DuckDBTarget:
         self.con.register(src, pa.table({"id": pa.array(list(ids), pa.string())}))
         try:
             return arrow_of(self.con.sql(f"SELECT * FROM {quote(table)} WHERE "
-                                         f"{quote(column)} IN (SELECT id FROM {src})"))
+                                         f"{quote(column)} IN (SELECT id FROM {src}) "
+                                         "ORDER BY rowid"))   # as written, as read()
         finally:
             self.con.unregister(src)
 
@@ -172,8 +173,8 @@ class DuckDBTarget:
                                      f"{quote(table)}"))
 
     def count(self, table: str) -> int:
-        row = self.con.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()
-        return int(row[0]) if row else 0
+        rows = self.con.execute(f"SELECT count(*) FROM {quote(table)}").fetchall()
+        return int(rows[0][0])
 
     @contextmanager
     def _transaction(self) -> Iterator[DuckDBWriter]:

@@ -47,6 +47,9 @@ class ObjectReport:
         Every record was listed (first run, a schema change, a sweep, no stamped field).
     reason : str
         Why, when ``full``.
+    rows_read : int
+        Rows of its current tables read back from the target (an incremental run reads
+        those of the records that changed only).
     """
 
     object_key: str
@@ -61,6 +64,7 @@ class ObjectReport:
     seconds: float = 0.0
     full: bool = False
     reason: str = ""
+    rows_read: int = 0
 
 
 @dataclass

@@ -40,13 +40,14 @@ def deletions(client: Client, frames: Frames, source: Source, load: Mapping[str,
 
 
 def find_gone(client: Client, source: Source, load: Mapping[str, Any], rpp: int,
-              held: pd.Index, values: pd.Series | None, missing: int, auto: str | None
-              ) -> pd.Index | None:
+              held: pd.Index, values: pd.Series | None, missing: int, auto: str | None,
+              *, unseen_ok: bool = False) -> pd.Index | None:
     """The held records the service no longer lists (``missing`` of them, as the totals
     say): by bisecting the auto-increment ``values`` (indexed by id) when few are missing
     and that costs fewer requests than a listing (:func:`find_missing`), else by one
     listing of ids. None when the listing holds records that are not held (the caller
-    lists everything). Shared by ``refresh`` and the mirror's incremental runs, which
+    lists everything), unless ``unseen_ok`` (the caller sees them later: records created
+    since its stamp window was read are in the next one). Shared by ``refresh`` and the mirror's incremental runs, which
     hold only the ids and the auto-increment values of the records.
 
     Usage: ``find_gone(client, source, source.load, 1000, held_ids, auto_values, 1,
@@ -62,7 +63,7 @@ def find_gone(client: Client, source: Source, load: Mapping[str, Any], rpp: int,
             return gone
     listed = list_ids(client, source, load, rpp)
     unseen = len(listed) - int(member(listed, held).sum())
-    if unseen:
+    if unseen and not unseen_ok:
         return None
     out: pd.Index = held[~member(held, listed)]
     return out
