@@ -11,8 +11,8 @@ what the target knows of it:
    decoded as small frames, and the listing's total; the stamps the target holds are read
    (that column alone) only when the service's clock is unknown;
 2. the current rows of those records alone, read from the target (``read_rows``): a
-   record it does not hold is inserted, one whose values differ updated (history.py's
-   ``compare``), the others unchanged;
+   record it does not hold is inserted, one whose values differ updated (compared as
+   refresh's merge compares: ``same``, ``records_differing``), the others unchanged;
 3. when the total is not the rows the last run left plus the inserted ones, refresh's
    deletion search (``find_gone``) over the ids and auto-increment values the target
    holds (those two columns read); the deleted records' rows are read to close their
@@ -44,10 +44,10 @@ from ..frames import Frames, Source
 from ..records import Client
 from ..refreshing.deletions import find_gone
 from ..refreshing.listing import column_names
+from ..refreshing.merge import records_differing, same
 from ..refreshing.policy import stamp_window, sweep_due
 from ..refreshing.window import clock_skew
 from .apply import ObjectRun
-from .history import compare
 from .state import MirrorState
 
 __all__ = ["read_changes"]
@@ -82,7 +82,7 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int)
     started = dt.datetime.now(dt.timezone.utc)
     server, _, total = stamp_window(client, source, load, mod, stamps, rpp)
     old = state.rows_of(run.key, [str(i) for i in server.main.index])
-    inserted, updated, _ = compare(old, server)
+    inserted, updated = changed(old, server)
     gone: list[str] = []
     held_rows = prev.rows + len(inserted)
     if total != held_rows:
@@ -117,6 +117,32 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int)
     run.inserted, run.updated, run.deleted = inserted, updated, gone
     run.rows = _rows_after(state, run)
     return True
+
+
+def changed(old: Frames, new: Frames) -> tuple[list[str], list[str]]:
+    """(inserted, updated): the records of ``new`` that ``old`` (the target's rows of the
+    same records) does not hold, and those whose cells or exploded rows differ, compared
+    as refresh's merge compares a listed record with the one held.
+
+    Usage: ``inserted, updated = changed(state.rows_of(key, ids), window)``"""
+    held = member(new.main.index, old.main.index)
+    inserted = [str(i) for i in new.main.index[~held]]
+    common = new.main.index[held]
+    a = old.main.loc[common].reset_index(drop=True)
+    b = new.main.loc[common].reset_index(drop=True)
+    differ = np.zeros(len(common), dtype=bool)
+    for col in a.columns:
+        if col in b.columns:
+            differ |= ~same(a[col], b[col])
+    out = {str(i) for i in common[differ]}
+    ids = pd.Index([str(i) for i in common], dtype=object)
+    for fkey, t in new.tables.items():
+        before = old.tables.get(fkey)
+        if before is None:
+            continue
+        out.update(records_differing(before[member(before["record_id"], ids)],
+                                     t[member(t["record_id"], ids)]))
+    return inserted, [str(i) for i in common if str(i) in out]
 
 
 def _concat(a: Frames, b: Frames) -> Frames:
