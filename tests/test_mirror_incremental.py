@@ -124,3 +124,23 @@ def test_incremental_runs_exact_while_other_users_edit(tmp_path: Path, kind: str
                                "change <> 'delete'") == [(len(loaded),)]
         # history = the first run's rows + one per change counted
         assert history(target, "SELECT count(*) FROM {h}") == [(counted,)]
+
+
+def test_incremental_run_without_the_service_clock(fresh_service: LocalService,
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service's clock unknown (no quota headers): the cutoff takes the newest stamp
+    the target holds (that column read alone), as refresh's does; the run stays exact."""
+    from svc_frames.mirroring import incremental
+    svc = fresh_service
+    client = client_of(svc)
+    target = target_of(tmp_path, "duckdb")
+    sf.mirror(client, target, ["object_3"])
+    monkeypatch.setattr(incremental, "clock_skew", lambda client: None)
+    monkeypatch.setattr("svc_frames.refreshing.policy.clock_skew", lambda client: None)
+    rid = sf.read_object(client, "object_3", columns="keys").main.index[2]
+    svc.pages.update_record("object_3", rid, {"field_12": "Unknown clock"})
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (0, 1, 0) and not o.full
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
