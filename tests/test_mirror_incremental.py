@@ -144,3 +144,28 @@ def test_incremental_run_without_the_service_clock(fresh_service: LocalService,
     assert (o.inserted, o.updated, o.deleted) == (0, 1, 0) and not o.full
     same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
                 sf.read_object(client, "object_3", columns="keys"))
+
+
+def test_parquet_history_written_partition_by_partition(fresh_service: LocalService,
+                                                        tmp_path: Path) -> None:
+    """A run that closes no version of an earlier run leaves that run's partition as it
+    was (not written again); one that closes some writes it again."""
+    svc = fresh_service
+    client = client_of(svc)
+    target = target_of(tmp_path, "parquet")
+    sf.mirror(client, target, ["object_3"])
+    first = Path(f"{target}work_orders__history/run=1/part-00000.parquet")
+    was = first.stat()
+    svc.pages.create_record("object_3", {"field_12": "New order"})
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (1, 0, 0)
+    now = first.stat()
+    assert (now.st_ino, now.st_mtime_ns) == (was.st_ino, was.st_mtime_ns)
+    assert Path(f"{target}work_orders__history/run=2/part-00000.parquet").exists()
+    rid = sf.read_object(client, "object_3", columns="keys").main.index[0]
+    svc.pages.update_record("object_3", rid, {"field_12": "Changed"})
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (0, 1, 0)
+    assert first.stat().st_ino != was.st_ino   # its version closed: rewritten
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
