@@ -112,9 +112,11 @@ def main() -> None:
             o = report.objects["object_3"]
             ok = (o.updated, o.inserted, o.deleted) == (made["changed"], made["inserted"],
                                                         made["deleted"])
+            read = getattr(o, "rows_read", None)   # rows of current tables read back
             print(f"{case}. {made}: {o.requests} requests, {took:.2f}s = "
                   f"{100 * took / first_s:.1f}% of the first run  goal <= 3 requests, <= 5%"
-                  f"  {'(counts match)' if ok else f'(MISMATCH: {o})'}", flush=True)
+                  f"  {'(counts match)' if ok else f'(MISMATCH: {o})'}"
+                  + ("" if read is None else f"; {read} rows read back"), flush=True)
 
         base = history_rows(target)
         counted = 0

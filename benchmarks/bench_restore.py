@@ -53,8 +53,8 @@ def bench_restore(orders: int = 500, visits: int = 1000, rate: float = 50.0
     )
 
     from svc_frames import as_of, mirror, restore
-    from svc_frames.records import Client
     from svc_frames.loaders import read_object
+    from svc_frames.records import Client
     from svc_frames.server import LocalService
 
     with LocalService(demo=False, app=works_document(), records=0, rate_limit=0) as svc, \

@@ -40,8 +40,8 @@ from svc_frames.cli import main as cli_main
 from svc_frames.errors import TargetMismatch, UsageError
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
-from svc_frames.records import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 

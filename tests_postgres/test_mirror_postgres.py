@@ -148,3 +148,25 @@ def test_copies_of_files_in_bytea(fresh_service: LocalService, pg_url: str) -> N
     svc.pages.update_record("object_3", ids[1], {"field_12": "Checked"})
     assert sf.mirror(client, pg_url, ["object_3"], assets=True).objects[
         "object_3"].assets == 0
+def test_incremental_run_reads_the_changed_records_only(pg_url: str) -> None:
+    """An incremental run reads back the rows of the window's and the deleted records
+    only (``rows_read``), and leaves PostgreSQL equal to a load."""
+    from tests.test_mirror_incremental import rows_of
+    with LocalService(demo=True, records=200, rate_limit=0, seed=3) as svc:
+        client = client_of(svc)
+        sf.mirror(client, pg_url, ["object_3"])
+        loaded = sf.read_object(client, "object_3", columns="keys")
+        blank = set(loaded.main.index[loaded.main["field_46"].isna()])
+        ids = [i for i in loaded.main.index if i not in blank]
+        for rid in ids[:3]:
+            svc.pages.update_record("object_3", rid, {"field_12": f"Changed {rid}"})
+        svc.pages.delete_record("object_3", ids[5])
+        svc.pages.create_record("object_3", {"field_12": "New order"})
+        time.sleep(0.05)
+        o = sf.mirror(client, pg_url, ["object_3"]).objects["object_3"]
+        assert (o.inserted, o.updated, o.deleted) == (1, 3, 1) and not o.full
+        assert o.rows_read == rows_of(loaded, blank | set(ids[:3]) | {ids[5]})
+        now = sf.read_object(client, "object_3", columns="keys")
+        same_frames(sf.as_of(pg_url, pd.Timestamp.now(tz="UTC"))["object_3"], now)
+        assert rows(pg_url, "SELECT count(*) FROM work_orders__history WHERE valid_to IS "
+                            "NULL AND change <> 'delete'") == [(len(now),)]

@@ -55,6 +55,9 @@ class ObjectRun:
     inserted: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
+    # each current table's rows after the run, when ``frames`` holds the changed records
+    # only (an incremental run, incremental.py); None: ``frames`` holds every record
+    rows: dict[str, int] | None = None
 
 
 @dataclass
@@ -107,6 +110,7 @@ def current_tables(run: ObjectRun, ids: list[str] | None = None
                                             tables.get(fkey, {}).get("dtypes")), kind,
                              run.key, fkey, [], [("record_id", run.table, "id")],
                              spec.label if spec is not None else fkey))
+    rows.update(run.rows or {})
     return out, rows
 
 
@@ -282,7 +286,8 @@ def write_run(target: Target, plan: RunPlan) -> None:
                     "changes": json.dumps(run.report.schema_changes)})
             objects[run.key] = ObjectState(
                 run.key, run.name, run.table, run.frames is not None, source, layout,
-                len(run.frames.main) if run.frames is not None else 0, version)
+                (run.rows or {}).get(run.table, len(run.frames.main))
+                if run.frames is not None else 0, version)
         for key, frames in plan.others.items():
             run = ObjectRun(key, objects[key].name, objects[key].table_name,
                             ObjectReport(key, objects[key].name, objects[key].table_name),

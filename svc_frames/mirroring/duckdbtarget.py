@@ -156,6 +156,26 @@ class DuckDBTarget:
     def schema(self, table: str) -> pa.Schema:
         return arrow_of(self.con.sql(f"SELECT * FROM {quote(table)} LIMIT 0")).schema
 
+    def read_rows(self, table: str, column: str, ids: Sequence[str]) -> pa.Table:
+        if not len(ids):
+            return self.schema(table).empty_table()
+        src = "svc_mirror_wanted"
+        self.con.register(src, pa.table({"id": pa.array(list(ids), pa.string())}))
+        try:
+            return arrow_of(self.con.sql(f"SELECT * FROM {quote(table)} WHERE "
+                                         f"{quote(column)} IN (SELECT id FROM {src}) "
+                                         "ORDER BY rowid"))   # as written, as read()
+        finally:
+            self.con.unregister(src)
+
+    def read_columns(self, table: str, columns: Sequence[str]) -> pa.Table:
+        return arrow_of(self.con.sql(f"SELECT {', '.join(map(quote, columns))} FROM "
+                                     f"{quote(table)}"))
+
+    def count(self, table: str) -> int:
+        rows = self.con.execute(f"SELECT count(*) FROM {quote(table)}").fetchall()
+        return int(rows[0][0])
+
     @contextmanager
     def _transaction(self) -> Iterator[DuckDBWriter]:
         self.con.execute("BEGIN TRANSACTION")

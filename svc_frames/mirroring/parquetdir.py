@@ -13,7 +13,10 @@ Every file holds all its columns (``run_id`` included, so a reader that ignores 
 ``run`` column beside it). DuckDB: ``read_parquet('dir/work_orders__history/*/*.parquet')``;
 Polars: ``pl.scan_parquet('dir/work_orders__history/**/*.parquet')``.
 
-A run is one transaction: the tables it changes are read into memory and changed there;
+A run is one transaction: the tables it changes are read into memory and changed there
+(a history partition by partition: the partitions holding the versions a run closes,
+found by reading their id and ``valid_to`` columns, and the run's own; the others are
+neither read nor written);
 at the end the new files are written to ``dir/.staging-<id>/``, then a journal
 (``dir/.commit.json``, written aside and renamed into place: the commit point) lists the
 directories to move into place, which are moved and the journal removed. A run killed
@@ -73,10 +76,19 @@ class ParquetWriter:
         self.target = target
         self.tables: dict[str, pa.Table | None] = {}   # None: dropped
         self.dirty: dict[str, set[int] | None] = {}     # run ids to rewrite; None: all
+        # a history changed partition by partition (versions added and closed): only the
+        # partitions holding the versions closed are read, and only they are written
+        self.parts: dict[str, dict[int, pa.Table]] = {}
 
     def _get(self, table: str) -> pa.Table:
         if table not in self.tables:
-            self.tables[table] = self.target.read(table)
+            parts = self.parts.pop(table, None)
+            data = self.target.read(table)
+            if parts:   # the partitions changed so far replace theirs
+                kept = data.filter(pc.invert(pc.is_in(data.column("run_id"), value_set=pa.array(
+                    list(parts), pa.int64()))))
+                data = pa.concat_tables([kept, *parts.values()], promote_options="default")
+            self.tables[table] = data
             self.dirty.setdefault(table, set())
         data = self.tables[table]
         if data is None:
@@ -124,8 +136,41 @@ class ParquetWriter:
                    if _history(table) else ())
         self.tables[table] = data.filter(pc.invert(hit))
 
+    def _by_part(self, table: str) -> bool:
+        """Whether ``table`` is changed partition by partition: a history this run has
+        not read whole (nor created, nor changed the columns of)."""
+        return _history(table) and table not in self.tables and table in \
+            self.target.tables()
+
+    def _part(self, table: str, run: int) -> pa.Table:
+        """One partition of a history, read once (empty, with the table's columns, if the
+        run has none yet)."""
+        parts = self.parts.setdefault(table, {})
+        if run not in parts:
+            path = self.target.path / table / f"run={run}" / PART
+            parts[run] = (pq.read_table(path) if path.exists()
+                          else self.target.schema(table).empty_table())
+        return parts[run]
+
+    @staticmethod
+    def _fit(data: pa.Table, schema: pa.Schema) -> pa.Table:
+        """``data``'s rows with ``schema``'s columns (those it lacks empty)."""
+        cols = []
+        for f in schema:
+            col = (data.column(f.name) if f.name in data.column_names
+                   else pa.nulls(data.num_rows, f.type))
+            cols.append(col.cast(f.type) if not col.type.equals(f.type) else col)
+        return pa.table(cols, schema=schema)
+
     def insert(self, table: str, data: pa.Table) -> None:
         if data.num_rows == 0:
+            return
+        if self._by_part(table):
+            for run in sorted({int(r) for r in data.column("run_id").to_pylist()}):
+                rows = data.filter(pc.equal(data.column("run_id"), run))
+                have = self._part(table, run)
+                self.parts[table][run] = pa.concat_tables([have, self._fit(rows, have.schema)])
+                self._mark(table, [run])
             return
         if table in APPEND_ONLY and table not in self.tables:
             self.tables[table] = data   # this run's rows alone: its partition
@@ -143,6 +188,25 @@ class ParquetWriter:
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:
         if not len(ids):
+            return
+        if self._by_part(table):
+            # the partitions holding open versions of these ids: two columns read of each
+            wanted = pa.array(list(ids), pa.string())
+            loaded = self.parts.setdefault(table, {})
+            for path in sorted((self.target.path / table).glob("run=*/" + PART)):
+                run = int(path.parent.name.split("=", 1)[1])
+                if run in loaded:
+                    continue
+                keys = pq.read_table(path, columns=[column, "valid_to"])
+                hit = pc.and_kleene(pc.is_in(keys.column(column), value_set=wanted),
+                                    pc.is_null(keys.column("valid_to")))
+                if pc.any(pc.fill_null(hit, False)).as_py():
+                    self._part(table, run)
+            for run, part in list(loaded.items()):
+                closed = _closed(part, column, wanted, when)
+                if closed is not None:
+                    loaded[run] = closed
+                    self._mark(table, [run])
             return
         data = self._get(table)
         hit = pc.and_kleene(pc.is_in(data.column(column),
@@ -171,6 +235,7 @@ class ParquetWriter:
                     continue
                 if dirty is not None and not dirty:
                     continue   # read, not changed
+
                 if not _history(name):
                     (stage / name).mkdir()
                     write_table(data, stage / name / PART)
@@ -186,6 +251,12 @@ class ParquetWriter:
                 (stage / name).mkdir()
                 for r in sorted(dirty):
                     self._partition(data, r, stage / name)
+                    moves.append([f"{stage.name}/{name}/run={r}", f"{name}/run={r}"])
+            for name, parts in self.parts.items():   # histories changed part by part
+                (stage / name).mkdir()
+                for r in sorted(self.dirty.get(name) or ()):
+                    (stage / name / f"run={r}").mkdir()
+                    write_table(parts[r], stage / name / f"run={r}" / PART)
                     moves.append([f"{stage.name}/{name}/run={r}", f"{name}/run={r}"])
             fsync_tree(stage)
             tmp = root / f"{JOURNAL}.tmp"
@@ -205,6 +276,18 @@ class ParquetWriter:
                 else data)
         (into / f"run={run}").mkdir(parents=True, exist_ok=True)
         write_table(part, into / f"run={run}" / PART)
+
+
+def _closed(part: pa.Table, column: str, ids: pa.Array, when: Any) -> pa.Table | None:
+    """``part`` with ``valid_to = when`` on the open versions of ``ids``; None: none."""
+    hit = pc.fill_null(pc.and_kleene(pc.is_in(part.column(column), value_set=ids),
+                                     pc.is_null(part.column("valid_to"))), False)
+    if not pc.any(hit).as_py():
+        return None
+    to = part.column("valid_to")
+    idx = part.column_names.index("valid_to")
+    return part.set_column(idx, part.schema.field(idx),
+                           pc.if_else(hit, pa.scalar(when, to.type), to))
 
 
 def finish(root: Path) -> None:
@@ -277,6 +360,34 @@ class ParquetTarget:
         if not files:
             raise UsageError(f"{self.path}: the table {table} has no file")
         return pq.read_schema(files[0])
+
+    def read_rows(self, table: str, column: str, ids: Sequence[str]) -> pa.Table:
+        files = self._files(table)
+        if not files:
+            raise UsageError(f"{self.path}: the table {table} has no file")
+        wanted = pa.array(list(ids), pa.string())
+        # the key column alone is read first; the other columns of the matching rows only
+        parts = []
+        for f in files:
+            pf = pq.ParquetFile(f)
+            for g in range(pf.num_row_groups):
+                keys = pf.read_row_group(g, columns=[column]).column(0)
+                hit = pc.is_in(keys, value_set=wanted)
+                if pc.any(hit).as_py():
+                    parts.append(pf.read_row_group(g).filter(hit))
+        if not parts:
+            return pq.read_schema(files[0]).empty_table()
+        return pa.concat_tables(parts, promote_options="default")
+
+    def read_columns(self, table: str, columns: Sequence[str]) -> pa.Table:
+        files = self._files(table)
+        if not files:
+            raise UsageError(f"{self.path}: the table {table} has no file")
+        return pa.concat_tables([pq.read_table(f, columns=list(columns)) for f in files],
+                                promote_options="default")
+
+    def count(self, table: str) -> int:
+        return sum(pq.ParquetFile(f).metadata.num_rows for f in self._files(table))
 
     @contextmanager
     def _transaction(self) -> Iterator[ParquetWriter]:

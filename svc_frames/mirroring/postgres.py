@@ -207,12 +207,32 @@ class PostgresTarget:
         return pa.schema([(name, arrow_type_of(dtype, udt)) for name, dtype, udt in rows])
 
     def read(self, table: str) -> pa.Table:
+        return self._select(table, None, "", [])
+
+    def read_rows(self, table: str, column: str, ids: Sequence[str]) -> pa.Table:
+        return self._select(table, None, f" WHERE {quote(column)} = ANY(%s)",
+                            [list(map(str, ids))])
+
+    def read_columns(self, table: str, columns: Sequence[str]) -> pa.Table:
+        return self._select(table, columns, "", [])
+
+    def count(self, table: str) -> int:
+        row = self.con.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()
+        return int(row[0]) if row else 0
+
+    def _select(self, table: str, columns: Sequence[str] | None, where: str,
+                params: list[Any]) -> pa.Table:
+        """Rows of ``table`` (``columns`` only, if given) as Arrow."""
         schema = self.schema(table)
+        what = "*"
+        if columns is not None:
+            schema = pa.schema([schema.field(c) for c in columns])
+            what = ", ".join(map(quote, columns))
         with self.con.cursor() as cur:
-            cur.execute(f"SELECT * FROM {quote(table)}")
+            cur.execute(f"SELECT {what} FROM {quote(table)}{where}", params)
             rows = cur.fetchall()
-        columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
-        return pa.table([pa.array(list(col), f.type) for col, f in zip(columns, schema,
+        data = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+        return pa.table([pa.array(list(col), f.type) for col, f in zip(data, schema,
                                                                         strict=True)],
                         schema=schema)
 

@@ -49,6 +49,9 @@ class ObjectReport:
         Why, when ``full``.
     assets : int
         Files and images downloaded for the mirror's copies (``assets=True``).
+    rows_read : int
+        Rows of its current tables read back from the target (an incremental run reads
+        those of the records that changed only).
     """
 
     object_key: str
@@ -64,6 +67,7 @@ class ObjectReport:
     full: bool = False
     reason: str = ""
     assets: int = 0
+    rows_read: int = 0
 
 
 @dataclass

@@ -40,6 +40,7 @@ from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
 from .assets import fetch_copies
 from .history import compare
+from .incremental import read_changes
 from .past import open_versions
 from .report import MirrorReport, ObjectReport, display_name
 from .schemas import SCHEMA_MODES, compare_fields, refuse_kind_changes
@@ -221,10 +222,16 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
     t = time.monotonic()
     sent = client.request_count
     rep = run.report
-    if run.prev is not None and state is not None:
+    read = state.rows_read if state is not None else 0
+    # the changed records alone, when refresh would ask for few (incremental.py)
+    few = state is not None and not repair and read_changes(client, state, run, every)
+    if run.prev is not None and state is not None and not few:
         # repair: the tables may be edited by hand; the history says what they held
         run.old = open_versions(state, run.key) if repair else state.frames(run.key)
-    if run.prev is not None and run.changes is None:
+    if few:
+        assert run.frames is not None
+        _relabel(run.frames, run)
+    elif run.prev is not None and run.changes is None:
         # removed from the application: every record goes
         run.deleted = [str(i) for i in run.old.main.index] if run.old is not None else []
     elif (run.prev is not None and run.old is not None and run.changes is not None
@@ -258,7 +265,9 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
     rep.inserted, rep.updated, rep.deleted = (len(run.inserted), len(run.updated),
                                               len(run.deleted))
     now = len(run.frames.main) if run.frames is not None else 0
+    now = (run.rows or {}).get(run.table, now)
     rep.unchanged = now - rep.inserted - rep.updated
+    rep.rows_read = (state.rows_read if state is not None else 0) - read
     rep.requests = client.request_count - sent
     rep.seconds = time.monotonic() - t
 

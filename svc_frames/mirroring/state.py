@@ -93,12 +93,14 @@ class MirrorState:
     schema: pd.DataFrame = field(default_factory=pd.DataFrame)
     target: Target | None = None
     read_tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+    rows_read: int = 0   # rows of current tables read back this run (all of their columns)
 
     def table(self, name: str) -> pa.Table:
-        """A table of the target, read once per run (the check and the frames share it)."""
+        """A table of the target, read once per run."""
         assert self.target is not None
         if name not in self.read_tables:
             self.read_tables[name] = self.target.read(name)
+            self.rows_read += self.read_tables[name].num_rows
         return self.read_tables[name]
 
     @property
@@ -149,7 +151,7 @@ class MirrorState:
                     raise TargetMismatch(f"{self.target.name}: the columns of {name} are not "
                                          "those the last run wrote (edited by hand?); pass "
                                          "repair=True to write it again from the service")
-            rows = self.table(obj.table_name).num_rows
+            rows = self.target.count(obj.table_name)
             if rows != obj.rows:
                 raise TargetMismatch(f"{self.target.name}: {obj.table_name} holds {rows} rows,"
                                      f" the last run wrote {obj.rows} (edited by hand?); pass "
@@ -172,6 +174,31 @@ class MirrorState:
         frames = Frames(main, tables, Source.from_dict(dict(obj.source)))
         frames.original = frames.snapshot()
         return frames
+
+    def rows_of(self, key: str, ids: list[str]) -> Frames:
+        """The current rows of these records only (main and exploded tables), as Frames
+        typed as :meth:`frames` types them: what an incremental run compares with."""
+        assert self.target is not None
+        obj = self.objects[key]
+        got = self.target.read_rows(obj.table_name, "id", ids)
+        self.rows_read += got.num_rows
+        main = typed(got, obj.layout["main"]["dtypes"], "id")
+        tables = {}
+        for fkey, t in obj.layout.get("tables", {}).items():
+            part = self.target.read_rows(t["table"], "record_id", ids)
+            self.rows_read += part.num_rows
+            tables[fkey] = typed(part, t["dtypes"], None)
+        return Frames(main, tables, Source.from_dict(dict(obj.source)))
+
+    def columns_of(self, key: str, columns: list[str]) -> pd.DataFrame:
+        """Every record's values of a few main columns (``id`` the index), typed: what
+        the deletion search or the stamp cutoff need of the records held."""
+        assert self.target is not None
+        obj = self.objects[key]
+        dtypes = obj.layout["main"]["dtypes"]
+        wanted = ["id"] + [c for c in columns if c != "id"]
+        got = self.target.read_columns(obj.table_name, wanted)
+        return typed(got, {c: dtypes[c] for c in wanted if c in dtypes}, "id")
 
 
 def durations(table: pa.Table) -> pa.Table:

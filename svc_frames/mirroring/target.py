@@ -4,7 +4,9 @@ A target stores tables of Arrow-typed columns and changes them in one transactio
 
 * ``check()`` before any request to the service: reachable, writable, not someone else's;
 * ``lock(wait)`` for the whole run: two runs never interleave;
-* ``tables()``, ``read(table)``: what the last run left;
+* ``tables()``, ``read(table)``: what the last run left; ``read_rows(table, column,
+  ids)``, ``read_columns(table, columns)`` and ``count(table)``: parts of it, so that an
+  incremental run reads the rows of the records that changed, not whole tables;
 * ``transaction()``: a :class:`Writer` whose changes are all kept when the block ends, or
   none of them (an exception, Ctrl-C, ``kill -9``).
 
@@ -81,6 +83,15 @@ class Target(Protocol):
 
     def schema(self, table: str) -> pa.Schema:
         """``table``'s columns, without reading its rows."""
+
+    def read_rows(self, table: str, column: str, ids: Sequence[str]) -> pa.Table:
+        """The rows of ``table`` whose ``column`` is one of ``ids`` (every column)."""
+
+    def read_columns(self, table: str, columns: Sequence[str]) -> pa.Table:
+        """Every row of ``table``, these columns only."""
+
+    def count(self, table: str) -> int:
+        """``table``'s rows, without reading them."""
 
     def transaction(self) -> AbstractContextManager[Writer]:
         """One transaction: all of the block's changes, or none."""

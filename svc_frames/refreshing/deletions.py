@@ -1,7 +1,8 @@
 """Deleted records: found by bisecting auto-increment ranges when few are missing, else
 by one listing of ids (``deletions``, ``find_missing``, ``bisect_cost``).
 
-Usage: ``removed = deletions(client, frames, source, load, rpp, total)``
+Usage: ``deletions(client, frames, source, load, rpp, merger, total, auto_col, auto)``;
+``gone = find_gone(client, source, load, rpp, held, values, missing, auto)``
 """
 
 from __future__ import annotations
@@ -26,30 +27,46 @@ def deletions(client: Client, frames: Frames, source: Source, load: Mapping[str,
               rpp: int, merger: Merger, total: int, auto_col: str | None,
               auto: str | None) -> None:
     """Find and drop the records the service no longer lists (deleted, or out of the
-    load's filter): by bisecting the auto-increment values when few are missing and that
-    costs fewer requests than a listing (:func:`find_missing`), else by one listing of ids.
-    Records listed that were neither loaded nor stamped since (an unstamped change put
-    them in the filter) make it take the whole listing."""
+    load's filter): :func:`find_gone`; records listed that were neither loaded nor stamped
+    since (an unstamped change put them in the filter) make it take the whole listing."""
     assert frames.original is not None
-    held = frames.original.main.index
-    missing = merger.server_count() - total
+    values = frames.original.main[auto_col] if auto_col is not None else None
+    gone = find_gone(client, source, load, rpp, frames.original.main.index, values,
+                     merger.server_count() - total, auto)
+    if gone is None:
+        merger.merge(list_all(client, source, load, rpp), complete=True)
+    else:
+        merger.drop(gone)
+
+
+def find_gone(client: Client, source: Source, load: Mapping[str, Any], rpp: int,
+              held: pd.Index, values: pd.Series | None, missing: int, auto: str | None,
+              *, unseen_ok: bool = False) -> pd.Index | None:
+    """The held records the service no longer lists (``missing`` of them, as the totals
+    say): by bisecting the auto-increment ``values`` (indexed by id) when few are missing
+    and that costs fewer requests than a listing (:func:`find_missing`), else by one
+    listing of ids. None when the listing holds records that are not held (the caller
+    lists everything), unless ``unseen_ok`` (the caller sees them later: records created
+    since its stamp window was read are in the next one). Shared by ``refresh`` and the mirror's incremental runs, which
+    hold only the ids and the auto-increment values of the records.
+
+    Usage: ``find_gone(client, source, source.load, 1000, held_ids, auto_values, 1,
+    "field_24")``"""
+    total = len(held) - missing
     listing_cost = -(-max(total, 1) // rpp) + 1  # the pages and page 1 again (verify)
     windows = source.query.also([])
-    if (missing > 0 and auto is not None and auto_col is not None and len(windows) == 1
+    if (missing > 0 and auto is not None and values is not None and len(windows) == 1
             and bisect_cost(len(held), missing) < listing_cost):
-        values = frames.original.main[auto_col]
         gone = find_missing(client, source, windows[0], auto, values, missing,
                             budget=listing_cost)
         if gone is not None:
-            merger.drop(gone)
-            return
+            return gone
     listed = list_ids(client, source, load, rpp)
-    held = frames.original.main.index
     unseen = len(listed) - int(member(listed, held).sum())
-    if unseen:
-        merger.merge(list_all(client, source, load, rpp), complete=True)
-    else:
-        merger.drop(held[~member(held, listed)])
+    if unseen and not unseen_ok:
+        return None
+    out: pd.Index = held[~member(held, listed)]
+    return out
 
 
 def bisect_cost(held: int, missing: int) -> int:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +57,7 @@ from .merge import Merger
 from .window import clock_skew, concat_parts, oldest_first, paged, recent, stamp_cutoff
 
 __all__ = ["refresh", "RefreshReport", "RefreshNotice", "check_modified_field",
-           "DEFAULT_SWEEP_EVERY", "check_sweep_every"]
+           "DEFAULT_SWEEP_EVERY", "check_sweep_every", "sweep_due", "stamp_window"]
 
 #: Every Nth refresh of the same frames lists every record (a sweep): the stamp window
 #: cannot see a change by a writer that does not stamp (another integration writing
@@ -176,6 +176,15 @@ def check_sweep_every(value: Any) -> int:
     return value
 
 
+def sweep_due(load: Mapping[str, Any], every: int) -> tuple[int, bool]:
+    """(this refresh's number since the load, whether it is the periodic sweep): every
+    ``every``-th refresh lists everything (0: never). Shared with the mirror's runs.
+
+    Usage: ``count, swept = sweep_due(frames.source.load, 10)``"""
+    count = int(load.get("refreshes") or 0) + 1
+    return count, bool(every and count % every == 0)
+
+
 def refresh(client: Client, frames: Frames, *, modified_field: str | None = None,
             full: bool = False, rows_per_page: int | None = None,
             sweep_every: int = DEFAULT_SWEEP_EVERY) -> RefreshReport:
@@ -238,11 +247,9 @@ def refresh(client: Client, frames: Frames, *, modified_field: str | None = None
     if modified_field is not None:
         check_modified_field(source, modified_field)
     every = check_sweep_every(sweep_every)
-    count = int(load.get("refreshes") or 0) + 1    # this refresh's number since the load
-    if every and not full and count % every == 0:
-        full, swept = True, True
-    else:
-        swept = False
+    count, swept = sweep_due(load, every)
+    swept = swept and not full
+    full = full or swept
     rpp = int(rows_per_page or load.get("rows_per_page") or 1000)
     # validates target and rows_per_page before any request; the filters are the load's
     # query, prepared once when it was loaded (the same bytes are sent again)
@@ -328,7 +335,6 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
     ``stamps_creates``: the schema's rule stamps every create too, so new records are in
     the window; a field named by the caller may be stamped on updates only."""
     assert frames.original is not None
-    target = target_of(source)
     _, bare = column_maps(source)
     auto = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
     cursor = None
@@ -338,18 +344,7 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         top = int(loaded.max()) if len(loaded) else None
         cursor = auto if top is not None else None
     report.cursor_field = cursor
-    stamps = frames.original.main[bare[mod]]
-
-    def cutoff() -> pd.Timestamp:  # after the first answer: it tells the service's clock
-        return stamp_cutoff(load.get("loaded_at"), stamps, clock_skew(client))
-    query = source.query
-    # the load's own listing, newest stamps first: its first page also gives the total
-    # the deletion check needs; an "or" filter is asked rule by rule (Query.also), so its
-    # total comes from one row of the load's listing (no sort: none is needed for it)
-    windows = query.also([])
-    single = len(windows) == 1
     lock = threading.Lock()
-
 
     def update(part: Frames) -> None:
         # the records held are merged as each page is decoded, while the next page is on
@@ -357,23 +352,11 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         # newest first: appending page by page would put them in reverse)
         with lock:
             merger.update(part)
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
-        head_future = (None if single else
-                       pool.submit(client.get_page, target, 1, 1, filters=query))
-        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff, update)
-                   for flt in windows]
-        if cursor is not None:
-            futures += [pool.submit(lambda flt: (paged(client, source, rpp, flt), 0), flt)
-                        for flt in query.also([{"field": cursor, "operator": "higher than",
-                                                "value": top}])]
-        results = [f.result() for f in futures]
-        total = (results[0][1] if head_future is None
-                 else int(head_future.result().get("total_records") or 0))
+    server, extra, total = stamp_window(client, source, load, mod, frames.original.main[
+        bare[mod]], rpp, cursor=cursor, top=top, on_part=update)
     # the windows' records held are merged already; the cursor's listing holds new ones
-    for part, _ in results[len(windows):]:
+    for part in extra:
         merger.update(part)
-    parts = [p for p, _ in results if len(p.main)] or [results[0][0]]
-    server = concat_parts(parts)
     if auto is None:
         server = Frames(server.main.iloc[oldest_first(server.main.index)], server.tables,
                         server.source)
@@ -384,3 +367,42 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
         deletions(client, frames, source, load, rpp, merger, total,
                   bare[auto] if auto else None, auto)
         report.deletion_requests = client.request_count - before
+
+
+def stamp_window(client: Client, source: Source, load: Mapping[str, Any], mod: str,
+                 stamps: pd.Series, rpp: int, *, cursor: str | None = None,
+                 top: int | None = None, on_part: Callable[[Frames], None] | None = None
+                 ) -> tuple[Frames, list[Frames], int]:
+    """The records stamped since the last load (module docstring), asked side by side:
+    (every record listed, decoded, each once; the cursor's listings' parts alone; the
+    load's listing's total). ``stamps``: the stamps held (the cutoff needs their newest
+    only when the service's clock is unknown); ``cursor``/``top``: also the records whose
+    auto-increment value is higher than ``top``; ``on_part``: given each page of the
+    window as it is decoded. Shared by ``refresh`` and the mirror's incremental runs.
+
+    Usage: ``server, _, total = stamp_window(client, source, source.load, "field_46",
+    stamps, 1000)``"""
+    target = target_of(source)
+
+    def cutoff() -> pd.Timestamp:  # after the first answer: it tells the service's clock
+        return stamp_cutoff(load.get("loaded_at"), stamps, clock_skew(client))
+    query = source.query
+    # the load's own listing, newest stamps first: its first page also gives the total
+    # the deletion check needs; an "or" filter is asked rule by rule (Query.also), so its
+    # total comes from one row of the load's listing (no sort: none is needed for it)
+    windows = query.also([])
+    single = len(windows) == 1
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
+        head_future = (None if single else
+                       pool.submit(client.get_page, target, 1, 1, filters=query))
+        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff, on_part)
+                   for flt in windows]
+        if cursor is not None:
+            futures += [pool.submit(lambda flt: (paged(client, source, rpp, flt), 0), flt)
+                        for flt in query.also([{"field": cursor, "operator": "higher than",
+                                                "value": top}])]
+        results = [f.result() for f in futures]
+        total = (results[0][1] if head_future is None
+                 else int(head_future.result().get("total_records") or 0))
+    parts = [p for p, _ in results if len(p.main)] or [results[0][0]]
+    return concat_parts(parts), [p for p, _ in results[len(windows):]], total

@@ -1,0 +1,174 @@
+"""An incremental run of one object: the records that changed since the last run, read
+and written without reading the object's current tables back.
+
+``refresh`` works on frames holding every record; a mirror's target holds them already,
+so an object the last run mirrored with the same fields, whose schema has a stamped field
+(a record rule setting a date on every create and update), is brought up to date from
+what the target knows of it:
+
+1. the stamp window (refresh's ``stamp_window``): the records stamped since the last run
+   began (``svc_mirror_objects.source``'s ``load.loaded_at``, in the service's clock),
+   decoded as small frames, and the listing's total; the stamps the target holds are read
+   (that column alone) only when the service's clock is unknown;
+2. the current rows of those records alone, read from the target (``read_rows``): a
+   record it does not hold is inserted, one whose values differ updated (compared as
+   refresh's merge compares: ``same``, ``records_differing``), the others unchanged;
+3. when the total is not the rows the last run left plus the inserted ones, refresh's
+   deletion search (``find_gone``) over the ids and auto-increment values the target
+   holds (those two columns read); the deleted records' rows are read to close their
+   versions and write their ``delete`` rows. A record the listing of ids holds that is
+   neither held nor in the window was created after the window was read: the next run's
+   window has it (its stamp is later than this run's start), so, unlike ``refresh``,
+   nothing more is listed;
+4. apply.py writes the inserted and updated records' rows and versions only.
+
+Not taken (``read_changes`` returns False and run.py refreshes the whole frames, as
+before): no stamped field (every record is listed anyway), the periodic sweep's run
+(``sweep_every``, refresh's ``sweep_due``).
+
+Usage::
+
+    if read_changes(client, state, run, every):   # run.frames: the changed records only
+        ...
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+
+from ..arrowcols import member
+from ..frames import Frames, Source
+from ..records import Client
+from ..refreshing.deletions import find_gone
+from ..refreshing.listing import column_maps
+from ..refreshing.merge import records_differing, same
+from ..refreshing.policy import stamp_window, sweep_due
+from ..refreshing.window import clock_skew
+from .apply import ObjectRun
+from .state import MirrorState
+
+__all__ = ["read_changes"]
+
+
+def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int) -> bool:
+    """Step 4 of a run for one object, from the changed records only (module docstring):
+    fills ``run`` (``frames``: the records read, ``old``: their rows in the target,
+    ``inserted``, ``updated``, ``deleted``, ``rows``) and returns True; False, having
+    written nothing into ``run``, when the object needs the whole frames.
+
+    Usage: ``read_changes(client, state, run, sweep_every)``"""
+    prev = run.prev
+    if (prev is None or not prev.present or run.changes is None
+            or run.changes.needs_full_load):
+        return False
+    source = Source.from_dict(dict(prev.source))
+    load = dict(source.load or {})
+    if source.kind != "object" or load.get("limit") is not None or source.kinds_inferred:
+        return False
+    count, swept = sweep_due(load, every)
+    if swept:
+        return False
+    mod = client.schema().stamped_field(run.key)
+    if mod is None or not any(f.key == mod for f in source.fields):
+        return False
+    _, bare = column_maps(source)
+    rpp = int(load.get("rows_per_page") or 1000)
+    stamps = pd.Series([], dtype="datetime64[ns, UTC]")
+    if clock_skew(client) is None:   # the cutoff then needs the newest stamp held
+        stamps = state.columns_of(run.key, [bare[mod]])[bare[mod]]
+    started = dt.datetime.now(dt.timezone.utc)
+    server, _, total = stamp_window(client, source, load, mod, stamps, rpp)
+    old = state.rows_of(run.key, [str(i) for i in server.main.index])
+    inserted, updated = changed(old, server)
+    gone: list[str] = []
+    held_rows = prev.rows + len(inserted)
+    if total != held_rows:
+        auto = next((f.key for f in source.fields if f.kind == "auto_increment"), None)
+        have = state.columns_of(run.key, [bare[auto]] if auto else [])
+        new = server.main.loc[pd.Index(inserted, dtype=object)]
+        held = have.index.append(new.index)
+        values = (pd.concat([have[bare[auto]], new[bare[auto]]]) if auto is not None
+                  else None)
+        found = find_gone(client, source, load, rpp, held, values, held_rows - total,
+                          auto, unseen_ok=True)
+        assert found is not None   # unseen_ok: never None
+        gone = [str(i) for i in found]
+    if gone:   # a record stamped then deleted while the run read: gone, as refresh says
+        out, went = pd.Index(gone, dtype=object), set(gone)
+        inserted = [i for i in inserted if i not in went]
+        updated = [i for i in updated if i not in went]
+        keep = ~member(server.main.index, out)
+        server = Frames(server.main[keep], {
+            k: t[~member(t["record_id"], out)].reset_index(drop=True)
+            for k, t in server.tables.items()}, server.source)
+        read = set(old.main.index)
+        old = _concat(old, state.rows_of(run.key, [i for i in gone if i not in read]))
+        held_now = set(old.main.index)   # a record inserted and deleted since: never held
+        gone = [i for i in gone if i in held_now]
+    for fkey, t in old.tables.items():   # every table the object has, even if empty
+        server.tables.setdefault(fkey, t.iloc[:0])
+    source.load = {**load, "loaded_at": started.isoformat(timespec="seconds"),
+                   "refreshes": count}
+    run.frames = Frames(server.main, server.tables, source)
+    run.old = old
+    run.inserted, run.updated, run.deleted = inserted, updated, gone
+    run.rows = _rows_after(state, run)
+    return True
+
+
+def changed(old: Frames, new: Frames) -> tuple[list[str], list[str]]:
+    """(inserted, updated): the records of ``new`` that ``old`` (the target's rows of the
+    same records) does not hold, and those whose cells or exploded rows differ, compared
+    as refresh's merge compares a listed record with the one held.
+
+    Usage: ``inserted, updated = changed(state.rows_of(key, ids), window)``"""
+    held = member(new.main.index, old.main.index)
+    inserted = [str(i) for i in new.main.index[~held]]
+    common = new.main.index[held]
+    a = old.main.loc[common].reset_index(drop=True)
+    b = new.main.loc[common].reset_index(drop=True)
+    differ = np.zeros(len(common), dtype=bool)
+    for col in a.columns:
+        if col in b.columns:
+            differ |= ~same(a[col], b[col])
+    out = {str(i) for i in common[differ]}
+    ids = pd.Index([str(i) for i in common], dtype=object)
+    for fkey, t in new.tables.items():
+        before = old.tables.get(fkey)
+        if before is None:
+            continue
+        out.update(records_differing(before[member(before["record_id"], ids)],
+                                     t[member(t["record_id"], ids)]))
+    return inserted, [str(i) for i in common if str(i) in out]
+
+
+def _concat(a: Frames, b: Frames) -> Frames:
+    """Two sets of rows of one object's tables as one."""
+    if not len(b.main):
+        return a
+    return Frames(pd.concat([a.main, b.main]), {
+        k: pd.concat([t, b.tables[k]], ignore_index=True) if k in b.tables else t
+        for k, t in a.tables.items()}, a.source)
+
+
+def _rows_after(state: MirrorState, run: ObjectRun) -> dict[str, int]:
+    """Each current table's rows once the run is written: the target's count, less the
+    rows of the updated and deleted records, plus the rows written."""
+    assert run.prev is not None and run.frames is not None and run.old is not None
+    out = {run.table: run.prev.rows + len(run.inserted) - len(run.deleted)}
+    assert state.target is not None
+    going = pd.Index(run.updated + run.deleted, dtype=object)
+    coming = pd.Index(run.inserted + run.updated, dtype=object)
+    for fkey, t in run.prev.layout.get("tables", {}).items():
+        before = state.target.count(t["table"])
+        old = run.old.tables.get(fkey)
+        new = run.frames.tables.get(fkey)
+        less = int(np.sum(member(old["record_id"], going))) if old is not None and len(
+            old) else 0
+        more = int(np.sum(member(new["record_id"], coming))) if new is not None and len(
+            new) else 0
+        out[t["table"]] = before - less + more
+    return out

@@ -1,0 +1,171 @@
+"""An incremental mirror run reads back from the target only the rows of the records the
+stamp window and the deletion search name (``ObjectReport.rows_read``), not whole tables,
+and stays exact (current tables, history, ``as_of``) under other users' edits, inserts
+and deletions: DuckDB and Parquet (PostgreSQL: tests_postgres)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+import svc_frames as sf
+from svc_frames.server import LocalService
+from tests.test_mirror import client_of, same_frames
+
+
+def target_of(tmp_path: Path, kind: str) -> str:
+    return str(tmp_path / "app.duckdb") if kind == "duckdb" else f"{tmp_path / 'mirror'}/"
+
+
+def history(target: str, sql: str) -> list[tuple[object, ...]]:
+    """``sql`` over the work orders' history (``{h}``) of either target."""
+    con = duckdb.connect(target, read_only=True) if target.endswith(".duckdb") \
+        else duckdb.connect()
+    try:
+        source = ("work_orders__history" if target.endswith(".duckdb") else
+                  f"read_parquet('{target}work_orders__history/*/*.parquet')")
+        return con.execute(sql.format(h=source)).fetchall()
+    finally:
+        con.close()
+
+
+def rows_of(frames: sf.Frames, ids: set[str]) -> int:
+    """Rows of these records in the object's current tables (main and exploded)."""
+    n = int(np.isin(frames.main.index.to_numpy(dtype=object), list(ids)).sum())
+    for t in frames.tables.values():
+        n += int(t["record_id"].isin(ids).sum())
+    return n
+
+
+@pytest.mark.slow(seconds=10)
+@pytest.mark.parametrize("kind", ["duckdb", "parquet"])
+def test_incremental_run_reads_the_changed_records_only(tmp_path: Path, kind: str) -> None:
+    with LocalService(demo=True, records=300, rate_limit=0, seed=3) as svc:
+        client = client_of(svc)
+        target = target_of(tmp_path, kind)
+        sf.mirror(client, target, ["object_3"])
+        loaded = sf.read_object(client, "object_3", columns="keys")
+        ids = list(loaded.main.index)
+        total_rows = rows_of(loaded, set(ids))
+        # records without a stamp are in every stamp window (refresh's own rule)
+        blank = set(loaded.main.index[loaded.main["field_46"].isna()])
+        updated = [i for i in ids if i not in blank][:3]
+        deleted = [i for i in ids if i not in blank][10:12]
+        links = loaded.tables["field_41"]
+        linked = str(links["record_id"].value_counts().index[0])
+        for rid in updated:
+            svc.pages.update_record("object_3", rid, {"field_12": f"Changed {rid}"})
+        if linked not in blank:
+            before = links.loc[links["record_id"] == linked, "connected_id"].tolist()
+            svc.pages.update_record("object_3", linked, {"field_41": before[:1]})
+            updated.append(linked)
+        for rid in deleted:
+            svc.pages.delete_record("object_3", rid)
+        new = svc.pages.create_record("object_3", {"field_12": "New order"})["id"]
+        time.sleep(0.05)
+        o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+        assert (o.inserted, o.updated, o.deleted) == (1, len(set(updated) - blank), 2)
+        assert not o.full and o.requests <= 2 + 20   # the window, and the deletion search
+        # read back: the window's records held (the stamped and the blank ones), and the
+        # deleted records' rows: not the other records'
+        assert o.rows_read == rows_of(loaded, blank | set(updated) | set(deleted))
+        assert o.rows_read < total_rows / 3
+        now = sf.read_object(client, "object_3", columns="keys")
+        assert new in now.main.index
+        same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"], now)
+        assert history(target, "SELECT count(*) FROM {h} WHERE valid_to IS NULL AND "
+                               "change <> 'delete'") == [(len(now),)]
+        assert sorted(r[0] for r in history(target, "SELECT id FROM {h} WHERE change = "
+                                                    "'delete'")) == sorted(deleted)
+        # nothing changed since: no version, the same few rows read
+        again = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+        assert (again.inserted, again.updated, again.deleted) == (0, 0, 0)
+        assert again.unchanged == len(now) and again.rows_read < total_rows / 3
+        # the periodic sweep (here every run) lists everything and reads every row back
+        swept = sf.mirror(client, target, ["object_3"], sweep_every=1).objects["object_3"]
+        assert swept.full and swept.rows_read == rows_of(now, set(now.main.index))
+        assert (swept.inserted, swept.updated, swept.deleted) == (0, 0, 0)
+
+
+@pytest.mark.slow(seconds=25)
+@pytest.mark.parametrize("kind", ["duckdb", "parquet"])
+def test_incremental_runs_exact_while_other_users_edit(tmp_path: Path, kind: str) -> None:
+    """Other users insert, update and delete on the pages during the runs: each run reads
+    few rows back, and once they stop one more run leaves the mirror equal to a load,
+    every deleted record closed and every version accounted for."""
+    with LocalService(demo=True, records=200, rate_limit=0, seed=7,
+                      activity="object_3:8/s") as svc:
+        client = client_of(svc)
+        target = target_of(tmp_path, kind)
+        first = sf.mirror(client, target, ["object_3"])
+        counted = first.total("inserted")
+        held = first.objects["object_3"].inserted
+        for _ in range(3):
+            time.sleep(0.7)
+            o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+            counted += o.inserted + o.updated + o.deleted
+            assert not o.full and o.rows_read < held * 2
+            held += o.inserted - o.deleted
+        assert svc.activity is not None
+        svc.activity.stop()
+        time.sleep(0.3)
+        o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+        counted += o.inserted + o.updated + o.deleted
+        loaded = sf.read_object(client, "object_3", columns="keys")
+        same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"], loaded)
+        gone = {r[0] for r in history(target, "SELECT id FROM {h} WHERE change = 'delete'")}
+        assert not gone & set(loaded.main.index)
+        assert history(target, "SELECT count(*) FROM {h} WHERE valid_to IS NULL AND "
+                               "change <> 'delete'") == [(len(loaded),)]
+        # history = the first run's rows + one per change counted
+        assert history(target, "SELECT count(*) FROM {h}") == [(counted,)]
+
+
+def test_incremental_run_without_the_service_clock(fresh_service: LocalService,
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service's clock unknown (no quota headers): the cutoff takes the newest stamp
+    the target holds (that column read alone), as refresh's does; the run stays exact."""
+    from svc_frames.mirroring import incremental
+    svc = fresh_service
+    client = client_of(svc)
+    target = target_of(tmp_path, "duckdb")
+    sf.mirror(client, target, ["object_3"])
+    monkeypatch.setattr(incremental, "clock_skew", lambda client: None)
+    monkeypatch.setattr("svc_frames.refreshing.policy.clock_skew", lambda client: None)
+    rid = sf.read_object(client, "object_3", columns="keys").main.index[2]
+    svc.pages.update_record("object_3", rid, {"field_12": "Unknown clock"})
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (0, 1, 0) and not o.full
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
+
+
+def test_parquet_history_written_partition_by_partition(fresh_service: LocalService,
+                                                        tmp_path: Path) -> None:
+    """A run that closes no version of an earlier run leaves that run's partition as it
+    was (not written again); one that closes some writes it again."""
+    svc = fresh_service
+    client = client_of(svc)
+    target = target_of(tmp_path, "parquet")
+    sf.mirror(client, target, ["object_3"])
+    first = Path(f"{target}work_orders__history/run=1/part-00000.parquet")
+    was = first.stat()
+    svc.pages.create_record("object_3", {"field_12": "New order"})
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (1, 0, 0)
+    now = first.stat()
+    assert (now.st_ino, now.st_mtime_ns) == (was.st_ino, was.st_mtime_ns)
+    assert Path(f"{target}work_orders__history/run=2/part-00000.parquet").exists()
+    rid = sf.read_object(client, "object_3", columns="keys").main.index[0]
+    svc.pages.update_record("object_3", rid, {"field_12": "Changed"})
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (0, 1, 0)
+    assert first.stat().st_ino != was.st_ino   # its version closed: rewritten
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
