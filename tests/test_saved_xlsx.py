@@ -14,7 +14,7 @@ import requests
 
 from svc_frames import read_saved
 from svc_frames.errors import UsageError
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.push import push
 from svc_frames.server import LocalService
