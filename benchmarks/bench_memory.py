@@ -1,8 +1,8 @@
 """A load's memory. Run: ``.venv/bin/python -m benchmarks.bench_memory [--quick]``
 
 The peak a load adds to its process's memory, against the size of what it returns:
-``read_object`` of the demo's work orders (100,000; ``--quick``: 20,000), unpaced (service
-limit off, no latency), the service in its own process (``remote.py``), beside the naive
+``read_object`` of the demo's work orders (100,000; ``--quick``: 20,000) with a default
+client, unpaced (service limit off, no latency), the service in its own process (``remote.py``), beside the naive
 loader (``naive.py``: sequential requests, then ``pd.json_normalize``). Goal: added peak
 <= 1.5x the frames.
 
@@ -87,7 +87,7 @@ if loader == "naive":
     size = int(df.memory_usage(deep=True).sum())
     rows = len(df)
 else:
-    client = Client(app_id, api_key=api_key, base_url=base_url, rate_limit=0, max_workers=16)
+    client = Client(app_id, api_key=api_key, base_url=base_url, rate_limit=0)
     frames = read_object(client, obj, progress=False, columns="keys")
     size = int(frames.main.memory_usage(deep=True).sum()) + sum(
         int(t.memory_usage(deep=True).sum()) for t in frames.tables.values())
@@ -121,7 +121,7 @@ def biggest_object(svc: RemoteService) -> str:
     assert app is not None
     sizes = {o["key"]: client.get_page(o["key"], rows_per_page=1)["total_records"]
              for o in app["objects"]}
-    return max(sizes, key=lambda k: sizes[k])
+    return str(max(sizes, key=lambda k: sizes[k]))
 
 
 def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
