@@ -65,6 +65,9 @@ class PagePipeline:
             return False
         if first is not None and not decodes_raw_alone(first.records, self.fields):
             return False
+        # pages answered ahead of the decoder only wait, in memory: a few cover the round
+        # trip, more only raise the load's peak
+        self.pager.prefetch = min(self.pager.prefetch, PAGES_AHEAD)
         self.pager.ask_raw(self.fields, decoder() if decoder is not None else None)
         return True
 
@@ -221,6 +224,14 @@ def latest_only(parts: list[Frames], repeated: Collection[str] | None = None
         out.append(f)
     out.reverse()
     return out
+
+
+PAGES_AHEAD = 8
+"""Pages requested ahead of the one being decoded, at most, once a load decodes raw pages
+as they come: enough to cover a round trip at the pace one process decodes (a wide
+1000-record page takes ~30-50 ms), where the fetch window's default (twice the client's
+workers) let a load that decodes slower than the service answers hold two dozen parsed
+pages (5 MB each) at once, and its process keep that memory (docs/benchmarks.md)."""
 
 
 DECODER_MIN_PAGES = 8
