@@ -73,9 +73,10 @@ def first_run(client: Any, target: str, full_s: float) -> float:
     t0 = time.perf_counter()
     report = mirror(client, target, ["object_3"])
     took = time.perf_counter() - t0
+    size = (f", {os.path.getsize(target) / 1e6:.1f} MB" if os.path.isfile(target) else "")
     print(f"1. first mirror to {target.split('?')[0]}: {report.total('inserted')} records, "
           f"{report.requests} requests, {took:.2f}s = {took / full_s:.3f} of a read_object "
-          f"({full_s:.2f}s)  goal <= 1.10", flush=True)
+          f"({full_s:.2f}s{size})  goal <= 1.10", flush=True)
     return took
 
 
