@@ -165,3 +165,30 @@ def test_kill_9_while_pages_are_written(kind: str, tmp_path: Path) -> None:
             tgt.close()
         report = sf.mirror(client_of(svc), target, ["object_3"])   # the next run: whole
         assert report.run == 1 and report.total("inserted") == 400
+
+
+def test_a_write_failing_mid_listing_leaves_nothing(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    with LocalService(demo=True, records=200, rate_limit=0, seed=3) as svc:
+        client = client_of(svc)
+        target = tmp_path / "app.duckdb"
+        real = DuckDBWriter.insert
+        calls: list[str] = []
+
+        def failing(self: DuckDBWriter, table: str, data: pa.Table) -> None:
+            calls.append(table)
+            if len(calls) == 3:     # in the writer thread, while pages are read
+                raise OSError("disk full")
+            real(self, table, data)
+
+        monkeypatch.setattr(DuckDBWriter, "insert", failing)
+        with pytest.raises(OSError, match="disk full"):
+            sf.mirror(client, target, ["object_3"], rows_per_page=20)
+        monkeypatch.undo()
+        tgt = open_target(target)
+        tgt.check()
+        try:
+            assert MirrorState.read(tgt) is None and not tgt.tables()
+        finally:
+            tgt.close()
+        assert sf.mirror(client, target, ["object_3"]).total("inserted") == 200

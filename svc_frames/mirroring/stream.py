@@ -135,7 +135,9 @@ class StreamedObject:
             self.schemas.clear()
 
     def abandon(self) -> None:
-        """Stop the writer thread (the run failed; its transaction rolls back)."""
+        """Stop the writer thread, the pages queued unwritten (the run failed; its
+        transaction rolls back)."""
+        self._diverged = "abandoned"
         self._stop()
 
     @property
