@@ -143,6 +143,11 @@ def _open_for_runs(duckdb: Any, path: Path) -> Any:
         con.execute("SET write_buffer_row_group_count = 1")   # written as each fills
     except duckdb.Error:
         pass
+    # one thread: a run's writes come a page at a time while this process decodes the
+    # next pages; DuckDB's own threads only competed with it for the cores (a first run
+    # of 20,000 records unpaced took less CPU and less wall with one, and a run after it
+    # no more: docs/benchmarks.md)
+    con.execute("SET threads = 1")
     return con
 
 
