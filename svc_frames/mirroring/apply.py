@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +35,8 @@ from .history import versions
 from .report import MirrorReport, ObjectReport
 from .schemas import FieldChanges
 from .state import FORMAT, MirrorState, ObjectState, fit_name, history_name
+from .stream import StreamedObject
+from .stream import null_free as _null_free
 from .target import Target, Writer
 
 __all__ = ["ObjectRun", "RunPlan", "write_run", "current_tables"]
@@ -58,6 +61,7 @@ class ObjectRun:
     # each current table's rows after the run, when ``frames`` holds the changed records
     # only (an incremental run, incremental.py); None: ``frames`` holds every record
     rows: dict[str, int] | None = None
+    stream: StreamedObject | None = None   # its listing written as read (stream.py)
 
 
 @dataclass
@@ -75,28 +79,23 @@ class RunPlan:
     copies: pa.Table | None = None      # files downloaded for svc_assets (assets.py)
 
 
-def _null_free(schema: pa.Schema) -> pa.Schema:
-    """Columns of Arrow's null type (a column empty in every row) as text, which every
-    target can declare."""
-    return pa.schema([f.with_type(pa.string()) if pa.types.is_null(f.type) else f
-                      for f in schema])
-
-
-def current_tables(run: ObjectRun, ids: list[str] | None = None
+def current_tables(run: ObjectRun, ids: list[str] | None = None,
+                   written: dict[str, pa.Schema] | None = None
                    ) -> tuple[list[TableSpec], dict[str, int]]:
     """The object's current tables: the main one (``id`` its key), then one per exploded
     field, named ``<table>__<field key>`` (a relabel renames nothing); and each table's
     rows. ``ids``: only these records' rows are converted (a refreshed object's inserted
     and updated ones: the target holds the others already, and converting every row would
-    make a run cost what the object holds rather than what changed)."""
+    make a run cost what the object holds rather than what changed). ``written``: the
+    tables' columns, their rows written already (stream.py): no row is converted."""
     assert run.frames is not None and run.frames.source is not None
     frames = run.frames
     fields = run.frames.source.fields
     rows = {run.table: len(frames.main)}
     layout = run.prev.layout if run.prev is not None and ids is not None else {}
     tables = layout.get("tables", {})
-    out = [TableSpec(run.table, _rows_of(frames.main, ids, None,
-                                         layout.get("main", {}).get("dtypes")),
+    out = [TableSpec(run.table, written[run.table].empty_table() if written else
+                     _rows_of(frames.main, ids, None, layout.get("main", {}).get("dtypes")),
                      "object", run.key,
                      primary_key=["id"], named_from=run.name)]
     for fkey, tdf in frames.tables.items():
@@ -106,8 +105,9 @@ def current_tables(run: ObjectRun, ids: list[str] | None = None
                            else "choices")
         name = fit_name(f"{run.table}__{fkey}")
         rows[name] = len(tdf)
-        out.append(TableSpec(name, _rows_of(tdf, ids, "record_id",
-                                            tables.get(fkey, {}).get("dtypes")), kind,
+        out.append(TableSpec(name, written[name].empty_table() if written else
+                             _rows_of(tdf, ids, "record_id",
+                                      tables.get(fkey, {}).get("dtypes")), kind,
                              run.key, fkey, [], [("record_id", run.table, "id")],
                              spec.label if spec is not None else fkey))
     rows.update(run.rows or {})
@@ -176,7 +176,12 @@ def write_object(w: Writer, target: Target, have: set[str], run: ObjectRun,
                 w.close_versions(history_name(name), col, run.deleted, when)
         _delete_markers(w, run, when, run_id)
         return [], {}, renames
-    specs, rows = current_tables(run, None if run.rebuild else run.inserted + run.updated)
+    # a listing written as it was read (stream.py) has its tables and versions already
+    streamed = run.stream is not None and run.stream.whole
+    specs, rows = current_tables(run, None if run.rebuild else run.inserted + run.updated,
+                                 run.stream.schemas if run.stream and streamed else None)
+    if streamed:
+        return specs, rows, renames
     new_names = {t.name for t in specs}
     changed = run.updated + run.deleted
     if run.rebuild:
@@ -239,8 +244,9 @@ def _follow_schema(w: Writer, target: Target, hist: str, shape: pa.Schema,
     return renames
 
 
-def write_run(target: Target, plan: RunPlan) -> None:
-    """The whole run in one transaction (module docstring)."""
+def write_run(target: Target, plan: RunPlan, writer: Writer | None = None) -> None:
+    """The whole run in one transaction (module docstring): ``writer``'s, when the run
+    opened it already (stream.py), else one opened here."""
     when = plan.started
     have = target.tables()
     state = plan.state
@@ -251,7 +257,7 @@ def write_run(target: Target, plan: RunPlan) -> None:
     all_specs: list[TableSpec] = []
     all_rows: dict[str, int] = {}
     frames_now: dict[str, Frames] = dict(plan.others)
-    with target.transaction() as w:
+    with nullcontext(writer) if writer is not None else target.transaction() as w:
         for run in plan.objects:
             specs, rows, renames = write_object(w, target, have, run, when, plan.run_id)
             all_rows.update(rows)

@@ -9,7 +9,9 @@
    last run mirrored with the same fields is refreshed (``refresh``: the stamp window,
    the deletion search, the periodic sweep); a new object, or one whose fields changed, is
    listed in full and compared with the last run's state.
-5. Write everything in one transaction (apply.py).
+5. Write everything in one transaction (apply.py). An object listed for the first time
+   has its pages written as they come, in that same transaction, opened at its first
+   page (stream.py): the writes overlap the paced reads.
 
 Usage::
 
@@ -34,7 +36,6 @@ from ..errors import TargetMismatch, UsageError
 from ..frames import Frames
 from ..kinds.base import FieldSpec
 from ..names import sql_name
-from ..read.load import load
 from ..records import Client
 from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
@@ -44,7 +45,8 @@ from .incremental import read_changes
 from .past import open_versions
 from .report import MirrorReport, ObjectReport, display_name
 from .schemas import SCHEMA_MODES, compare_fields, refuse_kind_changes
-from .state import META_TABLES, MirrorState, fit_name
+from .state import META_TABLES, MirrorState, fit_name, history_name
+from .stream import RunWrites, StreamedObject, read_listing
 from .target import Target, open_target
 
 __all__ = ["mirror"]
@@ -144,15 +146,16 @@ def mirror(client: Client, target: str | os.PathLike[str], objects: Sequence[str
                         f"application {client.app_id}: mirror it to another target")
                 if not repair:
                     state.check_tables(list(state.objects))
-            return _run(client, tgt, state, objects, schema, every, repair, rows_per_page,
-                        t0, assets)
+            with RunWrites(tgt) as writes:   # the run's one transaction (stream.py)
+                return _run(client, tgt, state, objects, schema, every, repair,
+                            rows_per_page, t0, assets, writes)
     finally:
         tgt.close()
 
 
 def _run(client: Client, tgt: Target, state: MirrorState | None,
          objects: Sequence[str] | None, schema: str, every: int, repair: bool, rpp: int,
-         t0: float, assets: bool = False) -> MirrorReport:
+         t0: float, assets: bool, writes: RunWrites) -> MirrorReport:
     started = dt.datetime.now(dt.timezone.utc)
     sent = client.request_count
     doc = client.schema(refresh=True)
@@ -192,7 +195,11 @@ def _run(client: Client, tgt: Target, state: MirrorState | None,
                                 ObjectReport(key, old.name, old.table_name,
                                              schema_changes=["object removed"]), prev=old)
                 runs.append(run)
+    have = tgt.tables()
     for run in runs:
+        if run.prev is None and not {run.table, history_name(run.table)} & have:
+            # listed for the first time: its pages written as they come
+            run.stream = StreamedObject(writes, run.table, started, report.run)
         _read_object(client, state, run, every, repair, rpp)
         report.objects[run.key] = run.report
     in_run = {r.key for r in runs}
@@ -203,7 +210,7 @@ def _run(client: Client, tgt: Target, state: MirrorState | None,
     report.seconds = time.monotonic() - t0
     plan = RunPlan(state, client.app_id, report.run, started, runs, others,
                    connections_of(doc), report, copies)
-    write_run(tgt, plan)
+    write_run(tgt, plan, writes.writer)
     report.seconds = time.monotonic() - t0
     return report
 
@@ -254,8 +261,7 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
                                                & member(changed, after)]]
         rep.full, rep.reason = got.full, got.reason
     else:
-        run.frames = load(client, run.key, columns="keys", rows_per_page=rpp,
-                          progress=False)
+        run.frames = read_listing(client, run.key, rpp, run.stream)
         run.rebuild = True
         rekinded = run.changes.rekinded if run.changes is not None else {}
         run.inserted, run.updated, run.deleted = compare(run.old, run.frames, rekinded)

@@ -36,7 +36,8 @@ from .workers import PageDecoder
 
 @gc_paused_call
 def load(client: Client, target: Target, options: LoadOptions | None = None, *,
-         on_page: Callable[[Page], None] | None = None, **given: Any) -> Frames:
+         on_page: Callable[[Page], None] | None = None,
+         on_frames: Callable[[int, Frames], None] | None = None, **given: Any) -> Frames:
     """read_object / read_view for a target (``"object_N"`` or ``("scene_N", "view_N")``).
 
     With a schema, each page is decoded as soon as it arrives, while later pages are still
@@ -56,7 +57,10 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
     prepared here, once, before the first page (``LoadOptions.prepared``).
     ``on_page`` replaces the progress bar (read_app: one bar over the pages of every
     object); ``options.max_workers`` bounds this load's requests in flight (default: the
-    client's)."""
+    client's). ``on_frames`` is given each page's frames with its pass number as they are
+    decoded, in order, before the next page is taken (the mirror writes them while later
+    pages are on the wire); the frames returned are still the consistent pass's, each
+    record once, which the pages given need not be (several passes, repeats)."""
     if options is None:
         options = LoadOptions.of(**given)
     elif given:
@@ -116,7 +120,9 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
                     collected.append(page)
                 else:
                     assert fields is not None and source is not None
-                    parts.append(page.pass_no, pipe.frames(page))
+                    parts.append(page.pass_no, got := pipe.frames(page))
+                    if on_frames is not None:
+                        on_frames(page.pass_no, got)
         finally:
             bar.close()
     final_ids = pager.final_ids or []
@@ -131,7 +137,9 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
         pipe.settle(None, fields, source, raw_pages=False)
         for p in collected:
             if p.pass_no == final_pass:
-                parts.append(p.pass_no, pipe.frames(p))
+                parts.append(p.pass_no, got := pipe.frames(p))
+                if on_frames is not None:
+                    on_frames(p.pass_no, got)
     assert source is not None
     source.load = asked
     frames = final_frames(pager, parts, source)
