@@ -50,7 +50,7 @@ else:
     try:
         from svc_frames.records import Client
     except ImportError:   # a revision before the records layer
-        from svc_frames.http.client import Client
+        from svc_frames.records import Client
     from svc_frames.loaders import read_object
 
 def status(key):
@@ -115,7 +115,7 @@ def run_child(src: Path, loader: str, svc: RemoteService, obj: str) -> dict[str,
 
 def biggest_object(svc: RemoteService) -> str:
     """The demo's work orders: the object holding the generated records."""
-    from svc_frames.http.client import Client
+    from svc_frames.records import Client
     client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
     app = client.schema()
     assert app is not None

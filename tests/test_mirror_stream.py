@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import svc_frames as sf
-from svc_frames.http.client import Client
+from svc_frames.records import Client
 from svc_frames.mirroring import run as run_module
 from svc_frames.mirroring.duckdbtarget import DuckDBTarget, DuckDBWriter
 from svc_frames.mirroring.state import MirrorState

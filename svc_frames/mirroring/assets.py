@@ -46,6 +46,7 @@ from .target import Target, Writer, open_target
 
 if TYPE_CHECKING:   # apply.py writes the copies: it imports this module
     from .apply import ObjectRun
+    from .state import MirrorState
 
 __all__ = ["AssetCopy", "asset_copies", "fetch_copies", "write_copies", "ASSETS_TABLE"]
 
@@ -102,8 +103,8 @@ def _have(target: Target, keys: Sequence[str]) -> set[tuple[str, str, str, str]]
             if o in keys}
 
 
-def fetch_copies(client: Client, target: Target, runs: Iterable[ObjectRun], run_id: int
-                 ) -> pa.Table:
+def fetch_copies(client: Client, target: Target, runs: Iterable[ObjectRun], run_id: int,
+                 state: MirrorState | None = None) -> pa.Table:
     """Download the files the target has no copy of (module docstring): of each object's
     inserted and updated records, or of all its records when it has no copy yet. One GET
     per file; a file the service no longer has (404 between the read and the download) is
@@ -115,6 +116,12 @@ def fetch_copies(client: Client, target: Target, runs: Iterable[ObjectRun], run_
     for run in runs:
         assert run.frames is not None
         main = run.frames.main
+        if run.rows is not None and run.key not in copied and state is not None:
+            # an incremental run's frames hold the changed records only: copies turned on
+            # for a mirror that has none read the other records' files from it, once
+            held = state.frames(run.key).main
+            gone = set(run.deleted) | set(main.index)
+            main = pd.concat([held.loc[[i for i in held.index if i not in gone]], main])
         ids = (list(main.index) if run.rebuild or run.key not in copied
                else [i for i in run.inserted + run.updated if i in main.index])
         for key in _asset_fields(run):

@@ -205,7 +205,7 @@ def _run(client: Client, tgt: Target, state: MirrorState | None,
     in_run = {r.key for r in runs}
     others = {k: state.frames(k) for k, o in prev.items()
               if o.present and k not in in_run} if state is not None else {}
-    copies = fetch_copies(client, tgt, runs, report.run) if assets else None
+    copies = fetch_copies(client, tgt, runs, report.run, state) if assets else None
     report.requests = client.request_count - sent
     report.seconds = time.monotonic() - t0
     plan = RunPlan(state, client.app_id, report.run, started, runs, others,
