@@ -47,7 +47,7 @@ from svc_frames.records import Client
 from svc_frames.refreshing.policy import RefreshReport, refresh
 from svc_frames.schema import Schema
 from svc_frames.writeback.stamp import stamp_for
-from svc_frames.writeback.target import Target
+from svc_frames.writeback.target import WriteTarget
 
 WO = "object_3"  # the demo's work orders (svc_frames/server/demo_app.py)
 MODIFIED = "field_46"  # their Last Modified, stamped on every create and update
@@ -65,7 +65,7 @@ def mutate(svc: RemoteService, ids: list[str], *, changed: float, inserted: floa
         other = client_for(svc, 0)
         # through object endpoints no record rule runs (as hosted): the other user's
         # integration stamps its changes itself, as write_back does
-        stamp = stamp_for(other, Target(WO), ReadContext(Schema.of(other.schema()).timezone))
+        stamp = stamp_for(other, WriteTarget(WO), ReadContext(Schema.of(other.schema()).timezone))
         assert stamp is not None and stamp.key == MODIFIED
         n = len(ids)
         n_del = deleted if isinstance(deleted, int) else int(n * deleted)
