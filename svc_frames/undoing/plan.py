@@ -11,23 +11,26 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
 
-from ..errors import UsageError
+from ..errors import SvcError, UsageError
 from ..frames import Frames, Source, build_frames
 from ..lookup import object_key
 from ..records import Client
+from ..writeback.budget import DEFAULT_QUOTA_RESERVE, check_reserve
 from ..writeback.diff import diff
-from ..writeback.plan import NEW_ID_PREFIX, Plan
-from ..writeback.report import Counter, Kept, Report, make_report
+from ..writeback.plan import NEW_ID_PREFIX, Plan, RequestEstimate
+from ..writeback.report import Counter, Kept, Outcome, Report, make_report
 from ..writeback.run import write_back
 from .build import LOST_COLUMNS, UndoFrames, frames_of
-from .runs import KeptRun
+from .runs import KeptRun, journal_runs
 
 __all__ = ["undo", "UndoPlan"]
 
@@ -112,7 +115,10 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
         fields = Source.from_dict(header["source"]).fields
     inbound = [c for c in schema.connections() if c.to_object == obj and c.from_object != obj]
     built = UndoFrames.build(kept, fields, inbound, _object_records(client, obj))
-    return UndoPlan(client, kept, built, diff(built.edited, built.base))
+    plan = diff(built.edited, built.base)
+    # the records it deletes: other objects' links to them are read first (plan.requests)
+    plan.link_fields = len(inbound)
+    return UndoPlan(client, kept, built, plan)
 
 
 def _object_records(client: Client, obj: str) -> int:
@@ -127,8 +133,7 @@ def _object_records(client: Client, obj: str) -> int:
 
 @dataclass
 class UndoPlan:
-    """The reversal of one write-back run (``undo`` makes it): nothing is sent until
-    ``apply``.
+    """The reversal of one write-back run, made by ``undo``: nothing is sent until ``apply``.
 
     Attributes
     ----------
@@ -149,6 +154,17 @@ class UndoPlan:
         After ``apply``: each re-created record's old id -> its new id.
     reports : list of Report
         The ``write_back`` runs ``apply`` made.
+
+    Examples
+    --------
+    >>> parts = read_object(client, "Parts", columns="keys")
+    >>> ids = parts.main.index[:2]
+    >>> parts.main.loc[ids, "field_10"] = 0.0              # a mistaken bulk edit
+    >>> u = undo(client, write_back(client, parts))
+    >>> isinstance(u, UndoPlan), u.counts
+    (True, {'update': 2, 'create': 0, 'delete': 0})
+    >>> u.requests.writes, u.apply().counts
+    (2, {'applied': 2})
     """
 
     client: Client
@@ -160,16 +176,51 @@ class UndoPlan:
 
     @property
     def edited(self) -> Frames:
+        """The records as they were before the run: what the undo writes.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> rid = parts.main["field_10"].dropna().index[0]
+        >>> was = parts.main.at[rid, "field_10"]
+        >>> parts.main.at[rid, "field_10"] = was + 1
+        >>> u = undo(client, write_back(client, parts))
+        >>> bool(u.edited.main.at[rid, "field_10"] == was)
+        True
+        """
         return self.frames.edited
 
     @property
     def base(self) -> Frames:
+        """The records as the run left them: what the live guard expects on the service.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> rid = parts.main.index[0]
+        >>> parts.main.at[rid, "field_10"] = 99.0
+        >>> u = undo(client, write_back(client, parts))
+        >>> u.base.main.at[rid, "field_10"]
+        np.float64(99.0)
+        """
         return self.frames.base
 
     @property
     def changes(self) -> pd.DataFrame:
-        """One row per cell the undo writes (``diff``'s ``changes``): a re-created
-        record's row is named by its temporary id; ``undoes`` gives the old id."""
+        """One row per cell the undo writes (``diff``'s ``changes``).
+
+        A re-created record's row is named by its temporary id; ``undoes`` gives the old id.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> gone = parts.main.index[-1]
+        >>> parts.main = parts.main.drop([gone])            # a record deleted
+        >>> u = undo(client, write_back(client, parts, delete_missing=True))
+        >>> created = u.changes[u.changes["action"] == "create"]
+        >>> set(created["undoes"]) == {gone}
+        True
+        """
         ch = self.plan.changes.copy()
         old = self.frames.old_ids
         ch["undoes"] = pd.array([old.get(str(r), str(r)) for r in ch["record_id"].tolist()],
@@ -178,20 +229,46 @@ class UndoPlan:
 
     @property
     def lost(self) -> pd.DataFrame:
-        """What cannot come back (``record_id, action, field, why``), listed before any
-        write."""
+        """What cannot come back (``record_id, action, field, why``), said before any write.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> gone = parts.main.index[-1]
+        >>> parts.main = parts.main.drop([gone])
+        >>> u = undo(client, write_back(client, parts, delete_missing=True))
+        >>> u.lost[["field", "why"]].iloc[0].tolist()
+        ['field_11', 'an auto-increment number: the re-created record gets a new one']
+        """
         return pd.DataFrame([(x.record_id, x.action, x.field, x.why)
                              for x in self.frames.lost], columns=LOST_COLUMNS).astype("string")
 
     @property
     def missing(self) -> pd.DataFrame:
-        """The run's writes the report or journal cannot reverse (``record_id, action,
-        why``)."""
+        """The run's writes the report or journal cannot reverse (``record_id, action, why``).
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> parts.main.loc[parts.main.index[:2], "field_10"] = 0.0
+        >>> undo(client, write_back(client, parts)).missing.empty   # a whole report
+        True
+        """
         return pd.DataFrame([(m.record_id, m.action, m.why) for m in self.run.missing],
                             columns=["record_id", "action", "why"]).astype("string")
 
     @property
     def counts(self) -> dict[str, int]:
+        """Records by the action the undo sends: ``{"update": n, "create": n, "delete": n}``.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> parts.main.loc[parts.main.index[:3], "field_10"] = 0.0
+        >>> _ = add_rows(parts, [{"field_8": "made by mistake"}])
+        >>> undo(client, write_back(client, parts)).counts
+        {'update': 3, 'create': 0, 'delete': 1}
+        """
         return self.plan.counts
 
     def __repr__(self) -> str:
@@ -205,8 +282,10 @@ class UndoPlan:
 
     def apply(self, *, force: Iterable[str] = (), journal: str | os.PathLike[str] | None = None,
               **write_options: Any) -> Report:
-        """Send the undo through ``write_back`` (deletes included), then point the
-        records that connected to a re-created record at its new id.
+        """Send the undo through ``write_back``, then point links at re-created records.
+
+        The undo's plan goes through ``write_back`` (deletes included); then the records
+        that connected to a re-created record are pointed at its new id.
 
         Parameters
         ----------
@@ -223,7 +302,8 @@ class UndoPlan:
             (deleting a re-created record drops the links made to it).
         **write_options
             Other options of ``write_back`` (``guard``, ``guard_window``, ``progress``,
-            ``max_workers``, ``quota_reserve``).
+            ``max_workers``, ``quota_reserve``: the undo's own writes stop at the reserve
+            plus what the repointing will need, which stops at the reserve).
 
         Returns
         -------
@@ -237,6 +317,18 @@ class UndoPlan:
         UsageError
             A ``force`` id not in the plan, or an option ``write_back`` refuses
             (``on_conflict``, ``delete_missing``, ``plan`` are the undo's own).
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> rid = parts.main["field_10"].dropna().index[0]
+        >>> was = parts.main.at[rid, "field_10"]
+        >>> parts.main.at[rid, "field_10"] = was + 1
+        >>> u = undo(client, write_back(client, parts))
+        >>> u.apply(journal=tmp_path / "undo.jsonl").counts
+        {'applied': 1}
+        >>> bool(read_object(client, "Parts", columns="keys").main.at[rid, "field_10"] == was)
+        True
         """
         for opt in ("on_conflict", "delete_missing", "plan", "base", "dry_run"):
             if opt in write_options:
@@ -249,6 +341,15 @@ class UndoPlan:
             raise UsageError(f"force: {unknown[:5]} are not records of the undo plan "
                              f"(its record_ids)")
         runs: list[Report] = []
+        done = self._journaled(journal) if journal is not None else {}
+        if any(r in done for r in remaining.record_ids):
+            # an apply cut short after a run of its journal: those records are done
+            runs.append(self._done_report(done, remaining))
+            remaining = remaining.select([r for r in remaining.record_ids if r not in done])
+        reserve = check_reserve(write_options.pop("quota_reserve", DEFAULT_QUOTA_RESERVE))
+        # the repointing after the creates is kept room for: the undo's own runs stop at
+        # the reserve plus what the repointing will need
+        kept_back = self._relink_requests().total
         rest = [r for r in remaining.record_ids if r not in set(forced)]
         sends: list[tuple[list[str], Literal["skip", "overwrite"]]] = [
             (rest, "skip"), (forced, "overwrite")]
@@ -258,16 +359,92 @@ class UndoPlan:
                 continue
             runs.append(write_back(self.client, self.edited, plan=part,
                                    delete_missing=True, on_conflict=on_conflict,
-                                   journal=journal, **write_options))
+                                   journal=journal, quota_reserve=reserve + kept_back,
+                                   **write_options))
         for r in runs:
             self._learn_ids(r)
         undone = len(runs)
         links = None if journal is None else os.fspath(journal) + ".links"
-        for relink in self._relink_frames():
-            runs.append(write_back(self.client, relink, delete_missing=False,
-                                   journal=links, **write_options))
+        reads = 0
+        for obj, lists in self._relinks(self.id_map).items():
+            got, n = self._relink(obj, lists, links, reserve, write_options)
+            runs += got
+            reads += n
         self.reports.extend(runs)
-        return _combined(runs, self.plan, undone)
+        out = _combined(runs, self.plan, undone)
+        if reads:
+            out.requests["rereads"] = out.requests.get("rereads", 0) + reads
+        return out
+
+    @property
+    def requests(self) -> RequestEstimate:
+        """The requests ``apply`` sends, by purpose (the live guard at the client's pace).
+
+        The undo's write-back plan, its deletes and the reads of other objects' links to
+        the records it deletes included (``plan.requests`` counts none of its deletes,
+        since ``write_back`` sends them only with ``delete_missing=True``), and the
+        repointing of the records connected to re-created ones (one ``write_back`` per
+        object: a write per record, the guard's re-reads and checks). Upper bounds as
+        ``plan.requests``'s are; a list someone changes while the undo runs adds a read
+        and a write for that record.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> _ = add_rows(parts, [{"field_8": "made by mistake"}])
+        >>> u = undo(client, write_back(client, parts))
+        >>> est = u.requests        # its delete, and the read of the links to that part
+        >>> est.writes, est.lookups
+        (1, 1)
+        """
+        est = self.plan.estimate_requests(delete_missing=True,
+                                          rate=self.client.limiter.rate)
+        return _plus(est, self._relink_requests())
+
+    def _relink_requests(self) -> RequestEstimate:
+        """What the repointing sends (the old ids standing for the new, unknown yet)."""
+        out = RequestEstimate(rate=self.client.limiter.rate)
+        same = {old: old for old in self.frames.old_ids.values()}
+        for obj, lists in self._relinks(same).items():
+            plan = diff(self._lists_frames(obj, lists))
+            out = _plus(out, plan.estimate_requests(rate=self.client.limiter.rate))
+        return out
+
+    def _journaled(self, journal: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+        """The records of this undo that a run of its journal wrote (an apply cut short
+        after a run settled, as the repointing's or a second send's, in this process or
+        another): record id -> the entry its acknowledgement kept. A run is this undo's
+        when each record it wrote is one of the plan's, with the plan's action (a
+        re-created record by its temporary id, made in the same order from the same
+        run) and, for an update, only fields the plan sends."""
+        path = Path(journal)
+        if not path.is_file():
+            return {}
+        own = self.frames.source
+        out: dict[str, dict[str, Any]] = {}
+        for run in journal_runs(path):
+            if (run.header.get("app_id"), run.header.get("object_key")) != (
+                    self.client.app_id, own.object_key):
+                continue
+            mine = all(self.plan.actions.get(rid) == e.get("action") and (
+                e.get("action") != "update"
+                or set(e.get("written") or {}) <= set(self.plan.payloads.get(rid, {})))
+                for rid, e in run.entries.items())
+            if mine:
+                out.update(run.entries)
+        return out
+
+    def _done_report(self, done: Mapping[str, Mapping[str, Any]], plan: Plan) -> Report:
+        """The Report of the records a run of the journal wrote already (none sent)."""
+        rows = [Outcome(rid, plan.actions[rid], list(plan.payloads.get(rid, {})),
+                        "applied", "already applied (journal)", None,
+                        str(done[rid].get("new_id")) if done[rid].get("new_id") else None)
+                for rid in plan.record_ids if rid in done]
+        kept = Kept(dict(self.run.header), {r: dict(done[r]) for r in plan.record_ids
+                                            if r in done})
+        report = make_report(rows, plan, [], Counter(), kept=kept)
+        self._learn_ids(report)
+        return report
 
     def _learn_ids(self, report: Report) -> None:
         entries = report.kept.entries if report.kept is not None else {}
@@ -276,40 +453,113 @@ class UndoPlan:
             if new:
                 self.id_map[old] = str(new)
 
-    def _relink_frames(self) -> list[Frames]:
-        """Frames pointing the records that connected to re-created records at the new
-        ids (the lists as the run left them -> with the new ids), one per object."""
-        rows: dict[str, dict[str, dict[str, Any]]] = {}
-        before: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        after: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    def _relinks(self, id_map: Mapping[str, str]
+                 ) -> dict[str, dict[tuple[str, str], tuple[list[str], list[str]]]]:
+        """Per object, the lists to point at re-created records: (record id, connection
+        field) -> (the list as the run left it, the new ids to add)."""
+        out: dict[str, dict[tuple[str, str], tuple[list[str], list[str]]]] = {}
         for (obj, rid, key), (was, olds) in self.frames.relinks.items():
-            rid = self.id_map.get(self.frames.old_ids.get(rid, rid), rid)
-            new = [self.id_map[o] for o in olds if o in self.id_map]
+            rid = id_map.get(self.frames.old_ids.get(rid, rid), rid)
+            new = [id_map[o] for o in olds if o in id_map]
             if rid.startswith(NEW_ID_PREFIX) or not new:
                 continue
-            rows.setdefault(obj, {})[rid] = {}
-            before.setdefault(obj, {}).setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in was)
-            after.setdefault(obj, {}).setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
-        out: list[Frames] = []
-        own = self.frames.source
-        schema = self.client.schema() if set(rows) - {own.object_key} else None
-        for obj, recs in rows.items():
-            if obj == own.object_key:
-                src = own
-            else:
-                assert schema is not None
-                src = Source("object", obj, schema.object_fields(obj) or [],
-                             timezone=own.timezone, app_id=own.app_id,
-                             base_url=own.base_url, columns="keys",
-                             name=schema.object_name(obj))
-            empty = build_frames([], src.fields, src, keep_original=False)
-            base = frames_of(src, empty, recs, before[obj], [])
-            edited = frames_of(src, empty, recs, after[obj], [])
-            edited.original = base
-            out.append(edited)
+            held = out.setdefault(obj, {}).get((rid, key))
+            out[obj][(rid, key)] = (list(was), new) if held is None \
+                else (held[0], held[1] + new)
         return out
+
+    def _relink(self, obj: str,
+                lists: dict[tuple[str, str], tuple[list[str], list[str]]],
+                journal: str | None, reserve: int, options: Mapping[str, Any]
+                ) -> tuple[list[Report], int]:
+        """Point one object's records at the re-created ones, through ``write_back`` and
+        its live guard: each list's base is what the undo expects on the service, so a
+        list someone changed since (a link made or removed by another user) is a
+        conflict, never overwritten. Such a list is read again (one request per record)
+        and its new ids added to it as it is now, again through the guard, at most
+        ``RELINK_ROUNDS`` times; a list still changing is left a conflict. Returns the
+        runs and the reads made."""
+        runs: list[Report] = []
+        reads = 0
+        for _ in range(RELINK_ROUNDS):
+            report = write_back(self.client, self._lists_frames(obj, lists),
+                                delete_missing=False, journal=journal,
+                                quota_reserve=reserve, **options)
+            runs.append(report)
+            clashed = report.table.loc[report.table["status"] == "conflict", "record_id"]
+            again = {k: v for k, v in lists.items() if k[0] in set(clashed.tolist())}
+            if not again:
+                break
+            now: dict[str, dict[str, Any]] = {}
+            for rid in {k[0] for k in again}:
+                try:
+                    now[rid] = self.client.get_record(obj, rid)
+                except SvcError:    # gone, or not readable: its conflict stands
+                    continue
+                finally:
+                    reads += 1
+            lists = {}
+            for (rid, key), (_was, new) in again.items():
+                if rid in now:
+                    raw = now[rid].get(f"{key}_raw") or []
+                    held = [str(x["id"]) for x in raw if isinstance(x, Mapping) and x.get("id")]
+                    lists[(rid, key)] = (sorted(held), new)
+            if not lists:
+                break
+            runs[-1] = _without(report, {k[0] for k in lists})
+        return runs, reads
+
+    def _lists_frames(self, obj: str,
+                      lists: Mapping[tuple[str, str], tuple[list[str], list[str]]]
+                      ) -> Frames:
+        """Frames of ``obj``'s records: each list as expected (``original``) -> with the
+        new ids added."""
+        rows: dict[str, dict[str, Any]] = {}
+        before: dict[str, list[dict[str, Any]]] = {}
+        after: dict[str, list[dict[str, Any]]] = {}
+        for (rid, key), (was, new) in lists.items():
+            rows[rid] = {}
+            before.setdefault(key, []).extend(
+                {"record_id": rid, "connected_id": c} for c in was)
+            after.setdefault(key, []).extend(
+                {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
+        own = self.frames.source
+        if obj == own.object_key:
+            src = own
+        else:
+            schema = self.client.schema()
+            src = Source("object", obj, schema.object_fields(obj) or [],
+                         timezone=own.timezone, app_id=own.app_id,
+                         base_url=own.base_url, columns="keys",
+                         name=schema.object_name(obj))
+        empty = build_frames([], src.fields, src, keep_original=False)
+        base = frames_of(src, empty, rows, before, [])
+        edited = frames_of(src, empty, rows, after, [])
+        edited.original = base
+        return edited
+
+
+#: Rounds of the repointing of one object's records: the first, then a list someone
+#: changed meanwhile read again and its new ids added to it as it is now.
+RELINK_ROUNDS = 3
+
+
+def _plus(a: RequestEstimate, b: RequestEstimate) -> RequestEstimate:
+    """Two runs' estimates, one after the other."""
+    return RequestEstimate(writes=a.writes + b.writes, uploads=a.uploads + b.uploads,
+                           rereads=a.rereads + b.rereads, lookups=a.lookups + b.lookups,
+                           checks=a.checks + b.checks, late=a.late + b.late, rate=a.rate,
+                           wait=a.wait + b.wait)
+
+
+def _without(report: Report, ids: set[str]) -> Report:
+    """A repointing run's report without the records sent again (their conflicts were
+    merged, not left): the next round's report says what became of them."""
+    keep = ~report.table["record_id"].isin(ids)
+    conflicts = report.conflicts[~report.conflicts["record_id"].isin(ids)] \
+        if len(report.conflicts) else report.conflicts
+    return dataclasses.replace(report, table=report.table[keep].reset_index(drop=True),
+                               conflicts=conflicts.reset_index(drop=True))
 
 
 def _combined(runs: list[Report], plan: Plan, undone: int) -> Report:
