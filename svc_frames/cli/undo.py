@@ -53,7 +53,9 @@ def cmd_undo(args: argparse.Namespace) -> int:
                 print(plan.missing.to_string(index=False))
             if args.dry_run:
                 print(plan.changes.to_string(index=False))
+                print(f"it would send {plan.requests}")
                 print(json.dumps({"dry_run": True, "plan": plan.counts,
+                                  "requests": plan.requests.as_dict(),
                                   "lost": len(plan.lost), "missing": len(plan.missing)}))
                 return 0
             report = plan.apply(force=args.force, journal=args.undo_journal)
