@@ -481,14 +481,14 @@ class UndoPlan:
         runs and the reads made."""
         runs: list[Report] = []
         reads = 0
-        for _ in range(RELINK_ROUNDS):
+        for round_ in range(RELINK_ROUNDS):
             report = write_back(self.client, self._lists_frames(obj, lists),
                                 delete_missing=False, journal=journal,
                                 quota_reserve=reserve, **options)
             runs.append(report)
             clashed = report.table.loc[report.table["status"] == "conflict", "record_id"]
             again = {k: v for k, v in lists.items() if k[0] in set(clashed.tolist())}
-            if not again:
+            if not again or round_ == RELINK_ROUNDS - 1:
                 break
             now: dict[str, dict[str, Any]] = {}
             for rid in {k[0] for k in again}:
