@@ -113,19 +113,16 @@ def test_the_readers_example_runs(fresh_service: LocalService, tmp_path: Path) -
 
 
 def test_the_command_keeps_copies_with_assets(fresh_service: LocalService, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     from svc_frames.cli import main
-    from tests.test_cli_mirror import env_of
-    for k, v in env_of(fresh_service).items():
-        if k.startswith("SVC_"):
-            monkeypatch.setenv(k, v)
+    svc = fresh_service
     target = tmp_path / "app.duckdb"
     assert main(["mirror", "--to", str(target), "--objects", "Work Orders", "--assets",
-                 "--json", "--rate-limit", "0"]) == 0
+                 "--json", "--app-id", svc.app_id, "--api-key", svc.api_key,
+                 "--base-url", svc.base_url, "--rate-limit", "0"]) == 0
     report = json.loads(capsys.readouterr().out)
     files = report["objects"]["object_3"]["assets"]
     assert files > 30
-    loaded = sf.read_object(client_of(fresh_service), "object_3", columns="keys").main
+    loaded = sf.read_object(client_of(svc), "object_3", columns="keys").main
     got = asset_copies(target, "object_3", [str(i) for i in loaded.index])
     assert len(got) == files

@@ -181,11 +181,11 @@ class UndoPlan:
         Examples
         --------
         >>> parts = read_object(client, "Parts", columns="keys")
-        >>> rid = parts.main["field_10"].dropna().index[0]
-        >>> was = parts.main.at[rid, "field_10"]
-        >>> parts.main.at[rid, "field_10"] = was + 1
+        >>> ids = parts.main.index[:2]
+        >>> names = parts.main.loc[ids, "field_8"].tolist()
+        >>> parts.main.loc[ids, "field_8"] = ["renamed by mistake 1", "renamed by mistake 2"]
         >>> u = undo(client, write_back(client, parts))
-        >>> bool(u.edited.main.at[rid, "field_10"] == was)
+        >>> u.edited.main.loc[ids, "field_8"].tolist() == names
         True
         """
         return self.frames.edited
