@@ -22,7 +22,7 @@ from svc_frames.http.client import Client
 from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
-from svc_frames.writeback import add_rows, write_back
+from svc_frames.writeback import add_rows, diff, write_back
 
 ORDERS, PARTS = "object_3", "object_2"
 NAME, STOCK, ORDER_PARTS = "field_8", "field_10", "field_41"   # a part's name, stock
@@ -125,6 +125,21 @@ def test_the_link_reads_stay_behind_the_quota_gate(svc: LocalService) -> None:
     assert report.table.set_index("record_id").at[made, "status"] == "not_applied"
     assert report.requests["lookups"] == 0
     assert "quota" in report.table.set_index("record_id").at[made, "message"]
+
+
+def test_write_back_counts_the_link_reads_of_its_deletes(svc: LocalService) -> None:
+    client = client_for(svc, rate_limit=0)
+    parts = _parts(client)
+    parts.main = parts.main.drop(parts.main.index[:12].tolist())   # one batch of 12
+    est = diff(parts).estimate_requests(delete_missing=True, link_fields=1)
+    # the work orders' parts: the count of work orders, then two chunks of ids
+    assert est.lookups == 3
+    svc.request_log.clear()
+    report = write_back(client, parts, delete_missing=True, **QUIET)
+    assert set(report.table["status"]) == {"applied"}, report.table
+    assert 1 <= report.requests["lookups"] <= est.lookups
+    assert svc.request_log.count() <= est.total
+    assert report.quota is not None and report.quota.needed == est.total
 
 
 def test_a_list_changed_before_the_undo_points_it_at_the_re_created_record(

@@ -186,9 +186,11 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     # 2. resolve the target (object or view + token)
     tgt = resolve_target(client, plan.source, target, token)
     check_upload_files(plan)
-    links = plan.link_fields   # the reads of other objects' links to the deleted
+    # the reads of other objects' links to the deleted: the schema says how many fields
+    # (a run reads it for them anyway; a dry run sends nothing for it)
+    links = plan.link_fields
     if links is None and delete_missing and not tgt.is_view \
-            and "delete" in plan.actions.values():
+            and "delete" in plan.actions.values() and (client.schema_read or not dry_run):
         links = len(inbound_connections(client, plan.source.object_key))
     estimate = plan.estimate_requests(guard=mode.mode, delete_missing=delete_missing,
                                       guard_window=mode.window, rate=client.limiter.rate,
