@@ -5,6 +5,8 @@
 * ``build.py``  the undo's frames (as the run left the records -> as they were), what
   cannot come back
 * ``plan.py``   ``undo`` and ``UndoPlan`` (review, apply through ``write_back``, new ids)
+* ``relink.py`` the repointing after the creates: links to re-created records, through
+  ``write_back``'s live guard (a list changed meanwhile: read again, added to)
 
 Usage::
 

@@ -11,7 +11,6 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,16 +19,17 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from ..errors import SvcError, UsageError
-from ..frames import Frames, Source, build_frames
+from ..errors import UsageError
+from ..frames import Frames, Source
 from ..lookup import object_key
 from ..records import Client
 from ..writeback.budget import DEFAULT_QUOTA_RESERVE, check_reserve
 from ..writeback.diff import diff
-from ..writeback.plan import NEW_ID_PREFIX, Plan, RequestEstimate
+from ..writeback.plan import Plan, RequestEstimate
 from ..writeback.report import Counter, Kept, Outcome, Report, make_report
 from ..writeback.run import write_back
-from .build import LOST_COLUMNS, UndoFrames, frames_of
+from .build import LOST_COLUMNS, UndoFrames
+from .relink import plus, relink, relink_requests, relinks
 from .runs import KeptRun, journal_runs
 
 __all__ = ["undo", "UndoPlan"]
@@ -349,7 +349,7 @@ class UndoPlan:
         reserve = check_reserve(write_options.pop("quota_reserve", DEFAULT_QUOTA_RESERVE))
         # the repointing after the creates is kept room for: the undo's own runs stop at
         # the reserve plus what the repointing will need
-        kept_back = self._relink_requests().total
+        kept_back = relink_requests(self.client, self.frames).total
         rest = [r for r in remaining.record_ids if r not in set(forced)]
         sends: list[tuple[list[str], Literal["skip", "overwrite"]]] = [
             (rest, "skip"), (forced, "overwrite")]
@@ -366,8 +366,9 @@ class UndoPlan:
         undone = len(runs)
         links = None if journal is None else os.fspath(journal) + ".links"
         reads = 0
-        for obj, lists in self._relinks(self.id_map).items():
-            got, n = self._relink(obj, lists, links, reserve, write_options)
+        for obj, lists in relinks(self.frames, self.id_map).items():
+            got, n = relink(self.client, self.frames.source, obj, lists, links, reserve,
+                            write_options)
             runs += got
             reads += n
         self.reports.extend(runs)
@@ -399,16 +400,7 @@ class UndoPlan:
         """
         est = self.plan.estimate_requests(delete_missing=True,
                                           rate=self.client.limiter.rate)
-        return _plus(est, self._relink_requests())
-
-    def _relink_requests(self) -> RequestEstimate:
-        """What the repointing sends (the old ids standing for the new, unknown yet)."""
-        out = RequestEstimate(rate=self.client.limiter.rate)
-        same = {old: old for old in self.frames.old_ids.values()}
-        for obj, lists in self._relinks(same).items():
-            plan = diff(self._lists_frames(obj, lists))
-            out = _plus(out, plan.estimate_requests(rate=self.client.limiter.rate))
-        return out
+        return plus(est, relink_requests(self.client, self.frames))
 
     def _journaled(self, journal: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
         """The records of this undo that a run of its journal wrote (an apply cut short
@@ -452,114 +444,6 @@ class UndoPlan:
             new = (entries.get(tmp) or {}).get("new_id")
             if new:
                 self.id_map[old] = str(new)
-
-    def _relinks(self, id_map: Mapping[str, str]
-                 ) -> dict[str, dict[tuple[str, str], tuple[list[str], list[str]]]]:
-        """Per object, the lists to point at re-created records: (record id, connection
-        field) -> (the list as the run left it, the new ids to add)."""
-        out: dict[str, dict[tuple[str, str], tuple[list[str], list[str]]]] = {}
-        for (obj, rid, key), (was, olds) in self.frames.relinks.items():
-            rid = id_map.get(self.frames.old_ids.get(rid, rid), rid)
-            new = [id_map[o] for o in olds if o in id_map]
-            if rid.startswith(NEW_ID_PREFIX) or not new:
-                continue
-            held = out.setdefault(obj, {}).get((rid, key))
-            out[obj][(rid, key)] = (list(was), new) if held is None \
-                else (held[0], held[1] + new)
-        return out
-
-    def _relink(self, obj: str,
-                lists: dict[tuple[str, str], tuple[list[str], list[str]]],
-                journal: str | None, reserve: int, options: Mapping[str, Any]
-                ) -> tuple[list[Report], int]:
-        """Point one object's records at the re-created ones, through ``write_back`` and
-        its live guard: each list's base is what the undo expects on the service, so a
-        list someone changed since (a link made or removed by another user) is a
-        conflict, never overwritten. Such a list is read again (one request per record)
-        and its new ids added to it as it is now, again through the guard, at most
-        ``RELINK_ROUNDS`` times; a list still changing is left a conflict. Returns the
-        runs and the reads made."""
-        runs: list[Report] = []
-        reads = 0
-        for round_ in range(RELINK_ROUNDS):
-            report = write_back(self.client, self._lists_frames(obj, lists),
-                                delete_missing=False, journal=journal,
-                                quota_reserve=reserve, **options)
-            runs.append(report)
-            clashed = report.table.loc[report.table["status"] == "conflict", "record_id"]
-            again = {k: v for k, v in lists.items() if k[0] in set(clashed.tolist())}
-            if not again or round_ == RELINK_ROUNDS - 1:
-                break
-            now: dict[str, dict[str, Any]] = {}
-            for rid in {k[0] for k in again}:
-                try:
-                    now[rid] = self.client.get_record(obj, rid)
-                except SvcError:    # gone, or not readable: its conflict stands
-                    continue
-                finally:
-                    reads += 1
-            lists = {}
-            for (rid, key), (_was, new) in again.items():
-                if rid in now:
-                    raw = now[rid].get(f"{key}_raw") or []
-                    held = [str(x["id"]) for x in raw if isinstance(x, Mapping) and x.get("id")]
-                    lists[(rid, key)] = (sorted(held), new)
-            if not lists:
-                break
-            runs[-1] = _without(report, {k[0] for k in lists})
-        return runs, reads
-
-    def _lists_frames(self, obj: str,
-                      lists: Mapping[tuple[str, str], tuple[list[str], list[str]]]
-                      ) -> Frames:
-        """Frames of ``obj``'s records: each list as expected (``original``) -> with the
-        new ids added."""
-        rows: dict[str, dict[str, Any]] = {}
-        before: dict[str, list[dict[str, Any]]] = {}
-        after: dict[str, list[dict[str, Any]]] = {}
-        for (rid, key), (was, new) in lists.items():
-            rows[rid] = {}
-            before.setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in was)
-            after.setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
-        own = self.frames.source
-        if obj == own.object_key:
-            src = own
-        else:
-            schema = self.client.schema()
-            src = Source("object", obj, schema.object_fields(obj) or [],
-                         timezone=own.timezone, app_id=own.app_id,
-                         base_url=own.base_url, columns="keys",
-                         name=schema.object_name(obj))
-        empty = build_frames([], src.fields, src, keep_original=False)
-        base = frames_of(src, empty, rows, before, [])
-        edited = frames_of(src, empty, rows, after, [])
-        edited.original = base
-        return edited
-
-
-#: Rounds of the repointing of one object's records: the first, then a list someone
-#: changed meanwhile read again and its new ids added to it as it is now.
-RELINK_ROUNDS = 3
-
-
-def _plus(a: RequestEstimate, b: RequestEstimate) -> RequestEstimate:
-    """Two runs' estimates, one after the other."""
-    return RequestEstimate(writes=a.writes + b.writes, uploads=a.uploads + b.uploads,
-                           rereads=a.rereads + b.rereads, lookups=a.lookups + b.lookups,
-                           checks=a.checks + b.checks, late=a.late + b.late, rate=a.rate,
-                           wait=a.wait + b.wait)
-
-
-def _without(report: Report, ids: set[str]) -> Report:
-    """A repointing run's report without the records sent again (their conflicts were
-    merged, not left): the next round's report says what became of them."""
-    keep = ~report.table["record_id"].isin(ids)
-    conflicts = report.conflicts[~report.conflicts["record_id"].isin(ids)] \
-        if len(report.conflicts) else report.conflicts
-    return dataclasses.replace(report, table=report.table[keep].reset_index(drop=True),
-                               conflicts=conflicts.reset_index(drop=True))
 
 
 def _combined(runs: list[Report], plan: Plan, undone: int) -> Report:
