@@ -29,12 +29,6 @@ NAME, STOCK, ORDER_PARTS = "field_8", "field_10", "field_41"   # a part's name, 
 QUIET = {"progress": False}
 
 
-@pytest.fixture()
-def svc() -> Iterator[LocalService]:
-    with LocalService(demo=True, records=30, rate_limit=0, seed=7) as s:
-        yield s
-
-
 def _parts(client: Client) -> Frames:
     return read_object(client, PARTS, columns="keys", progress=False)
 
@@ -46,6 +40,12 @@ def _orders(client: Client) -> Frames:
 def _parts_of(client: Client, order: str) -> set[str]:
     t = _orders(client).tables[ORDER_PARTS]
     return set(t.loc[t["record_id"] == order, "connected_id"])
+
+
+@pytest.fixture()
+def svc() -> Iterator[LocalService]:
+    with LocalService(demo=True, records=30, rate_limit=0, seed=7) as s:
+        yield s
 
 
 def _a_part_made_by_mistake(client: Client) -> tuple[list[str], str, Any]:
