@@ -40,8 +40,8 @@ from svc_frames.cli import main as cli_main
 from svc_frames.errors import TargetMismatch, UsageError
 from svc_frames.filters import Field
 from svc_frames.frames import Frames
-from svc_frames.records import Client
 from svc_frames.loaders import read_object
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 
@@ -352,6 +352,7 @@ def test_the_command_plans_and_applies_a_restore(svc: LocalService, tmp_path: Pa
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["dry_run"] is True
     assert summary["plan"] == {"update": 1, "create": 2, "delete": 0}
+    assert "it would send" in out and summary["requests"]["writes"] >= 3
     assert _writes(svc) == 0
     assert cli_main([*base, "--ids", gone[0], "--journal", str(tmp_path / "r.jsonl")]) == 0
     out = capsys.readouterr().out

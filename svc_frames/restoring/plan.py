@@ -196,6 +196,8 @@ def _plan(client: Client, state: MirrorState, mirror: Any, at: pd.Timestamp, nam
                                 copies=_copies(state, source, then, scope, at))
     never = sorted(set(scope or ()) - set(then.main.index) - set(last.main.index))
     plan = diff(built.frames.edited, built.frames.base)
+    # the records it deletes: other objects' links to them are read first (requests)
+    plan.link_fields = sum(1 for c in inbound if c.object != key)
     return RestorePlan(client, built.frames, plan, mirror=where, when=at,
                        last_run=last_start, created_after_ids=built.created_after,
                        gone_between=never, delete_created=delete_created,
@@ -324,7 +326,7 @@ class RestorePlan(Reversal):
                 f"{c['create']} create, {c['delete']} delete, "
                 f"{len(self.created_after_ids)} created after{relink}; {lost})")
 
-    def relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
+    def _relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
         """The lists to add new ids to, read live now (per object: the whole list paged
         when that is fewer requests than re-reading the records, else the guard's
         re-read): connections others made since the mirror's last run are kept. A record
