@@ -60,7 +60,7 @@ from ..labels import label_map, label_renames, relabel, renamed
 from ..names import path_names
 from ..read.options import Columns, check_columns, naming
 from ..writeback.analysis import analysis_columns
-from ..writeback.plan import Layout
+from ..writeback.plan import ColumnMap
 from .arrow import (
     PANDAS_INDEX,
     arrow_to_frame,
@@ -413,7 +413,7 @@ def _analysis_columns(path: Path, extra: list[str], meta: SavedMeta) -> None:
         raise UsageError(f"{path}: column {extra[0]!r} was not saved with these frames, "
                          "which name no source to tell it from a field; drop it",
                          field=extra[0])
-    layout = Layout.of(meta.source)
+    layout = ColumnMap.of(meta.source)
     for col in extra:
         try:
             analysis_columns(pd.DataFrame(columns=[col]), layout)
