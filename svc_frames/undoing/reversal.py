@@ -12,6 +12,7 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -165,7 +166,7 @@ class Reversal:
         write per record, the guard's re-reads and checks). Upper bounds as
         ``plan.requests``'s are; a list someone changes while the plan runs adds a read
         and a write for that record (a restore also reads the lists it repoints just
-        before, ``lookups`` of its report).
+        before: ``lookups``).
 
         Examples
         --------
@@ -181,7 +182,9 @@ class Reversal:
             links = len(inbound_connections(self.client, self.frames.source.object_key))
         est = self.plan.estimate_requests(delete_missing=True, link_fields=links,
                                           rate=self.client.limiter.rate)
-        return plus(est, relink_requests(self.client, self.frames))
+        est = plus(est, relink_requests(self.client, self.frames))
+        reads = self._relink_read_requests()
+        return dataclasses.replace(est, lookups=est.lookups + reads) if reads else est
 
     def apply(self, *, force: Iterable[str] = (), journal: str | os.PathLike[str] | None = None,
               **write_options: Any) -> Report:
@@ -329,6 +332,10 @@ class Reversal:
             new = (entries.get(tmp) or {}).get("new_id")
             if new:
                 self.id_map[old] = str(new)
+
+    def _relink_read_requests(self) -> int:
+        """The requests ``_relink_lists`` sends (none: the plan's lists)."""
+        return 0
 
     def _relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
         """The connection lists the repointing starts from, by (object, record id,
