@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers and IDEs
     from .saved.parquet import read_parquet, to_parquet
     from .saved.push import push
     from .saved.reader import read_saved
-    from .undoing import undo
+    from .undoing import UndoPlan, undo
     from .writeback import Plan, Report, add_rows, diff, write_back
 
 __version__ = "0.1.0"
@@ -50,6 +50,7 @@ __all__ = ["Frames", "Source", "FieldSpec", "errors", "cache",
            "read_app", "App",
            "to_parquet", "read_parquet", "read_saved", "export",
            "diff", "write_back", "push", "add_rows", "Plan", "Report", "undo",
+           "UndoPlan",
            "upload_file", "upload_image", "create_with_asset", "download",
            "plot_locations", "plot_counts", "plot_over_time", "review", "PlanReview",
            "mirror", "MirrorReport", "as_of", "changes", "restore"]
@@ -66,7 +67,7 @@ _LAZY: dict[str, str] = {
     "PlanReview": "reviewing", "review": "reviewing",
     "Plan": "writeback", "Report": "writeback", "add_rows": "writeback", "diff": "writeback",
     "write_back": "writeback",
-    "undo": "undoing",
+    "undo": "undoing", "UndoPlan": "undoing",
     "mirror": "mirroring.run", "MirrorReport": "mirroring.report", "as_of": "mirroring.past",
     "changes": "mirroring.past",
     "restore": "restoring",

@@ -71,7 +71,9 @@ WRITES: frozenset[str] = frozenset({
     "Client.create_view_record", "Client.update_view_record",
     "PlanReview.apply", "refresh",
     "write_back", "push", "add_rows", "upload_file", "upload_image", "create_with_asset",
-    "undo", "restore",
+    "undo", "restore", "UndoPlan", "UndoPlan.apply", "UndoPlan.base", "UndoPlan.changes",
+    "UndoPlan.counts", "UndoPlan.edited", "UndoPlan.lost", "UndoPlan.missing",
+    "UndoPlan.requests",
 })
 
 # Public callables that raise none of svc_frames.errors (pure accessors and copies of what

@@ -5,6 +5,7 @@ beside the old; a deleted record's copies stay."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -109,3 +110,19 @@ def test_copies_off_by_default_and_turned_on_later(fresh_service: LocalService,
 def test_the_readers_example_runs(fresh_service: LocalService, tmp_path: Path) -> None:
     from test_docstrings import run_examples
     assert not run_examples("asset_copies", asset_copies, fresh_service, tmp_path)
+
+
+def test_the_command_keeps_copies_with_assets(fresh_service: LocalService, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    from svc_frames.cli import main
+    svc = fresh_service
+    target = tmp_path / "app.duckdb"
+    assert main(["mirror", "--to", str(target), "--objects", "Work Orders", "--assets",
+                 "--json", "--app-id", svc.app_id, "--api-key", svc.api_key,
+                 "--base-url", svc.base_url, "--rate-limit", "0"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    files = report["objects"]["object_3"]["assets"]
+    assert files > 30
+    loaded = sf.read_object(client_of(svc), "object_3", columns="keys").main
+    got = asset_copies(target, "object_3", [str(i) for i in loaded.index])
+    assert len(got) == files

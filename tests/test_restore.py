@@ -113,10 +113,12 @@ def test_a_delete_all_of_work_orders_comes_back_from_a_duckdb_mirror(
     assert set(lost["field"]) == {WO_NO, DOUBLE}          # said before any write
     assert lost["why"].str.contains("auto-increment").sum() == 12
     assert set(p.changes["restores"]) == set(then[ORDERS].main.index)
+    est = p.requests        # the creates, the live lists' reads and the repointing
     svc.request_log.clear()
     out = p.apply(**QUIET)
     assert set(out.table["status"]) == {"applied"}, out.table
     assert set(p.id_map) == set(then[ORDERS].main.index)
+    assert out.requests["writes"] <= est.writes and est.lookups >= p.relink_reads >= 1
     back = {new: old for old, new in p.id_map.items()}
 
     now = _load(client)
@@ -352,6 +354,7 @@ def test_the_command_plans_and_applies_a_restore(svc: LocalService, tmp_path: Pa
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["dry_run"] is True
     assert summary["plan"] == {"update": 1, "create": 2, "delete": 0}
+    assert "it would send" in out and summary["requests"]["writes"] >= 3
     assert _writes(svc) == 0
     assert cli_main([*base, "--ids", gone[0], "--journal", str(tmp_path / "r.jsonl")]) == 0
     out = capsys.readouterr().out

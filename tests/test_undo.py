@@ -226,6 +226,10 @@ def test_an_undo_from_a_journal_in_another_process(svc: LocalService,
     assert "auto-increment" in dry.stdout          # what cannot come back, before a write
     assert json.loads(dry.stdout.splitlines()[-1])["plan"] == {
         "update": len(updated), "create": len(deleted), "delete": 1}
+    # and the requests it would send: the undo's writes, then the repointing's
+    assert "it would send" in dry.stdout
+    assert json.loads(dry.stdout.splitlines()[-1])["requests"]["writes"] >= \
+        len(updated) + len(deleted) + 1
     done = _cli(svc, str(journal), "--journal", str(undo_journal))
     assert done.returncode == 0, done.stdout + done.stderr
     result = json.loads(done.stdout.splitlines()[-1])

@@ -1,6 +1,6 @@
 """What ``svc-frames undo`` and ``svc-frames restore`` share: a plan printed with what
-cannot come back, then sent (or not: ``--dry-run``), the old -> new ids and one JSON
-summary line."""
+cannot come back, then sent (or not: ``--dry-run``, which prints the requests it would
+send), the old -> new ids and one JSON summary line."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from ..undoing.reversal import Reversal
 def run_reversal(plan: Reversal, sections: Sequence[tuple[str, pd.DataFrame]], *,
                  dry_run: bool, force: Iterable[str], journal: str | os.PathLike[str] | None,
                  summary: Mapping[str, Any]) -> int:
-    """Print ``plan`` and its non-empty ``sections`` (title, table); unless ``dry_run``,
-    apply it and print its report and new ids; last, one JSON line (``summary`` and what
-    was done). 0 when every record was applied (or a dry run), 1 otherwise."""
+    """Print ``plan`` and its non-empty ``sections`` (title, table); a ``dry_run`` prints
+    the changes and the requests ``apply`` would send; else apply it and print its report
+    and new ids; last, one JSON line (``summary`` and what was done). 0 when every record
+    was applied (or a dry run), 1 otherwise."""
     with pd.option_context("display.width", 160, "display.max_colwidth", 60,
                            "display.max_rows", 200):
         print(repr(plan))
@@ -29,7 +30,10 @@ def run_reversal(plan: Reversal, sections: Sequence[tuple[str, pd.DataFrame]], *
                 print(table.to_string(index=False))
         if dry_run:
             print(plan.changes.to_string(index=False))
-            print(json.dumps({"dry_run": True, **summary}))
+            requests = plan.requests
+            print(f"it would send {requests}")
+            print(json.dumps({"dry_run": True, **summary,
+                              "requests": requests.as_dict()}))
             return 0
         report = plan.apply(force=force, journal=journal)
         print(report.table.to_string(index=False))

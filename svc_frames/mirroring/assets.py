@@ -107,8 +107,9 @@ def fetch_copies(client: Client, target: Target, runs: Iterable[ObjectRun], run_
                  state: MirrorState | None = None) -> pa.Table:
     """Download the files the target has no copy of (module docstring): of each object's
     inserted and updated records, or of all its records when it has no copy yet. One GET
-    per file; a file the service no longer has (404 between the read and the download) is
-    left for the next run. Usage: ``fetch_copies(client, target, runs, 2)``"""
+    per file; a file the service no longer has (404 between the read and the download:
+    replaced, and the record's update brings the new one to the next run) is not copied.
+    Usage: ``fetch_copies(client, target, runs, 2)``"""
     runs = [r for r in runs if _asset_fields(r)]
     have = _have(target, [r.key for r in runs])
     copied = {k[0] for k in have}
@@ -151,7 +152,7 @@ def fetch_copies(client: Client, target: Target, runs: Iterable[ObjectRun], run_
 def _download(client: Client, url: str) -> bytes | None:
     try:
         return download(client, url)
-    except NotFound:   # replaced or deleted since the read: the next run sees it
+    except NotFound:   # replaced or deleted since the read: the next run sees the change
         return None
 
 

@@ -29,7 +29,7 @@ from ..records import Client
 from ..undoing.reversal import Reversal
 from ..writeback.diff import diff
 from ..writeback.guard import fetch_all, reread
-from ..writeback.plan import NEW_ID_PREFIX, ColumnMap
+from ..writeback.plan import NEW_ID_PREFIX, ColumnMap, reread_requests
 from ..writeback.report import Report, RequestCounter
 from ..writeback.rereads import list_pages
 from ..writeback.target import where as where_of
@@ -196,6 +196,8 @@ def _plan(client: Client, state: MirrorState, mirror: Any, at: pd.Timestamp, nam
                                 copies=_copies(state, source, then, scope, at))
     never = sorted(set(scope or ()) - set(then.main.index) - set(last.main.index))
     plan = diff(built.frames.edited, built.frames.base)
+    # the records it deletes: other objects' links to them are read first (requests)
+    plan.link_fields = sum(1 for c in inbound if c.object != key)
     return RestorePlan(client, built.frames, plan, mirror=where, when=at,
                        last_run=last_start, created_after_ids=built.created_after,
                        gone_between=never, delete_created=delete_created,
@@ -324,23 +326,19 @@ class RestorePlan(Reversal):
                 f"{c['create']} create, {c['delete']} delete, "
                 f"{len(self.created_after_ids)} created after{relink}; {lost})")
 
-    def relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
-        """The lists to add new ids to, read live now (per object: the whole list paged
-        when that is fewer requests than re-reading the records, else the guard's
-        re-read): connections others made since the mirror's last run are kept. A record
-        no longer on the service is left out (not repointed)."""
+    def _relink_reads(self) -> dict[str, tuple[Source, set[str], bool]]:
+        """Per object, the records whose lists the repointing reads live: their source,
+        ids, and whether the object is listed whole (paged: fewer requests than
+        re-reading those records, by its size as the mirror last saw it)."""
         by_obj: dict[str, set[str]] = {}
-        out: dict[tuple[str, str, str], list[str]] = {}
-        for (obj, rid, key), (was, _olds) in self.frames.relinks.items():
-            if rid.startswith(NEW_ID_PREFIX):
-                out[(obj, rid, key)] = was      # as it was just created
-                continue
-            by_obj.setdefault(obj, set()).add(rid)
+        for (obj, rid, _key) in self.frames.relinks:
+            if not rid.startswith(NEW_ID_PREFIX):
+                by_obj.setdefault(obj, set()).add(rid)
         if not by_obj:
-            return out
+            return {}
         schema = self.client.schema()
-        counter = RequestCounter()
         own = self.frames.source
+        out: dict[str, tuple[Source, set[str], bool]] = {}
         for obj, ids in by_obj.items():
             # the object's size (as the mirror last saw it) lets the re-read list many
             # ids per request, or list the object when that is fewer requests
@@ -350,8 +348,26 @@ class RestorePlan(Reversal):
                 app_id=own.app_id, base_url=own.base_url, columns="keys",
                 name=schema.object_name(obj),
                 load=None if size is None else {"object_records": int(size * 1.25) + 100})
-            if size is not None and list_pages(size) < len(ids):
-                # more records than the object's pages: list it whole (paged)
+            out[obj] = (src, ids, size is not None and list_pages(size) < len(ids))
+        return out
+
+    def _relink_read_requests(self) -> int:
+        """The reads of the live lists before the repointing (``_relink_lists``)."""
+        return sum(list_pages(self.sizes[obj]) if whole
+                   else reread_requests(src, ColumnMap.of(src), None, sorted(ids))
+                   for obj, (src, ids, whole) in self._relink_reads().items())
+
+    def _relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
+        """The lists to add new ids to, read live now (per object: the whole list paged
+        when that is fewer requests than re-reading the records, else the guard's
+        re-read): connections others made since the mirror's last run are kept. A record
+        no longer on the service is left out (not repointed)."""
+        out: dict[tuple[str, str, str], list[str]] = {
+            k: was for k, (was, _olds) in self.frames.relinks.items()
+            if k[1].startswith(NEW_ID_PREFIX)}         # as it was just created
+        counter = RequestCounter()
+        for obj, (src, ids, whole) in self._relink_reads().items():
+            if whole:   # more records than the object's pages: list it whole (paged)
                 got = {str(r["id"]): r for r in fetch_all(self.client, where_of(src),
                                                           counter, purpose="lookups")
                        if str(r.get("id")) in ids}

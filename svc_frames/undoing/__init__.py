@@ -4,7 +4,11 @@
   what it cannot undo
 * ``build.py``  the undo's frames (as the run left the records -> as they were), what
   cannot come back
-* ``plan.py``   ``undo`` and ``UndoPlan`` (review, apply through ``write_back``, new ids)
+* ``reversal.py`` ``Reversal``, what ``UndoPlan`` and restore's ``RestorePlan`` share:
+  apply through ``write_back`` (its gate, a resumed journal), new ids, ``requests``
+* ``plan.py``   ``undo`` and ``UndoPlan`` (what the run was, what the journal misses)
+* ``relink.py`` the repointing after the creates (undo and restore): links to re-created
+  records, through ``write_back``'s live guard (a list changed meanwhile: read again)
 
 Usage::
 

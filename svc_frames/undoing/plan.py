@@ -109,7 +109,10 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
         fields = Source.from_dict(header["source"]).fields
     inbound = [c for c in schema.connections() if c.to_object == obj and c.from_object != obj]
     built = UndoFrames.build(kept, fields, inbound, _object_records(client, obj))
-    return UndoPlan(client, built, diff(built.edited, built.base), run=kept)
+    plan = diff(built.edited, built.base)
+    # the records it deletes: other objects' links to them are read first (plan.requests)
+    plan.link_fields = len(inbound)
+    return UndoPlan(client, built, plan, run=kept)
 
 
 def _object_records(client: Client, obj: str) -> int:
@@ -124,8 +127,7 @@ def _object_records(client: Client, obj: str) -> int:
 
 @dataclass(kw_only=True)
 class UndoPlan(Reversal):
-    """The reversal of one write-back run (``undo`` makes it): nothing is sent until
-    ``apply``.
+    """The reversal of one write-back run, made by ``undo``: nothing is sent until ``apply``.
 
     Attributes
     ----------
@@ -146,14 +148,32 @@ class UndoPlan(Reversal):
         After ``apply``: each re-created record's old id -> its new id.
     reports : list of Report
         The ``write_back`` runs ``apply`` made.
+
+    Examples
+    --------
+    >>> parts = read_object(client, "Parts", columns="keys")
+    >>> ids = parts.main.index[:2]
+    >>> parts.main.loc[ids, "field_10"] = 0.0              # a mistaken bulk edit
+    >>> u = undo(client, write_back(client, parts))
+    >>> isinstance(u, UndoPlan), u.counts
+    (True, {'update': 2, 'create': 0, 'delete': 0})
+    >>> u.requests.writes, u.apply().counts
+    (2, {'applied': 2})
     """
 
     run: KeptRun
 
     @property
     def missing(self) -> pd.DataFrame:
-        """The run's writes the report or journal cannot reverse (``record_id, action,
-        why``)."""
+        """The run's writes the report or journal cannot reverse (``record_id, action, why``).
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> parts.main.loc[parts.main.index[:2], "field_10"] = 0.0
+        >>> undo(client, write_back(client, parts)).missing.empty   # a whole report
+        True
+        """
         return pd.DataFrame([(m.record_id, m.action, m.why) for m in self.run.missing],
                             columns=["record_id", "action", "why"]).astype("string")
 

@@ -1,7 +1,8 @@
 """What undo and restore share: a plan of frames (the records as they should be, and as
 they are expected on the service) sent through ``write_back`` and its live guard, deletes
 included; the records re-created get new ids (``id_map``), then the records that
-connected to them are pointed at the new ids (one more ``write_back`` per object).
+connected to them are pointed at the new ids (``relink.py``: one more ``write_back`` per
+object, a list changed meanwhile read again).
 
 Usage::
 
@@ -11,21 +12,27 @@ Usage::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import pandas as pd
 
 from ..errors import UsageError
-from ..frames import Frames, Source, build_frames
+from ..frames import Frames
 from ..records import Client
+from ..writeback.budget import DEFAULT_QUOTA_RESERVE, check_reserve
 from ..writeback.diff import diff
-from ..writeback.plan import NEW_ID_PREFIX, Plan
-from ..writeback.report import Kept, Report, RequestCounter, make_report
+from ..writeback.kept import inbound_connections
+from ..writeback.plan import Plan, RequestEstimate
+from ..writeback.report import Kept, Outcome, Report, RequestCounter, make_report
 from ..writeback.run import write_back
-from .build import LOST_COLUMNS, UndoFrames, frames_of
+from .build import LOST_COLUMNS, UndoFrames
+from .relink import plus, relink, relink_requests, relinks
+from .runs import journal_runs
 
 __all__ = ["Reversal", "write_back_nothing"]
 
@@ -66,38 +73,126 @@ class Reversal:
 
     @property
     def edited(self) -> Frames:
+        """The records as they should be: what the plan writes.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> ids = parts.main.index[:2]
+        >>> names = parts.main.loc[ids, "field_8"].tolist()
+        >>> parts.main.loc[ids, "field_8"] = ["renamed by mistake 1", "renamed by mistake 2"]
+        >>> u = undo(client, write_back(client, parts))
+        >>> u.edited.main.loc[ids, "field_8"].tolist() == names
+        True
+        """
         return self.frames.edited
 
     @property
     def base(self) -> Frames:
+        """The records as expected on the service: what the live guard compares with.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> rid = parts.main.index[0]
+        >>> parts.main.at[rid, "field_10"] = 99.0
+        >>> u = undo(client, write_back(client, parts))
+        >>> u.base.main.at[rid, "field_10"]
+        np.float64(99.0)
+        """
         return self.frames.base
 
     @property
     def changes(self) -> pd.DataFrame:
-        """One row per cell the plan writes (``diff``'s ``changes``): a re-created
-        record's row is named by its temporary id; the ``OLD_ID_COLUMN`` column gives
-        the old id."""
+        """One row per cell the plan writes (``diff``'s ``changes``).
+
+        A re-created record's row is named by its temporary id; the ``OLD_ID_COLUMN``
+        column (an undo's ``undoes``, a restore's ``restores``) gives the old id.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> gone = parts.main.index[-1]
+        >>> parts.main = parts.main.drop([gone])            # a record deleted
+        >>> u = undo(client, write_back(client, parts, delete_missing=True))
+        >>> created = u.changes[u.changes["action"] == "create"]
+        >>> set(created["undoes"]) == {gone}
+        True
+        """
         ch = self.plan.changes.copy()
         old = self.frames.old_ids
-        ch[self.OLD_ID_COLUMN] = pd.array([old.get(str(r), str(r)) for r in ch["record_id"].tolist()],
-                                dtype="string")
+        ch[self.OLD_ID_COLUMN] = pd.array(
+            [old.get(str(r), str(r)) for r in ch["record_id"].tolist()], dtype="string")
         return ch
 
     @property
     def lost(self) -> pd.DataFrame:
-        """What cannot come back (``record_id, action, field, why``), listed before any
-        write."""
+        """What cannot come back (``record_id, action, field, why``), said before any write.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> gone = parts.main.index[-1]
+        >>> parts.main = parts.main.drop([gone])
+        >>> u = undo(client, write_back(client, parts, delete_missing=True))
+        >>> u.lost[["field", "why"]].iloc[0].tolist()
+        ['field_11', 'an auto-increment number: the re-created record gets a new one']
+        """
         return pd.DataFrame([(x.record_id, x.action, x.field, x.why)
                              for x in self.frames.lost], columns=LOST_COLUMNS).astype("string")
 
     @property
     def counts(self) -> dict[str, int]:
+        """Records by the action the plan sends: ``{"update": n, "create": n, "delete": n}``.
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> parts.main.loc[parts.main.index[:3], "field_10"] = 0.0
+        >>> _ = add_rows(parts, [{"field_8": "made by mistake"}])
+        >>> undo(client, write_back(client, parts)).counts
+        {'update': 3, 'create': 0, 'delete': 1}
+        """
         return self.plan.counts
+
+    @property
+    def requests(self) -> RequestEstimate:
+        """The requests ``apply`` sends, by purpose (the live guard at the client's pace).
+
+        The write-back plan, its deletes and the reads of other objects' links to the
+        records it deletes included (``plan.requests`` counts none of its deletes, since
+        ``write_back`` sends them only with ``delete_missing=True``), and the repointing
+        of the records connected to re-created ones (one ``write_back`` per object: a
+        write per record, the guard's re-reads and checks). Upper bounds as
+        ``plan.requests``'s are; a list someone changes while the plan runs adds a read
+        and a write for that record (a restore also reads the lists it repoints just
+        before: ``lookups``).
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> _ = add_rows(parts, [{"field_8": "made by mistake"}])
+        >>> u = undo(client, write_back(client, parts))
+        >>> est = u.requests        # its delete, and the read of the links to that part
+        >>> est.writes, est.lookups
+        (1, 1)
+        """
+        links = self.plan.link_fields
+        if links is None and "delete" in self.plan.actions.values():
+            links = len(inbound_connections(self.client, self.frames.source.object_key))
+        est = self.plan.estimate_requests(delete_missing=True, link_fields=links,
+                                          rate=self.client.limiter.rate)
+        est = plus(est, relink_requests(self.client, self.frames))
+        reads = self._relink_read_requests()
+        return dataclasses.replace(est, lookups=est.lookups + reads) if reads else est
 
     def apply(self, *, force: Iterable[str] = (), journal: str | os.PathLike[str] | None = None,
               **write_options: Any) -> Report:
-        """Send the plan through ``write_back`` (deletes included), then point the
-        records that connected to a re-created record at its new id.
+        """Send the plan through ``write_back``, then point links at re-created records.
+
+        The plan goes through ``write_back`` (deletes included); then the records that
+        connected to a re-created record are pointed at its new id (``relink.py``: from
+        the lists ``_relink_lists`` gives, a list changed meanwhile read again).
 
         Parameters
         ----------
@@ -108,13 +203,16 @@ class Reversal:
         journal : str or os.PathLike, optional
             ``write_back``'s journal: calling ``apply`` again (in this process, or the
             same plan made again and applied with this journal in another) resumes an
-            interrupted run without sending anything twice; the journal is also what an
-            undo of this run reads. The repointing of links to re-created records is journaled
-            beside it (the same path + ``.links``): an undo of the undo needs none of it
-            (deleting a re-created record drops the links made to it).
+            interrupted run without sending anything twice (what any run of the journal
+            already wrote is skipped, a re-created record included); the journal is also
+            what an undo of this run reads. The repointing of links to re-created
+            records is journaled beside it (the same path + ``.links``): an undo of the
+            undo needs none of it (deleting a re-created record drops the links made to
+            it).
         **write_options
             Other options of ``write_back`` (``guard``, ``guard_window``, ``progress``,
-            ``max_workers``, ``quota_reserve``).
+            ``max_workers``, ``quota_reserve``: the plan's own writes stop at the reserve
+            plus what the repointing will need, which stops at the reserve).
 
         Returns
         -------
@@ -128,11 +226,23 @@ class Reversal:
         UsageError
             A ``force`` id not in the plan, or an option ``write_back`` refuses
             (``on_conflict``, ``delete_missing``, ``plan`` are the plan's own).
+
+        Examples
+        --------
+        >>> parts = read_object(client, "Parts", columns="keys")
+        >>> rid = parts.main["field_10"].dropna().index[0]
+        >>> was = parts.main.at[rid, "field_10"]
+        >>> parts.main.at[rid, "field_10"] = was + 1
+        >>> u = undo(client, write_back(client, parts))
+        >>> u.apply(journal=tmp_path / "undo.jsonl").counts
+        {'applied': 1}
+        >>> bool(read_object(client, "Parts", columns="keys").main.at[rid, "field_10"] == was)
+        True
         """
         for opt in ("on_conflict", "delete_missing", "plan", "base", "dry_run"):
             if opt in write_options:
-                raise UsageError(f"{type(self).__name__}.apply sets {opt} itself: pass force=[ids] to "
-                                 "overwrite records in conflict")
+                raise UsageError(f"{type(self).__name__}.apply sets {opt} itself: pass "
+                                 "force=[ids] to overwrite records in conflict")
         forced = list(dict.fromkeys(force))
         remaining = self.plan if not self.reports else diff(self.edited)
         unknown = [r for r in forced if r not in self.plan.actions]
@@ -140,6 +250,15 @@ class Reversal:
             raise UsageError(f"force: {unknown[:5]} are not records of the {self.WHAT} plan "
                              f"(its record_ids)")
         runs: list[Report] = []
+        header, done = self._journaled(journal) if journal is not None else ({}, {})
+        if any(r in done for r in remaining.record_ids):
+            # an apply cut short after a run of its journal: those records are done
+            runs.append(self._done_report(header, done, remaining))
+            remaining = remaining.select([r for r in remaining.record_ids if r not in done])
+        reserve = check_reserve(write_options.pop("quota_reserve", DEFAULT_QUOTA_RESERVE))
+        # the repointing after the creates is kept room for: the plan's own runs stop at
+        # the reserve plus what the repointing will need
+        kept_back = relink_requests(self.client, self.frames).total
         rest = [r for r in remaining.record_ids if r not in set(forced)]
         sends: list[tuple[list[str], Literal["skip", "overwrite"]]] = [
             (rest, "skip"), (forced, "overwrite")]
@@ -149,16 +268,63 @@ class Reversal:
                 continue
             runs.append(write_back(self.client, self.edited, plan=part,
                                    delete_missing=True, on_conflict=on_conflict,
-                                   journal=journal, **write_options))
+                                   journal=journal, quota_reserve=reserve + kept_back,
+                                   **write_options))
         for r in runs:
             self._learn_ids(r)
         undone = len(runs)
         links = None if journal is None else os.fspath(journal) + ".links"
-        for relink in self._relink_frames(self.relink_lists()):
-            runs.append(write_back(self.client, relink, delete_missing=False,
-                                   journal=links, **write_options))
+        reads = 0
+        for obj, lists in relinks(self.frames, self.id_map, self._relink_lists()).items():
+            got, n = relink(self.client, self.frames.source, obj, lists, links, reserve,
+                            write_options)
+            runs += got
+            reads += n
         self.reports.extend(runs)
-        return _combined(runs, self.plan, undone)
+        out = _combined(runs, self.plan, undone)
+        if reads:
+            out.requests["rereads"] = out.requests.get("rereads", 0) + reads
+        return out
+
+    def _journaled(self, journal: str | os.PathLike[str]
+                   ) -> tuple[Mapping[str, Any], dict[str, dict[str, Any]]]:
+        """The records of this plan that a run of its journal wrote (an apply cut short
+        after a run settled, as the repointing's or a second send's, in this process or
+        another): the header of the last such run, and record id -> the entry its
+        acknowledgement kept. A run is this plan's when each record it wrote is one of
+        the plan's, with the plan's action (a re-created record by its temporary id,
+        made in the same order from the same plan) and, for an update, only fields the
+        plan sends."""
+        path = Path(journal)
+        if not path.is_file():
+            return {}, {}
+        own = self.frames.source
+        header: Mapping[str, Any] = {}
+        out: dict[str, dict[str, Any]] = {}
+        for run in journal_runs(path):
+            if (run.header.get("app_id"), run.header.get("object_key")) != (
+                    self.client.app_id, own.object_key):
+                continue
+            mine = all(self.plan.actions.get(rid) == e.get("action") and (
+                e.get("action") != "update"
+                or set(e.get("written") or {}) <= set(self.plan.payloads.get(rid, {})))
+                for rid, e in run.entries.items())
+            if mine:
+                header = run.header
+                out.update(run.entries)
+        return header, out
+
+    def _done_report(self, header: Mapping[str, Any], done: Mapping[str, Mapping[str, Any]],
+                     plan: Plan) -> Report:
+        """The Report of the records a run of the journal wrote already (none sent)."""
+        rows = [Outcome(rid, plan.actions[rid], list(plan.payloads.get(rid, {})),
+                        "applied", "already applied (journal)", None,
+                        str(done[rid].get("new_id")) if done[rid].get("new_id") else None)
+                for rid in plan.record_ids if rid in done]
+        kept = Kept(dict(header), {r: dict(done[r]) for r in plan.record_ids if r in done})
+        report = make_report(rows, plan, [], RequestCounter(), kept=kept)
+        self._learn_ids(report)
+        return report
 
     def _learn_ids(self, report: Report) -> None:
         entries = report.kept.entries if report.kept is not None else {}
@@ -167,50 +333,15 @@ class Reversal:
             if new:
                 self.id_map[old] = str(new)
 
-    def relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
+    def _relink_read_requests(self) -> int:
+        """The requests ``_relink_lists`` sends (none: the plan's lists)."""
+        return 0
+
+    def _relink_lists(self) -> dict[tuple[str, str, str], list[str]]:
         """The connection lists the repointing starts from, by (object, record id,
         field): the plan's (``frames.relinks``: as the run left them). A subclass may
         read them live instead; a record left out of the answer is not repointed."""
         return {k: was for k, (was, _olds) in self.frames.relinks.items()}
-
-    def _relink_frames(self, lists: Mapping[tuple[str, str, str], list[str]]
-                       ) -> list[Frames]:
-        """Frames pointing the records that connected to re-created records at the new
-        ids (``lists`` -> with the new ids), one per object."""
-        rows: dict[str, dict[str, dict[str, Any]]] = {}
-        before: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        after: dict[str, dict[str, list[dict[str, Any]]]] = {}
-        for (obj, rid, key), (was, olds) in self.frames.relinks.items():
-            if (obj, rid, key) not in lists and not rid.startswith(NEW_ID_PREFIX):
-                continue
-            was = lists.get((obj, rid, key), was)
-            rid = self.id_map.get(self.frames.old_ids.get(rid, rid), rid)
-            new = [self.id_map[o] for o in olds if o in self.id_map]
-            if rid.startswith(NEW_ID_PREFIX) or not new:
-                continue
-            rows.setdefault(obj, {})[rid] = {}
-            before.setdefault(obj, {}).setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in was)
-            after.setdefault(obj, {}).setdefault(key, []).extend(
-                {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
-        out: list[Frames] = []
-        own = self.frames.source
-        schema = self.client.schema() if set(rows) - {own.object_key} else None
-        for obj, recs in rows.items():
-            if obj == own.object_key:
-                src = own
-            else:
-                assert schema is not None
-                src = Source("object", obj, schema.object_fields(obj) or [],
-                             timezone=own.timezone, app_id=own.app_id,
-                             base_url=own.base_url, columns="keys",
-                             name=schema.object_name(obj))
-            empty = build_frames([], src.fields, src, keep_original=False)
-            base = frames_of(src, empty, recs, before[obj], [])
-            edited = frames_of(src, empty, recs, after[obj], [])
-            edited.original = base
-            out.append(edited)
-        return out
 
 
 def _combined(runs: list[Report], plan: Plan, undone: int) -> Report:

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..writeback.kept import KEPT_VERSION
 from ..writeback.report import Report
 
-__all__ = ["KeptRun", "Missing"]
+__all__ = ["KeptRun", "Missing", "journal_runs"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,19 @@ class KeptRun:
                                            "write it recorded is not undone"))
         header = {k: v for k, v in header.items() if k not in ("op", "ts")}
         return cls(header, entries, missing, where)
+
+
+def journal_runs(path: Path) -> list[KeptRun]:
+    """Every run of a journal that holds a write (settled or not; a run of an older
+    svc_frames, which kept no values, left out). Usage: ``journal_runs(Path("u.jsonl"))``"""
+    segments, _torn = _segments(path)
+    out = []
+    for lines in segments:
+        try:
+            out.append(KeptRun.of_lines(lines, f"journal {path}", 0))
+        except UsageError:
+            continue
+    return out
 
 
 def _segments(path: Path) -> tuple[list[list[dict[str, Any]]], int]:

@@ -67,6 +67,7 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
                 cost = batch_rereads(run.source, run.layout, run.plan.base, act, batch)
                 if _reread(run, live, batch, "rereads", cost):
                     spare.left += cost
+            _read_links(run, batch)
             for rid in batch:
                 if rid in run.outcomes:
                     bar.update(1)
@@ -127,6 +128,15 @@ def _reread(run: RunState, live: LiveBatches, ids: Sequence[str], purpose: str,
         if gate is not None:
             gate.release(cost)
     return True
+
+
+def _read_links(run: RunState, batch: Sequence[str]) -> None:
+    """Just before a batch's deletes (after the live guard's re-read settled its
+    conflicts): other objects' links to them, kept for an undo (``run.read_links``). A
+    shut gate sends neither these reads nor the deletes (``_one`` says why)."""
+    ids = [r for r in batch if run.todo.get(r) == "delete" and r not in run.outcomes]
+    if ids and run.read_links is not None and not _stopped(run):
+        run.read_links(ids)
 
 
 def _stopped(run: RunState) -> bool:

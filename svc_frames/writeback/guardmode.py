@@ -16,13 +16,14 @@ Usage::
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..errors import UsageError
 
 __all__ = ["GuardMode", "GUARDS", "DEFAULT_GUARD_WINDOW", "MIN_GUARD_WINDOW",
-           "MAX_GUARD_WINDOW", "HOSTED_RATE", "CHECK_MARGIN"]
+           "MAX_GUARD_WINDOW", "HOSTED_RATE", "CHECK_MARGIN", "live_batches"]
 
 Guard = Literal["live", "once", "off"]
 GUARDS: tuple[Guard, ...] = ("live", "once", "off")
@@ -84,3 +85,23 @@ class GuardMode:
         three quarters of the window (``rate`` None or 0, unpaced: the hosted pace)."""
         pace = HOSTED_RATE if not rate else min(rate, HOSTED_RATE)
         return max(1, min(_MAX_BATCH, int(pace * self.window * _BATCH_SHARE)))
+
+
+A = TypeVar("A", bound=str)   # an action: "update", "create", "delete"
+
+
+def live_batches(order: Sequence[tuple[str, A]], size: int | None) -> list[tuple[A, list[str]]]:
+    """The records ``(id, action)`` in order, cut into the batches the live guard re-reads
+    and ``apply`` writes together: runs of one action, at most ``size`` updates or deletes
+    each (creates all together: nothing to re-read); one batch of everything when ``size``
+    is None (no live guard).
+
+    Usage: ``live_batches([("5d79...", "update"), ("new:0", "create")], 10)``"""
+    out: list[tuple[A, list[str]]] = []
+    for rid, act in order:
+        if out and (size is None or out[-1][0] == act
+                    and (len(out[-1][1]) < size or act == "create")):
+            out[-1][1].append(rid)
+        else:
+            out.append((act, [rid]))
+    return out

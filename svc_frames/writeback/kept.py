@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,8 +30,11 @@ import pandas as pd
 from ..errors import SvcError
 from ..frames import Source
 from ..query import rules_within
-from .plan import PAGE_ROWS, REREAD_CHUNK, UNSEEN_RECORDS
+from ..records import Client
+from ..schema import Connection
+from .plan import PAGE_ROWS, REREAD_CHUNK
 from .report import Kept
+from .rereads import LINK_CHUNK
 from .state import RunState
 
 __all__ = ["Keeper", "to_json", "from_json", "run_header", "KEPT_VERSION"]
@@ -101,6 +104,13 @@ def keys_source(source: Source) -> Source:
     return Source.from_dict(data)
 
 
+def inbound_connections(client: Client, obj: str) -> list[Connection]:
+    """The connection fields of other objects into ``obj`` (whose links to a deleted
+    record the service drops). Usage: ``inbound_connections(client, "object_3")``"""
+    return [c for c in client.schema().connections()
+            if c.to_object == obj and c.from_object != obj]
+
+
 class Keeper:
     """Entries of one run's applied records, made once each (a journal's ack or the end
     of the run, whichever comes first)."""
@@ -118,53 +128,91 @@ class Keeper:
         # record to delete -> "object_N.field_N" of another object -> its records
         # connected to it -> their whole lists (None: the field could not be read)
         self.links: dict[str, dict[str, dict[str, list[str]] | None]] = {}
+        self._conns: list[Connection] | None = None   # other objects' fields into it
+        self._chunks: dict[str, int] = {}              # connecting object -> ids a read
 
-    def keep_links(self) -> None:
-        """Before the deletes: the records of other objects connected to each record to
-        delete, with their whole connection lists (the service drops those links at the
-        delete; an undo points them at the re-created record). One list request per
-        connection field into the object and chunk of ids, counted as ``lookups``; a
-        field that cannot be read is kept as unknown (the deletes still go)."""
+    def link_fields(self) -> list[Connection]:
+        """The connection fields of other objects into the run's object (the schema's,
+        read once; none through a view: its user may not read other objects)."""
+        if self._conns is None:
+            self._conns = [] if self.run.tgt.is_view else inbound_connections(
+                self.run.client, self.run.source.object_key)
+        return self._conns
+
+    def keep_links(self, ids: Sequence[str]) -> bool:
+        """Just before a batch of deletes (``ids``; after the live guard's re-read): the
+        records of other objects connected to each, with their whole connection lists
+        (the service drops those links at the delete; an undo points them at the
+        re-created record). Read per batch, so a link made while the run went is known
+        unless it lands within the moment between this read and the delete. One list
+        request per connection field into the object and chunk of ids
+        (``rereads.link_requests``), counted as ``lookups`` and claimed of the quota's
+        gate like the writes: False when the gate is shut (nothing read; the deletes
+        are then not sent). A field that cannot be read is kept as unknown (the deletes
+        still go)."""
         run = self.run
-        deletes = [rid for rid, act in run.todo.items() if act == "delete"]
-        obj = run.source.object_key
-        if not deletes or run.tgt.is_view:
-            return
-        conns = [c for c in run.client.schema().connections()
-                 if c.to_object == obj and c.from_object != obj]
-        for c in conns:
-            name = f"{c.from_object}.{c.field}"
-            for rid in deletes:
-                self.links.setdefault(rid, {})[name] = {}
-            chunk = self._chunk(c.from_object, len(deletes))
-            for i in range(0, len(deletes), chunk):
-                ids = deletes[i:i + chunk]
-                try:
-                    found = self._linked(c.from_object, c.field, ids)
-                except SvcError:
-                    for rid in ids:
-                        self.links[rid][name] = None
-                    continue
-                for other, linked in found.items():
-                    for rid in set(ids) & set(linked):
-                        held = self.links[rid][name]
-                        if held is not None:
-                            held[other] = linked
+        deletes = [rid for rid in ids if run.todo.get(rid) == "delete"]
+        conns = self.link_fields() if deletes else []
+        if not conns:
+            return True
+        gate = run.gate
+        chunks = {c.from_object: self._chunk(c.from_object, len(deletes)) for c in conns}
+        if gate is not None and gate.stopped:
+            return False
+        cost = sum(-(-len(deletes) // chunks[c.from_object]) for c in conns)
+        if gate is not None and gate.claim(cost):
+            return False
+        try:
+            for c in conns:
+                self._keep(c, deletes, chunks[c.from_object])
+        finally:
+            if gate is not None:
+                gate.release(cost)
+        return True
+
+    def _keep(self, c: Connection, deletes: list[str], chunk: int) -> None:
+        """One connection field's links to ``deletes``, read ``chunk`` ids at a time."""
+        name = f"{c.from_object}.{c.field}"
+        for rid in deletes:
+            self.links.setdefault(rid, {})[name] = {}
+        for i in range(0, len(deletes), chunk):
+            part = deletes[i:i + chunk]
+            try:
+                found = self._linked(c.from_object, c.field, part)
+            except SvcError:
+                for rid in part:
+                    self.links[rid][name] = None
+                continue
+            for other, linked in found.items():
+                for rid in set(part) & set(linked):
+                    held = self.links[rid][name]
+                    if held is not None:
+                        held[other] = linked
 
     def _chunk(self, obj: str, deletes: int) -> int:
         """Ids one read of ``obj``'s links lists: as many as the service's filter limit
-        allows over its records (counted, with room for some created meanwhile: one
-        request, worth it past one chunk of an object of unknown size)."""
-        if deletes <= rules_within(UNSEEN_RECORDS, REREAD_CHUNK):
-            return rules_within(UNSEEN_RECORDS, REREAD_CHUNK)
-        try:
-            self.run.counter.add("lookups")
-            total = self.run.client.get_page(obj, rows_per_page=1).get("total_records")
-        except SvcError:
-            total = None
+        allows over an object of unknown size (``LINK_CHUNK``) while a batch holds no
+        more; else as many as it allows over its records, counted once (one request,
+        claimed of the quota's gate; with room for some created meanwhile)."""
+        if obj in self._chunks:
+            return self._chunks[obj]
+        if deletes <= LINK_CHUNK:
+            return LINK_CHUNK
+        gate = self.run.gate
+        total = None
+        if gate is None or not gate.claim(1):
+            try:
+                self.run.counter.add("lookups")
+                total = self.run.client.get_page(obj, rows_per_page=1).get("total_records")
+            except SvcError:
+                total = None
+            finally:
+                if gate is not None:
+                    gate.release(1)
         if not isinstance(total, int) or isinstance(total, bool):
-            return rules_within(UNSEEN_RECORDS, REREAD_CHUNK)
-        return rules_within(int(total * 1.25) + 100, REREAD_CHUNK)
+            return LINK_CHUNK
+        self._chunks[obj] = rules_within(int(total * 1.25) + 100, REREAD_CHUNK)
+        return self._chunks[obj]
 
     def _linked(self, obj: str, field_key: str, ids: list[str]) -> dict[str, list[str]]:
         """The records of ``obj`` whose connection ``field_key`` holds any of ``ids``:

@@ -26,7 +26,7 @@ from ..kinds import codec_for
 from ..kinds.assets import is_url_source
 from ..kinds.base import Codec, FieldSpec, ReadContext
 from ..labels import column_names, label_map, relabel
-from .guardmode import DEFAULT_GUARD_WINDOW, HOSTED_RATE, GuardMode
+from .guardmode import DEFAULT_GUARD_WINDOW, HOSTED_RATE, GuardMode, live_batches
 from .rereads import (
     LOOKUP_SCAN_LIMIT,
     PAGE_ROWS,
@@ -34,6 +34,7 @@ from .rereads import (
     UNSEEN_RECORDS,
     LookupRoute,
     RereadRoute,
+    link_requests,
     list_pages,
     object_records,
     reread_chunk,
@@ -184,24 +185,6 @@ def reread_requests(source: Source, layout: ColumnMap, base: Frames | None,
     return sent
 
 
-def live_batches(order: Sequence[tuple[str, Action]], size: int | None
-                 ) -> list[tuple[Action, list[str]]]:
-    """The records ``(id, action)`` in order, cut into the batches the live guard re-reads
-    and ``apply`` writes together: runs of one action, at most ``size`` updates or deletes
-    each (creates all together: nothing to re-read); one batch of everything when ``size``
-    is None (no live guard).
-
-    Usage: ``live_batches([("5d79...", "update"), ("new:0", "create")], 10)``"""
-    out: list[tuple[Action, list[str]]] = []
-    for rid, act in order:
-        if out and (size is None or out[-1][0] == act
-                    and (len(out[-1][1]) < size or act == "create")):
-            out[-1][1].append(rid)
-        else:
-            out.append((act, [rid]))
-    return out
-
-
 def batch_rereads(source: Source, layout: ColumnMap, base: Frames | None, action: Action,
                   batch: Sequence[str]) -> int:
     """The requests the live guard's re-read of one batch sends just before its writes
@@ -266,7 +249,9 @@ class RequestEstimate:
     the batch re-reads, at most as many as those in a run (a record still late when they
     are spent is ``not_applied``, not sent), none when the pace keeps up; ``checks`` are
     the live guard's re-reads after the writes (is the server's value still ours?); ``lookups`` are the list reads taken before the creates (so that a
-    create whose answer is lost can be proven ours), by the same rules; each lost answer
+    create whose answer is lost can be proven ours), by the same rules, and the reads of
+    other objects' links to the records deleted, before each batch of deletes (kept for
+    an undo: ``rereads.link_requests``; counted when the plan knows ``link_fields``); each lost answer
     adds a lookup or a re-read, and retries after faults come on top of everything.
 
     Usage: ``plan.requests.total``; ``plan.estimate_requests(delete_missing=True)``"""
@@ -365,6 +350,11 @@ class Plan:
         before the write even with ``guard="off"``, so that part goes as the server has it.
     left_out : list
         Columns of the edited frame that are no field's (analysis columns): never sent.
+    link_fields : int, optional
+        Connection fields of other objects into the object: before each batch of
+        deletes, ``write_back`` reads their records connected to the records it deletes
+        (kept for an undo; counted as ``lookups``). None: not known to the plan
+        (``write_back`` counts them from the schema).
 
     Examples
     --------
@@ -394,6 +384,8 @@ class Plan:
     walls_reread: list[str] = dc_field(default_factory=list, repr=False)
     # columns of the edited frame that are no field's (analysis columns): never sent
     left_out: list[Any] = dc_field(default_factory=list, repr=False)
+    # connection fields of other objects into this one (None: unknown to the plan)
+    link_fields: int | None = dc_field(default=None, repr=False)
 
     @property
     def counts(self) -> dict[str, int]:
@@ -462,7 +454,8 @@ class Plan:
                           delete_missing: bool = False,
                           guard_window: float = DEFAULT_GUARD_WINDOW,
                           rate: float | None = None,
-                          on_conflict: str = "skip") -> RequestEstimate:
+                          on_conflict: str = "skip",
+                          link_fields: int | None = None) -> RequestEstimate:
         """The requests ``write_back`` would send with the given options, by purpose.
 
         Parameters
@@ -479,6 +472,10 @@ class Plan:
         on_conflict : {"skip", "overwrite", "raise"}, default "skip"
             ``write_back``'s ``on_conflict``: ``"raise"`` with the live guard adds its
             re-read of every record before the first write.
+        link_fields : int, optional
+            Connection fields of other objects into the object, whose links to the
+            records deleted are read before each batch of deletes (``lookups``);
+            default: the plan's ``link_fields`` (none when unknown).
 
         Returns
         -------
@@ -516,9 +513,13 @@ class Plan:
             walls = [rid for rid in self.walls_reread if rid in set(updated)]
             rereads = reread_requests(self.source, layout, self.base, walls) if walls else 0
         creates = [self.payloads.get(rid, {}) for rid in sent if self.actions[rid] == "create"]
+        links = link_fields if link_fields is not None else self.link_fields or 0
+        size = max(1, mode.batch(rate) if mode.live else len(deleted))
+        batches = [min(size, len(deleted) - i) for i in range(0, len(deleted), size)]
         return RequestEstimate(writes=len(sent), uploads=uploads, rereads=rereads,
                                lookups=baseline_requests(self.source, layout, self.base,
-                                                         creates),
+                                                         creates)
+                               + link_requests(batches, links),
                                checks=checks, late=late,
                                rate=HOSTED_RATE if rate is None else rate,
                                wait=mode.window if checks else 0.0)
@@ -556,7 +557,8 @@ class Plan:
                     {i: self.loaded[i] for i in keep if i in self.loaded},
                     {i: self.wanted[i] for i in keep if i in self.wanted},
                     {i: p for i, p in self.create_rows.items() if i in wanted},
-                    [i for i in self.walls_reread if i in wanted], list(self.left_out))
+                    [i for i in self.walls_reread if i in wanted], list(self.left_out),
+                    self.link_fields)
 
     def summary(self) -> pd.DataFrame:
         """One row per record: ``record_id``, ``action`` and the ``fields`` it sends.

@@ -32,6 +32,28 @@ UNSEEN_RECORDS = 100_000
 PAGE_ROWS = 1000      # rows per page of a whole-list re-read
 
 
+#: Ids of records to delete one read of another object's links to them lists, that
+#: object's size unknown (``query.rules_within`` over ``UNSEEN_RECORDS``); past it, the
+#: object's records are counted first (one request) and the chunk sized by them.
+LINK_CHUNK = rules_within(UNSEEN_RECORDS, REREAD_CHUNK)
+
+
+def link_requests(batches: Sequence[int], fields: int) -> int:
+    """The reads of other objects' links to the records a run deletes (``Keeper.
+    keep_links``, just before each batch of deletes): per connection field into the
+    object, one list request per ``LINK_CHUNK`` ids of each batch (``batches``: the
+    batches' sizes), and a count of the connecting object's records once a batch holds
+    more. An upper bound for connecting objects of up to ``UNSEEN_RECORDS`` records (a
+    counted object allows as many ids or more) answered in one page each.
+
+    Usage: ``link_requests([15, 15, 3], 2)`` is ``2 * (2 + 2 + 1 + 1)``"""
+    if not fields or not any(batches):
+        return 0
+    reads = sum(-(-b // LINK_CHUNK) for b in batches if b)
+    counts = 1 if max(batches) > LINK_CHUNK else 0
+    return fields * (reads + counts)
+
+
 def list_pages(n_records: int) -> int:
     """Pages of a whole-list read of ``n_records`` (``PAGE_ROWS`` a page)."""
     return -(-n_records // PAGE_ROWS)

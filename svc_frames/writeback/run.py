@@ -37,7 +37,7 @@ from .guard import check_written, guard_within_quota, halt_message, keep_skipped
 from .guardmode import DEFAULT_GUARD_WINDOW, GuardMode
 from .interrupt import cut_short
 from .journal import Journal, check_journal_path
-from .kept import Keeper
+from .kept import Keeper, inbound_connections
 from .plan import ColumnMap, Plan
 from .report import Outcome, Report, dry_run_report, make_report, summary_line
 from .stamp import stamp_for
@@ -186,9 +186,15 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     # 2. resolve the target (object or view + token)
     tgt = write_target(client, plan.source, target, token)
     check_upload_files(plan)
+    # the reads of other objects' links to the deleted: the schema says how many fields
+    # (a run reads it for them anyway; a dry run sends nothing for it)
+    links = plan.link_fields
+    if links is None and delete_missing and not tgt.is_view \
+            and "delete" in plan.actions.values() and (client.schema_read or not dry_run):
+        links = len(inbound_connections(client, plan.source.object_key))
     estimate = plan.estimate_requests(guard=mode.mode, delete_missing=delete_missing,
                                       guard_window=mode.window, rate=client.limiter.rate,
-                                      on_conflict=on_conflict)
+                                      on_conflict=on_conflict, link_fields=links)
     needed = estimate.total
     note = quota_note(client, needed, reserve)    # what is left, before the first request
     if dry_run:
@@ -222,8 +228,7 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
             # the forms' stamp, set by us (stamp.py): the schema, if this client has not
             # read it yet, is one request more, after the guard told the quota
             run.stamp = stamp_for(client, tgt, layout.ctx)
-        if not gate.stopped:
-            keeper.keep_links()               # other objects' links to the deleted
+        run.read_links = keeper.keep_links    # other objects' links to the deleted,
         apply(run, max_workers, progress, live)   # 4. uploads + writes, concurrently
         if mode.live:                         # an editor who wrote after us?
             check_written(run, mode.window)

@@ -13,6 +13,7 @@ copies of the plan's payloads (the view filter and the guard remove fields).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,9 @@ class RunState:
     # how long the plan takes at the client's pace ("about 18 s at 10 requests/s"), shown
     # on the bar of writes
     duration: str = ""
+    # just before a batch of deletes: other objects' links to them read and kept for an
+    # undo (kept.Keeper.keep_links); False when the quota's gate is shut
+    read_links: Callable[[Sequence[str]], bool] | None = None
 
     @classmethod
     def start(cls, client: Client, plan: Plan, layout: ColumnMap, tgt: WriteTarget,
