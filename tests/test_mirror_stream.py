@@ -18,12 +18,12 @@ import pyarrow as pa
 import pytest
 
 import svc_frames as sf
-from svc_frames.records import Client
 from svc_frames.mirroring import run as run_module
 from svc_frames.mirroring.duckdbtarget import DuckDBTarget, DuckDBWriter
 from svc_frames.mirroring.state import MirrorState
 from svc_frames.mirroring.stream import StreamedObject
 from svc_frames.mirroring.target import open_target
+from svc_frames.records import Client
 from svc_frames.server import LocalService
 
 PAGES = "/v1/objects/object_3/records"
