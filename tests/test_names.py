@@ -13,7 +13,7 @@ from svc_frames.labels import label_map
 from svc_frames.names import (
     MAX_PATH_BYTES,
     MAX_SQL_CHARS,
-    fold,
+    fold_case,
     path_names,
     sql_name,
     unique_labels,
@@ -39,16 +39,16 @@ def test_frame_columns_are_unique_case_insensitively_and_never_the_id(
     from svc_frames.kinds import codec_for
 
     columns = [names[f.key] + c[len(f.key):] for f in fields for c in codec_for(f).columns(f)]
-    folded = [fold(c) for c in columns]
+    folded = [fold_case(c) for c in columns]
     assert len(set(folded)) == len(folded), columns
     assert "id" not in folded
     assert label_map(list(reversed(fields))) == names   # stable: order does not matter
     # a field keeps its own label whenever nothing clashes with it
-    solo = [f for f in fields if sum(fold(g.label) == fold(f.label) for g in fields) == 1
-            and "." not in f.label and fold(f.label) != "id"
-            and not any(fold(g.label).startswith(fold(f.label) + ".") for g in fields)]
+    solo = [f for f in fields if sum(fold_case(g.label) == fold_case(f.label) for g in fields) == 1
+            and "." not in f.label and fold_case(f.label) != "id"
+            and not any(fold_case(g.label).startswith(fold_case(f.label) + ".") for g in fields)]
     for f in solo:
-        if not any(fold(names[g.key] + c[len(g.key):]) == fold(f.label) for g in fields
+        if not any(fold_case(names[g.key] + c[len(g.key):]) == fold_case(f.label) for g in fields
                    if g is not f for c in codec_for(g).columns(g)):
             assert names[f.key] == f.label
 
@@ -59,7 +59,7 @@ def test_path_names_are_unique_single_components_inside_the_directory(
         names: list[str]) -> None:
     out = path_names(names)
     assert set(out) == set(names)
-    folded = [fold(v) for v in out.values()]
+    folded = [fold_case(v) for v in out.values()]
     assert len(set(folded)) == len(folded), out
     root = Path("/tmp/svc-root")
     for n, p in out.items():
@@ -96,7 +96,7 @@ def test_the_collisions_of_the_report() -> None:
                      "field_5": "Site.city (field_5)", "field_6": "In/Out",
                      "field_7": "In Out"}
     dirs = path_names(["In/Out", "In Out", ".", ".."])
-    assert len({fold(d) for d in dirs.values()}) == 4
+    assert len({fold_case(d) for d in dirs.values()}) == 4
     assert dirs["In/Out"] != dirs["In Out"] and dirs["."] != "." and dirs[".."] != ".."
     assert unique_labels([("field_1", "field_2", [""]), ("field_2", "X", [""])]) == {
         "field_1": "field_2", "field_2": "X"}
