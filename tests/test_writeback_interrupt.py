@@ -193,3 +193,36 @@ def test_a_plan_says_how_long_it_takes_at_the_pace(
     assert plan.estimate_requests(rate=0).seconds is None      # unpaced: no figure
     write_back(client, frames, progress=True)
     assert f"write_back {OBJ} ({est.duration()})" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fault", [KeyboardInterrupt, RuntimeError])
+def test_a_fault_while_the_frames_follow_still_carries_the_report(
+        svc: LocalService, monkeypatch: pytest.MonkeyPatch,
+        fault: type[BaseException]) -> None:
+    """Every write answered, then Ctrl-C (or a crash) while the frames follow the server
+    (step 5): the exception carries the whole Report, the frames follow all the same, and
+    a second call sends nothing."""
+    import svc_frames.writeback.run as run_module
+    client = client_for(svc)
+    frames, wanted = _edited(client, "followed")
+    real = run_module.follow
+    calls = []
+
+    def follow_once_faulty(run: Any, edited: Frames) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise fault("stopped while following")
+        real(run, edited)
+
+    monkeypatch.setattr(run_module, "follow", follow_once_faulty)
+    with pytest.raises(fault) as info:
+        write_back(client, frames, progress=False)
+    report = info.value.report  # type: ignore[attr-defined]
+    assert report is not None and report.counts.get("applied") == EDITS
+    if fault is KeyboardInterrupt:
+        assert isinstance(info.value, WriteInterrupted)
+    monkeypatch.setattr(run_module, "follow", real)
+    assert diff(frames).empty                     # the frames followed the writes
+    server = _load(client).main[TEXT]
+    assert all(server[rid] == v for rid, v in wanted.items())
+    assert write_back(client, frames, progress=False).requests.get("writes", 0) == 0

@@ -246,7 +246,14 @@ def write_back(client: Client, edited: Frames, *, base: Frames | None = None,
     finally:
         if run.jr:
             run.jr.close()
-    follow(run, edited)                       # 5. frames follow the server
+    try:
+        follow(run, edited)                   # 5. frames follow the server
+    except BaseException as exc:
+        # every write is answered: the exception carries the whole Report all the same
+        cut = cut_short(run, edited, exc, note, keeper)
+        if cut is exc:
+            raise
+        raise cut from None
     note = dataclasses.replace(note, stopped=gate.stopped,
                                reset_at=gate.reset_at or note.reset_at)
     report = make_report([run.outcomes[rid] for rid in plan.actions if rid in run.outcomes]
