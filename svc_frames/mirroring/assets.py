@@ -17,38 +17,33 @@ of the asset the record held at its time). A record seen for the first time with
 on (the first run, or the first run after the option was turned on) has every file
 copied. Copies are never removed: a deleted record's files stay restorable.
 
+This module is the table (its rows written, held and read); downloads.py fetches the
+files a run needs (it reads the run's objects, which apply.py, the writer of this table,
+defines).
+
 Usage::
 
-    copies = fetch_copies(client, target, runs, run_id)       # before the transaction
+    copies = fetch_copies(client, target, runs, run_id)       # downloads.py, before it
     write_copies(w, target, copies)                            # inside it
     got = asset_copies("app.duckdb", "object_3", ["64f1..."])  # {(id, field): AssetCopy}
 """
 
 from __future__ import annotations
 
-import mimetypes
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ..assets import download
-from ..errors import NotFound, UsageError
-from ..kinds.assets import is_url_source
-from ..records import Client
+from ..errors import UsageError
 from .target import Target, Writer, open_target
 
-if TYPE_CHECKING:   # apply.py writes the copies: it imports this module
-    from .apply import ObjectRun
-    from .state import MirrorState
-
-__all__ = ["AssetCopy", "asset_copies", "fetch_copies", "write_copies", "ASSETS_TABLE"]
+__all__ = ["AssetCopy", "asset_copies", "held_copies", "write_copies", "ASSETS_TABLE"]
 
 ASSETS_TABLE = "svc_assets"
 KEY_COLUMNS = ("object_key", "record_id", "field_key", "asset_id")
@@ -84,16 +79,7 @@ class AssetCopy:
     asset_id: str = ""
 
 
-def _asset_fields(run: ObjectRun) -> list[str]:
-    """The object's file fields and uploaded image fields (an image by URL: nothing to
-    copy)."""
-    if run.frames is None or run.frames.source is None:
-        return []
-    return [f.key for f in run.frames.source.fields
-            if f.kind in ("file", "image") and not is_url_source(f)]
-
-
-def _have(target: Target, keys: Sequence[str]) -> set[tuple[str, str, str, str]]:
+def held_copies(target: Target, keys: Sequence[str]) -> set[tuple[str, str, str, str]]:
     """The copies the target holds for these objects, by key (the bytes not read)."""
     if ASSETS_TABLE not in target.tables():
         return set()
@@ -101,59 +87,6 @@ def _have(target: Target, keys: Sequence[str]) -> set[tuple[str, str, str, str]]
     return {(o, r, f, a) for o, r, f, a in zip(*(table.column(c).to_pylist()
                                                  for c in KEY_COLUMNS), strict=True)
             if o in keys}
-
-
-def fetch_copies(client: Client, target: Target, runs: Iterable[ObjectRun], run_id: int,
-                 state: MirrorState | None = None) -> pa.Table:
-    """Download the files the target has no copy of (module docstring): of each object's
-    inserted and updated records, or of all its records when it has no copy yet. One GET
-    per file; a file the service no longer has (404 between the read and the download:
-    replaced, and the record's update brings the new one to the next run) is not copied.
-    Usage: ``fetch_copies(client, target, runs, 2)``"""
-    runs = [r for r in runs if _asset_fields(r)]
-    have = _have(target, [r.key for r in runs])
-    copied = {k[0] for k in have}
-    out: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
-    for run in runs:
-        assert run.frames is not None
-        main = run.frames.main
-        if run.rows is not None and run.key not in copied and state is not None:
-            # an incremental run's frames hold the changed records only: copies turned on
-            # for a mirror that has none read the other records' files from it, once
-            held = state.frames(run.key).main
-            gone = set(run.deleted) | set(main.index)
-            main = pd.concat([held.loc[[i for i in held.index if i not in gone]], main])
-        ids = (list(main.index) if run.rebuild or run.key not in copied
-               else [i for i in run.inserted + run.updated if i in main.index])
-        for key in _asset_fields(run):
-            if key not in main.columns or f"{key}.url" not in main.columns:
-                continue
-            part = main.loc[ids, [key, f"{key}.url", f"{key}.filename"]]
-            for rid, (aid, url, name) in zip(part.index, part.itertuples(index=False),
-                                             strict=True):
-                if pd.isna(url) or not url:
-                    continue
-                aid = "" if pd.isna(aid) else str(aid)
-                if (run.key, str(rid), key, aid or str(url)) in have:
-                    continue
-                data = _download(client, str(url))
-                if data is None:
-                    continue
-                name = "" if pd.isna(name) else str(name)
-                row = [run.key, str(rid), key, aid or str(url), str(url), name,
-                       mimetypes.guess_type(name)[0] or "application/octet-stream",
-                       len(data), data, run_id]
-                for col, value in zip(SCHEMA.names, row, strict=True):
-                    out[col].append(value)
-                run.report.assets += 1
-    return pa.table(out, schema=SCHEMA)
-
-
-def _download(client: Client, url: str) -> bytes | None:
-    try:
-        return download(client, url)
-    except NotFound:   # replaced or deleted since the read: the next run sees the change
-        return None
 
 
 def write_copies(w: Writer, target: Target, copies: pa.Table | None) -> None:

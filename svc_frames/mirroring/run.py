@@ -39,7 +39,7 @@ from ..names import sql_name
 from ..records import Client
 from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
-from .assets import fetch_copies
+from .downloads import fetch_copies
 from .history import compare
 from .incremental import read_changes
 from .past import open_versions
