@@ -430,3 +430,72 @@ def test_a_field_removed_since_and_links_the_mirror_never_held_are_said_lost(
     for old, new in p.id_map.items():
         assert now.at[new, TITLE] == was.at[old, TITLE]
         assert STATUS not in now.columns
+
+
+# ---- the live lists' reads before the repointing are claimed of the quota -------------------
+def _deleted_on_the_pages(svc: LocalService, client: Client, tmp_path: Path) -> Any:
+    """Three work orders deleted on the application's pages (visits point at them), the
+    mirror run before and after: the restore's plan."""
+    target = tmp_path / "app.duckdb"
+    mirror(client, target)
+    when = _tick()
+    for rid in svc.made[ORDERS][:3]:
+        svc.pages.delete_record(ORDERS, rid)
+    mirror(client, target)
+    return restore(client, target, when, "Work Orders")
+
+
+def _quota(svc: LocalService, client: Client) -> int:
+    svc.emulation.daily_quota = 2000
+    svc.emulation.new_quota_day()
+    client.get_page(PEOPLE, rows_per_page=1)          # the client learns what is left
+    left = client.quota_left()
+    assert left is not None
+    return left
+
+
+def test_the_repointing_keeps_room_for_the_live_lists_reads(svc: LocalService,
+                                                            tmp_path: Path) -> None:
+    client = client_for(svc, rate_limit=0)
+    p = _deleted_on_the_pages(svc, client, tmp_path)
+    est = p.requests
+    reads = p._relink_read_requests()
+    assert reads and est.lookups >= reads
+    left = _quota(svc, client)
+    # room for all but the live lists' reads above the reserve: the restore's own run
+    # keeps room for them, so what it creates is pointed at whole, above the reserve
+    reserve = left - (est.total - reads)
+    out = p.apply(quota_reserve=reserve, **QUIET)
+    made = out.table[(out.table["action"] == "create") & (out.table["status"] == "applied")]
+    stopped = out.table[out.table["status"] == "not_applied"]
+    assert len(made) < 3 and len(stopped), out.table
+    assert stopped["message"].str.contains(r"left, quota_reserve=").all()
+    relinked = out.table[out.table["action"] == "update"]
+    assert set(relinked["status"]) <= {"applied"}, out.table
+    assert client.quota_left() is not None and client.quota_left() >= reserve
+
+
+def test_no_room_for_the_live_lists_reads_sends_none_of_them(svc: LocalService,
+                                                             tmp_path: Path) -> None:
+    client = client_for(svc, rate_limit=0)
+    p = _deleted_on_the_pages(svc, client, tmp_path)
+    reads = p._relink_read_requests()
+    left = _quota(svc, client)
+    reserve = 10
+    learn = p._learn_ids
+
+    def spent_meanwhile(report: Any) -> None:     # another program spends the quota
+        learn(report)
+        client.get_page(PEOPLE, rows_per_page=1)
+        svc.emulation.daily_quota -= client.quota_left() - reserve - reads - 2
+        client.get_page(PEOPLE, rows_per_page=1)     # the client learns it: room for
+        assert client.quota_left() == reserve + reads + 1   # the reads, not the writes
+
+    p._learn_ids = spent_meanwhile    # type: ignore[method-assign]
+    assert left > reserve
+    out = p.apply(quota_reserve=reserve, **QUIET)
+    assert len(p.id_map) == 3
+    relinked = out.table[out.table["action"] == "update"]
+    assert len(relinked) and set(relinked["status"]) == {"not_applied"}, out.table
+    assert relinked["message"].str.contains(rf"{reserve + reads + 1} left, quota_reserve=").all()
+    assert p.relink_reads == 0                    # none of the live lists read

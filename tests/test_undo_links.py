@@ -23,6 +23,7 @@ from svc_frames.records import Client
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 from svc_frames.writeback import add_rows, diff, write_back
+from svc_frames.writeback.kept import inbound_connections
 
 ORDERS, PARTS = "object_3", "object_2"
 NAME, STOCK, ORDER_PARTS = "field_8", "field_10", "field_41"   # a part's name, stock
@@ -237,3 +238,46 @@ def test_a_journal_of_an_object_no_longer_in_the_application(svc: LocalService,
 def test_undo_plan_is_public() -> None:
     assert "UndoPlan" in svc_frames.__all__
     assert svc_frames.UndoPlan is svc_frames.undoing.UndoPlan
+
+
+@pytest.mark.parametrize("subset", ["filter", "columns"])
+def test_records_of_the_same_object_outside_the_frames_are_pointed_at_the_re_created_one(
+        subset: str) -> None:
+    """A run over a part of the work orders (a filter, or a few columns: "Follows" not
+    loaded) deletes one that other work orders follow, outside its frames: the link
+    reads before the delete cover the object's own connection field (counted, gated),
+    and the undo points those records at the re-created work order."""
+    from fixtures.works_app import FOLLOWS, ORDERS, TITLE, fill_works, works_document
+    with LocalService(demo=False, app=works_document(), records=0, rate_limit=0) as s:
+        fill_works(s, orders=12, visits=0)
+        client = client_for(s, rate_limit=0)
+        whole = read_object(client, ORDERS, columns="keys", progress=False)
+        follows = whole.tables[FOLLOWS]
+        gone = str(follows["connected_id"].value_counts().index[0])
+        followers = set(follows.loc[follows["connected_id"] == gone, "record_id"])
+        assert followers
+        if subset == "filter":
+            title = whole.main.at[gone, TITLE]
+            frames = read_object(client, ORDERS, columns="keys", progress=False,
+                                 filters={"field": TITLE, "operator": "is", "value": title})
+        else:
+            frames = read_object(client, ORDERS, columns=[TITLE], progress=False)
+            assert FOLLOWS not in frames.tables
+        frames.main = frames.main.drop([gone])
+        # the object's own field into it (Follows) and the visits' are read before the
+        # delete: counted in the run's estimate (from the schema) and its requests
+        assert diff(frames).estimate_requests(delete_missing=True, link_fields=len(
+            inbound_connections(client, ORDERS))).lookups == 2
+        report = write_back(client, frames, delete_missing=True, **QUIET)
+        assert report.counts == {"applied": 1}
+        assert report.requests.get("lookups") == 2
+        u = undo(client, report)
+        assert u.counts == {"update": 0, "create": 1, "delete": 0}
+        # each follower (outside the frames, or with a list the frames did not load) is
+        # pointed at the new one: counted before anything is sent
+        assert u.requests.writes == 1 + len(followers)
+        out = u.apply(**QUIET)
+        assert set(out.table["status"]) == {"applied"}, out.table
+        new = u.id_map[gone]
+        now = read_object(client, ORDERS, columns="keys", progress=False).tables[FOLLOWS]
+        assert set(now.loc[now["connected_id"] == new, "record_id"]) == followers

@@ -197,7 +197,7 @@ def _plan(client: Client, state: MirrorState, mirror: Any, at: pd.Timestamp, nam
     never = sorted(set(scope or ()) - set(then.main.index) - set(last.main.index))
     plan = diff(built.frames.edited, built.frames.base)
     # the records it deletes: other objects' links to them are read first (requests)
-    plan.link_fields = sum(1 for c in inbound if c.object != key)
+    plan.link_fields = len(inbound)   # the object's own fields into it too
     return RestorePlan(client, built.frames, plan, mirror=where, when=at,
                        last_run=last_start, created_after_ids=built.created_after,
                        gone_between=never, delete_created=delete_created,

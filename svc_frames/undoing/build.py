@@ -227,8 +227,9 @@ class _Builder:
 
     def links(self, rid: str, e: Mapping[str, Any], deleted: set[str],
               inbound: Sequence[Connection]) -> None:
-        """Records of other objects connected to a deleted record: pointed at the new
-        one (their lists as the run left them: without the run's deleted records)."""
+        """Records connected to a deleted record, read just before the delete (of other
+        objects, and of its own outside the frames): pointed at the new one (their lists
+        as the run left them: without the run's deleted records)."""
         links = e.get("links")
         if not isinstance(links, Mapping):     # an entry kept before links were read
             for c in inbound:
@@ -237,14 +238,22 @@ class _Builder:
                                       f"({c.label}): the service dropped those links when "
                                       "it was deleted, and the run did not keep them"))
             return
+        own = self.source.object_key
         for name, by in links.items():
             obj, _, key = str(name).partition(".")
+            if obj == own and key in self.gone:
+                continue    # a field no longer in the schema (listed lost)
+            # the object's own records in the frames: from the frames (``inbound``: their
+            # lists as the run left them); a re-created one: from its own table
+            framed = (e.get("inbound") or {}).get(key) or {} if obj == own else {}
             if by is None:
                 self.lost.append(Lost(rid, "create", name,
                                       f"records of {obj} connected to it could not be read "
                                       "before the delete: not connected again"))
                 continue
             for other, ids in by.items():
+                if str(other) in framed or (obj == own and str(other) in deleted):
+                    continue
                 after = sorted(str(i) for i in ids if str(i) not in deleted)
                 self._relink(obj, str(other), key, after, rid)
 

@@ -21,6 +21,7 @@ from ..frames import Source
 from ..lookup import object_key
 from ..records import Client
 from ..writeback.diff import diff
+from ..writeback.kept import inbound_connections
 from ..writeback.report import Report
 from .build import UndoFrames
 from .reversal import Reversal
@@ -107,7 +108,7 @@ def undo(client: Client, report_or_journal: Report | str | os.PathLike[str], *,
                          "application: nothing can be undone")
     if fields is None:   # no schema to check against: the fields the run knew
         fields = Source.from_dict(header["source"]).fields
-    inbound = [c for c in schema.connections() if c.to_object == obj and c.from_object != obj]
+    inbound = inbound_connections(client, obj)
     built = UndoFrames.build(kept, fields, inbound, _object_records(client, obj))
     plan = diff(built.edited, built.base)
     # the records it deletes: other objects' links to them are read first (plan.requests)

@@ -126,8 +126,10 @@ def lists_frames(client: Client, own: Source, obj: str, lists: Lists) -> Frames:
             {"record_id": rid, "connected_id": c} for c in was)
         after.setdefault(key, []).extend(
             {"record_id": rid, "connected_id": c} for c in sorted(set(was) | set(new)))
-    if obj == own.object_key:
+    if obj == own.object_key and {k for _r, k in lists} <= {f.key for f in own.fields}:
         src = own
+    # another object, or a field of its own the plan's frames do not hold (a run that
+    # loaded some columns): the object's fields from the schema
     else:
         schema = client.schema()
         src = Source("object", obj, schema.object_fields(obj) or [],

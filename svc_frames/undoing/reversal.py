@@ -22,16 +22,17 @@ from typing import Any, ClassVar, Literal
 import pandas as pd
 
 from ..errors import UsageError
-from ..frames import Frames
+from ..frames import Frames, Source
 from ..records import Client
 from ..writeback.budget import DEFAULT_QUOTA_RESERVE, check_reserve
 from ..writeback.diff import diff
+from ..writeback.gate import QuotaGate
 from ..writeback.kept import inbound_connections
 from ..writeback.plan import Plan, RequestEstimate
 from ..writeback.report import Kept, Outcome, Report, RequestCounter, make_report
 from ..writeback.run import write_back
 from .build import LOST_COLUMNS, UndoFrames
-from .relink import plus, relink, relink_requests, relinks
+from .relink import Lists, lists_frames, plus, relink, relink_requests, relinks
 from .runs import journal_runs
 
 __all__ = ["Reversal", "write_back_nothing"]
@@ -259,6 +260,7 @@ class Reversal:
         # the repointing after the creates is kept room for: the plan's own runs stop at
         # the reserve plus what the repointing will need
         kept_back = relink_requests(self.client, self.frames).total
+        reads = self._relink_read_requests()    # the live lists read before it (restore)
         rest = [r for r in remaining.record_ids if r not in set(forced)]
         sends: list[tuple[list[str], Literal["skip", "overwrite"]]] = [
             (rest, "skip"), (forced, "overwrite")]
@@ -268,23 +270,42 @@ class Reversal:
                 continue
             runs.append(write_back(self.client, self.edited, plan=part,
                                    delete_missing=True, on_conflict=on_conflict,
-                                   journal=journal, quota_reserve=reserve + kept_back,
+                                   journal=journal,
+                                   quota_reserve=reserve + kept_back + reads,
                                    **write_options))
         for r in runs:
             self._learn_ids(r)
         undone = len(runs)
         links = None if journal is None else os.fspath(journal) + ".links"
-        reads = 0
-        for obj, lists in relinks(self.frames, self.id_map, self._relink_lists()).items():
-            got, n = relink(self.client, self.frames.source, obj, lists, links, reserve,
-                            write_options)
-            runs += got
-            reads += n
+        reread = 0
+        why = self._claim_reads(reads, reserve + kept_back) if self.id_map else None
+        if why:     # no room for the live lists' reads above the reserve: none is sent
+            runs += [_unsent(self.client, self.frames.source, obj, lists, why)
+                     for obj, lists in relinks(self.frames, self.id_map).items()]
+        elif self.id_map:
+            for obj, lists in relinks(self.frames, self.id_map,
+                                      self._relink_lists()).items():
+                got, n = relink(self.client, self.frames.source, obj, lists, links, reserve,
+                                write_options)
+                runs += got
+                reread += n
         self.reports.extend(runs)
         out = _combined(runs, self.plan, undone)
-        if reads:
-            out.requests["rereads"] = out.requests.get("rereads", 0) + reads
+        if reread:
+            out.requests["rereads"] = out.requests.get("rereads", 0) + reread
         return out
+
+    def _claim_reads(self, reads: int, reserve: int) -> str | None:
+        """The live lists' reads before the repointing (``_relink_read_requests``) claimed
+        of the quota like every other request: None when they may go with the
+        repointing's writes still above ``reserve`` (the reserve plus those writes),
+        else why not (what is left, named)."""
+        if not reads:
+            return None
+        gate = QuotaGate(self.client, reserve)
+        why = gate.claim(reads)
+        gate.release(reads)
+        return why
 
     def _journaled(self, journal: str | os.PathLike[str]
                    ) -> tuple[Mapping[str, Any], dict[str, dict[str, Any]]]:
@@ -366,6 +387,14 @@ def _combined(runs: list[Report], plan: Plan, undone: int) -> Report:
             entries.update(r.kept.entries)
     kept = Kept(dict(header), entries) if header else None
     return Report(table, plan, conflicts, requests, False, runs[-1].quota, kept)
+
+
+def _unsent(client: Client, own: Source, obj: str, lists: Lists, why: str) -> Report:
+    """The Report of a repointing not sent (``why``): each record ``not_applied``."""
+    plan = diff(lists_frames(client, own, obj, lists))
+    rows = [Outcome(rid, plan.actions[rid], list(plan.payloads.get(rid, {})),
+                    "not_applied", why) for rid in plan.record_ids]
+    return make_report(rows, plan, [], RequestCounter())
 
 
 def write_back_nothing(plan: Plan) -> Report:

@@ -105,10 +105,11 @@ def keys_source(source: Source) -> Source:
 
 
 def inbound_connections(client: Client, obj: str) -> list[Connection]:
-    """The connection fields of other objects into ``obj`` (whose links to a deleted
-    record the service drops). Usage: ``inbound_connections(client, "object_3")``"""
-    return [c for c in client.schema().connections()
-            if c.to_object == obj and c.from_object != obj]
+    """The connection fields into ``obj`` (whose links to a deleted record the service
+    drops): other objects', and ``obj``'s own (its records outside the run's frames, or
+    fields the frames did not load, are known only by reading them).
+    Usage: ``inbound_connections(client, "object_3")``"""
+    return [c for c in client.schema().connections() if c.to_object == obj]
 
 
 class Keeper:
@@ -132,7 +133,7 @@ class Keeper:
         self._chunks: dict[str, int] = {}              # connecting object -> ids a read
 
     def link_fields(self) -> list[Connection]:
-        """The connection fields of other objects into the run's object (the schema's,
+        """The connection fields into the run's object, its own included (the schema's,
         read once; none through a view: its user may not read other objects)."""
         if self._conns is None:
             self._conns = [] if self.run.tgt.is_view else inbound_connections(
@@ -141,7 +142,8 @@ class Keeper:
 
     def keep_links(self, ids: Sequence[str]) -> bool:
         """Just before a batch of deletes (``ids``; after the live guard's re-read): the
-        records of other objects connected to each, with their whole connection lists
+        records connected to each (of other objects, and of the object itself: those
+        outside the frames), with their whole connection lists
         (the service drops those links at the delete; an undo points them at the
         re-created record). Read per batch, so a link made while the run went is known
         unless it lands within the moment between this read and the delete. One list
