@@ -160,3 +160,27 @@ def test_the_checks_catch_a_broken_reference(tmp_path: Path) -> None:
     files = ["svc_frames/read/pager.py", "svc_frames/kinds/dates.py"]
     assert missing_python("pager.py, read/pager.py, kinds/dates.py and decoder.py",
                           files) == ["decoder.py"]
+
+
+MEASURED = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b")
+MEASURE_WORDS = re.compile(r"\b(measured|median|took|best of)\b", re.I)
+
+
+def dated_measurements(text: str) -> list[str]:
+    """Lines holding a date and a measuring word: a figure of one day, which belongs in
+    docs/benchmarks.md (or its history), not in a comment that outlives it."""
+    return [line.strip() for line in text.splitlines()
+            if MEASURED.search(line) and MEASURE_WORDS.search(line)]
+
+
+def test_no_dated_measurement_in_the_package() -> None:
+    """Figures live in docs/benchmarks.md and docs/benchmark-history.md: the package's
+    comments and docstrings say why, not what one day measured."""
+    bad = {rel(p): found for p in sorted((REPO / "svc_frames").rglob("*.py"))
+           if (found := dated_measurements(p.read_text(encoding="utf-8")))}
+    assert not bad, f"dated measurements in code (move them to docs/): {bad}"
+
+
+def test_the_dated_measurement_check_sees_one() -> None:
+    assert dated_measurements("x = 1  # measured 2026-11-23: median 2.71 s\n")
+    assert not dated_measurements('Usage: ``as_of("app.duckdb", "2026-11-27 18:00")``\n')

@@ -112,8 +112,8 @@ class PagePipeline:
 class PageParts:
     """The frames of a run's pages, in order, each with its pass number, joined as they
     come in while the reader would wait anyway: set as the pager's ``on_idle``, so that the
-    join after the last answer is short (in a paced 40-page load it took 25-45 ms after
-    the last page, most of a load's time past its last answer but the round trip).
+    join after the last answer is short (it was most of a load's time past its last
+    answer but the round trip: docs/pacing.md).
 
     Adjacent parts of the current pass holding as many pages each are joined, pair by
     pair while the next page is still on its way (a binary counter: about log2(pages)
@@ -195,7 +195,7 @@ def latest_only(parts: list[Frames], repeated: Collection[str] | None = None
 
     Usage: ``concat_frames(latest_only(parts, report.repeated), source)``"""
     # only the repeated ids are looked for (a few, usually): walking every id in Python
-    # took ~0.1 s of a 50,000-record load after its last answer
+    # after the last answer grows with the load
     if repeated is None:
         every = pd.Index(np.concatenate([f.main.index.to_numpy(dtype=object)
                                          for f in parts]) if parts else [])
@@ -231,7 +231,7 @@ PAGES_AHEAD = 8
 as they come: enough to cover a round trip at the pace one process decodes (a wide
 1000-record page takes ~30-50 ms), where the fetch window's default (twice the client's
 workers) let a load that decodes slower than the service answers hold two dozen parsed
-pages (5 MB each) at once, and its process keep that memory (docs/benchmarks.md)."""
+pages at once, and its process keep that memory (docs/benchmarks.md, "A load's memory")."""
 
 
 DECODER_MIN_PAGES = 8
@@ -259,17 +259,16 @@ HELPER_CORES = 3
 """Cores a helper needs the machine to have: one for this process, one for the service and
 one for the helper. A load faster than the hosted pace is a load from the local service
 (the hosted one answers 10 requests/s), which runs on this machine. On 2 cores the helper
-shares the service's core and does not pay even when it looks idle: measured 2026-11-23 on
-2 cores (cold 50,000-record loads, four rounds interleaved), median 2.71 s without a
-helper, 2.80 s with one, 3.09 s with two."""
+shares the service's core and does not pay even when it looks idle (the rounds measured:
+docs/benchmark-history.md, "no decoder helper process on 2 cores")."""
 
 
 def core_idle() -> bool:
     """Whether a core is free for a helper: :data:`HELPER_CORES` or more, and a load
     average (last minute) leaving one beyond this process and the service. On a busy
-    machine a helper only competes for the cores this process and the service need:
-    measured on 2 busy cores (load average 7), a cold 50,000-record load took 13.6 s with
-    a helper against 5.4 s without (warm: 15 s against 9-11 s)."""
+    machine a helper only competes for the cores this process and the service need
+    (a cold load on 2 busy cores took more than twice as long with a helper:
+    docs/benchmark-history.md, "no decoder helper process on 2 cores")."""
     cores = os.cpu_count() or 1
     if cores < HELPER_CORES:
         return False
