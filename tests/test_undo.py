@@ -464,3 +464,23 @@ def test_records_of_other_objects_connected_to_a_deleted_one_point_at_the_new_on
     assert set(redo.apply(**QUIET).table["status"]) == {"applied"}
     final = _load(client).tables[PARTS]
     assert not final["connected_id"].isin(list(u.id_map.values())).any()
+
+
+def test_a_delete_from_frames_of_some_columns_lists_the_unread_fields_as_lost(
+        svc: LocalService) -> None:
+    """A run whose frames held a subset of the columns deleted a record: its other fields
+    were never read, so an undo re-creates it without them and says so before any write
+    (never a silent gap)."""
+    client = client_for(svc, rate_limit=0)
+    frames = read_object(client, OBJ, columns=[TITLE, QTY], progress=False)
+    assert list(frames.main.columns) == ["Title", "Quantity"]   # a subset: by label
+    gone = str(frames.main.index[-1])
+    frames.main = frames.main.drop(gone)
+    report = write_back(client, frames, delete_missing=True, guard="once", **QUIET)
+    assert _status(report)[gone] == "applied"
+    lost = undo(client, report).lost
+    unread = set(lost.loc[(lost["record_id"] == gone)
+                          & lost["why"].str.contains("never read"), "field"])
+    assert {STATUS, PARTS, "field_13", "field_29"} <= unread
+    assert not {TITLE, QTY} & unread
+    assert "field_24" not in unread and "field_18" not in unread   # said otherwise or nothing

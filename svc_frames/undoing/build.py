@@ -90,7 +90,12 @@ class UndoFrames:
                         kept, timezone=then.timezone, app_id=then.app_id,
                         base_url=then.base_url, columns="keys", name=then.name,
                         load={"object_records": records} if records is not None else None)
-        b = _Builder(source, gone)
+        known = {f.key for f in then.fields}
+        # fields of the object the run's frames did not hold (a subset of columns, or a
+        # field added since): a deleted record's values there were never read
+        unread = [f.key for f in fields if f.key not in known
+                  and not not_restorable(f, False, False)]
+        b = _Builder(source, gone, unread)
         deleted = {str(x.get("record_id")) for x in run.entries.values()
                    if x.get("action") == "delete"}
         for rid, e in run.entries.items():
@@ -106,8 +111,9 @@ class UndoFrames:
 
 
 class _Builder:
-    def __init__(self, source: Source, gone: Mapping[str, str]) -> None:
-        self.source, self.gone = source, gone
+    def __init__(self, source: Source, gone: Mapping[str, str],
+                 unread: Sequence[str] = ()) -> None:
+        self.source, self.gone, self.unread = source, gone, list(unread)
         self.layout = ColumnMap.of(source)
         self.empty = build_frames([], source.fields, source, keep_original=False)
         self.base_rows: dict[str, dict[str, Any]] = {}
@@ -184,6 +190,10 @@ class _Builder:
             if any(c == key or c.startswith(key + ".") for c, v in cells.items()
                    if v is not None):
                 self.lost.append(Lost(rid, "create", key, self.gone[key]))
+        for key in self.unread:
+            self.lost.append(Lost(rid, "create", key,
+                                  "not in the run's frames (not loaded, or added since): "
+                                  "its value before the delete was never read"))
         for key, f in layout.fields.items():
             cols = layout.field_cols.get(key, [])
             held = [c for c in cols if cells.get(c) is not None]
