@@ -171,7 +171,8 @@ class _EarlyRows:
     def of(self, ids: list[str]) -> Frames:
         with self.lock:
             missing = [i for i in ids if i not in self.seen]
-            parts = self.parts + [self.state.rows_of(self.key, missing)]
+            parts = self.parts + ([self.state.rows_of(self.key, missing)]
+                                  if missing or not self.parts else [])
         got = parts[0]
         for p in parts[1:]:
             got = _concat(got, p)
