@@ -173,8 +173,8 @@ def test_parquet_history_written_partition_by_partition(fresh_service: LocalServ
 
 @pytest.mark.slow(seconds=5)
 def test_window_of_several_pages_reads_each_pages_rows_once(tmp_path: Path) -> None:
-    # the target's rows of a window page are read while the next page comes: a window of
-    # several pages (5 records a page) reads each record's rows once and stays exact
+    # a window of several pages (5 records a page) reads each record's rows once and
+    # stays exact
     with LocalService(demo=True, records=120, rate_limit=0, seed=5) as svc:
         client = client_of(svc)
         target = str(tmp_path / "app.duckdb")

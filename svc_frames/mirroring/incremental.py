@@ -35,7 +35,6 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
-import threading
 
 import numpy as np
 import pandas as pd
@@ -81,10 +80,8 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int)
     if clock_skew(client) is None:   # the cutoff then needs the newest stamp held
         stamps = state.columns_of(run.key, [bare[mod]])[bare[mod]]
     started = dt.datetime.now(dt.timezone.utc)
-    early = _EarlyRows(state, run.key)
-    server, _, total = stamp_window(client, source, load, mod, stamps, rpp,
-                                    on_part=early.read)
-    old = early.of([str(i) for i in server.main.index])
+    server, _, total = stamp_window(client, source, load, mod, stamps, rpp)
+    old = state.rows_of(run.key, [str(i) for i in server.main.index])
     inserted, updated = changed(old, server)
     gone: list[str] = []
     held_rows = prev.rows + len(inserted)
@@ -146,46 +143,6 @@ def changed(old: Frames, new: Frames) -> tuple[list[str], list[str]]:
         out.update(records_differing(before[member(before["record_id"], ids)],
                                      t[member(t["record_id"], ids)]))
     return inserted, [str(i) for i in common if str(i) in out]
-
-
-class _EarlyRows:
-    """The target's rows of the window's records, read page by page as the window's pages
-    are decoded (``stamp_window``'s ``on_part``, in its thread): a page's rows are read
-    while the next page is on the wire. ``of`` gives the rows of the window's final
-    records, reading those no page gave (a pass fetched again) and leaving out those it no
-    longer holds."""
-
-    def __init__(self, state: MirrorState, key: str) -> None:
-        self.state, self.key = state, key
-        self.parts: list[Frames] = []
-        self.seen: set[str] = set()
-        self.lock = threading.Lock()   # an "or" filter's windows are paged side by side
-
-    def read(self, part: Frames) -> None:
-        with self.lock:
-            ids = [str(i) for i in part.main.index if str(i) not in self.seen]
-            if ids:
-                self.seen.update(ids)
-                self.parts.append(self.state.rows_of(self.key, ids))
-
-    def of(self, ids: list[str]) -> Frames:
-        with self.lock:
-            missing = [i for i in ids if i not in self.seen]
-            parts = self.parts + ([self.state.rows_of(self.key, missing)]
-                                  if missing or not self.parts else [])
-        got = parts[0]
-        for p in parts[1:]:
-            got = _concat(got, p)
-        if len(self.parts) > 1 or missing:   # one order, as one read gives it
-            got = Frames(got.main.sort_index(kind="stable"), {
-                k: t.sort_values("record_id", kind="stable").reset_index(drop=True)
-                for k, t in got.tables.items()}, got.source)
-        if self.seen - set(ids):   # a page of a pass fetched again: not the window's
-            want = pd.Index(ids, dtype=object)
-            got = Frames(got.main[member(got.main.index, want)], {
-                k: t[member(t["record_id"], want)].reset_index(drop=True)
-                for k, t in got.tables.items()}, got.source)
-        return got
 
 
 def _concat(a: Frames, b: Frames) -> Frames:
