@@ -169,3 +169,29 @@ def test_parquet_history_written_partition_by_partition(fresh_service: LocalServ
     assert first.stat().st_ino != was.st_ino   # its version closed: rewritten
     same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
                 sf.read_object(client, "object_3", columns="keys"))
+
+
+@pytest.mark.slow(seconds=5)
+def test_window_of_several_pages_reads_each_pages_rows_once(tmp_path: Path) -> None:
+    # a window of several pages (5 records a page) reads each record's rows once and
+    # stays exact
+    with LocalService(demo=True, records=120, rate_limit=0, seed=5) as svc:
+        client = client_of(svc)
+        target = str(tmp_path / "app.duckdb")
+        sf.mirror(client, target, ["object_3"], rows_per_page=5)
+        loaded = sf.read_object(client, "object_3", columns="keys")
+        blank = set(loaded.main.index[loaded.main["field_46"].isna()])
+        updated = [i for i in loaded.main.index if i not in blank][:12]
+        for rid in updated:
+            svc.pages.update_record("object_3", rid, {"field_12": f"Changed {rid}"})
+        time.sleep(0.05)
+        o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+        assert (o.inserted, o.updated, o.deleted) == (0, len(updated), 0)
+        assert not o.full and o.requests >= 3   # the window came in several pages
+        # each record's rows read once: the updated ones, and blanks the window held
+        assert rows_of(loaded, set(updated)) <= o.rows_read <= rows_of(
+            loaded, blank | set(updated))
+        assert history(target, "SELECT count(*) FROM {h} WHERE change = 'update'") == [
+            (len(updated),)]
+        now = sf.read_object(client, "object_3", columns="keys")
+        same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"], now)
