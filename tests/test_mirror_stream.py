@@ -192,3 +192,25 @@ def test_a_write_failing_mid_listing_leaves_nothing(tmp_path: Path,
         finally:
             tgt.close()
         assert sf.mirror(client, target, ["object_3"]).total("inserted") == 200
+
+
+def test_a_run_stopped_outside_a_listing_stops_its_writer_threads(tmp_path: Path) -> None:
+    """Ctrl-C between two objects (or in a listing's finish) ends the run's block while a
+    writer thread may still be alive: it is stopped before the transaction rolls back, so
+    no thread uses the connection then, nor when the interpreter exits under it."""
+    import datetime as dt
+
+    from svc_frames.mirroring.stream import RunWrites
+    tgt = open_target(tmp_path / "m.duckdb")
+    try:
+        tgt.check()
+        with pytest.raises(KeyboardInterrupt):
+            with RunWrites(tgt) as writes:
+                stream = StreamedObject(writes, "work_orders", dt.datetime.now(dt.timezone.utc),
+                                        1)
+                assert stream._thread.is_alive()
+                raise KeyboardInterrupt
+        assert not stream._thread.is_alive()
+        assert stream.why_not == "abandoned"
+    finally:
+        tgt.close()

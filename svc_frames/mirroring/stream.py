@@ -64,6 +64,7 @@ class RunWrites:
     def __init__(self, target: Target) -> None:
         self.target = target
         self.writer: Writer | None = None
+        self.streams: list[StreamedObject] = []   # their writer threads use the writer
         self._stack = ExitStack()
 
     def open(self) -> Writer:
@@ -76,6 +77,12 @@ class RunWrites:
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        if exc[0] is not None:
+            # a run stopped anywhere (Ctrl-C between two objects, in a finish): no writer
+            # thread may still use the connection when it rolls back, or when the
+            # interpreter exits under it
+            for stream in self.streams:
+                stream.abandon()
         self._stack.__exit__(*exc)   # commits, or rolls back and lets the error through
 
 
@@ -106,6 +113,7 @@ class StreamedObject:
         self._queue: queue.Queue[Any] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="svc-mirror-writer",
                                         daemon=True)
+        writes.streams.append(self)
         self._thread.start()
 
     # ---- the reading side ---------------------------------------------------------------
