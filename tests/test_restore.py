@@ -83,6 +83,7 @@ def _tick() -> pd.Timestamp:
 
 
 # ---- a "delete all" restored, with its connections both ways --------------------------------
+@pytest.mark.slow(seconds=8)
 def test_a_delete_all_of_work_orders_comes_back_from_a_duckdb_mirror(
         svc: LocalService, tmp_path: Path) -> None:
     client = client_for(svc, rate_limit=0)
@@ -146,6 +147,7 @@ def test_a_delete_all_of_work_orders_comes_back_from_a_duckdb_mirror(
 
 
 # ---- another user's edits are conflicts, never overwritten unless forced ------------------------
+@pytest.mark.slow(seconds=8)
 def test_a_restore_racing_another_users_edits_leaves_theirs(svc: LocalService,
                                                             tmp_path: Path) -> None:
     client = client_for(svc, rate_limit=0)
@@ -240,6 +242,7 @@ def test_bad_input_is_refused_naming_the_culprit(svc: LocalService, tmp_path: Pa
 
 
 # ---- a Parquet mirror: some records, a filter, the records made since deleted -------------------
+@pytest.mark.slow(seconds=10)
 def test_a_parquet_mirror_restores_some_records_and_deletes_those_made_since(
         svc: LocalService, tmp_path: Path) -> None:
     client = client_for(svc, rate_limit=0)
@@ -297,6 +300,7 @@ class _CrashingClient(Client):
         return super().create_record(*a, **kw)
 
 
+@pytest.mark.slow(seconds=8)
 def test_an_interrupted_restore_resumes_without_sending_twice(svc: LocalService,
                                                               tmp_path: Path) -> None:
     client = client_for(svc, rate_limit=0)

@@ -288,6 +288,7 @@ def _copy(src: Path, where: Path) -> Path:
     return where / src.name
 
 
+@pytest.mark.slow(seconds=8)
 @pytest.mark.parametrize("trip", list(TRIPS))
 def test_every_kind_round_trips_exactly(exports: dict[str, Path], tmp_path: Path,
                                         trip: str) -> None:

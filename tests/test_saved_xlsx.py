@@ -31,6 +31,7 @@ def _put(svc: LocalService, rid: str, body: dict[str, object]) -> None:
     r.raise_for_status()
 
 
+@pytest.mark.slow(seconds=8)
 def test_formula_like_text_and_leading_zeros_survive_excel(fresh_service: LocalService,
                                                            tmp_path: Path) -> None:
     client = _client(fresh_service)

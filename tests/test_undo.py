@@ -405,6 +405,7 @@ def test_records_connected_to_a_re_created_record_point_at_the_new_one() -> None
         assert of(new_a) == set()
 
 
+@pytest.mark.slow(seconds=10)
 def test_a_journal_of_several_runs_undoes_the_one_asked(svc: LocalService,
                                                         tmp_path: Path) -> None:
     client = client_for(svc, rate_limit=0)

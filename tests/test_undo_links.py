@@ -62,6 +62,7 @@ def _a_part_made_by_mistake(client: Client) -> tuple[list[str], str, Any]:
     return updated, str(made), report
 
 
+@pytest.mark.slow(seconds=12)
 def test_a_link_made_while_the_undo_runs_is_kept_and_pointed_at_the_re_created_record(
         svc: LocalService) -> None:
     client = client_for(svc, rate_limit=0)
