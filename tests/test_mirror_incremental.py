@@ -34,6 +34,12 @@ def history(target: str, sql: str) -> list[tuple[object, ...]]:
         con.close()
 
 
+def as_of_rows(target: str) -> int:
+    """Rows of the work orders' current tables (main and exploded) the target holds."""
+    now = sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"]
+    return rows_of(now, set(now.main.index))
+
+
 def rows_of(frames: sf.Frames, ids: set[str]) -> int:
     """Rows of these records in the object's current tables (main and exploded)."""
     n = int(np.isin(frames.main.index.to_numpy(dtype=object), list(ids)).sum())
@@ -104,13 +110,16 @@ def test_incremental_runs_exact_while_other_users_edit(tmp_path: Path, kind: str
         target = target_of(tmp_path, kind)
         first = sf.mirror(client, target, ["object_3"])
         counted = first.total("inserted")
-        held = first.objects["object_3"].inserted
         for _ in range(3):
             time.sleep(0.7)
+            # what a listing of everything would read back: every row the target holds
+            whole = as_of_rows(target)
             o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
             counted += o.inserted + o.updated + o.deleted
-            assert not o.full and o.rows_read < held * 2
-            held += o.inserted - o.deleted
+            # fewer than all: how many fewer depends on how many records the other users
+            # touch while the run lasts (a loaded machine's run lasts longer), so the exact
+            # count is the quiet test's above
+            assert not o.full and o.rows_read < whole
         assert svc.activity is not None
         svc.activity.stop()
         time.sleep(0.3)
