@@ -9,7 +9,6 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
-import polars as pl
 import pytest
 
 import svc_frames as sf
@@ -43,6 +42,8 @@ def test_parquet_mirror_read_as_it_is(fresh_service: LocalService, tmp_path: Pat
                                                     ("update", 1)]
     assert con.execute(f"SELECT count(*) FROM '{target}/work_orders/*.parquet'"
                        ).fetchone() == (29,)
+    import polars as pl  # here, not where every worker collects the module
+
     closed = pl.scan_parquet(f"{target}/work_orders__history/**/*.parquet").filter(
         pl.col("valid_to").is_not_null() & (pl.col("change") != "delete")).collect()
     assert sorted(closed["id"].to_list()) == sorted(ids[:2])
