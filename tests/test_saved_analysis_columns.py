@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures.saved_parts import read_part, write_part
 
 from svc_frames.errors import UsageError
 from svc_frames.records import Client
@@ -38,33 +39,18 @@ def _part(out: Path) -> Path:
     return part
 
 
-def _read(part: Path) -> pd.DataFrame:
-    if part.suffix == ".xlsx":
-        return pd.read_excel(part)
-    return pd.read_parquet(part) if part.suffix == ".parquet" else pd.read_csv(part)
-
-
-def _write(df: pd.DataFrame, part: Path) -> None:
-    if part.suffix == ".parquet":
-        df.to_parquet(part, index=False)
-    elif part.suffix == ".xlsx":
-        df.to_excel(part, index=False)
-    else:
-        df.to_csv(part, index=False)
-
-
 def _with_calc(out: Path) -> tuple[Path, pd.DataFrame]:
     """The analyst's habit: read with pandas' defaults, add a column, edit a cell and
     append a row, write back."""
     part = _part(out)
-    df = _read(part)
+    df = read_part(part)
     df["my_calc"] = df["Priority"] * 2
     df.loc[0, "Title"] = "Edited beside my_calc"
     new = len(df)
     df.loc[new, "Title"] = "Created beside my_calc"
     df.loc[new, "my_calc"] = 7
     df.loc[new, "id"] = None
-    _write(df, part)
+    write_part(df, part)
     return part, df
 
 
@@ -85,7 +71,7 @@ def test_an_analysis_column_is_left_out_and_kept_in_the_file(
     assert report.counts == {"applied": 2} and report.left_out == ["my_calc"]
     assert _writes(fresh_service) == before + 2
     # rewritten with the new record's id: the analyst's column is still there, as it was
-    back = _read(_part(out))
+    back = read_part(_part(out))
     assert "my_calc" in back.columns and back["id"].notna().all()
     assert back["my_calc"].astype(float).tolist() == pd.Series(df["my_calc"]).astype(float) \
         .tolist()
@@ -93,7 +79,7 @@ def test_an_analysis_column_is_left_out_and_kept_in_the_file(
     assert "my_calc" not in meta["columns"]     # never among the saved columns
     assert push(client, out, dry_run=True).counts.get("planned", 0) == 0
     # dropped again by the analyst: the file still fits
-    _write(back.drop(columns=["my_calc"]), _part(out))
+    write_part(back.drop(columns=["my_calc"]), _part(out))
     assert push(client, out, dry_run=True).counts.get("planned", 0) == 0
 
 
@@ -111,9 +97,9 @@ def test_a_column_that_looks_like_a_field_is_refused_naming_the_file(
     out = export(client, "object_3", tmp_path / "orders", format=fmt, columns="labels",
                  progress=False).path
     part = _part(out)
-    df = _read(part)
+    df = read_part(part)
     df[column] = 1
-    _write(df, part)
+    write_part(df, part)
     before = fresh_service.request_log.count()
     with pytest.raises(UsageError) as exc:
         push(client, out, dry_run=True)
@@ -166,10 +152,10 @@ def test_cli_push_leaves_the_analysis_column_out(fresh_service: LocalService,
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1])["status"] == {"applied": 2}
     assert _writes(fresh_service) == before + 2
-    assert "my_calc" in _read(_part(out)).columns
+    assert "my_calc" in read_part(_part(out)).columns
     # a key-shaped name: refused before any request, one line naming the file and the fix
     part = _part(out)
-    _write(_read(part).assign(field_99=1), part)
+    write_part(read_part(part).assign(field_99=1), part)
     bad = cli("push", str(out), "--dry-run")
     assert bad.returncode == 2 and str(part) in bad.stderr and "field_99" in bad.stderr
     assert "rename it" in bad.stderr and "Traceback" not in bad.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures.saved_parts import read_part, write_part
 
 from svc_frames.errors import UsageError
 from svc_frames.records import Client
@@ -26,24 +27,9 @@ def _client(svc: LocalService) -> Client:
                   backoff=0.01)
 
 
-def _read(part: Path) -> pd.DataFrame:
-    if part.suffix == ".xlsx":
-        return pd.read_excel(part)
-    return pd.read_parquet(part) if part.suffix == ".parquet" else pd.read_csv(part)
-
-
-def _write(df: pd.DataFrame, part: Path) -> None:
-    if part.suffix == ".parquet":
-        df.to_parquet(part, index=False)
-    elif part.suffix == ".xlsx":
-        df.to_excel(part, index=False)
-    else:
-        df.to_csv(part, index=False)
-
-
 def _edit(path: Path, fn: Callable[[pd.DataFrame], pd.DataFrame]) -> Path:
     (part,) = path.iterdir()
-    _write(fn(_read(part)), part)
+    write_part(fn(read_part(part)), part)
     return part
 
 
@@ -59,7 +45,7 @@ def _tags(out: Path) -> Path:
 def _first_tagged(out: Path) -> tuple[str, list[str]]:
     """A record with tags and its tags, as the table lists them."""
     (part,) = _tags(out).iterdir()
-    t = _read(part)
+    t = read_part(part)
     rid = str(t["record_id"].iloc[0])
     return rid, [str(v) for v in t.loc[t["record_id"] == rid, "value"]]
 
@@ -113,7 +99,7 @@ def test_a_choice_edited_in_its_table_is_that_record_s_cell(
     assert fresh_service.request_log.count(method="PUT") == before + 1
     assert push(client, out, dry_run=True).counts.get("planned", 0) == 0
     fresh = _export(client, tmp_path / "again", fmt)
-    assert sorted(_read(next(_tags(fresh).iterdir())).query("record_id == @rid")["value"]
+    assert sorted(read_part(next(_tags(fresh).iterdir())).query("record_id == @rid")["value"]
                   .astype(str)) == sorted(want)
 
 
@@ -184,7 +170,7 @@ def test_a_connection_row_added_or_removed_is_one_update(
     out = _export(client, tmp_path, fmt)
     parts = out.with_name("orders.tables") / "Parts"
     (part,) = parts.iterdir()
-    t = _read(part)
+    t = read_part(part)
     rid = str(t["record_id"].iloc[0])
     other = next(c for c in t["connected_id"] if c not in set(t.loc[t["record_id"] == rid,
                                                                      "connected_id"]))
@@ -221,7 +207,7 @@ def test_a_timer_s_intervals_and_columns_both_edited_are_refused(
     out = _export(client, tmp_path, fmt)
     timers = out.with_name("orders.tables") / "Work_Time"
     (part,) = timers.iterdir()
-    rid = str(_read(part)["record_id"].iloc[0])
+    rid = str(read_part(part)["record_id"].iloc[0])
     _edit(timers, lambda t: t.assign(to=t["to"].where(t.index != 0, t["from"])))
     plan = push(client, out, dry_run=True)    # the intervals alone: one change
     assert plan.counts == {"planned": 1} and list(plan.plan.changes["record_id"]) == [rid]
@@ -242,7 +228,7 @@ def test_tables_named_by_key(fresh_service: LocalService, tmp_path: Path) -> Non
                  progress=False).path
     tags = out.with_name("orders.tables") / "field_28"
     (part,) = tags.iterdir()
-    rid = str(_read(part)["record_id"].iloc[0])
+    rid = str(read_part(part)["record_id"].iloc[0])
     _edit(tags, lambda t: t[t["record_id"] != rid])
     plan = push(client, out, dry_run=True)
     assert plan.counts == {"planned": 1}

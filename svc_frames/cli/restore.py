@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from .common import add_credentials, client_from_args, run_client_command
-from .reversal import run_reversal
+from .reversal import add_reversal_flags, run_reversal
 
 
 def add_restore(sub: Any) -> argparse.ArgumentParser:
@@ -33,12 +33,9 @@ def add_restore(sub: Any) -> argparse.ArgumentParser:
                    help="only these records (default: every record)")
     p.add_argument("--delete-created", action="store_true",
                    help="delete the records created after TIME")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, send nothing")
     p.add_argument("--journal", default=None,
                    help="the restore's journal (resume an interrupted restore; undo it)")
-    p.add_argument("--force", action="append", default=[], metavar="ID",
-                   help="overwrite this record even where someone changed it after the "
-                        "mirror's last run (repeatable)")
+    add_reversal_flags(p, changed_after="the mirror's last run")
     add_credentials(p)
     return p
 

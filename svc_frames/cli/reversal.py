@@ -1,9 +1,11 @@
-"""What ``svc-frames undo`` and ``svc-frames restore`` share: a plan printed with what
-cannot come back, then sent (or not: ``--dry-run``, which prints the requests it would
-send), the old -> new ids and one JSON summary line."""
+"""What ``svc-frames undo`` and ``svc-frames restore`` share: the ``--dry-run`` and
+``--force`` flags, a plan printed with what cannot come back, then sent (or not:
+``--dry-run``, which prints the requests it would send), the old -> new ids and one JSON
+summary line."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -12,6 +14,15 @@ from typing import Any
 import pandas as pd
 
 from ..undoing.reversal import Reversal
+
+
+def add_reversal_flags(p: argparse.ArgumentParser, *, changed_after: str) -> None:
+    """``--dry-run`` and ``--force``, the flags ``run_reversal`` is given: a cell someone
+    changed after ``changed_after`` (the run, the mirror's last run) is a conflict."""
+    p.add_argument("--dry-run", action="store_true", help="print the plan, send nothing")
+    p.add_argument("--force", action="append", default=[], metavar="ID",
+                   help="overwrite this record even where someone changed it after "
+                        f"{changed_after} (repeatable)")
 
 
 def run_reversal(plan: Reversal, sections: Sequence[tuple[str, pd.DataFrame]], *,

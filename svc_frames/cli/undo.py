@@ -7,7 +7,7 @@ from typing import Any
 
 from ..undoing import undo
 from .common import add_credentials, client_from_args, run_client_command
-from .reversal import run_reversal
+from .reversal import add_reversal_flags, run_reversal
 
 
 def add_undo(sub: Any) -> argparse.ArgumentParser:
@@ -22,16 +22,13 @@ def add_undo(sub: Any) -> argparse.ArgumentParser:
                     "the same command again with the same --journal resumes an "
                     "interrupted undo; the undo's own journal undoes the undo.")
     p.add_argument("journal", help="the run's journal (JSON lines)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, send nothing")
     p.add_argument("--journal", dest="undo_journal", default=None,
                    help="the undo's own journal (resume an interrupted undo; undo it)")
     p.add_argument("--object", default=None,
                    help="refuse a journal of another object (key or name)")
     p.add_argument("--run", type=int, default=-1,
                    help="which run of a journal holding several (default -1: the last)")
-    p.add_argument("--force", action="append", default=[], metavar="ID",
-                   help="overwrite this record even where someone changed it after the "
-                        "run (repeatable)")
+    add_reversal_flags(p, changed_after="the run")
     add_credentials(p)
     return p
 

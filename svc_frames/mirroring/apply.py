@@ -37,7 +37,7 @@ from .schemas import FieldChanges
 from .state import FORMAT, MirrorState, ObjectState, fit_name, history_name
 from .stream import StreamedObject
 from .stream import null_free as _null_free
-from .target import Target, Writer
+from .target import MirrorTarget, Writer
 
 __all__ = ["ObjectRun", "RunPlan", "write_run", "current_tables"]
 
@@ -159,7 +159,7 @@ def rows_for(data: pa.Table, column: str, ids: list[str]) -> pa.Table:
     return data.filter(mask)
 
 
-def write_object(w: Writer, target: Target, have: set[str], run: ObjectRun,
+def write_object(w: Writer, target: MirrorTarget, have: set[str], run: ObjectRun,
                  when: dt.datetime, run_id: int
                  ) -> tuple[list[TableSpec], dict[str, int], list[dict[str, Any]]]:
     """One object's tables (module docstring); its current TableSpecs (a refreshed
@@ -223,7 +223,7 @@ def _delete_markers(w: Writer, run: ObjectRun, when: dt.datetime, run_id: int) -
              versions(frame_to_arrow(gone), when, run_id, "delete", valid_to=when))
 
 
-def _follow_schema(w: Writer, target: Target, hist: str, shape: pa.Schema,
+def _follow_schema(w: Writer, target: MirrorTarget, hist: str, shape: pa.Schema,
                    changes: FieldChanges | None) -> list[dict[str, Any]]:
     """The history table's columns after a schema change: the old kind's columns renamed
     ``<column>__<old kind>``, the new columns added (empty in earlier versions)."""
@@ -244,7 +244,7 @@ def _follow_schema(w: Writer, target: Target, hist: str, shape: pa.Schema,
     return renames
 
 
-def write_run(target: Target, plan: RunPlan, writer: Writer | None = None) -> None:
+def write_run(target: MirrorTarget, plan: RunPlan, writer: Writer | None = None) -> None:
     """The whole run in one transaction (module docstring): ``writer``'s, when the run
     opened it already (stream.py), else one opened here."""
     when = plan.started

@@ -41,7 +41,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import UsageError
-from .target import Target, Writer, open_target
+from .target import MirrorTarget, Writer, open_target
 
 __all__ = ["AssetCopy", "asset_copies", "held_copies", "write_copies", "ASSETS_TABLE"]
 
@@ -79,7 +79,7 @@ class AssetCopy:
     asset_id: str = ""
 
 
-def held_copies(target: Target, keys: Sequence[str]) -> set[tuple[str, str, str, str]]:
+def held_copies(target: MirrorTarget, keys: Sequence[str]) -> set[tuple[str, str, str, str]]:
     """The copies the target holds for these objects, by key (the bytes not read)."""
     if ASSETS_TABLE not in target.tables():
         return set()
@@ -89,7 +89,7 @@ def held_copies(target: Target, keys: Sequence[str]) -> set[tuple[str, str, str,
             if o in keys}
 
 
-def write_copies(w: Writer, target: Target, copies: pa.Table | None) -> None:
+def write_copies(w: Writer, target: MirrorTarget, copies: pa.Table | None) -> None:
     """The run's copies into ``svc_assets`` (created on the first)."""
     if copies is None:
         return
@@ -98,7 +98,7 @@ def write_copies(w: Writer, target: Target, copies: pa.Table | None) -> None:
     w.insert(ASSETS_TABLE, copies)
 
 
-def _select(target: Target, columns: list[str], object_key: str | None,
+def _select(target: MirrorTarget, columns: list[str], object_key: str | None,
             record_ids: Sequence[str] | None) -> pa.Table:
     """Some columns of ``svc_assets``, for an object's records, without reading the rest
     (every copy's bytes) where the target can."""
@@ -145,7 +145,7 @@ def _select(target: Target, columns: list[str], object_key: str | None,
         parts = [pq.read_table(f, columns=columns, filters=filt) for f in files]
         return (pa.concat_tables(parts) if parts
                 else pa.schema([SCHEMA.field(c) for c in columns]).empty_table())
-    table = target.read(ASSETS_TABLE).select(columns)   # another Target: all of it
+    table = target.read(ASSETS_TABLE).select(columns)   # another MirrorTarget: all of it
     mask = pa.array([True] * table.num_rows, pa.bool_())
     if object_key is not None:
         mask = pc.and_(mask, pc.equal(table.column("object_key"), object_key))
@@ -155,14 +155,14 @@ def _select(target: Target, columns: list[str], object_key: str | None,
     return table.filter(mask)
 
 
-def asset_copies(target: str | os.PathLike[str] | Target, object_key: str,
+def asset_copies(target: str | os.PathLike[str] | MirrorTarget, object_key: str,
                  record_ids: Sequence[str], *, run: int | None = None
                  ) -> dict[tuple[str, str], AssetCopy]:
     """The mirror's copies of the files and images of some records (restore's source).
 
     Parameters
     ----------
-    target : str, os.PathLike or Target
+    target : str, os.PathLike or MirrorTarget
         The mirror (as ``mirror`` takes it).
     object_key : str
         The records' object (``"object_3"``).

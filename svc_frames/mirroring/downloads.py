@@ -22,7 +22,7 @@ from ..records import Client
 from .apply import ObjectRun
 from .assets import SCHEMA, held_copies
 from .state import MirrorState
-from .target import Target
+from .target import MirrorTarget
 
 __all__ = ["fetch_copies"]
 
@@ -36,7 +36,7 @@ def _asset_fields(run: ObjectRun) -> list[str]:
             if f.kind in ("file", "image") and not is_url_source(f)]
 
 
-def fetch_copies(client: Client, target: Target, runs: Iterable[ObjectRun], run_id: int,
+def fetch_copies(client: Client, target: MirrorTarget, runs: Iterable[ObjectRun], run_id: int,
                  state: MirrorState | None = None) -> pa.Table:
     """Download the files the target has no copy of (module docstring): of each object's
     inserted and updated records, or of all its records when it has no copy yet. One GET

@@ -27,7 +27,7 @@ from ..application import App
 from ..errors import UsageError
 from ..frames import Frames, Source
 from .state import VERSION_COLUMNS, MirrorState, history_name, typed
-from .target import Target, open_target
+from .target import MirrorTarget, open_target
 
 __all__ = ["as_of", "changes", "open_versions", "last_run", "open_mirror", "read_time",
            "object_at"]
@@ -45,7 +45,7 @@ def _when(value: Any, what: str) -> pd.Timestamp:
     return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
 
 
-def _open(target: str | os.PathLike[str]) -> tuple[Target, MirrorState]:
+def _open(target: str | os.PathLike[str]) -> tuple[MirrorTarget, MirrorState]:
     tgt = open_target(target, readonly=True)
     try:
         tgt.check()
@@ -83,7 +83,7 @@ def _select(hist: pa.Table, columns: dict[str, str]) -> pa.Table:
     return pa.table(arrays, names=names)
 
 
-def _frames_at(tgt: Target, row: dict[str, Any], when: pd.Timestamp | None) -> Frames:
+def _frames_at(tgt: MirrorTarget, row: dict[str, Any], when: pd.Timestamp | None) -> Frames:
     layout = json.loads(row["layout"])
     cols = json.loads(row["columns"])
     hist = _valid(tgt.read(cols["main"]["history"]), when)
@@ -337,7 +337,7 @@ def _differs(a: Any, b: Any) -> bool:
 
 
 
-def open_mirror(target: str | os.PathLike[str]) -> tuple[Target, MirrorState]:
+def open_mirror(target: str | os.PathLike[str]) -> tuple[MirrorTarget, MirrorState]:
     """The target opened read-only and its state (UsageError: not a mirror); the caller
     closes the target."""
     return _open(target)

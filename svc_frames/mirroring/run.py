@@ -47,7 +47,7 @@ from .report import MirrorReport, ObjectReport, display_name
 from .schemas import SCHEMA_MODES, compare_fields, refuse_kind_changes
 from .state import META_TABLES, MirrorState, fit_name, history_name
 from .stream import RunWrites, StreamedObject, read_listing
-from .target import Target, open_target
+from .target import MirrorTarget, open_target
 
 __all__ = ["mirror"]
 
@@ -153,7 +153,7 @@ def mirror(client: Client, target: str | os.PathLike[str], objects: Sequence[str
         tgt.close()
 
 
-def _run(client: Client, tgt: Target, state: MirrorState | None,
+def _run(client: Client, tgt: MirrorTarget, state: MirrorState | None,
          objects: Sequence[str] | None, schema: str, every: int, repair: bool, rpp: int,
          t0: float, assets: bool, writes: RunWrites) -> MirrorReport:
     started = dt.datetime.now(dt.timezone.utc)

@@ -34,7 +34,7 @@ from ..errors import TargetMismatch
 from ..frames import Frames, Source
 from ..names import MAX_SQL_CHARS
 from ..saved.arrow import arrow_to_frame
-from .target import Target
+from .target import MirrorTarget
 
 __all__ = ["MirrorState", "ObjectState", "META_TABLES", "FORMAT"]
 
@@ -91,7 +91,7 @@ class MirrorState:
     runs: pd.DataFrame
     objects: dict[str, ObjectState] = field(default_factory=dict)
     schema: pd.DataFrame = field(default_factory=pd.DataFrame)
-    target: Target | None = None
+    target: MirrorTarget | None = None
     read_tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
     rows_read: int = 0   # rows of current tables read back this run (all of their columns)
 
@@ -108,7 +108,7 @@ class MirrorState:
         return int(self.runs["run_id"].max()) if len(self.runs) else 0
 
     @classmethod
-    def read(cls, target: Target) -> MirrorState | None:
+    def read(cls, target: MirrorTarget) -> MirrorState | None:
         """The state of a mirror target; None for a target holding no table at all;
         TargetMismatch for one holding tables that are not a mirror."""
         tables = target.tables()

@@ -43,7 +43,7 @@ from ..records import Client
 from ..saved.arrow import frame_to_arrow
 from .history import versions
 from .state import fit_name, history_name
-from .target import Target, Writer
+from .target import MirrorTarget, Writer
 
 __all__ = ["RunWrites", "StreamedObject", "null_free", "read_listing"]
 
@@ -61,7 +61,7 @@ class RunWrites:
     ``writer`` is None while nothing opened it (a run that streams nothing opens its
     transaction in ``write_run``, as before)."""
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: MirrorTarget) -> None:
         self.target = target
         self.writer: Writer | None = None
         self.streams: list[StreamedObject] = []   # their writer threads use the writer

@@ -34,7 +34,7 @@ import pyarrow as pa
 from ..errors import UsageError
 from .report import display_name
 
-__all__ = ["Target", "Writer", "open_target"]
+__all__ = ["MirrorTarget", "Writer", "open_target"]
 
 
 class Writer(Protocol):
@@ -64,8 +64,8 @@ class Writer(Protocol):
         """``valid_to = when`` where it is empty and ``column`` is one of ``ids``."""
 
 
-class Target(Protocol):
-    """A mirror's database (module docstring)."""
+class MirrorTarget(Protocol):
+    """A mirror's database (module docstring); not ``keys.Target``, an object or view key."""
 
     name: str
 
@@ -99,17 +99,17 @@ class Target(Protocol):
     def close(self) -> None:
         """Release the connection."""
 
-    def __enter__(self) -> Target: ...
+    def __enter__(self) -> MirrorTarget: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
 
-def open_target(spec: Any, *, readonly: bool = False) -> Target:
+def open_target(spec: Any, *, readonly: bool = False) -> MirrorTarget:
     """The target a name names (module docstring), not yet checked.
 
     Usage: ``open_target("app.duckdb")``, ``open_target("postgresql://u@host/db")``"""
     if not isinstance(spec, (str, os.PathLike)) and hasattr(spec, "transaction"):
-        target: Target = spec   # a target object already
+        target: MirrorTarget = spec   # a target object already
         return target
     if not isinstance(spec, (str, os.PathLike)) or not os.fspath(spec):
         raise UsageError(f"a mirror target is a DuckDB path, a directory of Parquet "

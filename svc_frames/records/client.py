@@ -280,7 +280,7 @@ class Client(HttpClient):
         Parameters
         ----------
         object_key : str
-            The object's key (``object_3``).
+            The object's key (``object_3``); the interface reads no single record of a view.
         record_id : str
             The record's id.
 
@@ -306,17 +306,27 @@ class Client(HttpClient):
         """
         return Records(self, object_key).get(record_id)
 
-    def create_record(self, object_key: str, data: Mapping[str, Any], *,
+    # One method per operation: the target (an object, or a view as a logged-in user) picks
+    # the addresses and the credentials (``resource.py``); the ``*_view_record`` names are
+    # the same operations with the view given as scene and view.
+    def create_record(self, target: Target, data: Mapping[str, Any], *,
+                      token: str | None = None,
                       resend: Callable[[OutcomeUnknown], bool] | None = None
                       ) -> dict[str, Any]:
-        """Create a record of an object (a POST, never blindly repeated).
+        """Create a record of an object, or through a form view (a POST, never blindly repeated).
+
+        Through a view, the view's record rules apply (values the form sets itself) and
+        fields the form does not show are not stored.
 
         Parameters
         ----------
-        object_key : str
-            The object's key (``object_3``).
+        target : str or tuple of str
+            An object key (``"object_3"``, sent with the API key) or a form view
+            (``("scene_2", "view_4")`` or ``"scene_2/view_4"``, sent as a logged-in user).
         data : mapping
             Field key -> value, in the service's input format.
+        token : str, optional
+            A view's user token (default: the client's, from ``login``).
         resend : callable, optional
             Says whether a create whose outcome is unknown surely did not arrive (see
             ``request``).
@@ -324,14 +334,18 @@ class Client(HttpClient):
         Returns
         -------
         dict
-            The created record as the service answers it (with its ``id``).
+            An object's created record (with its ``id``); through a view, ``record`` (the
+            created record, as the view shows it) and ``submit_key``.
 
         Raises
         ------
         UsageError
-            ``object_key`` is not an object key.
+            ``target`` is not an object or view key.
+        Forbidden
+            A view's request without a token, or with one the view does not accept.
         ValidationError
-            The service refused a value (``field`` names the field).
+            The service refused a value (``field`` names the field), or the view does not
+            create records.
         OutcomeUnknown
             The request was sent but no answer came: it may have been applied.
         ServiceError
@@ -342,35 +356,46 @@ class Client(HttpClient):
         >>> record = client.create_record("object_3", {"field_12": "Fix the door"})
         >>> record["field_12"], record["field_24"]
         ('Fix the door', 31)
+        >>> _ = client.login("manager@example.com", "Manager-2024!")
+        >>> out = client.create_record(("scene_2", "view_4"), {"field_12": "Fix the gate"})
+        >>> out["record"]["field_12"], out["record"]["field_27"]  # the form sets "Open"
+        ('Fix the gate', 'Open')
         """
-        return Records(self, object_key).create(data, resend=resend)
+        return Records(self, target, token=token).create(data, resend=resend)
 
-    def update_record(self, object_key: str, record_id: str,
-                      data: Mapping[str, Any]) -> dict[str, Any]:
-        """Update fields of a record of an object (a PUT: the fields not in ``data`` stay).
+    def update_record(self, target: Target, record_id: str, data: Mapping[str, Any], *,
+                      token: str | None = None) -> dict[str, Any]:
+        """Update fields of a record of an object, or through a view (a PUT: the others stay).
 
         Parameters
         ----------
-        object_key : str
-            The object's key (``object_3``).
+        target : str or tuple of str
+            An object key (``"object_3"``, sent with the API key) or a view that updates
+            (a form, or inline editing: ``("scene_3", "view_5")``), sent as a logged-in user.
         record_id : str
             The record's id.
         data : mapping
             Field key -> new value, in the service's input format.
+        token : str, optional
+            A view's user token (default: the client's, from ``login``).
 
         Returns
         -------
         dict
-            The updated record as the service answers it.
+            An object's updated record; through a view, ``record`` (the updated record, as
+            the view shows it) and ``submit_key``.
 
         Raises
         ------
         UsageError
-            ``object_key`` is not an object key.
+            ``target`` is not an object or view key.
+        Forbidden
+            A view's request without a token, or with one the view does not accept.
         NotFound
-            No such record.
+            No such record (in the view).
         ValidationError
-            The service refused a value (``field`` names the field).
+            The service refused a value (``field`` names the field), or the view does not
+            accept updates.
         ServiceError
             As ``request`` raises them.
 
@@ -379,32 +404,45 @@ class Client(HttpClient):
         >>> rid = client.get_page("object_3", rows_per_page=1)["records"][0]["id"]
         >>> client.update_record("object_3", rid, {"field_12": "Fix the back door"})["field_12"]
         'Fix the back door'
+        >>> _ = client.login("tech@example.com", "Tech-2024!")
+        >>> out = client.update_record(("scene_3", "view_5"), rid, {"field_12": "Fix it"})
+        >>> out["record"]["field_12"]
+        'Fix it'
         """
-        return Records(self, object_key).update(record_id, data)
+        return Records(self, target, token=token).update(record_id, data)
 
-    def delete_record(self, object_key: str, record_id: str) -> dict[str, Any]:
-        """Delete a record of an object.
+    def delete_record(self, target: Target, record_id: str, *,
+                      token: str | None = None) -> dict[str, Any]:
+        """Delete a record of an object, or through a view.
+
+        The local service deletes through no view (it answers 405); on the hosted service a
+        view that offers a delete link does.
 
         Parameters
         ----------
-        object_key : str
-            The object's key (``object_3``).
+        target : str or tuple of str
+            An object key (``"object_3"``, sent with the API key) or a view
+            (``("scene_2", "view_3")``), sent as a logged-in user.
         record_id : str
             The record's id.
+        token : str, optional
+            A view's user token (default: the client's, from ``login``).
 
         Returns
         -------
         dict
-            The service's answer (``{"delete": True}``).
+            The service's answer (an object's: ``{"delete": True}``).
 
         Raises
         ------
         UsageError
-            ``object_key`` is not an object key.
+            ``target`` is not an object or view key.
+        Forbidden
+            A view's request without a token, or with one the view does not accept.
         NotFound
-            No such record.
+            No such record (in the view).
         ServiceError
-            As ``request`` raises them.
+            As ``request`` raises them (the local service, through a view: 405).
 
         Examples
         --------
@@ -413,94 +451,67 @@ class Client(HttpClient):
         {'delete': True}
         >>> client.get_page("object_3", rows_per_page=1)["total_records"]
         29
+        >>> _ = client.login("manager@example.com", "Manager-2024!")
+        >>> client.delete_record(("scene_2", "view_3"), rid)
+        Traceback (most recent call last):
+        ...
+        svc_frames.errors.ServiceError: DELETE scene_2/view_3 record ...: HTTP 405: ...
         """
-        return Records(self, object_key).delete(record_id)
+        return Records(self, target, token=token).delete(record_id)
 
-    def create_view_record(self, scene: str, view: str, data: Mapping[str, Any],
-                           *, token: str | None = None,
+    def create_view_record(self, scene: str, view: str, data: Mapping[str, Any], *,
+                           token: str | None = None,
                            resend: Callable[[OutcomeUnknown], bool] | None = None
                            ) -> dict[str, Any]:
-        """Create a record through a form view, as a logged-in user.
-
-        The view's record rules apply (values the form sets itself); fields the form does
-        not show are not stored.
+        """Create a record through a form view: ``create_record((scene, view), data)``.
 
         Parameters
         ----------
-        scene : str
-            The scene's key (``scene_2``).
-        view : str
-            The form view's key (``view_4``).
-        data : mapping
-            Field key -> value, in the service's input format.
-        token : str, optional
-            The user token (default: the client's, from ``login``).
-        resend : callable, optional
-            Says whether a create whose outcome is unknown surely did not arrive (see
-            ``request``).
+        scene, view : str
+            The scene's and the form view's keys (``scene_2``, ``view_4``).
+        data, token, resend
+            As ``create_record`` takes them.
 
         Returns
         -------
         dict
-            ``record`` (the created record, as the view shows it) and ``submit_key``.
+            ``record`` (as the view shows it) and ``submit_key``.
 
         Raises
         ------
-        UsageError
-            ``scene``/``view`` are not keys.
-        Forbidden
-            No token, or one the view does not accept.
-        ValidationError
-            The view does not create records, or refused a value.
-        OutcomeUnknown
-            The request was sent but no answer came: it may have been applied.
-        ServiceError
-            As ``request`` raises them.
+        UsageError, Forbidden, ValidationError, OutcomeUnknown, ServiceError
+            As ``create_record`` raises them.
 
         Examples
         --------
         >>> _ = client.login("manager@example.com", "Manager-2024!")
         >>> out = client.create_view_record("scene_2", "view_4", {"field_12": "Fix the gate"})
-        >>> out["record"]["field_12"], out["record"]["field_27"]  # the form sets "Open"
-        ('Fix the gate', 'Open')
+        >>> out["record"]["field_27"]   # the form sets "Open"
+        'Open'
         """
         return Records(self, (scene, view), token=token).create(data, resend=resend)
 
     def update_view_record(self, scene: str, view: str, record_id: str,
                            data: Mapping[str, Any], *, token: str | None = None,
                            ) -> dict[str, Any]:
-        """Update a record through a view, as a logged-in user.
+        """Update a record through a view: ``update_record((scene, view), record_id, data)``.
 
         Parameters
         ----------
-        scene : str
-            The scene's key (``scene_3``).
-        view : str
-            The view's key: a form that updates, or a view with inline editing.
-        record_id : str
-            The record's id.
-        data : mapping
-            Field key -> new value, in the service's input format.
-        token : str, optional
-            The user token (default: the client's, from ``login``).
+        scene, view : str
+            The scene's and the view's keys (a form that updates, or inline editing).
+        record_id, data, token
+            As ``update_record`` takes them.
 
         Returns
         -------
         dict
-            ``record`` (the updated record, as the view shows it) and ``submit_key``.
+            ``record`` (as the view shows it) and ``submit_key``.
 
         Raises
         ------
-        UsageError
-            ``scene``/``view`` are not keys.
-        Forbidden
-            No token, or one the view does not accept.
-        ValidationError
-            The view does not accept updates, or refused a value.
-        NotFound
-            No such record in the view.
-        ServiceError
-            As ``request`` raises them.
+        UsageError, Forbidden, NotFound, ValidationError, ServiceError
+            As ``update_record`` raises them.
 
         Examples
         --------
@@ -514,21 +525,14 @@ class Client(HttpClient):
 
     def delete_view_record(self, scene: str, view: str, record_id: str,
                            *, token: str | None = None) -> dict[str, Any]:
-        """Delete a record through a view, as a logged-in user.
-
-        The local service deletes through no view (it answers 405, below); on the hosted
-        service a view that offers a delete link does.
+        """Delete a record through a view: ``delete_record((scene, view), record_id)``.
 
         Parameters
         ----------
-        scene : str
-            The scene's key.
-        view : str
-            The view's key.
-        record_id : str
-            The record's id.
-        token : str, optional
-            The user token (default: the client's, from ``login``).
+        scene, view : str
+            The scene's and the view's keys.
+        record_id, token
+            As ``delete_record`` takes them.
 
         Returns
         -------
@@ -537,14 +541,8 @@ class Client(HttpClient):
 
         Raises
         ------
-        UsageError
-            ``scene``/``view`` are not keys.
-        Forbidden
-            No token, or one the view does not accept.
-        NotFound
-            No such record in the view.
-        ServiceError
-            As ``request`` raises them (the local service: 405).
+        UsageError, Forbidden, NotFound, ServiceError
+            As ``delete_record`` raises them (the local service: 405).
 
         Examples
         --------

@@ -1,8 +1,9 @@
 """The records of one object or one view: the list, one record, create, update, delete.
 
 Objects and views are one resource whose addresses differ (docs/service-interface.md §4):
-a path strategy (``ObjectPaths``, ``ViewPaths``) gives them, and says whether requests
-speak for a user (a view: the user token) or for the application (an object: the key).
+a path strategy (``RecordPaths``) gives them, and says whether requests speak for a user
+(a view: the user token) or for the application (an object: the key). Each operation is
+written once, in ``Records``.
 
 Usage::
 
@@ -25,54 +26,31 @@ from ..http.answers import snippet
 from ..http.client import HttpClient
 from ..keys import Target, parse_target
 
-__all__ = ["ObjectPaths", "Records", "ViewPaths", "paths_of"]
+__all__ = ["RecordPaths", "Records", "paths_of"]
 
 
 @dataclass(frozen=True)
-class ObjectPaths:
-    """The addresses of an object's records (requests with the API key)."""
+class RecordPaths:
+    """The path strategy of one target: its addresses, and whether a user speaks for it.
 
-    object_key: str
-    view = False
+    An object's records (``/v1/objects/{object}/records``) are sent with the API key; a
+    view's (``/v1/pages/{scene}/views/{view}/records``) as a logged-in user (its token)."""
 
-    @property
-    def name(self) -> str:
-        return self.object_key
-
-    @property
-    def records(self) -> str:
-        return f"/v1/objects/{self.object_key}/records"
+    name: str       # the target as messages name it (``object_3``, ``scene_1/view_2``)
+    records: str    # the address of the list (and of a create)
+    view: bool      # True: a view's records, sent with the user token
 
     def record(self, record_id: str) -> str:
+        """The address of one record."""
         return f"{self.records}/{quote(record_id)}"
 
 
-@dataclass(frozen=True)
-class ViewPaths:
-    """The addresses of a view's records (requests with a user token)."""
-
-    scene: str
-    view_key: str
-    view = True
-
-    @property
-    def name(self) -> str:
-        return f"{self.scene}/{self.view_key}"
-
-    @property
-    def records(self) -> str:
-        return f"/v1/pages/{self.scene}/views/{self.view_key}/records"
-
-    def record(self, record_id: str) -> str:
-        return f"{self.records}/{quote(record_id)}"
-
-
-def paths_of(target: Target) -> ObjectPaths | ViewPaths:
+def paths_of(target: Target) -> RecordPaths:
     """The path strategy of an object or view key (UsageError for anything else)."""
     kind, a, b = parse_target(target)
     if kind == "view":
-        return ViewPaths(str(a), str(b))
-    return ObjectPaths(str(a))
+        return RecordPaths(f"{a}/{b}", f"/v1/pages/{a}/views/{b}/records", True)
+    return RecordPaths(str(a), f"/v1/objects/{a}/records", False)
 
 
 def _json_object(out: Any) -> dict[str, Any]:
