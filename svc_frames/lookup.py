@@ -25,11 +25,10 @@ from .errors import UsageError
 from .keys import FIELD_KEY, KEY_RE, Target
 from .kinds.base import FieldSpec
 from .labels import label_map
-from .records import Client
 from .schema import Schema
 
 __all__ = ["object_key", "view_keys", "field_key", "field_keys",
-           "target_keys", "resolve_target", "fold"]
+           "target_keys", "fold"]
 
 _SPACE = re.compile(r"\s+")
 
@@ -168,12 +167,3 @@ def field_keys(fields: Sequence[FieldSpec], wants: Sequence[Any], where: str) ->
         raise UsageError(f"columns names the field {twice[0][1]} twice ({twice[0][0]!r} is "
                          "another name of it)")
     return keys
-
-
-def resolve_target(client: Client, target: Any) -> Target:
-    """``target_keys`` with the client's schema (one request, then cached on the client):
-    what ``export`` and the CLI call before any other request, so a bad name or key costs
-    no other request. (``read_object`` takes a key without waiting for the schema, so a
-    sorted load needs no extra round trip; the pager checks the key once the schema is in
-    before page 1: read/fetch.py.)"""
-    return target_keys(client.schema(), target)

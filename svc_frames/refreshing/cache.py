@@ -43,7 +43,7 @@ from typing import Any
 from ..errors import UsageError
 from ..frames import Frames
 from ..keys import Target, parse_target
-from ..lookup import resolve_target
+from ..lookup import target_keys
 from ..query import Filters
 from ..read.load import load
 from ..read.options import Columns, LoadOptions, field_options
@@ -530,7 +530,7 @@ def export_incremental(client: Client, target: Target, out_dir: str | os.PathLik
                                                  and not layout.meta.exists())):
         raise UsageError(f"{dest} is not saved frames (it holds other files): choose "
                          "another directory")
-    tgt = resolve_target(client, target)  # by key or name
+    tgt = target_keys(client.schema(), target)  # by key or name
     columns, _, modified_field = field_options(client, tgt, columns, None, modified_field)
     cache_dir = Path(cache) if cache is not None else dest.with_name(dest.name + ".cache")
     frames, report = load_cached(client, tgt, cache_dir, filters=filters, columns=columns,

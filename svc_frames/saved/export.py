@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..frames import Source, build_frames, warn_skipped
 from ..keys import Target
 from ..kinds.base import FieldSpec
-from ..lookup import resolve_target
+from ..lookup import target_keys
 from ..names import path_names
 from ..progress import PageProgress, want_progress
 from ..query import Filters
@@ -160,7 +160,7 @@ def export(client: Client, target: Target, out_dir: str | os.PathLike[str], *,
                           max_workers=min(client.max_workers, 3))
     layout = SavedLayout.of(out_dir)
     check_free(layout, overwrite)
-    tgt = resolve_target(client, target)  # a name, or a key the schema must hold
+    tgt = target_keys(client.schema(), target)  # a name, or a key the schema must hold
     # fields by key and the filters prepared, once: the pager sends them as they are
     opts = opts.prepared(client, tgt)
     columns, sort_field, tz = opts.columns, opts.sort_field, opts.timezone
