@@ -22,6 +22,7 @@ from typing import Any, Literal
 from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerError, SvcError
 from ..progress import Progress, want_progress
 from .budget import budgeted
+from .depends import create_levels, create_waves, link_new_ids, new_links
 from .guard import check_unanswered, fetch_all, guard_live
 from .plan import Action, batch_rereads, live_batches
 from .report import Outcome
@@ -59,6 +60,11 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}{took}", unit="rec",
                    total=len(order))
     spare = _Spare()
+    # creates linking to other creates: those linked to first (depends.py)
+    level = create_levels([r for r in order if todo[r] == "create"], run.payloads,
+                          run.layout)
+    if level:
+        order.sort(key=lambda r: (_ORDER[todo[r]], level.get(r, 0)))
     try:
         for act, batch in live_batches([(rid, todo[rid]) for rid in order],
                                        live.size if live is not None else None):
@@ -71,8 +77,9 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
             for rid in batch:
                 if rid in run.outcomes:
                     bar.update(1)
-            _write_batch(run, pool, [r for r in batch if r not in run.outcomes], live,
-                         spare, bar)
+            for wave in create_waves(batch, todo, level):
+                _write_batch(run, pool, [r for r in wave if r not in run.outcomes], live,
+                             spare, bar)
     except BaseException:
         # interrupted (Ctrl-C, a crash): start nothing more, and wait for the writes in
         # flight, whose answers (run.answered) and journal lines are then complete; a
@@ -350,6 +357,12 @@ def create(run: RunState, tmp: str) -> Outcome:
     up first, adopted only when provably ours, and sent again only when proven absent."""
     client, tgt, jr = run.client, run.tgt, run.jr
     key = run.keys[tmp]
+    if new_links(run.layout, run.payloads[tmp]):    # created before it (depends.py)
+        missing = link_new_ids(run, tmp)
+        if missing:
+            return Outcome(tmp, "create", run.fields_of(tmp), "not_applied",
+                           f"not sent: it connects to {', '.join(missing)}, which this "
+                           "run did not create")
     body = resolve_uploads(run, tmp, run.payloads[tmp])
     fields = list(body)
     earlier = sent_earlier(run, tmp)
@@ -367,7 +380,7 @@ def create(run: RunState, tmp: str) -> Outcome:
                            + _not_proven(m))
     check = _CreateCheck(run, tmp, body)
     with run.adopt_lock:
-        run.unsettled_creates[tmp] = run.plan.wanted.get(tmp, {})
+        run.unsettled_creates[tmp] = run.wanted_of(tmp)
     if jr:
         _intent(run, tmp)
     run.counter.add("writes")
@@ -462,7 +475,7 @@ def _matching(run: RunState, recs: Sequence[Mapping[str, Any]], tmps: Sequence[s
     ids = [str(r["id"]) for r in recs]
     out: dict[str, list[str]] = {}
     for t in tmps:
-        want = run.plan.wanted.get(t, {})
+        want = run.wanted_of(t)
         out[t] = [rid for rid in ids if all(same(values(rid, k), want[k])
                                             for k in want if not layout.is_upload(k))]
     return out
