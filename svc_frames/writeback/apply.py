@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ from ..progress import Progress, want_progress
 from .budget import budgeted
 from .depends import create_levels, create_waves, link_new_ids, new_links
 from .guard import check_unanswered, fetch_all, guard_live
+from .guardmode import overlaps
 from .plan import Action, batch_rereads, live_batches
 from .report import Outcome
 from .rereads import LOOKUP_SCAN_LIMIT, LookupRoute, reread_chunk
@@ -45,7 +46,9 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     live guard, which re-reads each batch of updates and deletes just before writing it
     (``guard.guard_live``); records whose write would leave later than ``live.window`` after
     their re-read are not written then but re-read together once the batch's other
-    writes are done (``_write_batch``)."""
+    writes are done (``_write_batch``). When the pace leaves room (``guardmode.overlaps``), a
+    batch's re-read goes while the batch before is being written, rather than between
+    the two: the guard's trip and its comparisons are not added to the run's time."""
     todo = run.todo
     order = sorted(todo, key=lambda r: _ORDER[todo[r]])
     if not order:
@@ -65,30 +68,51 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
                           run.layout)
     if level:
         order.sort(key=lambda r: (_ORDER[todo[r]], level.get(r, 0)))
+    # the next batch's re-read goes while this one's writes are in flight (ahead)
+    ahead = ThreadPoolExecutor(1, thread_name_prefix=f"{prefix}-batches") if live and \
+        overlaps(live.size, live.window, run.client.limiter.rate, live.on_conflict) else None
+    pending: Future[None] | None = None
     try:
         for act, batch in live_batches([(rid, todo[rid]) for rid in order],
                                        live.size if live is not None else None):
+            spent = 0
             if live is not None and act != "create" and not _stopped(run):
                 # settles conflicts (they leave run.todo); behind the quota's gate
                 cost = batch_rereads(run.source, run.layout, run.plan.base, act, batch)
                 if _reread(run, live, batch, "rereads", cost):
-                    spare.left += cost
+                    spent = cost
+            if pending is not None:     # the batch before: its writes done
+                pending.result()
+                pending = None
+            spare.left += spent
             _read_links(run, batch)
             for rid in batch:
                 if rid in run.outcomes:
                     bar.update(1)
-            for wave in create_waves(batch, todo, level):
+            waves = create_waves(batch, todo, level)
+            if ahead is not None and act != "create":
+                pending = ahead.submit(_write_batch, run, pool,
+                                       [r for r in batch if r not in run.outcomes], live,
+                                       spare, bar)
+                continue
+            for wave in waves:
                 _write_batch(run, pool, [r for r in wave if r not in run.outcomes], live,
                              spare, bar)
+        if pending is not None:
+            pending.result()
     except BaseException:
         # interrupted (Ctrl-C, a crash): start nothing more, and wait for the writes in
         # flight, whose answers (run.answered) and journal lines are then complete; a
         # second Ctrl-C stops the wait (those writes end unknown: interrupt.py)
         run.stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        if ahead is not None:
+            ahead.shutdown(wait=True, cancel_futures=True)
         _wait_for_writes(prefix)
         bar.close(complete=False)
         raise
+    if ahead is not None:
+        ahead.shutdown(wait=True)
     pool.shutdown(wait=True)
     bar.close()
     check_unanswered(run)    # writes whose answer was lost: re-read before the report
