@@ -160,6 +160,8 @@ def test_new_rows_in_a_cycle_and_links_to_no_new_row_are_refused(svc: LocalServi
     svc.request_log.clear()
     with pytest.raises(UsageError, match="cycle"):
         write_back(client, linking([(first, second), (second, first)]), **QUIET)
+    with pytest.raises(UsageError, match="cycle"):       # a new row linking to itself
+        write_back(client, linking([(first, first)]), **QUIET)
     with pytest.raises(UsageError, match="no new row"):
         write_back(client, linking([(first, "new:9")]), **QUIET)
     assert svc.request_log.count() == 0                # refused before any request

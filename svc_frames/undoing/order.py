@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..writeback.depends import depth_first
 from ..writeback.plan import NEW_ID_PREFIX
 
 __all__ = ["link_creates"]
@@ -36,28 +37,10 @@ def link_creates(relinks: Relinks, own: str, tmp_of: Mapping[str, str],
                 (key, old, tmp_of[old]) for old in olds if old in tmp_of)
     if not edges:
         return
-    kept: set[tuple[str, str, str]] = set()     # (tmp, field, old): the cycles' links
-    done: set[str] = set()
-    for start in edges:     # depth-first, iterative: a chain may be thousands long
-        if start in done:
-            continue
-        stack: list[tuple[str, int]] = [(start, 0)]
-        on_path = {start}
-        while stack:
-            node, i = stack[-1]
-            out = edges.get(node, [])
-            if i == len(out):
-                stack.pop()
-                on_path.discard(node)
-                done.add(node)
-                continue
-            stack[-1] = (node, i + 1)
-            key, old, to = out[i]
-            if to in on_path:       # closes a cycle: made after the creates
-                kept.add((node, key, old))
-            elif to not in done:
-                on_path.add(to)
-                stack.append((to, 0))
+    _post, back = depth_first({rid: [to for _k, _o, to in out]
+                               for rid, out in edges.items()})
+    # (tmp, field, old): the links closing a cycle, made after the creates
+    kept = {(rid, edges[rid][i][0], edges[rid][i][1]) for rid, i, _cycle in back}
     for rid, out in edges.items():
         for key, old, to in out:
             if (rid, key, old) in kept:

@@ -21,7 +21,7 @@ from ..errors import UsageError
 from .plan import NEW_ID_PREFIX, Action, ColumnMap, Plan
 from .state import RunState
 
-__all__ = ["new_links", "create_levels", "create_waves", "with_new_ids",
+__all__ = ["new_links", "create_levels", "depth_first", "create_waves", "with_new_ids",
            "plan_with_new_ids", "wanted_with_new_ids", "link_new_ids"]
 
 
@@ -53,37 +53,53 @@ def create_levels(creates: Iterable[str], payloads: Mapping[str, Mapping[str, An
     """
     ids = list(creates)
     known = set(ids)
-    deps = {t: [d for d in new_links(layout, payloads.get(t, {})) if d in known and d != t]
-            for t in ids}
+    deps = {t: [d for d in new_links(layout, payloads.get(t, {})) if d in known] for t in ids}
     if not any(deps.values()):
         return {}
+    post, back = depth_first(deps)
+    if back:
+        cycle = back[0][2]
+        raise UsageError(f"new rows connect to each other in a cycle ({' -> '.join(cycle)}"
+                         f" -> {cycle[0]}): none can be created first; leave one link out "
+                         "and add it with a second write_back once they exist")
     level: dict[str, int] = {}
-    for start in ids:       # depth-first, iterative: a chain may be thousands long
-        if start in level:
+    for node in post:       # a node after every node it links to
+        level[node] = 1 + max((level[d] for d in deps[node]), default=-1)
+    return level
+
+
+def depth_first(graph: Mapping[str, Sequence[str]]
+                ) -> tuple[list[str], list[tuple[str, int, list[str]]]]:
+    """The nodes of ``graph`` (node -> the nodes it links to) in post-order
+    (a node after every node it links to, but across a cycle), and the links that close a
+    cycle: (node, the link's index, the cycle's nodes from the one linked to). Iterative:
+    a chain may be thousands long."""
+    post: list[str] = []
+    back: list[tuple[str, int, list[str]]] = []
+    done: set[str] = set()
+    for start in graph:
+        if start in done:
             continue
         stack: list[tuple[str, int]] = [(start, 0)]
         on_path = {start}
         while stack:
             node, i = stack[-1]
-            ds = deps[node]
-            if i < len(ds):
-                stack[-1] = (node, i + 1)
-                d = ds[i]
-                if d in level:
-                    continue
-                if d in on_path:
-                    cycle = [n for n, _ in stack[[n for n, _ in stack].index(d):]]
-                    raise UsageError(
-                        f"new rows connect to each other in a cycle ({' -> '.join(cycle)}"
-                        f" -> {d}): none can be created first; leave one link out and add "
-                        "it with a second write_back once they exist")
-                on_path.add(d)
-                stack.append((d, 0))
+            out = graph.get(node, ())
+            if i == len(out):
+                stack.pop()
+                on_path.discard(node)
+                done.add(node)
+                post.append(node)
                 continue
-            stack.pop()
-            on_path.discard(node)
-            level[node] = 1 + max((level[d] for d in ds), default=-1)
-    return level
+            stack[-1] = (node, i + 1)
+            to = out[i]
+            if to in on_path:
+                path = [n for n, _ in stack]
+                back.append((node, i, path[path.index(to):]))
+            elif to not in done:
+                on_path.add(to)
+                stack.append((to, 0))
+    return post, back
 
 
 def create_waves(batch: Sequence[str], todo: Mapping[str, Action],
