@@ -165,3 +165,25 @@ def test_new_rows_in_a_cycle_and_links_to_no_new_row_are_refused(svc: LocalServi
     with pytest.raises(UsageError, match="no new row"):
         write_back(client, linking([(first, "new:9")]), **QUIET)
     assert svc.request_log.count() == 0                # refused before any request
+
+
+def test_a_linked_create_whose_answer_was_lost_is_found_with_its_links_new_ids() -> None:
+    # the lookup after a lost answer compares the record with the new ids it was sent
+    # with, not the temporary ones: found and adopted, never sent twice
+    unique = {"objects": [{**TASKS["objects"][0], "fields": [
+        {**TASKS["objects"][0]["fields"][0], "unique": True},
+        TASKS["objects"][0]["fields"][1]]}]}
+    with LocalService(demo=False, app=unique, records=0, rate_limit=0) as svc:
+        client = client_for(svc, rate_limit=0)
+        frames = _load(svc)
+        first, second = add_rows(frames, [{NAME: "A"}, {NAME: "B"}])
+        frames.tables[DEPENDS] = pd.concat([frames.tables[DEPENDS], pd.DataFrame(
+            {"record_id": [second], "connected_id": [first]})],
+            ignore_index=True).astype(frames.tables[DEPENDS].dtypes.to_dict())
+        svc.emulation.inject("500-after", method="POST", times=2)   # both answers lost
+        report = write_back(client, frames, **QUIET)
+        assert set(report.table["status"]) == {"applied"}, report.table
+        assert svc.request_log.count(method="POST", applied=True) == 2
+        now = _load(svc)
+        assert sorted(now.main[NAME]) == ["A", "B"]
+        assert _links(now) == {("B", "A")}
