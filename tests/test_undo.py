@@ -389,9 +389,13 @@ def test_records_connected_to_a_re_created_record_point_at_the_new_one() -> None
         t = after.tables["field_2"]
         assert t.loc[t["record_id"] == c, "connected_id"].tolist() == []  # dropped with them
         u = undo(client, report)
-        assert "2 to point at new ids" in repr(u)
+        # B is created after A with A's new id in its list: only C is pointed after
+        assert "1 to point at new ids" in repr(u)
+        svc.request_log.clear()
         out = u.apply(**QUIET)
         assert set(out.table["status"]) == {"applied"}, out.table
+        assert svc.request_log.count(method="POST", applied=True) == 2
+        assert svc.request_log.count(method="PUT", applied=True) == 1
         new_a, new_b = u.id_map[a], u.id_map[b]
         now = read_object(client, "object_1", columns="keys", progress=False)
         assert set(now.main.index) == {c, new_a, new_b}

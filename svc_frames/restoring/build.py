@@ -10,8 +10,9 @@ the mirror's last run is a conflict).
 * a record created after ``when``: in ``base`` alone (a delete) when asked, else listed.
 
 Connections come back in both directions: a re-created record's own lists as they were
-at ``when`` (a connected record of its own object that is re-created too is pointed at
-its new id once known), and the records that pointed at it then, of any object, get its
+at ``when`` (a connected record of its own object that is re-created too is created
+first, and the list carries its new id: ``undoing/order.py``; one link of a cycle is
+pointed at its new id after the creates), and the records that pointed at it then, of any object, get its
 new id added to their lists (``relinks``, applied after the creates).
 
 Usage::
@@ -34,6 +35,7 @@ from ..frames import Frames, Source, build_frames
 from ..kinds import codec_for
 from ..kinds.base import FieldSpec
 from ..undoing.build import Lost, UndoFrames, frames_of, not_restorable
+from ..undoing.order import link_creates
 from ..writeback.plan import NEW_ID_PREFIX, ColumnMap
 
 __all__ = ["RestoreFrames", "Inbound", "NO_COPY", "Copies"]
@@ -323,6 +325,8 @@ class _Builder:
     def finish(self) -> UndoFrames:
         src = self.source
         old_ids = {tmp: old for old, tmp in self.tmp.items()}
+        # re-created records linking to each other: created in order (order.py)
+        link_creates(self.relinks, src.object_key, self.tmp, self.edit_tables)
         for (obj, rid, key), (_was, olds) in list(self.relinks.items()):
             if rid.startswith(NEW_ID_PREFIX):   # a re-created record: as it is created
                 made = sorted(str(r["connected_id"]) for r in self.edit_tables.get(key, [])

@@ -8,8 +8,10 @@ guard compares the server with what the run wrote (a cell changed since is a con
 * a delete: a new row ``new:N`` in ``edited`` with the record's cells and tables as
   loaded (what cannot come back is left out and listed: ``Lost``).
 
-Records of the object that connected to a deleted record (kept in its entry) are pointed
-at the new one after the creates (``relink_frames``), when its id is known.
+A deleted record that connected to another deleted record is created after it, with its
+new id (``order.py``; one link of a cycle is made after the creates). Records that
+connected to a deleted record (kept in its entry) are pointed at the new one after the
+creates (``relink.py``), when its id is known.
 
 Usage::
 
@@ -32,6 +34,7 @@ from ..schema import Connection
 from ..writeback.kept import from_json
 from ..writeback.plan import NEW_ID_PREFIX, ColumnMap
 from ..writeback.values import decode_records, intervals_key
+from .order import link_creates
 from .runs import KeptRun
 
 __all__ = ["UndoFrames", "Lost", "LOST_COLUMNS", "frames_of", "not_restorable"]
@@ -216,8 +219,8 @@ class _Builder:
                 r = {c: from_json(v) for c, v in r.items()}
                 if spec.kind == "connection" and str(r.get("connected_id")) in deleted_ids \
                         and str(r.get("connected_id")) != rid:
-                    # a connection to another record this undo creates again: pointed at
-                    # its new id once both exist
+                    # a connection to another record this undo creates again: created
+                    # after it, with its new id (order.py)
                     self._relink(self.source.object_key, tmp, key, [],
                                  str(r["connected_id"]))
                     continue
@@ -280,6 +283,9 @@ class _Builder:
 
     def finish(self) -> UndoFrames:
         src = self.source
+        # re-created records linking to each other: created in order (order.py)
+        link_creates(self.relinks, src.object_key,
+                     {old: tmp for tmp, old in self.old_ids.items()}, self.edit_tables)
         for (obj, rid, key), (_after, olds) in list(self.relinks.items()):
             if rid.startswith(NEW_ID_PREFIX):   # a re-created record: as it is created
                 made = sorted(str(r["connected_id"]) for r in self.edit_tables.get(key, [])

@@ -57,6 +57,9 @@ def relinks(frames: UndoFrames, id_map: Mapping[str, str],
                 continue
             was = lists.get((obj, rid, key), was)
         rid = id_map.get(frames.old_ids.get(rid, rid), rid)
+        # a re-created record's list as created: its links to other re-created records
+        # carry their new ids (order.py)
+        was = [id_map.get(frames.old_ids.get(c, c), c) for c in was]
         new = [id_map[o] for o in olds if o in id_map]
         if rid.startswith(NEW_ID_PREFIX) or not new:
             continue

@@ -1,8 +1,9 @@
 """What undo and restore share: a plan of frames (the records as they should be, and as
 they are expected on the service) sent through ``write_back`` and its live guard, deletes
-included; the records re-created get new ids (``id_map``), then the records that
-connected to them are pointed at the new ids (``relink.py``: one more ``write_back`` per
-object, a list changed meanwhile read again).
+included; the records re-created get new ids (``id_map``), a re-created record that
+connected to another created after it with its new id (``order.py``), then the records
+that connected to them are pointed at the new ids (``relink.py``: one more
+``write_back`` per object, a list changed meanwhile read again; a cycle's one link).
 
 Usage::
 
@@ -25,6 +26,7 @@ from ..errors import UsageError
 from ..frames import Frames, Source
 from ..records import Client
 from ..writeback.budget import DEFAULT_QUOTA_RESERVE, check_reserve
+from ..writeback.depends import plan_with_new_ids
 from ..writeback.diff import diff
 from ..writeback.gate import QuotaGate
 from ..writeback.kept import inbound_connections
@@ -261,20 +263,27 @@ class Reversal:
         # the reserve plus what the repointing will need
         kept_back = relink_requests(self.client, self.frames).total
         reads = self._relink_read_requests()    # the live lists read before it (restore)
-        rest = [r for r in remaining.record_ids if r not in set(forced)]
+        # a create is in no conflict: it goes with the rest, in its order (order.py)
+        over = [r for r in forced if remaining.actions.get(r) != "create"]
+        rest = [r for r in remaining.record_ids if r not in set(over)]
         sends: list[tuple[list[str], Literal["skip", "overwrite"]]] = [
-            (rest, "skip"), (forced, "overwrite")]
+            (rest, "skip"), (over, "overwrite")]
+        for r in runs:
+            self._learn_ids(r)
         for ids, on_conflict in sends:
             part = remaining.select(ids) if len(ids) != len(remaining.actions) else remaining
             if part.empty:
                 continue
+            made = {tmp: self.id_map[old] for tmp, old in self.frames.old_ids.items()
+                    if old in self.id_map}
+            if made:    # created by an earlier run: the links to them carry their ids
+                part = plan_with_new_ids(part, made)
             runs.append(write_back(self.client, self.edited, plan=part,
                                    delete_missing=True, on_conflict=on_conflict,
                                    journal=journal,
                                    quota_reserve=reserve + kept_back + reads,
                                    **write_options))
-        for r in runs:
-            self._learn_ids(r)
+            self._learn_ids(runs[-1])
         undone = len(runs)
         links = None if journal is None else os.fspath(journal) + ".links"
         reread = 0

@@ -15,14 +15,16 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerError, SvcError
 from ..progress import Progress, want_progress
 from .budget import budgeted
+from .depends import create_levels, create_waves, link_new_ids, new_links
 from .guard import check_unanswered, fetch_all, guard_live
+from .guardmode import overlaps
 from .plan import Action, batch_rereads, live_batches
 from .report import Outcome
 from .rereads import LOOKUP_SCAN_LIMIT, LookupRoute, reread_chunk
@@ -44,7 +46,9 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     live guard, which re-reads each batch of updates and deletes just before writing it
     (``guard.guard_live``); records whose write would leave later than ``live.window`` after
     their re-read are not written then but re-read together once the batch's other
-    writes are done (``_write_batch``)."""
+    writes are done (``_write_batch``). When the pace leaves room (``guardmode.overlaps``), a
+    batch's re-read goes while the batch before is being written, rather than between
+    the two: the guard's trip and its comparisons are not added to the run's time."""
     todo = run.todo
     order = sorted(todo, key=lambda r: _ORDER[todo[r]])
     if not order:
@@ -59,29 +63,56 @@ def apply(run: RunState, max_workers: int, progress: bool | None,
     bar = Progress(want_progress(progress), f"write_back {run.tgt.name}{took}", unit="rec",
                    total=len(order))
     spare = _Spare()
+    # creates linking to other creates: those linked to first (depends.py)
+    level = create_levels([r for r in order if todo[r] == "create"], run.payloads,
+                          run.layout)
+    if level:
+        order.sort(key=lambda r: (_ORDER[todo[r]], level.get(r, 0)))
+    # the next batch's re-read goes while this one's writes are in flight (ahead)
+    ahead = ThreadPoolExecutor(1, thread_name_prefix=f"{prefix}-batches") if live and \
+        overlaps(live.size, live.window, run.client.limiter.rate, live.on_conflict) else None
+    pending: Future[None] | None = None
     try:
         for act, batch in live_batches([(rid, todo[rid]) for rid in order],
                                        live.size if live is not None else None):
+            spent = 0
             if live is not None and act != "create" and not _stopped(run):
                 # settles conflicts (they leave run.todo); behind the quota's gate
                 cost = batch_rereads(run.source, run.layout, run.plan.base, act, batch)
                 if _reread(run, live, batch, "rereads", cost):
-                    spare.left += cost
+                    spent = cost
+            if pending is not None:     # the batch before: its writes done
+                pending.result()
+                pending = None
+            spare.left += spent
             _read_links(run, batch)
             for rid in batch:
                 if rid in run.outcomes:
                     bar.update(1)
-            _write_batch(run, pool, [r for r in batch if r not in run.outcomes], live,
-                         spare, bar)
+            waves = create_waves(batch, todo, level)
+            if ahead is not None and act != "create":
+                pending = ahead.submit(_write_batch, run, pool,
+                                       [r for r in batch if r not in run.outcomes], live,
+                                       spare, bar)
+                continue
+            for wave in waves:
+                _write_batch(run, pool, [r for r in wave if r not in run.outcomes], live,
+                             spare, bar)
+        if pending is not None:
+            pending.result()
     except BaseException:
         # interrupted (Ctrl-C, a crash): start nothing more, and wait for the writes in
         # flight, whose answers (run.answered) and journal lines are then complete; a
         # second Ctrl-C stops the wait (those writes end unknown: interrupt.py)
         run.stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
+        if ahead is not None:
+            ahead.shutdown(wait=True, cancel_futures=True)
         _wait_for_writes(prefix)
         bar.close(complete=False)
         raise
+    if ahead is not None:
+        ahead.shutdown(wait=True)
     pool.shutdown(wait=True)
     bar.close()
     check_unanswered(run)    # writes whose answer was lost: re-read before the report
@@ -350,6 +381,12 @@ def create(run: RunState, tmp: str) -> Outcome:
     up first, adopted only when provably ours, and sent again only when proven absent."""
     client, tgt, jr = run.client, run.tgt, run.jr
     key = run.keys[tmp]
+    if new_links(run.layout, run.payloads[tmp]):    # created before it (depends.py)
+        missing = link_new_ids(run, tmp)
+        if missing:
+            return Outcome(tmp, "create", run.fields_of(tmp), "not_applied",
+                           f"not sent: it connects to {', '.join(missing)}, which this "
+                           "run did not create")
     body = resolve_uploads(run, tmp, run.payloads[tmp])
     fields = list(body)
     earlier = sent_earlier(run, tmp)
@@ -367,7 +404,7 @@ def create(run: RunState, tmp: str) -> Outcome:
                            + _not_proven(m))
     check = _CreateCheck(run, tmp, body)
     with run.adopt_lock:
-        run.unsettled_creates[tmp] = run.plan.wanted.get(tmp, {})
+        run.unsettled_creates[tmp] = run.wanted_of(tmp)
     if jr:
         _intent(run, tmp)
     run.counter.add("writes")
@@ -462,7 +499,7 @@ def _matching(run: RunState, recs: Sequence[Mapping[str, Any]], tmps: Sequence[s
     ids = [str(r["id"]) for r in recs]
     out: dict[str, list[str]] = {}
     for t in tmps:
-        want = run.plan.wanted.get(t, {})
+        want = run.wanted_of(t)
         out[t] = [rid for rid in ids if all(same(values(rid, k), want[k])
                                             for k in want if not layout.is_upload(k))]
     return out

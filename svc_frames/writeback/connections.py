@@ -4,14 +4,17 @@ list (the main frame's list column is not what is written)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from ..errors import InvalidValue, UsageError
 from ..frames import Frames
 from ..kinds import is_empty_cell
 from .cells import encode_field
+from .depends import create_levels
 from .edits import Edits
-from .plan import ColumnMap
+from .plan import NEW_ID_PREFIX, ColumnMap
 from .required import refuse_blanked_required
 from .rows import Rows
 
@@ -45,6 +48,8 @@ def connection_edits(layout: ColumnMap, rows: Rows, edits: Edits, edited: Frames
                 continue   # a deleted record: its connections go with it
             _connection_change(layout, edits, r, name, conn_key, new_lists.get(r, []),
                                old_lists.get(r, []))
+    creates = [r for r, act in edits.actions.items() if act == "create"]
+    create_levels(creates, edits.payloads, layout)    # a cycle of new rows: refused
 
 
 def _connection_change(layout: ColumnMap, edits: Edits, r: str, name: str, conn_key: str,
@@ -55,11 +60,36 @@ def _connection_change(layout: ColumnMap, edits: Edits, r: str, name: str, conn_
         return
     if action == "update" and not new_ids and layout.fields[conn_key].required:
         refuse_blanked_required(layout, r, conn_key, [name])
-    enc = encode_field(layout, conn_key, {conn_key: new_ids}, r, {conn_key: name})
+    enc = _encode_links(layout, edits, r, name, conn_key, new_ids)
     edits.set_field(r, action, conn_key, enc, {conn_key: sorted(old_ids)},
                     {conn_key: sorted(new_ids)})
     edits.add_change(r, action, conn_key, name, old_ids if action == "update" else pd.NA,
                      new_ids)
+
+
+def _encode_links(layout: ColumnMap, edits: Edits, r: str, name: str, conn_key: str,
+                  new_ids: list[str]) -> Any:
+    """A list as sent: a new row of the frame named by its temporary id stays so, and
+    ``apply`` writes the record linking to it once it is created, with its new id
+    (depends.py); only a new row may link to one (an update is sent before any create)."""
+    temps = [c for c in new_ids if c.startswith(NEW_ID_PREFIX)]
+    if not temps:
+        return encode_field(layout, conn_key, {conn_key: new_ids}, r, {conn_key: name})
+    for c in temps:
+        if edits.actions.get(c) != "create":
+            raise UsageError(f"connection table {name!r}: record {r} connects to {c!r}, "
+                             "which is no new row of the frame", field=conn_key)
+        if edits.actions.get(r) != "create":
+            raise UsageError(f"connection table {name!r}: record {r} (an update) connects "
+                             f"to the new row {c!r}: write_back sends updates before "
+                             "creates; connect it with a second write_back once the new "
+                             "record exists", field=conn_key)
+    # the codec's checks (one record only, an id's form) on stand-ins of the same count
+    stand_in = {f"svc-frames-new-{i}": c for i, c in enumerate(temps)}
+    back = {c: s for s, c in stand_in.items()}
+    enc = encode_field(layout, conn_key, {conn_key: [back.get(c, c) for c in new_ids]}, r,
+                       {conn_key: name})
+    return [stand_in.get(x, x) for x in enc] if isinstance(enc, list) else enc
 
 
 def connection_lists(name: str, conn_key: str, table: pd.DataFrame, all_ids: set[str],

@@ -95,11 +95,12 @@ def _relabel_created(edited: Frames, plan: Plan, applied: Mapping[str, Outcome]
     main.index = pd.Index(pd.array(labels, dtype=idx_dtype), name=name)
     for name in list(edited.tables):
         t = edited.tables[name]
-        if "record_id" in t.columns and member(t["record_id"], list(relabel)).any():
-            t = t.copy()
-            t["record_id"] = t["record_id"].map(lambda r: relabel.get(r, r)).astype(
-                t["record_id"].dtype)
-            edited.tables[name] = t
+        # a new row's id where rows are its own, and where a new row links to it
+        for col in ("record_id", "connected_id"):
+            if col in t.columns and member(t[col], list(relabel)).any():
+                t = t.copy()
+                t[col] = t[col].map(lambda r: relabel.get(r, r)).astype(t[col].dtype)
+                edited.tables[name] = t
     return relabel
 
 

@@ -65,7 +65,10 @@ def guard(run: RunState, on_conflict: str, ids: Collection[str] | None = None, *
             run.read_at[rid] = started
             run.server_now.pop(rid, None)
         run.server_now.update(got)
-    srv = Values(decode_records(list(got.values()), run.source), layout) if got else None
+    # an update compares the fields it sends; a delete, every field
+    keys = None if deletes else {k for rid in updates for k in run.payloads[rid]}
+    srv = Values(decode_records(list(got.values()), run.source, keys), layout) \
+        if got else None
     for rid in deletes:
         _guard_delete(run, rid, srv, on_conflict)
     for rid in updates:
@@ -249,7 +252,9 @@ def check_written(run: RunState, window: float) -> None:
             o.message = (f"written, but the check after the write failed ({exc.message}): "
                          "load the record to see whether another editor overwrote it")
         return
-    srv = Values(decode_records(list(now.values()), run.source), run.layout) if now else None
+    keys = {k for rid in ids for k in run.written[rid][0]}     # the fields written
+    srv = Values(decode_records(list(now.values()), run.source, keys), run.layout) \
+        if now else None
     for rid in ids:
         o = run.outcomes[rid]
         if rid not in now or srv is None:

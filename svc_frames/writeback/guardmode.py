@@ -23,7 +23,8 @@ from typing import Any, Literal, TypeVar
 from ..errors import UsageError
 
 __all__ = ["GuardMode", "GUARDS", "DEFAULT_GUARD_WINDOW", "MIN_GUARD_WINDOW",
-           "MAX_GUARD_WINDOW", "HOSTED_RATE", "CHECK_MARGIN", "live_batches"]
+           "MAX_GUARD_WINDOW", "HOSTED_RATE", "CHECK_MARGIN", "BATCH_SHARE",
+           "live_batches", "overlaps"]
 
 Guard = Literal["live", "once", "off"]
 GUARDS: tuple[Guard, ...] = ("live", "once", "off")
@@ -39,7 +40,7 @@ HOSTED_RATE = 10.0
 CHECK_MARGIN = 0.5
 #: Share of the window the writes of one batch may take at the pace (the rest: the
 #: re-read's own trip and the pace's queue).
-_BATCH_SHARE = 0.75
+BATCH_SHARE = 0.75
 _MAX_BATCH = 50            # the guard's re-read chunk (plan.REREAD_CHUNK; fewer values
 #                            per request over a large object: plan.reread_chunk)
 
@@ -84,7 +85,7 @@ class GuardMode:
         """Records re-read together before their writes: as many as the pace writes in
         three quarters of the window (``rate`` None or 0, unpaced: the hosted pace)."""
         pace = HOSTED_RATE if not rate else min(rate, HOSTED_RATE)
-        return max(1, min(_MAX_BATCH, int(pace * self.window * _BATCH_SHARE)))
+        return max(1, min(_MAX_BATCH, int(pace * self.window * BATCH_SHARE)))
 
 
 A = TypeVar("A", bound=str)   # an action: "update", "create", "delete"
@@ -105,3 +106,16 @@ def live_batches(order: Sequence[tuple[str, A]], size: int | None) -> list[tuple
         else:
             out.append((act, [rid]))
     return out
+
+
+def overlaps(size: int, window: float, rate: float | None, on_conflict: str) -> bool:
+    """Whether the live guard's re-read of a batch of ``size`` may go while the batch
+    before is written: when the pace writes two batches within the share of the window
+    one may take (the re-read is then that much older when its writes go, still inside
+    the window), and not with ``on_conflict="raise"`` (a conflict found must stop the
+    writes after it, not those of the batch before).
+
+    Usage: ``overlaps(15, 2.0, 50.0, "skip")``"""
+    if on_conflict == "raise":
+        return False
+    return not rate or 2 * size / rate <= window * BATCH_SHARE

@@ -286,7 +286,7 @@ class Keeper:
         return entry
 
     def _create(self, tmp: str, new_id: Any, record: Any) -> dict[str, Any]:
-        wanted = self.run.plan.wanted.get(tmp, {})
+        wanted = self.run.wanted_of(tmp)
         return {"action": "create", "record_id": tmp,
                 "new_id": str(new_id) if new_id else None,
                 "record": record if isinstance(record, Mapping) else None,

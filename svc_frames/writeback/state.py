@@ -54,6 +54,8 @@ class RunState:
     # and creates sent but not settled: a lookup adopts only a record provably its own
     before: dict[str, frozenset[str] | None] = field(default_factory=dict)
     unsettled_creates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # creates linking to other creates: their wanted values with the new ids (depends.py)
+    wanted: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # updates/deletes whose answer was lost (rid -> body sent): re-read before the report
     unanswered: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the live guard: when each record was last re-read (monotonic seconds), and each
@@ -91,6 +93,11 @@ class RunState:
     @property
     def source(self) -> Source:
         return self.plan.source
+
+    def wanted_of(self, rid: str) -> dict[str, dict[str, Any]]:
+        """A record's wanted values (``plan.wanted``; a create's links with new ids)."""
+        got = self.wanted.get(rid)
+        return got if got is not None else self.plan.wanted.get(rid, {})
 
     def fields_of(self, rid: str) -> list[str]:
         return list(self.plan.payloads.get(rid, {}))

@@ -10,7 +10,7 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -30,10 +30,14 @@ __all__ = ["Values", "decode_records", "same", "holds", "short", "response_recor
 _SERVICE_NORMALIZED = ("connection", "file", "image")
 
 
-def decode_records(records: Sequence[Mapping[str, Any]], source: Source) -> Frames:
-    """Server records as frames of ``source`` (no original kept)."""
+def decode_records(records: Sequence[Mapping[str, Any]], source: Source,
+                   keys: Collection[str] | None = None) -> Frames:
+    """Server records as frames of ``source`` (no original kept); ``keys``: those fields
+    alone (what a comparison reads: the guard's re-read of a few fields of a wide object
+    decodes a fraction of it)."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
-    return build_frames(list(records), source.fields, source, tz=tz, keep_original=False)
+    fields = source.fields if keys is None else [f for f in source.fields if f.key in keys]
+    return build_frames(list(records), fields, source, tz=tz, keep_original=False)
 
 
 def intervals_key(key: str) -> str:
@@ -71,7 +75,10 @@ class Values:
         self._links: dict[str, dict[Any, list[Any]]] = {}   # field -> record -> connected
         self._spans: dict[str, dict[Any, list[tuple[Any, Any]]]] = {}  # timer intervals
         self._row_id: str | None = None
-        self._row: Any = None
+        self._pos: Any = None
+        # column -> its values, taken once: a row lookup (``main.loc[rid]``) built a
+        # Series of every column per record, most of the guard's own CPU between writes
+        self._arrays: dict[str, Any] = {}
 
     def __call__(self, rid: str, key: str) -> dict[str, Any]:
         layout = self.layout
@@ -90,11 +97,21 @@ class Values:
 
     def _cells(self, rid: str, key: str) -> dict[str, Any]:
         layout = self.layout
-        if self._row is None or self._row_id != rid:   # a record's fields come in a row
-            self._row, self._row_id = self.frames.main.loc[rid], rid
-        row = self._row
-        return {layout.col_key[c]: _py(row[c]) for c in layout.field_cols[key]
-                if c in self.frames.main.columns}
+        main = self.frames.main
+        if self._pos is None or self._row_id != rid:   # a record's fields come in a row
+            pos = main.index.get_loc(rid)
+            if not isinstance(pos, int):
+                raise KeyError(f"record {rid} is not once in the frames")
+            self._pos, self._row_id = pos, rid
+        out: dict[str, Any] = {}
+        for c in layout.field_cols[key]:
+            arr = self._arrays.get(c)
+            if arr is None:
+                if c not in main.columns:
+                    continue
+                arr = self._arrays[c] = main[c].array
+            out[layout.col_key[c]] = _py(arr[self._pos])
+        return out
 
     def _group(self, key: str) -> dict[Any, list[Any]]:
         for name, k in self.layout.tables.items():
