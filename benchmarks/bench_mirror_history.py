@@ -18,7 +18,9 @@ and walls do a little).
    ``read_object``'s wall (the load's ceiling), requests.
 2. ``--runs`` runs (default 30) of 1% updated each: per target, the first change run's
    wall and requests, and the mean wall of the others; for a Parquet directory the bytes
-   a run writes (files it replaced) against the directory's size.
+   a run writes (files it replaced), by table, against the directory's size, and the
+   seconds of its commit (``ParquetWriter.commit``, timed by a wrapper: the files
+   written aside with an fsync each, then moved into place).
 3. Per target: history rows against the first run's plus the changes made (and plus those
    the runs reported), and the size on disk after the first mirror and after change runs
    1, 10 and ``--runs`` (DuckDB: the file; Parquet: the files; PostgreSQL:
@@ -47,6 +49,7 @@ from benchmarks.bench_mirror import differing
 from benchmarks.bench_refresh import HOSTED, OFF, mutate, pause, timed_load
 from benchmarks.remote import RemoteService
 from svc_frames.frames import Frames
+from svc_frames.mirroring import parquetdir
 from svc_frames.mirroring.past import as_of
 from svc_frames.mirroring.run import mirror
 from svc_frames.mirroring.target import open_target
@@ -93,6 +96,33 @@ def postgres_url(wanted: bool) -> Iterator[str | None]:
         return
     with postgres_cluster(fsync=True) as base:
         yield postgres_database(base, "bench_mirror")
+
+
+COMMITS: list[float] = []   # seconds of each Parquet commit (timed_commit)
+
+
+def timed_commit() -> None:
+    """Time every ``ParquetWriter.commit`` into ``COMMITS`` (this process only)."""
+    plain = parquetdir.ParquetWriter.commit
+
+    def commit(self: parquetdir.ParquetWriter) -> None:
+        t0 = time.perf_counter()
+        try:
+            plain(self)
+        finally:
+            COMMITS.append(time.perf_counter() - t0)
+
+    parquetdir.ParquetWriter.commit = commit  # type: ignore[method-assign]
+
+
+def by_table(root: Path, before: dict[Path, tuple[int, int]]) -> dict[str, int]:
+    """Bytes of the files under ``root`` written since ``before`` was taken, by table."""
+    out: dict[str, int] = {}
+    for p, (size, ns) in files_of(root).items():
+        if before.get(p, (0, 0))[1] != ns:
+            table = p.relative_to(root).parts[0]
+            out[table] = out.get(table, 0) + size
+    return out
 
 
 def mb(n: int) -> str:
@@ -145,7 +175,8 @@ def main() -> None:
         walls: dict[str, list[float]] = {name: [] for name in targets}
         requests: dict[str, list[int]] = {name: [] for name in targets}
         mismatched: dict[str, int] = dict.fromkeys(targets, 0)
-        written: list[int] = []
+        written: list[dict[str, int]] = []
+        timed_commit()
         times: dict[int, pd.Timestamp] = {}
         loads: dict[int, Frames] = {}
         t_runs = time.perf_counter()
@@ -155,6 +186,7 @@ def main() -> None:
             pause(args.pause)
             for name, target in targets.items():
                 before = files_of(Path(target)) if name == "Parquet" else {}
+                COMMITS.clear()
                 t0 = time.perf_counter()
                 report = mirror(client, target, ["object_3"])
                 walls[name].append(time.perf_counter() - t0)
@@ -163,8 +195,8 @@ def main() -> None:
                 counted[name] += o.updated + o.inserted + o.deleted
                 mismatched[name] += (o.updated, o.inserted, o.deleted) != (made["changed"], 0, 0)
                 if name == "Parquet":
-                    written.append(sum(size for p, (size, ns) in files_of(Path(target)).items()
-                                       if before.get(p, (0, 0))[1] != ns))
+                    written.append(by_table(Path(target), before))
+                    written[-1]["(commit, ms)"] = int(1000 * sum(COMMITS))
                 if r in sized_at:
                     sizes[name][f"run {r}"] = size_on_disk(target)
             if r in picks:
@@ -183,9 +215,19 @@ def main() -> None:
                   f"requests {min(requests[name])}-{max(requests[name])}; runs whose counts "
                   f"differ from the changes made: {mismatched[name]}", flush=True)
         if written:
-            print(f"   Parquet: a run writes {mb(min(written))}-{mb(max(written))} "
-                  f"(mean {mb(sum(written) // len(written))}) of a directory of "
-                  f"{mb(size_on_disk(targets['Parquet']))}", flush=True)
+            total = [sum(v for k, v in w.items() if not k.startswith("(")) for w in written]
+            commit = [w["(commit, ms)"] / 1000 for w in written]
+            wall = walls["Parquet"]
+            print(f"   Parquet: a run writes {mb(min(total))}-{mb(max(total))} "
+                  f"(mean {mb(sum(total) // len(total))}) of a directory of "
+                  f"{mb(size_on_disk(targets['Parquet']))}; its commit takes "
+                  f"{min(commit):.2f}-{max(commit):.2f}s (mean {sum(commit) / len(commit):.2f}s"
+                  f" of a mean run of {sum(wall) / len(wall):.2f}s)", flush=True)
+            for label, w in (("run 1", written[0]), (f"run {runs}", written[-1])):
+                big = sorted(((v, k) for k, v in w.items() if not k.startswith("(")),
+                             reverse=True)[:4]
+                print(f"   Parquet {label} wrote: " + ", ".join(f"{k} {mb(v)}" for v, k in big),
+                      flush=True)
         print("3. history rows = the first run's + the changes made:", flush=True)
         for name, target in targets.items():
             rows = history_rows(target)
