@@ -22,7 +22,8 @@ and walls do a little).
    seconds of its commit (``ParquetWriter.commit``, timed by a wrapper: the files
    written aside with an fsync each, then moved into place).
 3. Per target: history rows against the first run's plus the changes made (and plus those
-   the runs reported), and the size on disk after the first mirror and after change runs
+   the runs reported), whether the target is whole (``mirror_consistent``: its current
+   tables equal to its history's open versions), and the size on disk after the first mirror and after change runs
    1, 10 and ``--runs`` (DuckDB: the file; Parquet: the files; PostgreSQL:
    ``pg_database_size``).
 4. ``as_of`` at 10 times over the runs (each right after a run; ``--as-of N``) against
@@ -54,7 +55,7 @@ from svc_frames.mirroring import parquetdir
 from svc_frames.mirroring.past import as_of
 from svc_frames.mirroring.run import mirror
 from svc_frames.mirroring.target import open_target
-from svc_frames.testing import postgres_cluster, postgres_database
+from svc_frames.testing import mirror_consistent, postgres_cluster, postgres_database
 
 HISTORY = "work_orders__history"
 
@@ -237,7 +238,12 @@ def main() -> None:
         for name, target in targets.items():
             rows = history_rows(target)
             expected = base[name] + made_total
-            print(f"   {name}: {rows} = {base[name]} + {made_total}: "
+            try:
+                mirror_consistent(target)
+                whole = "whole"
+            except AssertionError as e:
+                whole = f"NOT WHOLE ({str(e)[:200]})"
+            print(f"   {name}: {whole}; {rows} = {base[name]} + {made_total}: "
                   f"{'equal' if rows == expected else f'NOT EQUAL ({rows - expected:+d})'}"
                   f" (runs reported {counted[name]} changes); size "
                   + ", ".join(f"{k} {mb(v)}" for k, v in sizes[name].items()), flush=True)
