@@ -7,11 +7,20 @@ Usage::
         rec = create(svc, "object_3", {"field_12": "Fix pump"})
         client = client_for(svc)                  # unpaced, quick retries
         orders = widest_object(client)            # the object that uses every kind
+    with postgres_cluster() as base:              # a PostgreSQL 15 of its own
+        url = postgres_database(base, "bench")    # postgresql://postgres@/bench?host=...
+    last = mirror_consistent("app.duckdb")        # AssertionError unless whole
 """
 
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +30,8 @@ from .records import Client
 from .server import LocalService
 
 __all__ = ["LocalService", "object_url", "view_url", "login", "create", "field_of_kind",
-           "hosted_sample_dir", "client_for", "widest_object"]
+           "hosted_sample_dir", "client_for", "widest_object", "postgres_cluster",
+           "postgres_database", "mirror_consistent"]
 
 FIXTURES_ENV = "SVC_FIXTURES_DIR"
 _HOSTED_SAMPLE = Path("shared") / "fixtures" / "hosted-sample"
@@ -113,3 +123,100 @@ def widest_object(client: Client) -> str:
     Usage: ``widest_object(client_for(svc))  # "object_3"``"""
     best = max(client.schema().get("objects") or [], key=lambda o: len({f["type"] for f in o["fields"]}))
     return str(best["key"])
+
+
+#: The PostgreSQL server's binaries: ``$PG_BIN``, else Debian's server 15.
+PG_BIN = Path(os.environ.get("PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+
+def _as_server_user(args: list[str], owner: str | None) -> list[str]:
+    return ["runuser", "-u", owner, "--", *args] if owner else args
+
+
+@contextmanager
+def postgres_cluster(pg_bin: Path = PG_BIN, *, fsync: bool = False) -> Iterator[str]:
+    """A fresh PostgreSQL cluster in a temporary directory, stopped and removed on exit;
+    yields its base URL (``postgresql://postgres@/?host=<socket dir>``).
+
+    The server refuses to run as root, so when this process is root ``initdb`` and
+    ``pg_ctl`` run as the ``postgres`` user (``runuser``) in a directory chowned to it. It
+    listens on a Unix socket in that directory only (no TCP port), with ``trust`` for
+    local connections. ``fsync=False`` (tests) spares the disk; a benchmark passes True,
+    as a user's server runs. FileNotFoundError when ``pg_bin`` holds no server.
+
+    Usage: ``with postgres_cluster() as base: url = postgres_database(base, "t")``"""
+    if not (pg_bin / "initdb").exists():
+        raise FileNotFoundError(f"no PostgreSQL server at {pg_bin} (make test-postgres "
+                                "installs Debian's postgresql package)")
+    owner = "postgres" if os.geteuid() == 0 else None
+    root = Path(tempfile.mkdtemp(prefix="svc-frames-pg-"))
+    if owner:
+        pw = pwd.getpwnam(owner)
+        os.chown(root, pw.pw_uid, pw.pw_gid)
+    data = root / "data"
+    try:
+        subprocess.run(_as_server_user([str(pg_bin / "initdb"), "-D", str(data), "-U",
+                                        "postgres", "--auth=trust", "-E", "UTF8",
+                                        "--no-sync"], owner), check=True, capture_output=True)
+        opts = (f"-c listen_addresses='' -c unix_socket_directories='{root}' "
+                f"-c fsync={'on' if fsync else 'off'}")
+        subprocess.run(_as_server_user([str(pg_bin / "pg_ctl"), "-D", str(data), "-l",
+                                        str(root / "log"), "-o", opts, "-w", "start"],
+                                       owner), check=True, capture_output=True)
+        yield f"postgresql://postgres@/?host={root}"
+    finally:
+        if data.exists():
+            subprocess.run(_as_server_user([str(pg_bin / "pg_ctl"), "-D", str(data), "-m",
+                                            "immediate", "-w", "stop"], owner),
+                           capture_output=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def postgres_database(cluster: str, name: str) -> str:
+    """A new (emptied) database ``name`` of a ``postgres_cluster``; its URL.
+
+    Usage: ``postgres_database(base, "t_mirror")``"""
+    import psycopg
+
+    with psycopg.connect(cluster.replace("/?", "/postgres?"), autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        con.execute(f'CREATE DATABASE "{name}"')
+    return cluster.replace("/?", f"/{name}?")
+
+
+def mirror_consistent(target: str) -> int:
+    """The last run's number of a mirror, after checking that it is as a whole run left
+    it: its runs numbered without a gap, and every present object's current tables equal
+    to its history's open versions (and as many rows as the run recorded); 0 for a target
+    no run has committed to. AssertionError naming what differs.
+
+    Usage: ``mirror_consistent("app.duckdb")`` after a run was killed (``kill -9``)"""
+    import pandas as pd
+
+    from .mirroring.past import open_versions
+    from .mirroring.state import MirrorState
+    from .mirroring.target import open_target
+
+    tgt = open_target(target)
+    tgt.check()
+    try:
+        state = MirrorState.read(tgt)
+        if state is None:
+            return 0
+        runs = sorted(int(r) for r in state.runs["run_id"])
+        if runs != list(range(1, len(runs) + 1)):
+            raise AssertionError(f"{target}: runs {runs} are not numbered without a gap")
+        for key, obj in state.objects.items():
+            if not obj.present:
+                continue
+            now = state.frames(key)
+            kept = open_versions(state, key)
+            if kept is None:
+                raise AssertionError(f"{target}: {key} has no history")
+            pd.testing.assert_frame_equal(now.main.sort_index(), kept.main.sort_index())
+            if len(now.main) != obj.rows:
+                raise AssertionError(f"{target}: {key} holds {len(now.main)} rows, its "
+                                     f"run recorded {obj.rows}")
+        return state.last_run
+    finally:
+        tgt.close()

@@ -16,37 +16,12 @@ import pandas as pd
 import pytest
 
 import svc_frames as sf
-from svc_frames.mirroring.past import open_versions
-from svc_frames.mirroring.state import MirrorState
-from svc_frames.mirroring.target import open_target
 from svc_frames.records import Client
 from svc_frames.server import LocalService
+from svc_frames.testing import mirror_consistent as consistent
 
 RUN = ("import sys, svc_frames as sf; c = sf.Client.from_env(rate_limit=0); "
        "sf.mirror(c, sys.argv[1], wait=30)")
-
-
-def consistent(target: str) -> int:
-    """The last run's number, after checking the target is whole."""
-    tgt = open_target(target)
-    tgt.check()
-    try:
-        state = MirrorState.read(tgt)
-        if state is None:
-            return 0
-        runs = sorted(int(r) for r in state.runs["run_id"])
-        assert runs == list(range(1, len(runs) + 1))
-        for key, obj in state.objects.items():
-            if not obj.present:
-                continue
-            now = state.frames(key)
-            kept = open_versions(state, key)
-            assert kept is not None
-            pd.testing.assert_frame_equal(now.main.sort_index(), kept.main.sort_index())
-            assert len(now.main) == obj.rows
-        return state.last_run
-    finally:
-        tgt.close()
 
 
 @pytest.mark.slow(seconds=40)
