@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..arrowcols import text_array
 from ..errors import InvalidValue
 from .base import FieldSpec
 
@@ -200,11 +201,13 @@ def string_series(values: Iterable[Any]) -> pd.Series:
     array when every value is text (several times faster than pd.Series(..., "string"))."""
     vals = blank_to_none(values if isinstance(values, (list, tuple)) else list(values))
     if _ARROW_STRINGS:
-        try:
-            arr = pa.array(vals, type=pa.large_string())
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            pass
-        else:
+        arr = text_array(vals)   # exact buffers (arrowcols.text_array)
+        if arr is None:
+            try:
+                arr = pa.array(vals, type=pa.large_string())
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                pass
+        if arr is not None:
             return pd.Series(pd.arrays.ArrowStringArray(arr))
     return pd.Series(vals, dtype="string")
 

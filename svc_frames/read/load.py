@@ -75,6 +75,8 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
     asked = load_params(opts)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
     pipe = PagePipeline(pager, tz=tz)
+    # what a page keeps once decoded: the key values the keyset pass may still read
+    key_names = [pager.key_field, f"{pager.key_field}_raw"] if pager.key_field else []
     parts = PageParts(pager)   # joined while the pager waits for answers
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None
@@ -110,7 +112,7 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
                     PageDecoder(fields, source, tz, helpers=helpers)) if helpers else None
                 return decoder.decode if decoder else None
             pipe.settle(page, fields, source, raw_pages=opts.raw_pages,
-                        decoder=start_decoder)
+                        decoder=start_decoder, deferred=True)
 
         pager.on_first = lambda first: settle(first, wait=False)
         try:
@@ -121,6 +123,7 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
                 else:
                     assert fields is not None and source is not None
                     parts.append(page.pass_no, got := pipe.frames(page))
+                    page.decoded_values_dropped(key_names)
                     if on_frames is not None:
                         on_frames(page.pass_no, got)
         finally:
