@@ -9,7 +9,6 @@ Usage: ``mask = member(frame.index, ids)``; ``arrow_backed(series.dtype)``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -123,42 +122,6 @@ def locate(index: pd.Index, ids: pd.Index) -> tuple[np.ndarray, np.ndarray]:
         which = found[rows].astype(np.int64)
     pos[which[::-1]] = rows[::-1]  # the last write wins: reversed, the first occurrence
     return pos, np.bincount(which, minlength=len(ids)).astype(np.int64)
-
-
-def text_array(values: Sequence[Any]) -> pa.Array | None:
-    """Text values (``str``, ``None`` for null) as an Arrow ``large_string`` array whose
-    buffers hold exactly their bytes: one join, one encode, offsets from the lengths.
-    None when a value is of another type (the caller converts those its own way).
-
-    ``pa.array`` grows its data buffer by doubling and hands the excess back at the end,
-    which Arrow's default allocator keeps: the page-sized text columns of a large load
-    held about twice their bytes in the process (docs/benchmarks.md, "A load's
-    memory"), and took longer to build than this.
-
-    Usage: ``pd.arrays.ArrowStringArray(text_array(["a", None]))``"""
-    if not isinstance(values, (list, tuple)):
-        values = list(values)
-    n = len(values)
-    try:
-        nulls = values.count(None)
-        texts = [v if v is not None else "" for v in values] if nulls else values
-        joined = "".join(texts)
-        data = joined.encode()
-    except (TypeError, ValueError):   # not text (a number, pd.NA), or not encodable
-        return None
-    if len(data) == len(joined):       # ASCII: a character is a byte
-        lengths = np.fromiter(map(len, texts), np.int64, n)
-    else:
-        lengths = np.fromiter(map(len, map(str.encode, texts)), np.int64, n)
-    offsets = np.empty(n + 1, dtype=np.int64)
-    offsets[0] = 0
-    np.cumsum(lengths, out=offsets[1:])
-    validity = None
-    if nulls:
-        valid = np.fromiter((v is not None for v in values), bool, n)
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data),
-                                            validity, null_count=nulls)
 
 
 def combined(arr: pa.Array | pa.ChunkedArray) -> pa.Array:

@@ -17,7 +17,6 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..arrowcols import text_array
 from ..errors import InvalidValue
 from .base import FieldSpec
 
@@ -196,18 +195,24 @@ def blank_to_none(values: Sequence[Any]) -> Sequence[Any]:
     return out
 
 
+TEXT_POOL = pa.system_memory_pool()
+"""The allocator of the text columns decoded page by page: the C library's. ``pa.array``
+grows a column's buffer by doubling and shrinks it when done; the C library takes the
+excess back, where Arrow's default allocator (mimalloc) kept it: a large load's text
+columns held about twice their bytes in the process (docs/benchmarks.md, "A load's
+memory")."""
+
+
 def string_series(values: Iterable[Any]) -> pd.Series:
     """A nullable "string" Series; None and "" become NA. Built straight from an Arrow
     array when every value is text (several times faster than pd.Series(..., "string"))."""
     vals = blank_to_none(values if isinstance(values, (list, tuple)) else list(values))
     if _ARROW_STRINGS:
-        arr = text_array(vals)   # exact buffers (arrowcols.text_array)
-        if arr is None:
-            try:
-                arr = pa.array(vals, type=pa.large_string())
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                pass
-        if arr is not None:
+        try:
+            arr = pa.array(vals, type=pa.large_string(), memory_pool=TEXT_POOL)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        else:
             return pd.Series(pd.arrays.ArrowStringArray(arr))
     return pd.Series(vals, dtype="string")
 

@@ -25,7 +25,7 @@ from ..query import Query
 from .keyset import KeyRange, KeyValues, key_values
 from .options import LoadOptions
 from .page import Page, PageFormat, PassReport
-from .rawpages import deferred_page_parser, raw_page_parser
+from .rawpages import raw_page_parser
 
 if TYPE_CHECKING:
     from ..keys import Target
@@ -166,24 +166,17 @@ class PageFetcher:
             total_records = len(records) + int(full and upto is not None
                                                and any(v < upto for v in last))
         page = Page(number, records, total_pages, total_records, pass_no, fmt,
-                    "frames" in env, env.get("frames"), key_range, env.get("body"),
-                    env.get("parse"))
+                    "frames" in env, env.get("frames"), key_range)
         if notify and self.on_page is not None:
             self.on_page(page)
         return page
 
     def ask_raw(self, fields: Sequence[FieldSpec],
-                decode: Callable[[bytes], Any] | None = None, *,
-                deferred: bool = False) -> None:
+                decode: Callable[[bytes], Any] | None = None) -> None:
         """Request the pages still to come with ``format=raw``, parsed into records with
         a slot per field (rawpages), or decoded as they arrive by ``decode`` (a
-        PageDecoder's). ``deferred``: parsed in full only by ``Page.full_records``, when
-        the consumer decodes them (``rawpages.deferred_page_parser``; the consumer must
-        read them so). Usage: ``pager.ask_raw(fields)``"""
-        parser = raw_page_parser(fields, parse_json)
-        if decode is None and deferred and parser is not None:
-            parser = deferred_page_parser(parser, self.key_field)
-        self.raw_parser = decode or parser
+        PageDecoder's). Usage: ``pager.ask_raw(fields)``"""
+        self.raw_parser = decode or raw_page_parser(fields, parse_json)
         self.page_format = "raw"
 
     def ask_both(self) -> None:

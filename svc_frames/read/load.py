@@ -112,7 +112,7 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
                     PageDecoder(fields, source, tz, helpers=helpers)) if helpers else None
                 return decoder.decode if decoder else None
             pipe.settle(page, fields, source, raw_pages=opts.raw_pages,
-                        decoder=start_decoder, deferred=True)
+                        decoder=start_decoder)
 
         pager.on_first = lambda first: settle(first, wait=False)
         try:
@@ -123,7 +123,8 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
                 else:
                     assert fields is not None and source is not None
                     parts.append(page.pass_no, got := pipe.frames(page))
-                    page.decoded_values_dropped(key_names)
+                    if page.format == "both":   # page 1, held to the pass's end
+                        page.decoded_values_dropped(key_names)
                     if on_frames is not None:
                         on_frames(page.pass_no, got)
         finally:

@@ -10,7 +10,7 @@ Usage::
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -66,30 +66,15 @@ class Page:
     frames: Frames | None = None  # its frames; None when the page needs display values
     # a keyset page (keyset.py): the range or values it asked for, so a refetch asks again
     key_range: KeyRange | KeyValues | None = None
-    # a page parsed in part (rawpages.deferred_page_parser): ``records`` hold ids (and key
-    # values) only; the body waits for ``parse`` until the page is decoded
-    body: bytes | None = None
-    parse: Callable[[bytes], Any] | None = None
-
-    def full_records(self, ids: Collection[str] | None = None) -> list[Any]:
-        """The page's records in full (of ``ids`` only, in page order, when given):
-        parsed from the body kept, now, or the records held."""
-        if self.body is None or self.parse is None:
-            records = self.records
-        else:
-            records = self.parse(self.body)["records"]
-        if ids is None:
-            return list(records) if not isinstance(records, list) else records
-        keep = set(ids)
-        return [r for r in records if r["id"] in keep]
 
     def decoded_values_dropped(self, keep: Sequence[str] = ()) -> None:
         """Once its frames are made: the records keep their id and the values of ``keep``
         alone (a pass may still read a page's ids and key values: the keyset pass, page
-        1's verification), and the body goes. A page held by the paging strategies past
-        its turn (page 1, by every one of them) then holds a few values per record, not
-        every field's."""
-        self.body = self.parse = None
+        1's verification). Page 1, parsed with raw and display values, is held by the
+        paging strategies to the end of the pass: then with a few values per record,
+        not every field's.
+
+        Usage: ``page.decoded_values_dropped([pager.key_field])``"""
         if self.records and not (isinstance(self.records[0], RawRecord)
                                  and set(type(self.records[0]).__struct_fields__)
                                  <= {"id", *keep}):

@@ -50,15 +50,12 @@ class PagePipeline:
 
     def settle(self, first: Page | None, fields: Sequence[FieldSpec] | None = None,
                source: Source | None = None, *, raw_pages: bool = True,
-               decoder: Callable[[], Callable[[bytes], Any] | None] | None = None,
-               deferred: bool = False) -> bool:
+               decoder: Callable[[], Callable[[bytes], Any] | None] | None = None) -> bool:
         """Decide, once, the format of the pages still to come: ``format=raw`` (about 40%
         fewer bytes) when the schema gave every kind and ``first`` (raw and display values;
         None: nothing to look at, the kinds alone decide) shows that raw values alone will
         do. ``decoder`` is asked only then, for a helper's decode function (None: parse
-        here). ``deferred``: the pages wait parsed in part, for ``frames`` to parse them
-        in full one at a time (the caller reads their records through ``frames`` alone:
-        ``Page.full_records``). Returns whether raw pages come."""
+        here). Returns whether raw pages come."""
         if fields is not None:
             self.fields = list(fields)
         if source is not None:
@@ -71,8 +68,7 @@ class PagePipeline:
         # pages answered ahead of the decoder only wait, in memory: a few cover the round
         # trip, more only raise the load's peak
         self.pager.prefetch = min(self.pager.prefetch, PAGES_AHEAD)
-        self.pager.ask_raw(self.fields, decoder() if decoder is not None else None,
-                           deferred=deferred)
+        self.pager.ask_raw(self.fields, decoder() if decoder is not None else None)
         return True
 
     def frames(self, page: Page, records: Sequence[Any] | None = None) -> Frames:
@@ -84,8 +80,6 @@ class PagePipeline:
         if page.decoded and page.frames is not None and records is None:
             return page.frames
         wanted = page.records if records is None else records
-        if page.body is not None:   # parsed in full now, one page at a time
-            wanted = page.full_records(None if records is None else record_ids(records))
         if not page.decoded:
             try:
                 return build_frames(wanted, self.fields, self.source, tz=self.tz,

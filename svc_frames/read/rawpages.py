@@ -60,33 +60,3 @@ def raw_page_parser(fields: Sequence[FieldSpec], fallback: Callable[[bytes], Any
                 "total_records": env.total_records, "current_page": env.current_page}
 
     return parse
-
-
-def deferred_page_parser(full: Callable[[bytes], Any], key: str | None = None
-                         ) -> Callable[[bytes], Any]:
-    """A parser of ``format=raw`` list pages that reads now only what paging needs (each
-    record's id, and its ``key`` value: the keyset pass's) and keeps the body for
-    ``full`` (a ``raw_page_parser``), which the decoder calls when the page's turn comes
-    (``Page.full_records``): a page answered ahead of the decoder waits as its bytes, not
-    as millions of parsed objects (docs/benchmarks.md, "A load's memory"). A page whose
-    ids or key values do not fit is parsed in full at once.
-
-    Usage: ``env = deferred_page_parser(parse, "field_24")(body); env["body"]``"""
-    slots: list[tuple[str, Any, Any]] = [(key, Any, None)] if key else []
-    record = msgspec.defstruct("IdRecord", slots, bases=(RawRecord,), gc=False)
-    page = msgspec.defstruct("IdPage", [("records", list[record]),  # type: ignore[valid-type]
-                                        ("total_pages", Any, None),
-                                        ("total_records", Any, None),
-                                        ("current_page", Any, None)])
-    decode = msgspec.json.Decoder(page).decode
-
-    def parse(body: bytes) -> Any:
-        try:
-            env: Any = decode(body)
-        except msgspec.MsgspecError:  # not the expected shape: the full parser says
-            return full(body)
-        return {"records": env.records, "total_pages": env.total_pages,
-                "total_records": env.total_records, "current_page": env.current_page,
-                "body": body, "parse": full}
-
-    return parse
