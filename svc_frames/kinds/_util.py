@@ -195,13 +195,21 @@ def blank_to_none(values: Sequence[Any]) -> Sequence[Any]:
     return out
 
 
+TEXT_POOL = pa.system_memory_pool()
+"""The allocator of the text columns decoded page by page: the C library's. ``pa.array``
+grows a column's buffer by doubling and shrinks it when done; the C library takes the
+excess back, where Arrow's default allocator (mimalloc) kept it: a large load's text
+columns held about twice their bytes in the process (docs/benchmarks.md, "A load's
+memory")."""
+
+
 def string_series(values: Iterable[Any]) -> pd.Series:
     """A nullable "string" Series; None and "" become NA. Built straight from an Arrow
     array when every value is text (several times faster than pd.Series(..., "string"))."""
     vals = blank_to_none(values if isinstance(values, (list, tuple)) else list(values))
     if _ARROW_STRINGS:
         try:
-            arr = pa.array(vals, type=pa.large_string())
+            arr = pa.array(vals, type=pa.large_string(), memory_pool=TEXT_POOL)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             pass
         else:

@@ -75,6 +75,8 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
     asked = load_params(opts)
     asked["loaded_at"] = started.isoformat(timespec="seconds")
     pipe = PagePipeline(pager, tz=tz)
+    # what a page keeps once decoded: the key values the keyset pass may still read
+    key_names = [pager.key_field, f"{pager.key_field}_raw"] if pager.key_field else []
     parts = PageParts(pager)   # joined while the pager waits for answers
     collected: list[Page] | None = None  # no schema: decode everything at the end
     fields: list[FieldSpec] | None = None
@@ -121,6 +123,8 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
                 else:
                     assert fields is not None and source is not None
                     parts.append(page.pass_no, got := pipe.frames(page))
+                    if page.format == "both":   # page 1, held to the pass's end
+                        page.decoded_values_dropped(key_names)
                     if on_frames is not None:
                         on_frames(page.pass_no, got)
         finally:

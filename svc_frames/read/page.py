@@ -67,6 +67,21 @@ class Page:
     # a keyset page (keyset.py): the range or values it asked for, so a refetch asks again
     key_range: KeyRange | KeyValues | None = None
 
+    def decoded_values_dropped(self, keep: Sequence[str] = ()) -> None:
+        """Once its frames are made: the records keep their id and the values of ``keep``
+        alone (a pass may still read a page's ids and key values: the keyset pass, page
+        1's verification). Page 1, parsed with raw and display values, is held by the
+        paging strategies to the end of the pass: then with a few values per record,
+        not every field's.
+
+        Usage: ``page.decoded_values_dropped([pager.key_field])``"""
+        if self.records and not (isinstance(self.records[0], RawRecord)
+                                 and set(type(self.records[0]).__struct_fields__)
+                                 <= {"id", *keep}):
+            names = [k for k in keep if k != "id"]
+            self.records = [{"id": r["id"], **{k: r.get(k) for k in names}}
+                            for r in self.records]
+
 
 @dataclass
 class PassReport:
