@@ -586,7 +586,10 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
             else pd.DataFrame(index=index))
     skipped = ctx.skipped or {}
     if source.columns == "labels":
-        labels = label_map(fields)
+        # named as the source's whole set of fields names them (labels made unique among
+        # all of them), so a decode of a few fields (the guard's re-read) gets the columns
+        # the frames have
+        labels = label_map(source.fields or fields)
         main = main.rename(columns=lambda c: relabel(str(c), labels))
         tables = {relabel(k, labels): v for k, v in tables.items()}
         skipped = {relabel(k, labels): v for k, v in skipped.items()}
