@@ -103,12 +103,11 @@ class HeadStart:
     ``sent``: the client's requests when it began (the object's report counts those sent
     since, less the schema's one request)."""
 
-    def __init__(self, client: Client, key: str, inputs: _Window, stamps: pd.Series
-                 ) -> None:
+    def __init__(self, client: Client, key: str, inputs: _Window) -> None:
         self.client = client
         self.key = key
         self.inputs = inputs
-        self.stamps = stamps
+        self._schema = threading.Event()
         self.started = dt.datetime.now(dt.timezone.utc)
         self.sent = client.request_count
         self.taken = False
@@ -136,17 +135,24 @@ class HeadStart:
         inputs = _window_inputs(state, key, every, None) if key is not None else None
         if key is None or inputs is None:
             return None
-        stamps = pd.Series([], dtype="datetime64[ns, UTC]")
-        if clock_skew(client) is None:   # read here: the thread must not use the target
-            bare = column_maps(inputs.source)[1]
-            stamps = state.columns_of(key, [bare[inputs.mod]])[bare[inputs.mod]]
-        return cls(client, key, inputs, stamps)
+        return cls(client, key, inputs)
+
+    def schema_answered(self) -> None:
+        """The run's schema is in (called by the run's thread, whatever its outcome)."""
+        self._schema.set()
 
     def _work(self) -> None:
         w = self.inputs
+        if clock_skew(self.client) is None:
+            # the cutoff then needs the newest stamp held, which this thread must not read
+            # from the target: wait for the schema's answer, which tells the clock
+            self._schema.wait()
+            if clock_skew(self.client) is None:
+                return   # not taken: read_changes asks for the window itself
         try:
             server, _, total = stamp_window(self.client, w.source, w.load, w.mod,
-                                            self.stamps, w.rpp)
+                                            pd.Series([], dtype="datetime64[ns, UTC]"),
+                                            w.rpp)
             self.result = (server, total)
         except BaseException as exc:  # noqa: BLE001  # raised in the run's thread, if taken
             self.error = exc
@@ -157,6 +163,8 @@ class HeadStart:
         if key != self.key or mod != self.inputs.mod:
             return None
         self.close()
+        if self.error is None and self.result is None:
+            return None   # the service's clock unknown (``_work``)
         self.taken = True
         if self.error is not None:
             raise self.error
@@ -165,6 +173,7 @@ class HeadStart:
 
     def close(self) -> None:
         """Wait for the window (it uses the client)."""
+        self._schema.set()   # a run stopped before the schema's answer: it waits no more
         if self._thread.is_alive():
             self._thread.join()
 

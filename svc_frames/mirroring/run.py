@@ -174,7 +174,11 @@ def _read_and_write(client: Client, tgt: Target, state: MirrorState | None,
                     started: dt.datetime, sent: int, head: HeadStart | None
                     ) -> MirrorReport:
     """Phases 3 to 5 (module docstring)."""
-    doc = client.schema(refresh=True)
+    try:
+        doc = client.schema(refresh=True)
+    finally:
+        if head is not None:
+            head.schema_answered()
     if doc is None:
         raise UsageError("the service does not expose its schema: the mirror needs it")
     listed = {str(o["key"]): o for o in doc.get("objects") or [] if o.get("key")}
