@@ -5,8 +5,10 @@ and deletions: DuckDB and Parquet (PostgreSQL: tests_postgres)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -204,3 +206,38 @@ def test_window_of_several_pages_reads_each_pages_rows_once(tmp_path: Path) -> N
             (len(updated),)]
         now = sf.read_object(client, "object_3", columns="keys")
         same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"], now)
+
+
+def test_window_begun_beside_the_schema(fresh_service: LocalService, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first object's stamp window is asked beside the schema's request (from what the
+    last run left) and used when the schema confirms it; after a field is added it is
+    dropped unused and the object is listed anew: exact either way."""
+    from svc_frames.mirroring import incremental
+    svc = fresh_service
+    client = client_of(svc)
+    target = target_of(tmp_path, "duckdb")
+    sf.mirror(client, target, ["object_3"])
+    threads: list[str] = []
+    real = incremental.stamp_window
+
+    def window(*args: Any, **kw: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(incremental, "stamp_window", window)
+    rid = sf.read_object(client, "object_3", columns="keys").main.index[1]
+    svc.pages.update_record("object_3", rid, {"field_12": "Beside the schema"})
+    report = sf.mirror(client, target, ["object_3"])
+    o = report.objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (0, 1, 0) and not o.full
+    assert threads == ["svc-mirror-head"]             # asked once, beside the schema
+    assert o.requests == 1 and report.requests == 2   # the window; and the schema's
+    note = svc.builder.add_field("object_3", "Note", "short_text")
+    svc.pages.update_record("object_3", rid, {note: "a note"})
+    threads.clear()
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert threads == ["svc-mirror-head"] and o.full  # begun, then dropped: listed anew
+    assert (o.inserted, o.updated, o.deleted) == (0, 1, 0)
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))

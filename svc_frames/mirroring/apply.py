@@ -208,8 +208,9 @@ def write_object(w: Writer, target: MirrorTarget, have: set[str], run: ObjectRun
         elif run.rebuild:
             renames += _follow_schema(w, target, hist, shape, run.changes)
         w.close_versions(hist, col, changed, when)
-        w.insert(hist, versions(rows_for(t.data, col, run.inserted), when, run_id, "insert"))
-        w.insert(hist, versions(rows_for(t.data, col, run.updated), when, run_id, "update"))
+        w.insert(hist, pa.concat_tables([   # one statement for both
+            versions(rows_for(t.data, col, run.inserted), when, run_id, "insert"),
+            versions(rows_for(t.data, col, run.updated), when, run_id, "update")]))
     _delete_markers(w, run, when, run_id)
     return specs, rows, renames
 

@@ -102,7 +102,14 @@ def versions(rows: pa.Table, when: dt.datetime, run_id: int, change: str,
     """``rows`` with the version columns: valid from ``when``, the run, the change."""
     n = rows.num_rows
     ts = pa.timestamp("us", tz="UTC")
-    return (rows.append_column("valid_from", pa.array([when] * n, ts))
-            .append_column("valid_to", pa.array([valid_to] * n, ts))
-            .append_column("run_id", pa.array([run_id] * n, pa.int64()))
-            .append_column("change", pa.array([change] * n, pa.string())))
+    # constant columns built in Arrow, not as Python lists of n items: a first run's
+    # writer thread makes them for every page beside the decoding (stream.py)
+    return (rows.append_column("valid_from", _repeat(pa.scalar(when, ts), n))
+            .append_column("valid_to", _repeat(pa.scalar(valid_to, ts), n))
+            .append_column("run_id", _repeat(pa.scalar(run_id, pa.int64()), n))
+            .append_column("change", _repeat(pa.scalar(change, pa.string()), n)))
+
+
+def _repeat(value: pa.Scalar, n: int) -> pa.Array:
+    """An array of ``n`` times ``value``, of its type (a null scalar: nulls)."""
+    return pa.repeat(value, n)

@@ -22,19 +22,30 @@ what the target knows of it:
    nothing more is listed;
 4. apply.py writes the inserted and updated records' rows and versions only.
 
+The run's first object's window is begun beside the schema's request (:class:`HeadStart`):
+its inputs are what the last run left (the source, the stamped field it saw: ``load``'s
+``stamped_field``), so it needs nothing of the schema but the confirmation, which
+``read_changes`` checks before taking it (the same fields, the same stamped field);
+otherwise it is discarded unused (its requests spent, nothing of it written).
+
 Not taken (``read_changes`` returns False and run.py refreshes the whole frames, as
 before): no stamped field (every record is listed anyway), the periodic sweep's run
 (``sweep_every``, refresh's ``sweep_due``).
 
 Usage::
 
-    if read_changes(client, state, run, every):   # run.frames: the changed records only
+    head = HeadStart.begin(client, state, objects, every)   # beside the schema
+    if read_changes(client, state, run, every, head):   # run.frames: changed records only
         ...
+    head.close()
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -50,37 +61,153 @@ from ..refreshing.window import clock_skew
 from .apply import ObjectRun
 from .state import MirrorState
 
-__all__ = ["read_changes"]
+__all__ = ["HeadStart", "read_changes"]
 
 
-def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int) -> bool:
+@dataclass
+class _Window:
+    """What the stamp window needs, from the last run's state alone."""
+
+    source: Source
+    load: dict[str, object]
+    mod: str
+    rpp: int
+    count: int
+
+
+def _window_inputs(state: MirrorState, key: str, every: int, mod: str | None
+                   ) -> _Window | None:
+    """The window's inputs for ``key`` from the last run's state (``mod``: the stamped
+    field, None: the one the last run saw); None when the object is not read by its
+    window (module docstring: "Not taken")."""
+    prev = state.objects.get(key)
+    if prev is None or not prev.present:
+        return None
+    source = Source.from_dict(dict(prev.source))
+    load = dict(source.load or {})
+    if source.kind != "object" or load.get("limit") is not None or source.kinds_inferred:
+        return None
+    count, swept = sweep_due(load, every)
+    mod = mod if mod is not None else str(load.get("stamped_field") or "") or None
+    if swept or mod is None or not any(f.key == mod for f in source.fields):
+        return None
+    return _Window(source, load, mod, int(str(load.get("rows_per_page") or 1000)), count)
+
+
+class HeadStart:
+    """The stamp window of the run's first object, asked beside the schema's request
+    (module docstring): ``begin`` starts it in a thread, ``take`` gives its result to the
+    object's ``read_changes`` when the schema confirms its inputs, ``close`` waits for it
+    (before the writes, and when the run stops).
+
+    ``sent``: the client's requests when it began (the object's report counts those sent
+    since, less the schema's one request)."""
+
+    def __init__(self, client: Client, key: str, inputs: _Window) -> None:
+        self.client = client
+        self.key = key
+        self.inputs = inputs
+        self._schema = threading.Event()
+        self.started = dt.datetime.now(dt.timezone.utc)
+        self.sent = client.request_count
+        self.taken = False
+        self.result: tuple[Frames, int] | None = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._work, name="svc-mirror-head",
+                                        daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def begin(cls, client: Client, state: MirrorState | None,
+              objects: Sequence[str] | None, every: int) -> HeadStart | None:
+        """The first object's window started, when the last run's state tells which object
+        is read first and how (else None). Before the schema's request: the first object
+        is the first one named (by key or name), or the first the last run mirrored."""
+        if state is None:
+            return None
+        present = [k for k, o in state.objects.items() if o.present]
+        if objects is None:
+            key = present[0] if present else None
+        else:
+            want = objects[0]
+            key = want if want in present else next(
+                (k for k in present if state.objects[k].name == want), None)
+        inputs = _window_inputs(state, key, every, None) if key is not None else None
+        if key is None or inputs is None:
+            return None
+        return cls(client, key, inputs)
+
+    def schema_answered(self) -> None:
+        """The run's schema is in (called by the run's thread, whatever its outcome)."""
+        self._schema.set()
+
+    def _work(self) -> None:
+        w = self.inputs
+        if clock_skew(self.client) is None:
+            # the cutoff then needs the newest stamp held, which this thread must not read
+            # from the target: wait for the schema's answer, which tells the clock
+            self._schema.wait()
+            if clock_skew(self.client) is None:
+                return   # not taken: read_changes asks for the window itself
+        try:
+            server, _, total = stamp_window(self.client, w.source, w.load, w.mod,
+                                            pd.Series([], dtype="datetime64[ns, UTC]"),
+                                            w.rpp)
+            self.result = (server, total)
+        except BaseException as exc:  # noqa: BLE001  # raised in the run's thread, if taken
+            self.error = exc
+
+    def take(self, key: str, mod: str) -> tuple[dt.datetime, Frames, int] | None:
+        """(when it began, the window's records, the listing's total) when it was asked for
+        ``key`` with ``mod`` as its stamped field; raises what the window raised."""
+        if key != self.key or mod != self.inputs.mod:
+            return None
+        self.close()
+        if self.error is None and self.result is None:
+            return None   # the service's clock unknown (``_work``)
+        self.taken = True
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return (self.started, *self.result)
+
+    def close(self) -> None:
+        """Wait for the window (it uses the client)."""
+        self._schema.set()   # a run stopped before the schema's answer: it waits no more
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
+                 head: HeadStart | None = None) -> bool:
     """Step 4 of a run for one object, from the changed records only (module docstring):
     fills ``run`` (``frames``: the records read, ``old``: their rows in the target,
     ``inserted``, ``updated``, ``deleted``, ``rows``) and returns True; False, having
     written nothing into ``run``, when the object needs the whole frames.
 
-    Usage: ``read_changes(client, state, run, sweep_every)``"""
+    ``head``: the window begun beside the schema, taken when it was begun for this
+    object with its stamped field of now.
+
+    Usage: ``read_changes(client, state, run, sweep_every, head)``"""
     prev = run.prev
     if (prev is None or not prev.present or run.changes is None
             or run.changes.needs_full_load):
         return False
-    source = Source.from_dict(dict(prev.source))
-    load = dict(source.load or {})
-    if source.kind != "object" or load.get("limit") is not None or source.kinds_inferred:
-        return False
-    count, swept = sweep_due(load, every)
-    if swept:
-        return False
     mod = client.schema().stamped_field(run.key)
-    if mod is None or not any(f.key == mod for f in source.fields):
+    inputs = _window_inputs(state, run.key, every, mod) if mod is not None else None
+    if inputs is None:
         return False
+    source, load, rpp, count = inputs.source, inputs.load, inputs.rpp, inputs.count
     _, bare = column_maps(source)
-    rpp = int(load.get("rows_per_page") or 1000)
-    stamps = pd.Series([], dtype="datetime64[ns, UTC]")
-    if clock_skew(client) is None:   # the cutoff then needs the newest stamp held
-        stamps = state.columns_of(run.key, [bare[mod]])[bare[mod]]
-    started = dt.datetime.now(dt.timezone.utc)
-    server, _, total = stamp_window(client, source, load, mod, stamps, rpp)
+    got = head.take(run.key, inputs.mod) if head is not None else None
+    if got is not None:
+        started, server, total = got
+    else:
+        stamps = pd.Series([], dtype="datetime64[ns, UTC]")
+        if clock_skew(client) is None:   # the cutoff then needs the newest stamp held
+            stamps = state.columns_of(run.key, [bare[inputs.mod]])[bare[inputs.mod]]
+        started = dt.datetime.now(dt.timezone.utc)
+        server, _, total = stamp_window(client, source, load, inputs.mod, stamps, rpp)
     old = state.rows_of(run.key, [str(i) for i in server.main.index])
     inserted, updated = changed(old, server)
     gone: list[str] = []
@@ -111,7 +238,7 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int)
     for fkey, t in old.tables.items():   # every table the object has, even if empty
         server.tables.setdefault(fkey, t.iloc[:0])
     source.load = {**load, "loaded_at": started.isoformat(timespec="seconds"),
-                   "refreshes": count}
+                   "refreshes": count, "stamped_field": inputs.mod}
     run.frames = Frames(server.main, server.tables, source)
     run.old = old
     run.inserted, run.updated, run.deleted = inserted, updated, gone

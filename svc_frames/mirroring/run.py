@@ -41,7 +41,7 @@ from ..refreshing.policy import DEFAULT_SWEEP_EVERY, check_sweep_every, refresh
 from .apply import ObjectRun, RunPlan, write_run
 from .downloads import fetch_copies
 from .history import compare
-from .incremental import read_changes
+from .incremental import HeadStart, read_changes
 from .past import open_versions
 from .report import MirrorReport, ObjectReport, display_name
 from .schemas import SCHEMA_MODES, compare_fields, refuse_kind_changes
@@ -158,7 +158,27 @@ def _run(client: Client, tgt: MirrorTarget, state: MirrorState | None,
          t0: float, assets: bool, writes: RunWrites) -> MirrorReport:
     started = dt.datetime.now(dt.timezone.utc)
     sent = client.request_count
-    doc = client.schema(refresh=True)
+    # the first object's stamp window beside the schema's request (incremental.py)
+    head = HeadStart.begin(client, state, objects, every) if not repair else None
+    try:
+        return _read_and_write(client, tgt, state, objects, schema, every, repair, rpp, t0,
+                               assets, writes, started, sent, head)
+    finally:
+        if head is not None:
+            head.close()
+
+
+def _read_and_write(client: Client, tgt: Target, state: MirrorState | None,
+                    objects: Sequence[str] | None, schema: str, every: int, repair: bool,
+                    rpp: int, t0: float, assets: bool, writes: RunWrites,
+                    started: dt.datetime, sent: int, head: HeadStart | None
+                    ) -> MirrorReport:
+    """Phases 3 to 5 (module docstring)."""
+    try:
+        doc = client.schema(refresh=True)
+    finally:
+        if head is not None:
+            head.schema_answered()
     if doc is None:
         raise UsageError("the service does not expose its schema: the mirror needs it")
     listed = {str(o["key"]): o for o in doc.get("objects") or [] if o.get("key")}
@@ -196,12 +216,14 @@ def _run(client: Client, tgt: MirrorTarget, state: MirrorState | None,
                                              schema_changes=["object removed"]), prev=old)
                 runs.append(run)
     have = tgt.tables()
-    for run in runs:
+    for i, run in enumerate(runs):
         if run.prev is None and not {run.table, history_name(run.table)} & have:
             # listed for the first time: its pages written as they come
             run.stream = StreamedObject(writes, run.table, started, report.run)
-        _read_object(client, state, run, every, repair, rpp)
+        _read_object(client, state, run, every, repair, rpp, head if i == 0 else None)
         report.objects[run.key] = run.report
+    if head is not None:
+        head.close()   # not taken: its requests were spent, nothing of it is written
     in_run = {r.key for r in runs}
     others = {k: state.frames(k) for k, o in prev.items()
               if o.present and k not in in_run} if state is not None else {}
@@ -224,14 +246,14 @@ def _table_name(name: str, key: str, taken: set[str]) -> str:
 
 
 def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, every: int,
-                 repair: bool, rpp: int) -> None:
+                 repair: bool, rpp: int, head: HeadStart | None = None) -> None:
     """Step 4 for one object: refresh, or a full listing compared with the last state."""
     t = time.monotonic()
     sent = client.request_count
     rep = run.report
     read = state.rows_read if state is not None else 0
     # the changed records alone, when refresh would ask for few (incremental.py)
-    few = state is not None and not repair and read_changes(client, state, run, every)
+    few = state is not None and not repair and read_changes(client, state, run, every, head)
     if run.prev is not None and state is not None and not few:
         # repair: the tables may be edited by hand; the history says what they held
         run.old = open_versions(state, run.key) if repair else state.frames(run.key)
@@ -275,6 +297,12 @@ def _read_object(client: Client, state: MirrorState | None, run: ObjectRun, ever
     rep.unchanged = now - rep.inserted - rep.updated
     rep.rows_read = (state.rows_read if state is not None else 0) - read
     rep.requests = client.request_count - sent
+    if head is not None and head.taken:   # its window began beside the schema's request
+        rep.requests = client.request_count - head.sent - 1
+    if run.frames is not None and run.frames.source is not None:
+        # the next run begins this object's window before the schema's answer by it
+        run.frames.source.load = {**(run.frames.source.load or {}),
+                                  "stamped_field": client.schema().stamped_field(run.key)}
     rep.seconds = time.monotonic() - t
 
 
