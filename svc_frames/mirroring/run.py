@@ -168,7 +168,7 @@ def _run(client: Client, tgt: MirrorTarget, state: MirrorState | None,
             head.close()
 
 
-def _read_and_write(client: Client, tgt: Target, state: MirrorState | None,
+def _read_and_write(client: Client, tgt: MirrorTarget, state: MirrorState | None,
                     objects: Sequence[str] | None, schema: str, every: int, repair: bool,
                     rpp: int, t0: float, assets: bool, writes: RunWrites,
                     started: dt.datetime, sent: int, head: HeadStart | None
