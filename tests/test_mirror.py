@@ -281,14 +281,15 @@ def test_two_runs_never_interleave(fresh_service: LocalService, tmp_path: Path) 
 
 def test_nothing_below_the_mirror_imports_it() -> None:
     """The mirror sits above refresh and saved frames, below restore and the CLI: only
-    restore (which reads its history), the CLI's mirror subcommand and the
-    package's lazy names (svc_frames/__init__.py) import it."""
+    restore (which reads its history), the CLI's mirror subcommand, the testing helpers
+    (whose consistency check reads a target) and the package's lazy names
+    (svc_frames/__init__.py) import it."""
     from tests.test_server_imports import import_graph
 
     users = {m for m, deps in import_graph().items()
              if any(d.startswith("svc_frames.mirroring") for d in deps)
              and not m.startswith(("svc_frames.mirroring", "svc_frames.restoring"))}
-    assert users == {"svc_frames", "svc_frames.cli.mirror"}
+    assert users == {"svc_frames", "svc_frames.cli.mirror", "svc_frames.testing"}
 
 
 @pytest.mark.slow(seconds=20)
