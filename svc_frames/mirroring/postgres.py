@@ -22,12 +22,14 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
+import io
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.csv as pacsv
 
 from ..errors import TargetBusy, UsageError
 from ..saved.snapshot import quote
@@ -88,6 +90,27 @@ def arrow_type_of(data_type: str, udt: str) -> pa.DataType:
     return _ARROW.get(data_type, pa.string())
 
 
+# Arrow's CSV: every string quoted, a null an empty unquoted field (PostgreSQL's CSV NULL),
+# floats in their shortest exact form (and nan, inf, -0), timestamps in ISO form with a
+# ``Z`` when zoned; no header.
+_CSV = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+COPY_ROWS = 65_536
+
+
+def _csv_type(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+                or pa.types.is_boolean(t) or pa.types.is_integer(t)
+                or pa.types.is_floating(t) or pa.types.is_decimal(t)
+                or pa.types.is_timestamp(t) or pa.types.is_date(t))
+
+
+def csv_ready(schema: pa.Schema) -> bool:
+    """Whether Arrow's CSV of every column is text PostgreSQL reads as the same value
+    (not lists, binaries or durations: Arrow writes a duration as a bare number, which
+    PostgreSQL reads as seconds)."""
+    return all(_csv_type(f.type) for f in schema)
+
+
 class PostgresWriter:
     """The changes of one PostgreSQL transaction (target.Writer)."""
 
@@ -120,15 +143,25 @@ class PostgresWriter:
                              [list(ids)])
 
     def insert(self, table: str, data: pa.Table) -> None:
-        """The rows by ``COPY ... FROM STDIN`` (psycopg adapts each value to its column)."""
+        """The rows by ``COPY ... FROM STDIN``: as CSV that Arrow writes, in chunks of
+        ``COPY_ROWS`` rows, when every column's text is one PostgreSQL reads back as the
+        same value (``csv_ready``); else row by row, psycopg adapting each value."""
         if data.num_rows == 0:
             return
         names = ", ".join(quote(c) for c in data.column_names)
-        columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
-        with self.con.cursor() as cur, cur.copy(
-                f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
-            for row in zip(*columns, strict=True):
-                copy.write_row(row)
+        with self.con.cursor() as cur:
+            if csv_ready(data.schema):
+                with cur.copy(f"COPY {quote(table)} ({names}) FROM STDIN (FORMAT csv, "
+                              "ENCODING 'UTF8')") as copy:
+                    for batch in data.to_batches(max_chunksize=COPY_ROWS):
+                        buf = io.BytesIO()
+                        pacsv.write_csv(batch, buf, _CSV)
+                        copy.write(buf.getbuffer())
+                return
+            columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
+            with cur.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
+                for row in zip(*columns, strict=True):
+                    copy.write_row(row)
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:
