@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import psycopg
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import svc_frames as sf
@@ -190,13 +191,22 @@ def test_copy_round_trips_every_value(pg_url: str) -> None:
                        dt.datetime(2026, 3, 29, 1, 30), dt.datetime(2000, 2, 29)], ts),
         "d": pa.array([dt.date(2026, 1, 2), None] + [dt.date(1970, 1, 1)] * 5),
         "n": pa.nulls(7)})
-    listed = pa.table({"id": ["x", "y"], "tags": pa.array([["a", "b,c"], None],
-                                                          pa.list_(pa.string()))})
+    chicago = pa.timestamp("ns", tz="America/Chicago")
+    listed = pa.table({
+        "id": ["x", "y", "z", "w"],
+        "tags": pa.array([["a", "b,c", 'q"', "back\\slash", "{}", "NULL"], None, [],
+                          [None, "", " s "]], pa.list_(pa.large_string())),
+        "ints": pa.array([[1, None], [], None, [2 ** 62]], pa.list_(pa.int64())),
+        "took": pa.array([1_500_000, -3_000_000_001, None, 86_400_000_000_000],
+                         pa.duration("ns")),
+        "at": pa.array([1_700_000_000_123_456_000, None, 0, 1_710_054_000_000_000_000],
+                       chicago)})
+    binary = pa.table({"id": ["x", "y"], "blob": pa.array([b"\x00,\n\"", None])})
     t = PostgresTarget(pg_url)
     t.check()
     try:
         with t.transaction() as w:
-            for name, data in (("flat", flat), ("listed", listed)):
+            for name, data in (("flat", flat), ("listed", listed), ("binary", binary)):
                 w.create(name, data.schema)
                 w.insert(name, data)
         back = t.read("flat")
@@ -209,6 +219,14 @@ def test_copy_round_trips_every_value(pg_url: str) -> None:
                 assert [str(v) for v in got] == [str(v) for v in want]   # nan, -0.0
             else:
                 assert got == want, name
-        assert t.read("listed").column("tags").to_pylist() == [["a", "b,c"], None]
+        back = t.read("listed")
+        assert back.column("tags").to_pylist() == listed.column("tags").to_pylist()
+        assert back.column("ints").to_pylist() == listed.column("ints").to_pylist()
+        assert back.column("took").to_pylist() == [
+            dt.timedelta(microseconds=1_500), dt.timedelta(seconds=-3),  # to zero
+            None, dt.timedelta(days=1)]
+        assert back.column("at").to_pylist() == pc.cast(
+            listed.column("at"), pa.timestamp("us", tz="UTC")).to_pylist()
+        assert t.read("binary").column("blob").to_pylist() == [b"\x00,\n\"", None]
     finally:
         t.close()

@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from ..errors import TargetBusy, UsageError
@@ -91,24 +92,73 @@ def arrow_type_of(data_type: str, udt: str) -> pa.DataType:
 
 
 # Arrow's CSV: every string quoted, a null an empty unquoted field (PostgreSQL's CSV NULL),
-# floats in their shortest exact form (and nan, inf, -0), timestamps in ISO form with a
-# ``Z`` when zoned; no header.
+# floats in their shortest exact form (and nan, inf, -0), timestamps in ISO form; no header.
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="needed")
 COPY_ROWS = 65_536
 
 
-def _csv_type(t: pa.DataType) -> bool:
+def _plain(t: pa.DataType) -> bool:
+    """Whether Arrow's CSV text of a column of type ``t`` is PostgreSQL's of its value."""
     return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
                 or pa.types.is_boolean(t) or pa.types.is_integer(t)
                 or pa.types.is_floating(t) or pa.types.is_decimal(t)
-                or pa.types.is_timestamp(t) or pa.types.is_date(t))
+                or pa.types.is_date(t))
 
 
-def csv_ready(schema: pa.Schema) -> bool:
-    """Whether Arrow's CSV of every column is text PostgreSQL reads as the same value
-    (not lists, binaries or durations: Arrow writes a duration as a bare number, which
-    PostgreSQL reads as seconds)."""
-    return all(_csv_type(f.type) for f in schema)
+def _concat(*parts: Any) -> Any:
+    """Arrow large strings and text joined element-wise (null where a part is null)."""
+    return pc.binary_join_element_wise(
+        *(pa.scalar(p, pa.large_string()) if isinstance(p, str) else p for p in parts),
+        pa.scalar("", pa.large_string()))
+
+
+def _array_literals(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """A list column as PostgreSQL array literals (``{"a","b \\"c\\""}``, ``{}``,
+    ``NULL`` elements), or None for elements that are not text, integers or booleans."""
+    item = col.type.value_type
+    if not (pa.types.is_string(item) or pa.types.is_large_string(item)
+            or pa.types.is_integer(item) or pa.types.is_boolean(item)):
+        return None
+    chunks = []
+    for chunk in col.chunks:
+        values = pc.cast(chunk.values, pa.large_string())
+        if pa.types.is_string(item) or pa.types.is_large_string(item):
+            values = pc.replace_substring(values, "\\", "\\\\")
+            values = pc.replace_substring(values, '"', '\\"')
+            values = _concat('"', values, '"')
+        values = pc.fill_null(values, "NULL")
+        lists = pa.LargeListArray.from_arrays(pc.cast(chunk.offsets, pa.int64()), values,
+                                              mask=chunk.is_null())
+        comma = pa.scalar(",", pa.large_string())
+        chunks.append(_concat("{", pc.binary_join(lists, comma), "}"))
+    return pa.chunked_array(chunks, pa.large_string())
+
+
+def csv_columns(data: pa.Table) -> pa.Table | None:
+    """``data`` with every column as one whose Arrow CSV text PostgreSQL reads as the
+    column's value: timestamps in microseconds and UTC, durations as ``N microseconds``,
+    lists as array literals (sub-microsecond parts cut toward zero, as Arrow casts);
+    None when a column has no such form (binaries, nested
+    lists, lists of floats or timestamps): those go row by row."""
+    out = []
+    for col, f in zip(data.columns, data.schema, strict=True):
+        t = f.type
+        if _plain(t):
+            out.append(col)
+        elif pa.types.is_timestamp(t):
+            out.append(pc.cast(col, pa.timestamp("us", tz="UTC" if t.tz else None),
+                               safe=False))
+        elif pa.types.is_duration(t):
+            micros = pc.cast(pc.cast(col, pa.duration("us"), safe=False), pa.int64())
+            out.append(_concat(pc.cast(micros, pa.large_string()), " microseconds"))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            literals = _array_literals(col)
+            if literals is None:
+                return None
+            out.append(literals)
+        else:
+            return None
+    return pa.table(out, names=data.column_names)
 
 
 class PostgresWriter:
@@ -143,17 +193,18 @@ class PostgresWriter:
                              [list(ids)])
 
     def insert(self, table: str, data: pa.Table) -> None:
-        """The rows by ``COPY ... FROM STDIN``: as CSV that Arrow writes, in chunks of
-        ``COPY_ROWS`` rows, when every column's text is one PostgreSQL reads back as the
-        same value (``csv_ready``); else row by row, psycopg adapting each value."""
+        """The rows by ``COPY ... FROM STDIN``: as the CSV Arrow writes of ``csv_columns``,
+        in chunks of ``COPY_ROWS`` rows; row by row (psycopg adapting each value) for a
+        table with a column that has no CSV form."""
         if data.num_rows == 0:
             return
         names = ", ".join(quote(c) for c in data.column_names)
         with self.con.cursor() as cur:
-            if csv_ready(data.schema):
+            flat = csv_columns(data)
+            if flat is not None:
                 with cur.copy(f"COPY {quote(table)} ({names}) FROM STDIN (FORMAT csv, "
                               "ENCODING 'UTF8')") as copy:
-                    for batch in data.to_batches(max_chunksize=COPY_ROWS):
+                    for batch in flat.to_batches(max_chunksize=COPY_ROWS):
                         buf = io.BytesIO()
                         pacsv.write_csv(batch, buf, _CSV)
                         copy.write(buf.getbuffer())
