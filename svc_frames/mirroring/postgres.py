@@ -9,7 +9,8 @@ server when the session ends, even when its process is killed; a second run name
 holder from ``pg_stat_activity`` (the ``application_name`` each run sets: its process,
 host and start). Tables go into the connection's current schema (``search_path``; add
 ``?options=-csearch_path%3Dmirror`` to the URL for another). Primary keys are declared;
-foreign keys are listed in ``svc_tables``, as for DuckDB.
+foreign keys are listed in ``svc_tables``, as for DuckDB. Each table has one more column,
+``svc_row_order`` (``ROW_ORDER``), that reads order by and hide.
 
 Needs ``pip install 'svc-frames[postgres]'`` (psycopg 3).
 
@@ -161,6 +162,13 @@ def csv_columns(data: pa.Table) -> pa.Table | None:
     return pa.table(out, names=data.column_names)
 
 
+ROW_ORDER = "svc_row_order"
+"""A column of every table the mirror creates, numbered as its rows are written, which
+reads order by and hide: a record's exploded rows are compared in order, and PostgreSQL
+returns rows in their place on disk, where a ``COPY`` puts them in any hole deleted rows
+left."""
+
+
 class PostgresWriter:
     """The changes of one PostgreSQL transaction (target.Writer)."""
 
@@ -171,6 +179,7 @@ class PostgresWriter:
                ) -> None:
         self.drop(table)
         parts = [f"{quote(f.name)} {pg_type(f.type)}" for f in schema]
+        parts.append(f"{ROW_ORDER} bigint GENERATED ALWAYS AS IDENTITY")
         if primary_key:
             parts.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
         self.con.execute(f"CREATE TABLE {quote(table)} ({', '.join(parts)})")
@@ -284,11 +293,18 @@ class PostgresTarget:
             "current_schema()").fetchall()}
 
     def schema(self, table: str) -> pa.Schema:
+        return self._columns(table)[0]
+
+    def _columns(self, table: str) -> tuple[pa.Schema, bool]:
+        """The table's columns but ``ROW_ORDER``, and whether it has that column (not
+        in a table an earlier version made)."""
         rows = self.con.execute(
             "SELECT column_name, data_type, udt_name FROM information_schema.columns "
             "WHERE table_schema = current_schema() AND table_name = %s ORDER BY "
             "ordinal_position", [table]).fetchall()
-        return pa.schema([(name, arrow_type_of(dtype, udt)) for name, dtype, udt in rows])
+        return (pa.schema([(name, arrow_type_of(dtype, udt)) for name, dtype, udt in rows
+                           if name != ROW_ORDER]),
+                any(name == ROW_ORDER for name, _, _ in rows))
 
     def read(self, table: str) -> pa.Table:
         return self._select(table, None, "", [])
@@ -306,14 +322,14 @@ class PostgresTarget:
 
     def _select(self, table: str, columns: Sequence[str] | None, where: str,
                 params: list[Any]) -> pa.Table:
-        """Rows of ``table`` (``columns`` only, if given) as Arrow."""
-        schema = self.schema(table)
-        what = "*"
+        """Rows of ``table`` (``columns`` only, if given) as Arrow, in the order written."""
+        schema, ordered = self._columns(table)
         if columns is not None:
             schema = pa.schema([schema.field(c) for c in columns])
-            what = ", ".join(map(quote, columns))
+        what = ", ".join(map(quote, schema.names))
+        order = f" ORDER BY {ROW_ORDER}" if ordered else ""
         with self.con.cursor() as cur:
-            cur.execute(f"SELECT {what} FROM {quote(table)}{where}", params)
+            cur.execute(f"SELECT {what} FROM {quote(table)}{where}{order}", params)
             rows = cur.fetchall()
         data = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
         return pa.table([pa.array(list(col), f.type) for col, f in zip(data, schema,
