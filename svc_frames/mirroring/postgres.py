@@ -9,7 +9,8 @@ server when the session ends, even when its process is killed; a second run name
 holder from ``pg_stat_activity`` (the ``application_name`` each run sets: its process,
 host and start). Tables go into the connection's current schema (``search_path``; add
 ``?options=-csearch_path%3Dmirror`` to the URL for another). Primary keys are declared;
-foreign keys are listed in ``svc_tables``, as for DuckDB.
+foreign keys are listed in ``svc_tables``, as for DuckDB. Each table has one more column,
+``svc_row_order`` (``ROW_ORDER``), that reads order by and hide.
 
 Needs ``pip install 'svc-frames[postgres]'`` (psycopg 3).
 
@@ -22,12 +23,15 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
+import io
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 
 from ..errors import TargetBusy, UsageError
 from ..saved.snapshot import quote
@@ -88,6 +92,83 @@ def arrow_type_of(data_type: str, udt: str) -> pa.DataType:
     return _ARROW.get(data_type, pa.string())
 
 
+# Arrow's CSV: every string quoted, a null an empty unquoted field (PostgreSQL's CSV NULL),
+# floats in their shortest exact form (and nan, inf, -0), timestamps in ISO form; no header.
+_CSV = pacsv.WriteOptions(include_header=False, quoting_style="needed")
+COPY_ROWS = 65_536
+
+
+def _plain(t: pa.DataType) -> bool:
+    """Whether Arrow's CSV text of a column of type ``t`` is PostgreSQL's of its value."""
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_null(t)
+                or pa.types.is_boolean(t) or pa.types.is_integer(t)
+                or pa.types.is_floating(t) or pa.types.is_decimal(t)
+                or pa.types.is_date(t))
+
+
+def _concat(*parts: Any) -> Any:
+    """Arrow large strings and text joined element-wise (null where a part is null)."""
+    return pc.binary_join_element_wise(
+        *(pa.scalar(p, pa.large_string()) if isinstance(p, str) else p for p in parts),
+        pa.scalar("", pa.large_string()))
+
+
+def _array_literals(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """A list column as PostgreSQL array literals (``{"a","b \\"c\\""}``, ``{}``,
+    ``NULL`` elements), or None for elements that are not text, integers or booleans."""
+    item = col.type.value_type
+    if not (pa.types.is_string(item) or pa.types.is_large_string(item)
+            or pa.types.is_integer(item) or pa.types.is_boolean(item)):
+        return None
+    chunks = []
+    for chunk in col.chunks:
+        values = pc.cast(chunk.values, pa.large_string())
+        if pa.types.is_string(item) or pa.types.is_large_string(item):
+            values = pc.replace_substring(values, "\\", "\\\\")
+            values = pc.replace_substring(values, '"', '\\"')
+            values = _concat('"', values, '"')
+        values = pc.fill_null(values, "NULL")
+        lists = pa.LargeListArray.from_arrays(pc.cast(chunk.offsets, pa.int64()), values,
+                                              mask=chunk.is_null())
+        comma = pa.scalar(",", pa.large_string())
+        chunks.append(_concat("{", pc.binary_join(lists, comma), "}"))
+    return pa.chunked_array(chunks, pa.large_string())
+
+
+def csv_columns(data: pa.Table) -> pa.Table | None:
+    """``data`` with every column as one whose Arrow CSV text PostgreSQL reads as the
+    column's value: timestamps in microseconds and UTC, durations as ``N microseconds``,
+    lists as array literals (sub-microsecond parts cut toward zero, as Arrow casts);
+    None when a column has no such form (binaries, nested
+    lists, lists of floats or timestamps): those go row by row."""
+    out = []
+    for col, f in zip(data.columns, data.schema, strict=True):
+        t = f.type
+        if _plain(t):
+            out.append(col)
+        elif pa.types.is_timestamp(t):
+            out.append(pc.cast(col, pa.timestamp("us", tz="UTC" if t.tz else None),
+                               safe=False))
+        elif pa.types.is_duration(t):
+            micros = pc.cast(pc.cast(col, pa.duration("us"), safe=False), pa.int64())
+            out.append(_concat(pc.cast(micros, pa.large_string()), " microseconds"))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            literals = _array_literals(col)
+            if literals is None:
+                return None
+            out.append(literals)
+        else:
+            return None
+    return pa.table(out, names=data.column_names)
+
+
+ROW_ORDER = "svc_row_order"
+"""A column of every table the mirror creates, numbered as its rows are written, which
+reads order by and hide: a record's exploded rows are compared in order, and PostgreSQL
+returns rows in their place on disk, where a ``COPY`` puts them in any hole deleted rows
+left."""
+
+
 class PostgresWriter:
     """The changes of one PostgreSQL transaction (target.Writer)."""
 
@@ -98,6 +179,7 @@ class PostgresWriter:
                ) -> None:
         self.drop(table)
         parts = [f"{quote(f.name)} {pg_type(f.type)}" for f in schema]
+        parts.append(f"{ROW_ORDER} bigint GENERATED ALWAYS AS IDENTITY")
         if primary_key:
             parts.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
         self.con.execute(f"CREATE TABLE {quote(table)} ({', '.join(parts)})")
@@ -120,15 +202,26 @@ class PostgresWriter:
                              [list(ids)])
 
     def insert(self, table: str, data: pa.Table) -> None:
-        """The rows by ``COPY ... FROM STDIN`` (psycopg adapts each value to its column)."""
+        """The rows by ``COPY ... FROM STDIN``: as the CSV Arrow writes of ``csv_columns``,
+        in chunks of ``COPY_ROWS`` rows; row by row (psycopg adapting each value) for a
+        table with a column that has no CSV form."""
         if data.num_rows == 0:
             return
         names = ", ".join(quote(c) for c in data.column_names)
-        columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
-        with self.con.cursor() as cur, cur.copy(
-                f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
-            for row in zip(*columns, strict=True):
-                copy.write_row(row)
+        with self.con.cursor() as cur:
+            flat = csv_columns(data)
+            if flat is not None:
+                with cur.copy(f"COPY {quote(table)} ({names}) FROM STDIN (FORMAT csv, "
+                              "ENCODING 'UTF8')") as copy:
+                    for batch in flat.to_batches(max_chunksize=COPY_ROWS):
+                        buf = io.BytesIO()
+                        pacsv.write_csv(batch, buf, _CSV)
+                        copy.write(buf.getbuffer())
+                return
+            columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
+            with cur.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
+                for row in zip(*columns, strict=True):
+                    copy.write_row(row)
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:
@@ -200,11 +293,18 @@ class PostgresTarget:
             "current_schema()").fetchall()}
 
     def schema(self, table: str) -> pa.Schema:
+        return self._columns(table)[0]
+
+    def _columns(self, table: str) -> tuple[pa.Schema, bool]:
+        """The table's columns but ``ROW_ORDER``, and whether it has that column (not
+        in a table an earlier version made)."""
         rows = self.con.execute(
             "SELECT column_name, data_type, udt_name FROM information_schema.columns "
             "WHERE table_schema = current_schema() AND table_name = %s ORDER BY "
             "ordinal_position", [table]).fetchall()
-        return pa.schema([(name, arrow_type_of(dtype, udt)) for name, dtype, udt in rows])
+        return (pa.schema([(name, arrow_type_of(dtype, udt)) for name, dtype, udt in rows
+                           if name != ROW_ORDER]),
+                any(name == ROW_ORDER for name, _, _ in rows))
 
     def read(self, table: str) -> pa.Table:
         return self._select(table, None, "", [])
@@ -222,14 +322,14 @@ class PostgresTarget:
 
     def _select(self, table: str, columns: Sequence[str] | None, where: str,
                 params: list[Any]) -> pa.Table:
-        """Rows of ``table`` (``columns`` only, if given) as Arrow."""
-        schema = self.schema(table)
-        what = "*"
+        """Rows of ``table`` (``columns`` only, if given) as Arrow, in the order written."""
+        schema, ordered = self._columns(table)
         if columns is not None:
             schema = pa.schema([schema.field(c) for c in columns])
-            what = ", ".join(map(quote, columns))
+        what = ", ".join(map(quote, schema.names))
+        order = f" ORDER BY {ROW_ORDER}" if ordered else ""
         with self.con.cursor() as cur:
-            cur.execute(f"SELECT {what} FROM {quote(table)}{where}", params)
+            cur.execute(f"SELECT {what} FROM {quote(table)}{where}{order}", params)
             rows = cur.fetchall()
         data = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
         return pa.table([pa.array(list(col), f.type) for col, f in zip(data, schema,
