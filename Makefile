@@ -63,12 +63,13 @@ bytecode: $(STAMP)
 	$(BIN)/python -m compileall -q svc_frames
 	$(PYTEST) --collect-only >$(VENV)/collected.txt || { cat $(VENV)/collected.txt; exit 1; }
 
-# six workers on two cores: two thirds of a test's wall time is waiting (the write guard's
-# check after its window, the hosted pace, subprocesses starting), which the other workers
-# fill (four left a third of the CPU idle); a worker that runs out of tests takes some of
-# another's queue (worksteal), so none is left running alone at the end; every test starts
-# its own local service or uses its worker's one
-PYTEST_WORKERS ?= 6
+# eight workers on two cores: most of a test's wall time is waiting (the write guard's
+# check after its window, the hosted pace, subprocesses starting, notebook kernels), which
+# the other workers fill (six left a quarter of the CPU idle: 307 s against 250 s with
+# eight, measured in one sitting on a fresh clone); a worker that runs out of tests takes
+# some of another's queue (worksteal), so none is left running alone at the end; every
+# test starts its own local service or uses its worker's one
+PYTEST_WORKERS ?= 8
 pytest: $(STAMP)
 	$(PYTEST) -n $(PYTEST_WORKERS) --dist worksteal
 
