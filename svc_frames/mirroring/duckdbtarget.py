@@ -19,6 +19,7 @@ Usage::
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -223,17 +224,57 @@ class DuckDBTarget:
         try:
             yield DuckDBWriter(self.con)
         except BaseException:
-            self.con.execute("ROLLBACK")
+            self._when_free("ROLLBACK")
             raise
-        self.con.execute("COMMIT")
+        try:
+            self.con.execute("COMMIT")
+        except BaseException as exc:
+            # Ctrl-C during the commit: DuckDB interrupts it ("Query interrupted", not a
+            # KeyboardInterrupt) and nothing is committed; what is left rolls back and
+            # the run stops as interrupted
+            interrupted = type(exc).__name__ in ("InterruptException", "KeyboardInterrupt") \
+                or "interrupted" in str(exc).lower()
+            self._when_free("ROLLBACK", missing_ok=True)
+            if interrupted and not isinstance(exc, KeyboardInterrupt):
+                raise KeyboardInterrupt from exc
+            raise
         self.con.execute("CHECKPOINT")
+
+    def _when_free(self, sql: str, missing_ok: bool = False) -> None:
+        """``sql`` once no other call holds the connection: a Ctrl-C can land while a call
+        the interrupted one began is still ending (DuckDB refuses a second call then,
+        rather than waiting), and a connection closed or dropped while busy aborts the
+        process."""
+        duckdb = import_duckdb()
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                self.con.execute(sql)
+                return
+            except duckdb.ResourceInUseException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+            except duckdb.Error:
+                if missing_ok:   # no transaction left to roll back
+                    return
+                raise
 
     def transaction(self) -> AbstractContextManager[DuckDBWriter]:
         return self._transaction()
 
     def close(self) -> None:
         if self.con is not None:
-            self.con.close()
+            duckdb = import_duckdb()
+            deadline = time.monotonic() + 30.0
+            while True:   # as _when_free: a connection closed while busy aborts
+                try:
+                    self.con.close()
+                    break
+                except duckdb.ResourceInUseException:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.02)
             self.con = None
 
     def __enter__(self) -> DuckDBTarget:
