@@ -58,9 +58,19 @@ PYTEST = PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/python -m pytest -q \
 	-p no:cacheprovider -p xdist.plugin -p pytest_timeout -p _hypothesis_pytestplugin
 
 # the bytecode of svc_frames, of the test modules (asserts rewritten) and of what collecting
-# them imports, written once before the workers start
+# them imports, written once before the workers start; and of the packages only the tests'
+# children (notebook kernels, CLI runs) and the tests' own later imports load, which
+# several workers otherwise compile at once at the start (a fresh clone's pytest took 50 s
+# longer than the same clone's second run); beside mypy, which keeps the other core busy
+WARM_PACKAGES := polars openpyxl graphql schemathesis debugpy matplotlib IPython hypothesis \
+	PIL anyio nbformat nbclient ipywidgets werkzeug jupyter_client tornado ipykernel zmq \
+	httpx jinja2 traitlets
+export WARM_BYTECODE := import compileall, pathlib, sys, sysconfig; \
+	sp = pathlib.Path(sysconfig.get_path("purelib")); \
+	[compileall.compile_dir(str(sp / p), quiet=2, workers=0) for p in sys.argv[1:] if (sp / p).is_dir()]
 bytecode: $(STAMP)
 	$(BIN)/python -m compileall -q svc_frames
+	$(BIN)/python -c "$$WARM_BYTECODE" $(WARM_PACKAGES)
 	$(PYTEST) --collect-only >$(VENV)/collected.txt || { cat $(VENV)/collected.txt; exit 1; }
 
 # eight workers on two cores: most of a test's wall time is waiting (the write guard's
