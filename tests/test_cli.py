@@ -439,3 +439,16 @@ def test_a_closed_pipe_ends_the_command_quietly(service: LocalService) -> None:
         code = proc.wait(timeout=60)
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert code in (0, 141)
+
+
+def test_serve_gives_the_callers_signal_handlers_back() -> None:
+    """`serve` handles Ctrl-C and SIGTERM itself while it runs; called in a process that
+    goes on (a test, a notebook), it leaves that process's own handlers as they were, even
+    when it refuses to start, so a later Ctrl-C still raises KeyboardInterrupt."""
+    import signal
+
+    from svc_frames.cli import main
+
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert main(["serve", "--activity", "no such object:fast"]) == 1
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before

@@ -80,10 +80,6 @@ def write_env_file(path: str, svc: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    # the server (FastAPI, uvicorn) loads only for `serve`: client commands start faster
-    from ..server import LocalService
-    from ..server.activity import Activity
-
     if args.records < 0:
         print("error: --records must be >= 0", file=sys.stderr)
         return 2
@@ -101,9 +97,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.env_file:
         with contextlib.suppress(FileNotFoundError):  # a stale one from a killed run
             os.remove(args.env_file)
-    # handlers first: a SIGTERM during start-up still ends in a clean stop
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
+    # handlers first: a SIGTERM during start-up still ends in a clean stop; the caller's
+    # own back when the service stops (main() called in a process that goes on, as a
+    # test or a notebook does, must not keep a Ctrl-C that raises nothing)
+    before = (signal.signal(signal.SIGINT, _stop), signal.signal(signal.SIGTERM, _stop))
+    try:
+        return _serve(args, stop)
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
+
+
+def _serve(args: argparse.Namespace, stop: list[bool]) -> int:
+    """The service started, its line and summary printed, run until ``stop[0]``."""
+    # the server (FastAPI, uvicorn) loads only for `serve`: client commands start faster
+    from ..server import LocalService
+    from ..server.activity import Activity
+
     try:
         activity = Activity.parse(args.activity, seed=args.seed) if args.activity else None
         svc = LocalService(demo=args.app is None, records=args.records, data_dir=args.data,
