@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -232,8 +232,7 @@ class DuckDBTarget:
             # Ctrl-C during the commit: DuckDB interrupts it ("Query interrupted", not a
             # KeyboardInterrupt) and nothing is committed; what is left rolls back and
             # the run stops as interrupted
-            interrupted = type(exc).__name__ in ("InterruptException", "KeyboardInterrupt") \
-                or "interrupted" in str(exc).lower()
+            interrupted = "interrupted" in str(exc).lower()
             self._when_free("ROLLBACK", missing_ok=True)
             if interrupted and not isinstance(exc, KeyboardInterrupt):
                 raise KeyboardInterrupt from exc
@@ -241,40 +240,39 @@ class DuckDBTarget:
         self.con.execute("CHECKPOINT")
 
     def _when_free(self, sql: str, missing_ok: bool = False) -> None:
-        """``sql`` once no other call holds the connection: a Ctrl-C can land while a call
-        the interrupted one began is still ending (DuckDB refuses a second call then,
-        rather than waiting), and a connection closed or dropped while busy aborts the
-        process."""
+        """``sql`` once no other call holds the connection (``_while_busy``);
+        ``missing_ok``: a DuckDB error (no transaction left to roll back) is ignored."""
+        duckdb = import_duckdb()
+        try:
+            self._while_busy(lambda: self.con.execute(sql))
+        except duckdb.ResourceInUseException:
+            raise
+        except duckdb.Error:
+            if not missing_ok:
+                raise
+
+    def _while_busy(self, call: Callable[[], object]) -> None:
+        """``call``, tried again while another call holds the connection: a Ctrl-C can
+        land while a call the interrupted one began is still ending (DuckDB refuses a
+        second call then, rather than waiting), and a connection closed or rolled back
+        while busy aborts the process."""
         duckdb = import_duckdb()
         deadline = time.monotonic() + 30.0
         while True:
             try:
-                self.con.execute(sql)
+                call()
                 return
             except duckdb.ResourceInUseException:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.02)
-            except duckdb.Error:
-                if missing_ok:   # no transaction left to roll back
-                    return
-                raise
 
     def transaction(self) -> AbstractContextManager[DuckDBWriter]:
         return self._transaction()
 
     def close(self) -> None:
         if self.con is not None:
-            duckdb = import_duckdb()
-            deadline = time.monotonic() + 30.0
-            while True:   # as _when_free: a connection closed while busy aborts
-                try:
-                    self.con.close()
-                    break
-                except duckdb.ResourceInUseException:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.02)
+            self._while_busy(self.con.close)
             self.con = None
 
     def __enter__(self) -> DuckDBTarget:
