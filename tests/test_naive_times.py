@@ -20,6 +20,11 @@ import pytest
 from svc_frames import Client, add_rows, diff, read_object, write_back
 from svc_frames.frames import Frames
 from svc_frames.server import LocalService
+from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
+
+# the live guard as by default, at its shortest window: its timing is not what this file
+# checks, and each write's check would wait 2.5 s instead of 1 s
+FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 WALL = "2026-03-02 09:00"          # a wall time in the application's timezone
 
@@ -56,7 +61,7 @@ def test_pandas_refuses_a_naive_timestamp_in_one_cell_and_the_documented_fixes_w
     orders.main.loc[first, "Due"] = WALL                                  # a string
     orders.main.loc[second, "Due"] = pd.Timestamp(WALL, tz=tz)            # with its zone
     orders.main.loc[third, "Due"] = pd.Timestamp("2026-03-03 09:00").tz_localize(tz)
-    assert write_back(client, orders, progress=False).counts == {"applied": 3}
+    assert write_back(client, orders, progress=False, **FAST_GUARD).counts == {"applied": 3}
     back = _load(client).main
     assert back.loc[first, "Due"] == back.loc[second, "Due"] == _wall(orders)
     assert back.loc[third, "Due"] == _wall(orders, "2026-03-03 09:00")
@@ -115,7 +120,7 @@ def test_a_naive_time_is_the_applications_wall_time_on_the_server(
     client = _client(svc)
     orders = _load(client)
     PATHS[path](orders)
-    report = write_back(client, orders, progress=False)
+    report = write_back(client, orders, progress=False, **FAST_GUARD)
     assert set(report.counts) == {"applied"}, report.table
     back = _load(client).main
     if path.startswith("whole"):
@@ -127,5 +132,5 @@ def test_a_naive_time_is_the_applications_wall_time_on_the_server(
     # as loaded is the server's instant, not the naive time
     rid = back.index[0] if path.startswith("whole") else orders.main.index[-1]
     orders.main.loc[rid, "Due"] = "2026-04-01 10:00"
-    assert write_back(client, orders, progress=False).counts == {"applied": 1}
+    assert write_back(client, orders, progress=False, **FAST_GUARD).counts == {"applied": 1}
     assert _load(client).main.loc[rid, "Due"] == _wall(orders, "2026-04-01 10:00")
