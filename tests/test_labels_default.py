@@ -11,16 +11,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures.guard import FAST_GUARD
 
 from svc_frames import Client, Field, diff, export, read_app, read_object, read_view, write_back
 from svc_frames.errors import InvalidValue, NameWarning, UsageError
 from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.server import LocalService
-from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window: its timing is not what this file
-# checks, and each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 WO = "object_3"
 

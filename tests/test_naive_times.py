@@ -16,15 +16,11 @@ from collections.abc import Callable, Iterator
 
 import pandas as pd
 import pytest
+from fixtures.guard import FAST_GUARD
 
 from svc_frames import Client, add_rows, diff, read_object, write_back
 from svc_frames.frames import Frames
 from svc_frames.server import LocalService
-from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window: its timing is not what this file
-# checks, and each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 WALL = "2026-03-02 09:00"          # a wall time in the application's timezone
 

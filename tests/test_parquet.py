@@ -11,6 +11,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 import requests
+from fixtures.guard import FAST_GUARD
 
 from svc_frames.errors import ServerError, UsageError
 from svc_frames.frames import Frames, Source, build_frames, resolve_fields
@@ -24,11 +25,6 @@ from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.schema import Schema
 from svc_frames.server import LocalService
 from svc_frames.testing import hosted_sample_dir
-from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window: its timing is not what this file
-# checks, and each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 FIXTURES = hosted_sample_dir()
 

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from fixtures.guard import FAST_GUARD
 
 from svc_frames.errors import UsageError
 from svc_frames.records import Client
@@ -25,11 +26,6 @@ from svc_frames.saved.parquet import read_parquet, to_parquet
 from svc_frames.saved.push import push
 from svc_frames.server import LocalService
 from svc_frames.writeback import diff
-from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window: its timing is not what this file
-# checks, and each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 DATE = "field_29"  # the demo work orders' due date (date and time)
 

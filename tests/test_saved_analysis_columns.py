@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from fixtures.guard import FAST_GUARD
 from fixtures.saved_parts import read_part, write_part
 
 from svc_frames.errors import UsageError
@@ -22,11 +23,6 @@ from svc_frames.records import Client
 from svc_frames.saved.export import export
 from svc_frames.saved.push import push
 from svc_frames.server import LocalService
-from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window: its timing is not what this file
-# checks, and each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 
 def _client(svc: LocalService) -> Client:

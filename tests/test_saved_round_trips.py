@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import requests
+from fixtures.guard import FAST_GUARD
 
 from svc_frames.cli import main
 from svc_frames.errors import UsageError
@@ -28,11 +29,6 @@ from svc_frames.saved.parquet import read_parquet
 from svc_frames.saved.push import push
 from svc_frames.server import LocalService
 from svc_frames.writeback import diff
-from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window: its timing is not what this file
-# checks, and each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 ZIP = "field_34.zip"
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from fixtures.guard import FAST_GUARD
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -35,10 +36,6 @@ from svc_frames.server import LocalService
 from svc_frames.testing import client_for, widest_object
 from svc_frames.writeback import NEW_ID_PREFIX, Report, add_rows, diff, write_back
 from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window, where its timing is not what a
-# test checks: each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 RECORDS = 30
 

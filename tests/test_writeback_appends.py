@@ -10,6 +10,7 @@ from typing import Literal
 
 import pandas as pd
 import pytest
+from fixtures.guard import FAST_GUARD
 
 from svc_frames.errors import InvalidValue, UsageError
 from svc_frames.frames import Frames
@@ -17,11 +18,6 @@ from svc_frames.loaders import read_object
 from svc_frames.server import LocalService
 from svc_frames.testing import client_for
 from svc_frames.writeback import add_rows, diff, write_back
-from svc_frames.writeback.guardmode import MIN_GUARD_WINDOW
-
-# the live guard as by default, at its shortest window: its timing is not what this file
-# checks, and each write's check would wait 2.5 s instead of 1 s
-FAST_GUARD = {"guard_window": MIN_GUARD_WINDOW}
 
 OBJ = "object_3"   # Work Orders: Title (field_12, required), Priority (field_25)
 
