@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.guard import FAST_GUARD
 
 from svc_frames.assets import create_with_asset, download, upload_file, upload_image
 from svc_frames.errors import InvalidValue, UsageError, ValidationError
@@ -212,7 +213,7 @@ def test_write_back_uploads_once_per_placement(svc: LocalService, client: Client
     _set(frames, a, f.key, str(path))
     _set(frames, b, f.key, path)
     svc.request_log.clear()
-    report = write_back(client, frames)
+    report = write_back(client, frames, **FAST_GUARD)
     assert set(report.table["status"]) == {"applied"}
     assert report.requests["uploads"] == 2
     assert svc.request_log.count(method="POST") == 2

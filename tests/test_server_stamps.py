@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import requests
+from fixtures.guard import FAST_GUARD
 
 from svc_frames import Client, read_object, write_back
 from svc_frames.refreshing.policy import refresh
@@ -119,7 +120,7 @@ def test_write_back_stamps_itself_and_another_client_refresh_sees_it(
     frames = read_object(ours, WO, columns="keys")
     rid = frames.main.index[3]   # an old record: far from the newest stamps
     frames.main.loc[rid, "field_12"] = "written back"
-    report = write_back(ours, frames, progress=False)
+    report = write_back(ours, frames, progress=False, **FAST_GUARD)
     assert report.ok
     server = stored(svc, rid)
     assert server["field_12"] == "written back" and stamped_now(svc, server)
@@ -136,6 +137,6 @@ def test_an_edited_stamp_is_sent_as_edited(svc: LocalService) -> None:
     rid = frames.main.index[5]
     when = frames.main.at[rid, STAMP].replace(year=2021, month=6, day=1, hour=9, minute=30)
     frames.main.loc[rid, STAMP] = when
-    write_back(c, frames, progress=False)
+    write_back(c, frames, progress=False, **FAST_GUARD)
     got = read_object(client_of(svc), WO, columns="keys").main.at[rid, STAMP]
     assert got == when

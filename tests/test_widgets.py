@@ -7,6 +7,7 @@ import re
 
 import pandas as pd
 import pytest
+from fixtures.guard import FAST_GUARD
 
 from svc_frames.errors import UsageError
 from svc_frames.loaders import read_object
@@ -111,7 +112,7 @@ def test_filter_narrows_the_list_and_all_none_act_on_what_is_shown(setup) -> Non
     ids = list(frames.main.index[:6])
     for i, rid in enumerate(ids):
         frames.main.loc[rid, TITLE] = f"{'Quokka' if i % 2 else 'Zebrafish'} check {i}"
-    box = review(diff(frames), client)
+    box = review(diff(frames), client, **FAST_GUARD)
     box.filter.value = "qUOKKA"        # typed in the box, any case
     assert box.shown == ids[1::2] and list(box.checkboxes) == ids[1::2]
     assert "3 shown by the filter" in box.summary.value
@@ -139,7 +140,7 @@ def test_exclude_include_and_select_none(setup) -> None:
     frames.main.loc[ids, PRIORITY] = pd.array([1.0, 2.0, 3.0], dtype="Float64")
     plan = diff(frames)
     changed = list(plan.changes["record_id"].unique())
-    box = PlanReview(plan, client)
+    box = PlanReview(plan, client, **FAST_GUARD)
     box.exclude(changed)
     assert box.selected == []
     svc.request_log.clear()
@@ -159,7 +160,7 @@ def test_a_conflict_is_highlighted_in_the_report_with_its_reason(setup) -> None:
     ids = list(frames.main.index[:2])
     client.update_record(ORDERS, ids[0], {TITLE: "changed by a colleague"})
     frames.main.loc[ids, TITLE] = ["ours 0", "ours 1"]
-    box = review(diff(frames), client)
+    box = review(diff(frames), client, **FAST_GUARD)
     report = box.apply()
     assert report.counts == {"conflict": 1, "applied": 1}
     bad = re.findall(r"<tr class='svcf-bad'>(.*?)</tr>", box.output.value)
