@@ -82,6 +82,7 @@ def sample():
 if method != "VmHWM reset":
     threading.Thread(target=sample, daemon=True).start()
 t0 = time.perf_counter()
+u0 = resource.getrusage(resource.RUSAGE_SELF)
 if loader == "naive":
     df = naive_load(svc, obj)
     size = int(df.memory_usage(deep=True).sum())
@@ -93,10 +94,12 @@ else:
         int(t.memory_usage(deep=True).sum()) for t in frames.tables.values())
     rows = len(frames.main)
 wall = time.perf_counter() - t0
+u1 = resource.getrusage(resource.RUSAGE_SELF)
+cpu = u1.ru_utime - u0.ru_utime + u1.ru_stime - u0.ru_stime
 done.set()
 top = status("VmHWM") if method == "VmHWM reset" else peak[0]
 top = max(top, rss())
-print(json.dumps({"rows": rows, "wall_s": wall, "before": before, "peak": top,
+print(json.dumps({"rows": rows, "wall_s": wall, "cpu_s": cpu, "before": before, "peak": top,
                   "frames": size, "method": method}))
 """
 
@@ -133,6 +136,7 @@ def summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
             "peak_MB": round(statistics.median(r["peak"] for r in runs) / 1e6),
             "ratio": round(statistics.median(added) / (runs[0]["frames"] / 1e6), 2),
             "wall_s": [round(r["wall_s"], 2) for r in runs],
+            "cpu_s": [round(r["cpu_s"], 2) for r in runs],
             "method": runs[0]["method"]}
 
 

@@ -23,6 +23,7 @@ from svc_frames.read.pipeline import (
     final_frames,
     in_order,
     latest_only,
+    pages_ahead,
 )
 from svc_frames.read.target import describe
 from svc_frames.server import LocalService
@@ -75,6 +76,21 @@ def test_settled_raw_pages_decode_like_a_load(svc: LocalService) -> None:
     pd.testing.assert_frame_equal(got.main, want.main)
     for name, table in want.tables.items():
         pd.testing.assert_frame_equal(got.tables[name], table)
+
+
+def test_pages_asked_ahead_of_the_decoder_follow_the_pace(svc: LocalService) -> None:
+    """Once raw pages are decoded as they come, an unpaced load asks 4 pages ahead of
+    its decoder (each one asked ahead waits, parsed, in memory); a paced one 0.8 s of its
+    requests, 8 at the hosted 10/s (they are in flight: the pace is never held back)."""
+    assert [pages_ahead(r) for r in (0, 2.5, 5, 6, 10, 50)] == [4, 4, 4, 5, 8, 8]
+    for rate, ahead in ((0, 4), (10, 8)):
+        client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url,
+                        rate_limit=rate)
+        pager = Paginator(client, WO, rows_per_page=10, verify="none")
+        assert pager.prefetch == 24   # twice the client's workers, until settled
+        fields, source, tz = fields_and_source(client, WO)
+        assert PagePipeline(pager, fields, source, tz).settle(None)
+        assert pager.prefetch == ahead
 
 
 def test_without_raw_pages_the_format_stays(svc: LocalService) -> None:

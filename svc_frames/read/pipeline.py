@@ -18,6 +18,7 @@ Usage::
 
 from __future__ import annotations
 
+import math
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -67,7 +68,7 @@ class PagePipeline:
             return False
         # pages answered ahead of the decoder only wait, in memory: a few cover the round
         # trip, more only raise the load's peak
-        self.pager.prefetch = min(self.pager.prefetch, PAGES_AHEAD)
+        self.pager.prefetch = min(self.pager.prefetch, pages_ahead(self.pager.client.limiter.rate))
         self.pager.ask_raw(self.fields, decoder() if decoder is not None else None)
         return True
 
@@ -226,12 +227,30 @@ def latest_only(parts: list[Frames], repeated: Collection[str] | None = None
     return out
 
 
-PAGES_AHEAD = 8
-"""Pages requested ahead of the one being decoded, at most, once a load decodes raw pages
-as they come: enough to cover a round trip at the pace one process decodes (a wide
-1000-record page takes ~30-50 ms), where the fetch window's default (twice the client's
-workers) let a load that decodes slower than the service answers hold two dozen parsed
-pages at once, and its process keep that memory (docs/benchmarks.md, "A load's memory")."""
+PAGES_AHEAD = 4
+"""Pages requested ahead of the one being decoded, at most, once an unpaced load decodes
+raw pages as they come. It decodes slower than the service answers (a wide 1000-record
+page takes ~30-50 ms), so every page asked ahead waits in memory, parsed (~6 MB); a few
+cover the round trip. The fetch window's default (twice the client's workers) held two
+dozen at once, and 8 still raised the peak (docs/benchmarks.md, "A load's memory")."""
+
+PACED_TRIP = 0.8
+"""Seconds of its requests a paced load asks ahead (``pages_ahead``). Its pages come at
+the pace, which one process decodes faster: they are requests in flight, not pages
+waiting, and at the hosted 10/s 8 of them keep a round trip of up to 0.8 s from ever
+holding the pace back."""
+
+PACED_AHEAD = 8
+"""Pages a paced load asks ahead at most (a fast pace outruns the decoder: pages wait)."""
+
+
+def pages_ahead(rate: float) -> int:
+    """Pages asked ahead of the one being decoded at ``rate`` requests/s (0: unpaced):
+    :data:`PAGES_AHEAD` unpaced; paced, :data:`PACED_TRIP` seconds of its requests,
+    between :data:`PAGES_AHEAD` and :data:`PACED_AHEAD`."""
+    if not rate:
+        return PAGES_AHEAD
+    return max(PAGES_AHEAD, min(PACED_AHEAD, math.ceil(rate * PACED_TRIP)))
 
 
 DECODER_MIN_PAGES = 8
