@@ -28,6 +28,10 @@ its inputs are what the last run left (the source, the stamped field it saw: ``l
 ``read_changes`` checks before taking it (the same fields, the same stamped field);
 otherwise it is discarded unused (its requests spent, nothing of it written).
 
+The window's second page is asked beside its first when the run expects it
+(:func:`pages_ahead`, from the last run's window kept in the source's ``load["window"]``):
+a round trip saved on a window of two pages, a request spent on a window of one.
+
 Not taken (``read_changes`` returns False and run.py refreshes the whole frames, as
 before): no stamped field (every record is listed anyway), the periodic sweep's run
 (``sweep_every``, refresh's ``sweep_due``).
