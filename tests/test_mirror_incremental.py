@@ -262,24 +262,22 @@ def test_pages_ahead_from_the_last_window() -> None:
     assert pages_ahead(load, 1000, 100_000, now) == 1    # unreadable: as none
 
 
-@pytest.mark.slow(seconds=5)
-def test_second_page_asked_ahead_when_expected(tmp_path: Path) -> None:
+def test_second_page_asked_ahead_when_expected(fresh_service: LocalService,
+                                               tmp_path: Path) -> None:
     # the first incremental run after the full listing asks page 2 beside page 1 (the
     # object holds more than a page, and no window was read yet): a request spent on a
     # window of one page; the next run, after as few changes, expects one page and asks
     # for one; both exact
-    with LocalService(demo=True, records=120, rate_limit=0, seed=5) as svc:
-        client = client_of(svc)
-        target = str(tmp_path / "app.duckdb")
-        sf.mirror(client, target, ["object_3"], rows_per_page=50)
-        ids = list(sf.read_object(client, "object_3", columns="keys").main.index)
-        requests = []
-        for rid in ids[3:5]:
-            svc.pages.update_record("object_3", rid, {"field_12": f"Changed {rid}"})
-            time.sleep(0.05)
-            o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
-            assert not o.full and o.updated == 1
-            requests.append(o.requests)
-        assert requests == [2, 1]
-        same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
-                    sf.read_object(client, "object_3", columns="keys"))
+    svc, target = fresh_service, str(tmp_path / "app.duckdb")
+    client = client_of(svc)
+    sf.mirror(client, target, ["object_3"], rows_per_page=20)
+    ids = list(sf.read_object(client, "object_3", columns="keys").main.index)
+    requests = []
+    for rid in ids[3:5]:
+        svc.pages.update_record("object_3", rid, {"field_12": f"Changed {rid}"})
+        o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+        assert not o.full and o.updated == 1
+        requests.append(o.requests)
+    assert requests == [2, 1]
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
