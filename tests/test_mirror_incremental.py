@@ -241,3 +241,43 @@ def test_window_begun_beside_the_schema(fresh_service: LocalService, tmp_path: P
     assert (o.inserted, o.updated, o.deleted) == (0, 1, 0)
     same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
                 sf.read_object(client, "object_3", columns="keys"))
+
+
+def test_pages_ahead_from_the_last_window() -> None:
+    # the window's page 2 is asked beside page 1 when the last run's window, scaled to
+    # this window's span, reaches three quarters of a page; or when no window was read
+    # since the last full listing; never for an object that held less than a page
+    from svc_frames.mirroring.incremental import pages_ahead
+    start = pd.Timestamp("2026-01-05 10:00:40", tz="UTC")
+    load: dict[str, object] = {"loaded_at": start.isoformat()}
+    # this window spans from 09:59:30 (the start floored to the minute, less 30 s)
+    now = pd.Timestamp("2026-01-05 10:09:30", tz="UTC").to_pydatetime()   # 600 s
+    assert pages_ahead(load, 1000, 100_000, now) == 1    # no window seen: nothing tells
+    assert pages_ahead(load, 1000, 999, now) == 0        # a page holds every record
+    load["window"] = {"records": 800, "seconds": 600.0}
+    assert pages_ahead(load, 1000, 100_000, now) == 1    # 800 expected: 3/4 of a page
+    load["window"] = {"records": 800, "seconds": 1200.0}
+    assert pages_ahead(load, 1000, 100_000, now) == 0    # 400 expected
+    load["window"] = {"records": "?", "seconds": 1.0}
+    assert pages_ahead(load, 1000, 100_000, now) == 1    # unreadable: as none
+
+
+def test_second_page_asked_ahead_when_expected(fresh_service: LocalService,
+                                               tmp_path: Path) -> None:
+    # the first incremental run after the full listing asks page 2 beside page 1 (the
+    # object holds more than a page, and no window was read yet): a request spent on a
+    # window of one page; the next run, after as few changes, expects one page and asks
+    # for one; both exact
+    svc, target = fresh_service, str(tmp_path / "app.duckdb")
+    client = client_of(svc)
+    sf.mirror(client, target, ["object_3"], rows_per_page=20)
+    ids = list(sf.read_object(client, "object_3", columns="keys").main.index)
+    requests = []
+    for rid in ids[3:5]:
+        svc.pages.update_record("object_3", rid, {"field_12": f"Changed {rid}"})
+        o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+        assert not o.full and o.updated == 1
+        requests.append(o.requests)
+    assert requests == [2, 1]
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))

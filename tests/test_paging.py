@@ -221,6 +221,9 @@ class Envelopes(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _EnvHandler)
         self.pages, self.total_pages, self.total_records = pages, total_pages, total_records
         self.hits: list[int] = []
+        self.hold_first = False   # page 1 answered only once page 2 is asked
+        self.page_2_asked = threading.Event()
+        self.held = False
 
 
 class _EnvHandler(BaseHTTPRequestHandler):
@@ -232,6 +235,10 @@ class _EnvHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802
         n = int(parse_qs(urlparse(self.path).query)["page"][0])
         self.server.hits.append(n)
+        if n == 2:
+            self.server.page_2_asked.set()
+        if n == 1 and self.server.hold_first:   # answered once page 2 is asked (or 5 s)
+            self.server.held = self.server.page_2_asked.wait(5)
         ids = self.server.pages[n - 1] if n <= len(self.server.pages) else []
         body = json.dumps({"total_pages": self.server.total_pages, "current_page": n,
                            "total_records": self.server.total_records,
@@ -282,6 +289,31 @@ def test_underestimated_pages_are_fetched_past_the_announced_end(envelopes: Enve
 def test_duplicates_across_pages_never_reach_the_result(envelopes: Envelopes) -> None:
     with pytest.raises(ConsistencyError, match="twice"):
         Paginator(scripted_client(envelopes), "object_1", rows_per_page=2).records()
+
+
+@pytest.mark.parametrize("envelopes", [([["a", "b"], ["c", "d"], ["e"]], 3, 5)],
+                         indirect=True)
+def test_pages_asked_ahead_go_beside_page_1(envelopes: Envelopes) -> None:
+    # ``ahead``: page 2 is asked before page 1's answer (page 1 is held until it is), and
+    # is then the window's page 2, asked once
+    envelopes.hold_first = True
+    client = scripted_client(envelopes)
+    pager = Paginator(client, "object_1", rows_per_page=2, verify="none", ahead=1)
+    assert [r["id"] for r in pager.records()] == list("abcde")
+    assert envelopes.held and sorted(envelopes.hits) == [1, 2, 3]
+    assert client.request_count == 3
+
+
+@pytest.mark.parametrize("envelopes", [([["a", "b"], ["c", "d"]], 2, 4)], indirect=True)
+def test_a_page_asked_ahead_and_not_needed_is_answered_and_counted(
+        envelopes: Envelopes) -> None:
+    # the caller's stop ends the pass at page 1: page 2 was asked already; the listing
+    # waits for its answer, so the requests it sent are all counted when it returns
+    client = scripted_client(envelopes)
+    pager = Paginator(client, "object_1", rows_per_page=2, verify="none", ahead=1,
+                      stop=lambda page: True)
+    assert [p.number for p in pager.iter_pages()] == [1]
+    assert sorted(envelopes.hits) == [1, 2] and client.request_count == 2
 
 
 def _count_calls(monkeypatch: pytest.MonkeyPatch, *funcs: Any) -> dict[str, int]:

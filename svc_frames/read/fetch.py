@@ -54,7 +54,7 @@ class PageFetcher:
                  on_page: Callable[[Page], None] | None = None,
                  on_first: Callable[[Page], None] | None = None,
                  stop: Callable[[Page], bool] | None = None, keyset: bool = False,
-                 **given: Any) -> None:
+                 ahead: int = 0, **given: Any) -> None:
         if options is None:
             options = LoadOptions.of(**given)
         elif given:
@@ -89,6 +89,9 @@ class PageFetcher:
         self.on_first = on_first
         self.on_idle: Callable[[Callable[[], bool]], None] | None = None
         self.stop = stop
+        # pages after page 1 asked beside it, before its answer tells whether they exist
+        # (a caller that expects them: a stamp window that will likely need two pages)
+        self.ahead = max(0, ahead)
         # the reports of the passes made (the strategies append theirs)
         self.passes: list[PassReport] = []
         # keep_ids=False (streaming export): ids are tracked as 64-bit hashes in numpy

@@ -76,7 +76,11 @@ class Paginator(PageFetcher):
     before the next page is requested), True ends the pass after that page. A stopped pass
     holds the pages it needed: it is judged by its totals and repeats alone, and no quota
     check is made for pages it will not ask for (a refresh's stamp window: the listing
-    newest first, down to the cutoff)."""
+    newest first, down to the cutoff).
+
+    ``ahead``: pages after page 1 that the first pass asks for beside it, before page 1's
+    answer says whether they exist: a round trip saved when they do, a request spent (and
+    its answer waited for) when they do not."""
 
     final_ids: list[str] | None = None
     # keep_ids=False (streaming export): the consistent pass's ids as sorted 64-bit hashes

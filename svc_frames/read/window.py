@@ -5,8 +5,10 @@ The window opens slowly (four pages more per page handed out, up to ``prefetch``
 service renders concurrent requests side by side, so a burst would delay page 2 until all
 of them are done and leave the consumer idle. After the announced pages a full last page
 means the data grew, so the next page is fetched too; an empty page or ``limit`` ends the
-pass. With ``verify="first"`` page 1 is asked again right behind the last page request
-(``early``): the verification costs no round trip of its own.
+pass. A fetcher's ``ahead`` pages are asked right behind page 1 of the first pass, before
+its answer (a caller that expects them saves that round trip). With ``verify="first"``
+page 1 is asked again right behind the last page request (``early``): the verification
+costs no round trip of its own.
 
 Usage::
 
@@ -59,7 +61,27 @@ class FetchWindow:
     def pages(self) -> Iterator[Page]:
         """Yield the pass's pages in order."""
         f = self.fetcher
-        first = self.first or f.fetch(1, self.pass_no)
+        if self.first is not None or self.pass_no != 1 or not f.ahead:
+            yield from self._pages(self.first or f.fetch(1, self.pass_no))
+            return
+        # the fetcher's ``ahead`` pages asked beside page 1, before its answer: they join
+        # the window's requests; unused, they are waited for (their requests are counted)
+        with ThreadPoolExecutor(max_workers=1 + f.ahead,
+                                thread_name_prefix="svc-page") as side:
+            first = side.submit(f.fetch, 1, self.pass_no)
+            for n in range(2, 2 + f.ahead):   # each behind the one before for the pace
+                self.pending[n] = side.submit(self._behind, [first, *self.pending.values()],
+                                              n, True)
+            self.next_submit = 2 + f.ahead
+            try:
+                yield from self._pages(first.result())
+            finally:
+                for fut in self.pending.values():
+                    fut.cancel()
+
+    def _pages(self, first: Page) -> Iterator[Page]:
+        """The pass's pages in order, from its page 1 (answered)."""
+        f = self.fetcher
         if self.pass_no == 1:
             f.total_records, f.total_pages = first.total_records, first.total_pages
         if f.stopped(first, self.report) or (not first.records or f.limit == 0
@@ -136,12 +158,12 @@ class FetchWindow:
                 and f.verify == "first" and f.key_field is None):
             # the verification request right behind the last page request (it takes the
             # next slot), not after its answer: no extra round trip
-            self.early = pool.submit(self._first_after, list(self.pending.values()))
+            self.early = pool.submit(self._behind, list(self.pending.values()), 1, False)
 
-    def _first_after(self, futures: list[Future[Page]]) -> Page:
-        """Page 1 again, sent once every page request of the pass has started (so it
-        queues for its pace slot behind them)."""
+    def _behind(self, futures: list[Future[Page]], number: int, notify: bool) -> Page:
+        """Page ``number`` (page 1 again: ``notify=False``), sent once every request of
+        ``futures`` has started (so it queues for its pace slot behind them)."""
         while not all(fut.running() or fut.done() for fut in futures):
             time.sleep(0.002)
         time.sleep(0.005)  # each has reserved its slot by now (the first thing it does)
-        return self.fetcher.fetch(1, self.pass_no, notify=False)
+        return self.fetcher.fetch(number, self.pass_no, notify=notify)

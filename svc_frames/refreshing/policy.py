@@ -371,14 +371,16 @@ def incremental(client: Client, frames: Frames, source: Source, load: Mapping[st
 
 def stamp_window(client: Client, source: Source, load: Mapping[str, Any], mod: str,
                  stamps: pd.Series, rpp: int, *, cursor: str | None = None,
-                 top: int | None = None, on_part: Callable[[Frames], None] | None = None
-                 ) -> tuple[Frames, list[Frames], int]:
+                 top: int | None = None, on_part: Callable[[Frames], None] | None = None,
+                 ahead: int = 0) -> tuple[Frames, list[Frames], int]:
     """The records stamped since the last load (module docstring), asked side by side:
     (every record listed, decoded, each once; the cursor's listings' parts alone; the
     load's listing's total). ``stamps``: the stamps held (the cutoff needs their newest
     only when the service's clock is unknown); ``cursor``/``top``: also the records whose
     auto-increment value is higher than ``top``; ``on_part``: given each page of the
-    window as it is decoded. Shared by ``refresh`` and the mirror's incremental runs.
+    window as it is decoded; ``ahead``: pages after page 1 asked beside it (a caller that
+    expects a window of several pages). Shared by ``refresh`` and the mirror's incremental
+    runs.
 
     Usage: ``server, _, total = stamp_window(client, source, source.load, "field_46",
     stamps, 1000)``"""
@@ -395,7 +397,7 @@ def stamp_window(client: Client, source: Source, load: Mapping[str, Any], mod: s
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="svc-refresh") as pool:
         head_future = (None if single else
                        pool.submit(client.get_page, target, 1, 1, filters=query))
-        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff, on_part)
+        futures = [pool.submit(recent, client, source, rpp, flt, mod, cutoff, on_part, ahead)
                    for flt in windows]
         if cursor is not None:
             futures += [pool.submit(lambda flt: (paged(client, source, rpp, flt), 0), flt)

@@ -132,7 +132,8 @@ class StampWindow:
 
 def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
            cutoff_of: Callable[[], pd.Timestamp],
-           on_part: Callable[[Frames], None] | None = None) -> tuple[Frames, int]:
+           on_part: Callable[[Frames], None] | None = None, ahead: int = 0
+           ) -> tuple[Frames, int]:
     """(decoded records stamped at or after the cutoff, or blank; the listing's
     ``total_records``): the load's listing (``query``) sorted by ``mod``, newest first, as
     one run of the Paginator that stops where :class:`StampWindow` says, one page ahead
@@ -142,7 +143,8 @@ def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
     A first page of blanks alone switches to the stamps ``is after`` the cutoff's day (a
     day early: filter dates are whole days, §1.4), a second run. A pass whose pages report
     different totals (a record inserted or deleted while paging may shift another past a
-    page boundary) is fetched again; after ``MAX_WINDOW_PASSES`` a ConsistencyError."""
+    page boundary) is fetched again; after ``MAX_WINDOW_PASSES`` a ConsistencyError.
+    ``ahead``: pages after page 1 asked beside it (the Paginator's), in the first run."""
     tz = ZoneInfo(source.timezone) if source.timezone else None
     window = StampWindow(source, source.field(mod), cutoff_of)
     listing = query
@@ -151,7 +153,7 @@ def recent(client: Client, source: Source, rpp: int, query: Query, mod: str,
         pager = Paginator(client, target_of(source), LoadOptions.of(
             rows_per_page=rpp, filters=listing, sort_field=mod, sort_order="desc",
             verify="none", max_workers=1), prefetch=1, max_passes=MAX_WINDOW_PASSES,
-            stop=window.reached)
+            stop=window.reached, ahead=ahead if window.may_switch else 0)
         pipe = PagePipeline(pager, source.fields, source, tz)
         pipe.settle(None)  # the frames' kinds are the schema's: raw pages from page 1
         parts: list[tuple[int, Frames]] = []
