@@ -16,6 +16,7 @@ import pytest
 
 import svc_frames as sf
 from svc_frames.errors import SchemaChanged, TargetBusy, TargetMismatch, UsageError
+from svc_frames.mirroring.history import versions
 from svc_frames.mirroring.postgres import PostgresTarget, PostgresWriter
 from svc_frames.server import LocalService
 from tests.test_mirror import client_of, same_frames
@@ -266,5 +267,53 @@ def test_rows_read_back_in_the_order_written(pg_url: str) -> None:
             assert {r: k for r, k in order.items() if k != ["0", "1", "2"]} == {}
         assert t.schema("t").names == ["record_id", "value"]
         assert t.read("t").column_names == ["record_id", "value"]
+    finally:
+        t.close()
+
+
+@pytest.mark.parametrize("temp", [True, False])
+def test_rows_and_their_versions_copied_once(pg_url: str, temp: bool) -> None:
+    """A listing's rows go into the current table and the history by one COPY into a
+    temporary table (``temp``; two COPYs where the user may not create one): the same
+    values and the same order in both, the version columns the run's, and the
+    temporary table gone with the transaction (after two batches, and a table dropped
+    and made again with other columns, as a listing whose rows are not kept is)."""
+    when = dt.datetime(2026, 11, 28, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    ids = [f"r{i:04d}" for i in range(2500)]
+    data = pa.table({"id": ids, "v": pa.array(range(2500), pa.float64()),
+                     "tags": pa.array([[f"t{i}", 'q"'] if i % 3 else [] for i in range(2500)],
+                                      pa.list_(pa.string()))})
+    other = pa.table({"id": ids, "w": pa.array(range(2500), pa.int64())})
+    t = PostgresTarget(pg_url)
+    t.check()
+    assert t.temp   # the cluster's superuser may
+    t.temp = temp
+    try:
+        with t.transaction() as w:
+            w.create("t", data.schema, ["id"])
+            w.create("t__history", versions(data.slice(0, 0), when, 7, "insert").schema)
+            w.insert_with_versions("t", "t__history", data.slice(1500), when, 7)
+            w.insert_with_versions("t", "t__history", data.slice(0, 0), when, 7)
+            w.insert_with_versions("t", "t__history", data.slice(0, 1500), when, 7)
+            assert t.read("t").column("id").to_pylist() == ids[1500:] + ids[:1500]
+            history = t.read("t__history")
+            w.drop("t")   # its stage goes with it: the next is made in the new columns
+            w.create("t", other.schema, ["id"])
+            w.create("t2__history", versions(other.slice(0, 0), when, 7, "insert").schema)
+            w.insert_with_versions("t", "t2__history", other, when, 7)
+        assert t.read("t").to_pydict() == other.to_pydict()
+        assert t.read("t2__history").select(["id", "w"]).to_pydict() == other.to_pydict()
+        assert history.column("id").to_pylist() == ids[1500:] + ids[:1500]
+        assert history.column("tags").to_pylist()[:1000] == data.column(
+            "tags").to_pylist()[1500:]
+        assert history.column("v").to_pylist()[:1000] == list(map(float, range(1500, 2500)))
+        assert set(history.column("valid_from").to_pylist()) == {when}
+        assert history.column("valid_to").null_count == history.num_rows
+        assert set(history.column("run_id").to_pylist()) == {7}
+        assert set(history.column("change").to_pylist()) == {"insert"}
+        assert rows(pg_url, "SELECT count(*) FROM pg_class WHERE relpersistence = 't'"
+                    ) == [(0,)]
+        assert t.con.execute("SELECT count(*) FROM pg_class WHERE relpersistence = 't'"
+                             ).fetchone() == (0,)
     finally:
         t.close()
