@@ -4,7 +4,11 @@ model as DuckDB's, rows written by COPY, one transaction per run, the advisory l
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
+import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -19,6 +23,7 @@ from svc_frames.errors import SchemaChanged, TargetBusy, TargetMismatch, UsageEr
 from svc_frames.mirroring.history import versions
 from svc_frames.mirroring.postgres import PostgresTarget, PostgresWriter
 from svc_frames.server import LocalService
+from svc_frames.testing import mirror_consistent
 from tests.test_mirror import client_of, same_frames
 
 
@@ -317,3 +322,35 @@ def test_rows_and_their_versions_copied_once(pg_url: str, temp: bool) -> None:
                              ).fetchone() == (0,)
     finally:
         t.close()
+
+
+def test_a_first_run_killed_while_it_streams(pg_url: str) -> None:
+    """``kill -9`` of a first run once it has written pages (its transaction holds a
+    transaction id): nothing of it is left, neither tables nor the temporary ones its
+    pages went through, and the next run mirrors everything."""
+    run = ("import sys, svc_frames as sf; c = sf.Client.from_env(rate_limit=0); "
+           "sf.mirror(c, sys.argv[1], ['object_3'], rows_per_page=50)")
+    with LocalService(demo=True, records=3000, rate_limit=0, latency_ms=40, seed=5) as svc:
+        env = {**os.environ, "SVC_APP_ID": svc.app_id, "SVC_API_KEY": svc.api_key,
+               "SVC_BASE_URL": svc.base_url}
+        with subprocess.Popen([sys.executable, "-c", run, pg_url], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+            deadline = time.monotonic() + 60
+            while not rows(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE "
+                                   "application_name LIKE 'svc-frames mirror%' AND "
+                                   "backend_xid IS NOT NULL")[0][0]:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        while rows(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name "
+                           "LIKE 'svc-frames mirror%'")[0][0]:
+            time.sleep(0.02)   # the server ends the killed run's session
+        assert mirror_consistent(pg_url) == 0
+        assert rows(pg_url, "SELECT count(*) FROM pg_class WHERE relkind = 'r' AND "
+                            "relnamespace::regnamespace::text NOT LIKE 'pg_%' AND "
+                            "relnamespace::regnamespace::text <> 'information_schema'"
+                    ) == [(0,)]
+        client = client_of(svc)
+        assert sf.mirror(client, pg_url, ["object_3"]).total("inserted") == 3000
+        assert mirror_consistent(pg_url) == 1
