@@ -4,7 +4,11 @@ model as DuckDB's, rows written by COPY, one transaction per run, the advisory l
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
+import signal
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -16,8 +20,10 @@ import pytest
 
 import svc_frames as sf
 from svc_frames.errors import SchemaChanged, TargetBusy, TargetMismatch, UsageError
+from svc_frames.mirroring.history import versions
 from svc_frames.mirroring.postgres import PostgresTarget, PostgresWriter
 from svc_frames.server import LocalService
+from svc_frames.testing import mirror_consistent
 from tests.test_mirror import client_of, same_frames
 
 
@@ -268,3 +274,83 @@ def test_rows_read_back_in_the_order_written(pg_url: str) -> None:
         assert t.read("t").column_names == ["record_id", "value"]
     finally:
         t.close()
+
+
+@pytest.mark.parametrize("temp", [True, False])
+def test_rows_and_their_versions_copied_once(pg_url: str, temp: bool) -> None:
+    """A listing's rows go into the current table and the history by one COPY into a
+    temporary table (``temp``; two COPYs where the user may not create one): the same
+    values and the same order in both, the version columns the run's, and the
+    temporary table gone with the transaction (after two batches, and a table dropped
+    and made again with other columns, as a listing whose rows are not kept is)."""
+    when = dt.datetime(2026, 11, 28, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    ids = [f"r{i:04d}" for i in range(2500)]
+    data = pa.table({"id": ids, "v": pa.array(range(2500), pa.float64()),
+                     "tags": pa.array([[f"t{i}", 'q"'] if i % 3 else [] for i in range(2500)],
+                                      pa.list_(pa.string()))})
+    other = pa.table({"id": ids, "w": pa.array(range(2500), pa.int64())})
+    t = PostgresTarget(pg_url)
+    t.check()
+    assert t.temp   # the cluster's superuser may
+    t.temp = temp
+    try:
+        with t.transaction() as w:
+            w.create("t", data.schema, ["id"])
+            w.create("t__history", versions(data.slice(0, 0), when, 7, "insert").schema)
+            w.insert_with_versions("t", "t__history", data.slice(1500), when, 7)
+            w.insert_with_versions("t", "t__history", data.slice(0, 0), when, 7)
+            w.insert_with_versions("t", "t__history", data.slice(0, 1500), when, 7)
+            assert t.read("t").column("id").to_pylist() == ids[1500:] + ids[:1500]
+            history = t.read("t__history")
+            w.drop("t")   # its stage goes with it: the next is made in the new columns
+            w.create("t", other.schema, ["id"])
+            w.create("t2__history", versions(other.slice(0, 0), when, 7, "insert").schema)
+            w.insert_with_versions("t", "t2__history", other, when, 7)
+        assert t.read("t").to_pydict() == other.to_pydict()
+        assert t.read("t2__history").select(["id", "w"]).to_pydict() == other.to_pydict()
+        assert history.column("id").to_pylist() == ids[1500:] + ids[:1500]
+        assert history.column("tags").to_pylist()[:1000] == data.column(
+            "tags").to_pylist()[1500:]
+        assert history.column("v").to_pylist()[:1000] == list(map(float, range(1500, 2500)))
+        assert set(history.column("valid_from").to_pylist()) == {when}
+        assert history.column("valid_to").null_count == history.num_rows
+        assert set(history.column("run_id").to_pylist()) == {7}
+        assert set(history.column("change").to_pylist()) == {"insert"}
+        assert rows(pg_url, "SELECT count(*) FROM pg_class WHERE relpersistence = 't'"
+                    ) == [(0,)]
+        assert t.con.execute("SELECT count(*) FROM pg_class WHERE relpersistence = 't'"
+                             ).fetchone() == (0,)
+    finally:
+        t.close()
+
+
+def test_a_first_run_killed_while_it_streams(pg_url: str) -> None:
+    """``kill -9`` of a first run once it has written pages (its transaction holds a
+    transaction id): nothing of it is left, neither tables nor the temporary ones its
+    pages went through, and the next run mirrors everything."""
+    run = ("import sys, svc_frames as sf; c = sf.Client.from_env(rate_limit=0); "
+           "sf.mirror(c, sys.argv[1], ['object_3'], rows_per_page=50)")
+    with LocalService(demo=True, records=3000, rate_limit=0, latency_ms=40, seed=5) as svc:
+        env = {**os.environ, "SVC_APP_ID": svc.app_id, "SVC_API_KEY": svc.api_key,
+               "SVC_BASE_URL": svc.base_url}
+        with subprocess.Popen([sys.executable, "-c", run, pg_url], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as proc:
+            deadline = time.monotonic() + 60
+            while not rows(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE "
+                                   "application_name LIKE 'svc-frames mirror%' AND "
+                                   "backend_xid IS NOT NULL")[0][0]:
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+        while rows(pg_url, "SELECT count(*) FROM pg_stat_activity WHERE application_name "
+                           "LIKE 'svc-frames mirror%'")[0][0]:
+            time.sleep(0.02)   # the server ends the killed run's session
+        assert mirror_consistent(pg_url) == 0
+        assert rows(pg_url, "SELECT count(*) FROM pg_class WHERE relkind = 'r' AND "
+                            "relnamespace::regnamespace::text NOT LIKE 'pg_%' AND "
+                            "relnamespace::regnamespace::text <> 'information_schema'"
+                    ) == [(0,)]
+        client = client_of(svc)
+        assert sf.mirror(client, pg_url, ["object_3"]).total("inserted") == 3000
+        assert mirror_consistent(pg_url) == 1

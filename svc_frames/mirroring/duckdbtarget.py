@@ -18,6 +18,7 @@ Usage::
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +30,7 @@ import pyarrow as pa
 
 from ..errors import UsageError
 from ..saved.snapshot import SQL_TYPES, import_duckdb, quote
+from .history import versions
 from .lock import file_lock
 
 __all__ = ["DuckDBTarget"]
@@ -103,6 +105,11 @@ class DuckDBWriter:
             self.con.execute(f"INSERT INTO {quote(table)} ({names}) SELECT {names} FROM {src}")
         finally:
             self.con.unregister(src)
+
+    def insert_with_versions(self, table: str, history: str, data: pa.Table,
+                             when: dt.datetime, run_id: int) -> None:
+        self.insert(table, data)
+        self.insert(history, versions(data, when, run_id, "insert"))
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:

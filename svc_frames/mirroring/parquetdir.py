@@ -35,6 +35,7 @@ Usage::
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import secrets
@@ -51,6 +52,7 @@ import pyarrow.parquet as pq
 from ..errors import UsageError
 from ..saved.layout import fsync, fsync_tree
 from ..saved.pqfile import write_table
+from .history import versions
 from .lock import file_lock
 
 __all__ = ["ParquetTarget"]
@@ -184,6 +186,11 @@ class ParquetWriter:
             cols.append(col.cast(f.type) if not col.type.equals(f.type) else col)
         self.tables[table] = pa.concat_tables([have, pa.table(cols, schema=have.schema)])
         self._mark(table, data.column("run_id").to_pylist() if _history(table) else ())
+
+    def insert_with_versions(self, table: str, history: str, data: pa.Table,
+                             when: dt.datetime, run_id: int) -> None:
+        self.insert(table, data)
+        self.insert(history, versions(data, when, run_id, "insert"))
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:

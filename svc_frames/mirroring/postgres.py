@@ -35,6 +35,7 @@ import pyarrow.csv as pacsv
 
 from ..errors import TargetBusy, UsageError
 from ..saved.snapshot import quote
+from .history import versions
 from .lock import holder_text
 from .report import display_name
 
@@ -172,8 +173,10 @@ left."""
 class PostgresWriter:
     """The changes of one PostgreSQL transaction (target.Writer)."""
 
-    def __init__(self, con: Any) -> None:
+    def __init__(self, con: Any, temp: bool = True) -> None:
         self.con = con
+        self.temp = temp                       # may create temporary tables (stages)
+        self._stages: dict[str, str] = {}      # table -> its stage (insert_with_versions)
 
     def create(self, table: str, schema: pa.Schema, primary_key: Sequence[str] = ()
                ) -> None:
@@ -186,6 +189,9 @@ class PostgresWriter:
 
     def drop(self, table: str) -> None:
         self.con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
+        stage = self._stages.pop(table, None)
+        if stage is not None:   # made in the table's columns of then
+            self.con.execute(f"DROP TABLE IF EXISTS pg_temp.{stage}")
 
     def add_columns(self, table: str, schema: pa.Schema) -> None:
         for f in schema:
@@ -205,13 +211,45 @@ class PostgresWriter:
         """The rows by ``COPY ... FROM STDIN``: as the CSV Arrow writes of ``csv_columns``,
         in chunks of ``COPY_ROWS`` rows; row by row (psycopg adapting each value) for a
         table with a column that has no CSV form."""
+        self._copy(quote(table), data)
+
+    def insert_with_versions(self, table: str, history: str, data: pa.Table,
+                             when: dt.datetime, run_id: int) -> None:
+        """``data``'s rows into ``table`` and, as the run's ``insert`` versions, into
+        ``history``: copied once, into a temporary table of ``table``'s columns (the
+        session's own, no WAL; dropped at the end of the transaction), then moved into
+        both by ``INSERT ... SELECT`` in the order copied. The rows are converted to text
+        and parsed once, not twice; two ``COPY``s where the user may not create
+        temporary tables."""
+        if data.num_rows == 0:
+            return
+        if not self.temp:
+            self.insert(table, data)
+            self.insert(history, versions(data, when, run_id, "insert"))
+            return
+        stage = self._stages.get(table)
+        if stage is None:
+            stage = self._stages[table] = f"svc_mirror_stage_{len(self._stages) + 1}"
+            self.con.execute(f"CREATE TEMPORARY TABLE {stage} (LIKE {quote(table)} "
+                             "INCLUDING IDENTITY) ON COMMIT DROP")
+        self._copy(f"pg_temp.{stage}", data)
+        names = ", ".join(quote(c) for c in data.column_names)
+        rows = f"FROM pg_temp.{stage} ORDER BY {ROW_ORDER}"
+        self.con.execute(f"INSERT INTO {quote(table)} ({names}) SELECT {names} {rows}")
+        self.con.execute(f"INSERT INTO {quote(history)} ({names}, valid_from, valid_to, "
+                         f"run_id, change) SELECT {names}, %s, NULL, %s, 'insert' {rows}",
+                         [when, run_id])
+        self.con.execute(f"TRUNCATE pg_temp.{stage}")
+
+    def _copy(self, table: str, data: pa.Table) -> None:
+        """``insert`` into ``table``, a quoted (and perhaps qualified) name."""
         if data.num_rows == 0:
             return
         names = ", ".join(quote(c) for c in data.column_names)
         with self.con.cursor() as cur:
             flat = csv_columns(data)
             if flat is not None:
-                with cur.copy(f"COPY {quote(table)} ({names}) FROM STDIN (FORMAT csv, "
+                with cur.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv, "
                               "ENCODING 'UTF8')") as copy:
                     for batch in flat.to_batches(max_chunksize=COPY_ROWS):
                         buf = io.BytesIO()
@@ -219,7 +257,7 @@ class PostgresWriter:
                         copy.write(buf.getbuffer())
                 return
             columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
-            with cur.copy(f"COPY {quote(table)} ({names}) FROM STDIN") as copy:
+            with cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
                 for row in zip(*columns, strict=True):
                     copy.write_row(row)
 
@@ -238,6 +276,7 @@ class PostgresTarget:
         self.name = display_name(url)
         self.readonly = readonly
         self.con: Any = None
+        self.temp = False   # may create temporary tables (check() asks)
 
     def check(self) -> None:
         psycopg = import_psycopg()
@@ -256,6 +295,9 @@ class PostgresTarget:
                 raise UsageError(f"mirror target {self.name}: this user may not create "
                                  "tables in the current schema")
         self.con.execute("SET TIME ZONE 'UTC'")
+        row = self.con.execute("SELECT has_database_privilege(current_database(), "
+                               "'TEMPORARY')").fetchone()
+        self.temp = bool(row and row[0])
 
     def _lock_key(self) -> int:
         schema = self.con.execute("SELECT current_schema()").fetchone()[0]
@@ -339,7 +381,7 @@ class PostgresTarget:
     @contextmanager
     def _transaction(self) -> Iterator[PostgresWriter]:
         with self.con.transaction():
-            yield PostgresWriter(self.con)
+            yield PostgresWriter(self.con, self.temp)
 
     def transaction(self) -> AbstractContextManager[PostgresWriter]:
         return self._transaction()

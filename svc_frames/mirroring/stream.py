@@ -215,8 +215,7 @@ class StreamedObject:
                 w.create(history_name(name), null_free(
                     versions(data.slice(0, 0), self.when, self.run_id, "insert").schema))
                 data = data.cast(schema)
-            w.insert(name, data)
-            w.insert(history_name(name), versions(data, self.when, self.run_id, "insert"))
+            w.insert_with_versions(name, history_name(name), data, self.when, self.run_id)
             self._rows[name] = self._rows.get(name, 0) + data.num_rows
         self._ids += [f.main.index.to_numpy(dtype=object) for f in pages]
         self.pages += len(pages)

@@ -23,6 +23,7 @@ Usage::
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -58,6 +59,11 @@ class Writer(Protocol):
 
     def insert(self, table: str, data: pa.Table) -> None:
         """Append ``data``'s rows, by column name (columns it lacks are empty)."""
+
+    def insert_with_versions(self, table: str, history: str, data: pa.Table,
+                             when: dt.datetime, run_id: int) -> None:
+        """Append ``data``'s rows to ``table``, and to ``history`` as the run's ``insert``
+        versions (``history.versions``): a listing written as it is read."""
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:

@@ -6,6 +6,7 @@ Usage: ``table = frame_to_arrow(frames.main); df = arrow_to_frame(table)``
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -43,7 +44,17 @@ def _arrow_column(s: pd.Series, list_col: bool) -> pa.Array:
         return pa.array([None if v is None or v is pd.NA else
                          (v if isinstance(v, str) else json.dumps(v, default=str))
                          for v in s], type=pa.large_string())
+    if isinstance(s.dtype, pd.DatetimeTZDtype):
+        return pa.array(s, from_pandas=True, type=_timestamp_type(s.dtype.unit, s.dtype.tz))
     return pa.array(s, from_pandas=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _timestamp_type(unit: str, tz: Any) -> pa.DataType:
+    """Arrow's type of a time zone's timestamps, made once: made from a ``tzinfo``, Arrow
+    tries ``import pytz`` each time (a search of every import path where pytz is not
+    installed: a millisecond per column, per page a mirror writes as it reads)."""
+    return pa.timestamp(unit, tz)
 
 
 def frame_to_arrow(df: pd.DataFrame, meta: Mapping[str, Any] | None = None,
