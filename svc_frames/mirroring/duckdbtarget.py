@@ -1,9 +1,10 @@
 """The DuckDB target: one file, one connection, one transaction per run.
 
-DuckDB keeps a transaction in its write-ahead log until it commits, so a run killed at
-any point (``kill -9`` included) leaves the file as the last committed run left it; a lock
-file beside it (``<file>.mirror-lock``, lock.py) keeps two runs from interleaving, and
-DuckDB itself lets one process at a time open the file for writing.
+DuckDB makes a transaction durable only when it commits (here by a checkpoint at the
+commit: ``_open_for_runs``), so a run killed at any point (``kill -9`` included) leaves
+the file as the last committed run left it; a lock file beside it
+(``<file>.mirror-lock``, lock.py) keeps two runs from interleaving, and DuckDB itself lets
+one process at a time open the file for writing.
 
 Tables keep their primary keys; foreign keys are listed in ``svc_tables`` but not
 declared: DuckDB checks them eagerly inside a transaction (a deleted parent whose child
