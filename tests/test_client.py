@@ -33,6 +33,7 @@ from svc_frames.errors import (
     UsageError,
     ValidationError,
 )
+from svc_frames.http.body import BUFFERED_MIN, BodyBuffers
 from svc_frames.loaders import read_object
 from svc_frames.read.pager import Page, Paginator
 from svc_frames.records import Client
@@ -245,6 +246,69 @@ def test_cut_off_page_is_retried_then_reported(scripted: Scripted) -> None:
     with pytest.raises(ServerError, match="cut off"):
         make(scripted, max_retries=2).get_page("object_1")
     assert len(scripted.seen) == 3
+
+
+def _large_page() -> str:
+    """A page of ``BUFFERED_MIN`` bytes or more (a listing's page, read into buffers)."""
+    text = "x" * 100
+    records = [{"id": f"r{i}", "field_1": text, "field_1_raw": text} for i in range(300)]
+    body = json.dumps({"total_pages": 1, "current_page": 1, "total_records": len(records),
+                       "records": records})
+    assert len(body) >= BUFFERED_MIN
+    return body
+
+
+def test_large_page_is_read_into_a_buffer_reused_for_the_next(scripted: Scripted) -> None:
+    body = _large_page()
+    scripted.script((200, "application/json", body))
+    client, buffers = make(scripted), BodyBuffers(1)
+    given: list[Any] = []
+
+    def parse(b: Any) -> Any:
+        given.append((type(b), bytes(b), id(getattr(b, "obj", None))))
+        return json.loads(bytes(b))
+    for _ in range(2):
+        page = client.get_page("object_1", parse=parse, into=buffers)
+        assert page["records"] == json.loads(body)["records"]
+    (kind1, got1, buf1), (kind2, got2, buf2) = given
+    assert kind1 is kind2 is memoryview and got1 == got2 == body.encode()
+    assert buf1 == buf2   # one buffer, reused
+    client.get_page("object_1", parse=parse)   # not asked: bytes, as before
+    assert given[2][0] is bytes
+    buffers.close()
+    client.get_page("object_1", parse=parse, into=buffers)   # closed: bytes
+    assert given[3][0] is bytes
+    client.get_page("object_1", parse=parse, into=BodyBuffers(0))   # none free: bytes
+    assert given[4][0] is bytes
+
+
+def test_a_buffer_whose_view_is_kept_is_not_written_again(scripted: Scripted) -> None:
+    first, second = _large_page(), _large_page().replace("r1", "s1")
+    scripted.script((200, "application/json", first), (200, "application/json", second))
+    client, buffers = make(scripted), BodyBuffers(1)
+    kept: list[memoryview] = []
+    client.request("GET", "/v1/objects/object_1/records", into=buffers,
+                   parse=lambda b: kept.append(memoryview(b)) or {})
+    out = client.request("GET", "/v1/objects/object_1/records", into=buffers,
+                         parse=lambda b: json.loads(bytes(b)))
+    assert out["records"][1]["id"] == "s1"
+    assert bytes(kept[0]) == first.encode()   # the next body went to a buffer of its own
+
+
+def test_large_page_cut_off_is_retried_then_reported(scripted: Scripted) -> None:
+    buffers = BodyBuffers(1)
+    scripted.script((-1, "", _large_page()[:BUFFERED_MIN]))
+    with pytest.raises(ServerError, match="cut off"):
+        make(scripted, max_retries=1).get_page("object_1", into=buffers)
+    assert len(scripted.seen) == 2
+    scripted.script((200, "text/html", "<html>" + "x" * BUFFERED_MIN))
+    with pytest.raises(ServerError, match="not JSON.*web page"):
+        make(scripted).get_page("object_1", into=buffers)
+    scripted.script((200, "application/json", _large_page()))   # the buffer was given back
+    given: list[Any] = []
+    make(scripted).get_page("object_1", into=buffers,
+                            parse=lambda b: given.append(type(b)) or json.loads(bytes(b)))
+    assert given == [memoryview]
 
 
 def test_cut_off_page_recovers(scripted: Scripted) -> None:

@@ -14,6 +14,8 @@ import pytest
 from svc_frames import Client, read_object, read_view
 from svc_frames.errors import QuotaInsufficient
 from svc_frames.frames import Frames, Source
+from svc_frames.http import body
+from svc_frames.http.body import BodyBuffers
 from svc_frames.read.pager import Page, Paginator, PassReport
 from svc_frames.read.pipeline import (
     MAX_PIECES,
@@ -76,6 +78,38 @@ def test_settled_raw_pages_decode_like_a_load(svc: LocalService) -> None:
     pd.testing.assert_frame_equal(got.main, want.main)
     for name, table in want.tables.items():
         pd.testing.assert_frame_equal(got.tables[name], table)
+
+
+def test_raw_pages_are_read_into_buffers_reused_page_after_page(
+        svc: LocalService, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load's raw pages are read into a few buffers, each reused page after page and
+    unmapped once the pages are in; the frames are those of pages read as bytes."""
+    monkeypatch.setattr(body, "BUFFERED_MIN", 1)   # this service's pages are small
+    taken: list[int] = []
+    closed: list[BodyBuffers] = []
+    take, close = BodyBuffers.take, BodyBuffers.close
+
+    def spy_take(self: BodyBuffers, length: int) -> memoryview | None:
+        view = take(self, length)
+        taken.append(id(view.obj) if view is not None else 0)
+        return view
+
+    def spy_close(self: BodyBuffers) -> None:
+        closed.append(self)
+        close(self)
+    monkeypatch.setattr(BodyBuffers, "take", spy_take)
+    monkeypatch.setattr(BodyBuffers, "close", spy_close)
+    client = client_of(svc)
+    got = read_object(client, WO, rows_per_page=5, progress=False, columns="keys")
+    assert len(taken) >= 8 and all(taken)   # pages 2-9 (and page 1 verified) raw
+    assert len(set(taken)) <= pages_ahead(0) + 2 < len(taken)   # reused
+    assert len(closed) == 1 and closed[0].take(100) is None   # unmapped after the pages
+    monkeypatch.setattr(BodyBuffers, "take", lambda self, length: None)
+    want = read_object(client, WO, rows_per_page=5, progress=False, columns="keys")
+    pd.testing.assert_frame_equal(got.main, want.main, check_exact=True)
+    assert list(got.tables) == list(want.tables)
+    for name, table in want.tables.items():
+        pd.testing.assert_frame_equal(got.tables[name], table, check_exact=True)
 
 
 def test_pages_asked_ahead_of_the_decoder_follow_the_pace(svc: LocalService) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import html
+import http.client
 import json
 import math
 import re
@@ -35,7 +36,7 @@ from ..errors import (
     ServiceUnreachable,
     ValidationError,
 )
-from .body import parse_json
+from .body import Body, BodyBuffers, parse_json
 from .hints import CHECK_BASE_URL, is_web_page, not_the_service
 from .quota import quota_of
 
@@ -62,27 +63,63 @@ _THROTTLE_RE = re.compile(r"throttl|rate limit|too many requests", re.I)
 _TAG_RE = re.compile(r"<[^>]+>")
 
 
-def read_body(resp: requests.Response) -> bytes:
+def read_body(resp: requests.Response, into: BodyBuffers | None = None) -> Body:
     """The whole body in one read (a 5 MB page in one call, not 500 chunks of 10 kB), the
     connection back to the pool; urllib3 errors become requests' (a cut-off body raises
-    ChunkedEncodingError because urllib3 enforces Content-Length)."""
+    ChunkedEncodingError because urllib3 enforces Content-Length).
+
+    ``into``: a successful answer of a known length, not compressed, large enough, is read
+    into one of these buffers (a memoryview of it, given back by the caller once parsed)
+    when one is free."""
     try:
-        body = resp.raw.read(decode_content=True)
+        body: Body | None = _read_into(resp, into) if into is not None else None
+        if body is None:
+            body = resp.raw.read(decode_content=True)
     except urllib3.exceptions.ProtocolError as exc:
         resp.close()
         raise requests.exceptions.ChunkedEncodingError(exc) from None
     except urllib3.exceptions.DecodeError as exc:
         resp.close()
         raise requests.exceptions.ContentDecodingError(exc) from None
-    except urllib3.exceptions.ReadTimeoutError as exc:
+    except (urllib3.exceptions.ReadTimeoutError, TimeoutError) as exc:
         resp.close()
         raise requests.exceptions.ReadTimeout(exc) from None
     except (urllib3.exceptions.HTTPError, OSError) as exc:
         resp.close()
         raise requests.exceptions.ConnectionError(exc) from None
-    resp._content = body  # so resp.content / resp.reason work as usual
+    # so resp.content / resp.reason work as usual (a buffered body is the caller's alone)
+    resp._content = body if isinstance(body, bytes) else b""
     resp._content_consumed = True  # type: ignore[attr-defined]
     resp.raw.release_conn()
+    return body
+
+
+def _read_into(resp: requests.Response, into: BodyBuffers) -> memoryview | None:
+    """The body read straight from the socket into a buffer of ``into`` (None: not such
+    a body, or no buffer free). urllib3's own ``readinto`` reads into new bytes and
+    copies them; http.client's response, which urllib3 wraps and which counts the bytes
+    left of ``Content-Length``, reads into the buffer itself."""
+    raw = resp.raw
+    fp = getattr(raw, "_fp", None)
+    length = getattr(raw, "length_remaining", None)
+    if (resp.status_code >= 400 or not isinstance(fp, http.client.HTTPResponse)
+            or fp.chunked or length is None or fp.length != length
+            or resp.headers.get("Content-Encoding", "identity") != "identity"):
+        return None
+    body = into.take(length)
+    if body is None:
+        return None
+    got = 0
+    try:
+        while got < length:
+            n = fp.readinto(body[got:])
+            if not n:
+                raise urllib3.exceptions.ProtocolError(
+                    f"the body ended after {got} of {length} bytes")
+            got += n
+    except BaseException:
+        into.give(body)
+        raise
     return body
 
 
@@ -172,8 +209,8 @@ class Answers:
         self.base_url = base_url
         self.key_hint = key_hint
 
-    def decode_ok(self, resp: requests.Response, body: bytes, method: str, what: str,
-                  parse: Callable[[bytes], Any] | None = None) -> Any:
+    def decode_ok(self, resp: requests.Response, body: Body, method: str, what: str,
+                  parse: Callable[[Body], Any] | None = None) -> Any:
         """A successful answer's body decoded (``parse``, else JSON); ServerError when it
         is not JSON."""
         if not body:
@@ -181,6 +218,7 @@ class Answers:
         try:
             return (parse or parse_json)(body)
         except ValueError:
+            body = bytes(body[:2000])   # the start, enough to show and to tell a web page
             ctype = resp.headers.get("Content-Type", "?")
             page = f": a web page, {CHECK_BASE_URL}" if is_web_page(ctype, body) else ""
             raise ServerError(

@@ -58,6 +58,7 @@ from ..errors import (
 )
 from .answers import EXPIRED_HINT, MAX_RETRY_AFTER, Answers
 from .auth import Auth
+from .body import Body, BodyBuffers
 from .connections import PacedAdapter
 from .hints import KEY_FROM_ENV
 from .limiter import RateLimiter, shared_limiter
@@ -313,8 +314,9 @@ class HttpClient(Meters):
                 token: str | None = None, key_required: bool = True,
                 idempotent: bool | None = None, what: str = "", bare: bool = False,
                 extra_headers: Mapping[str, str] | None = None,
-                parse: Callable[[bytes], Any] | None = None,
-                resend: Callable[[OutcomeUnknown], bool] | None = None) -> Any:
+                parse: Callable[[Body], Any] | None = None,
+                resend: Callable[[OutcomeUnknown], bool] | None = None,
+                into: BodyBuffers | None = None) -> Any:
         """Send one paced request, with retries, and return its decoded JSON body.
 
         Every request of the package goes through here (one retry policy, one count).
@@ -350,12 +352,18 @@ class HttpClient(Meters):
         extra_headers : mapping, optional
             Headers added to the ones above.
         parse : callable, optional
-            Decodes a successful body (bytes) instead of the plain JSON parser.
+            Decodes a successful body (bytes, or a memoryview with ``into``) instead of
+            the plain JSON parser.
         resend : callable, optional
             For a request that is not idempotent (a POST): asked after the backoff
             whenever its outcome is unknown (sent, then no answer or a 5xx); True when it
             surely did not arrive (looked up and found absent), so sending it again cannot
             duplicate it. Without it (or once it says False) ``OutcomeUnknown`` is raised.
+        into : BodyBuffers, optional
+            Read a large successful body into one of these reusable buffers, when one is
+            free, and give ``parse`` a memoryview of it, valid until ``parse`` returns:
+            the pages of a listing, which a load reads by the hundred from several
+            threads (``http.body.BodyBuffers``).
 
         Returns
         -------
@@ -401,7 +409,7 @@ class HttpClient(Meters):
             return self.transport.send(
                 method, self.base_url + path, what or path, headers=headers, params=params,
                 json_body=json_body, files=files, idempotent=idempotent, parse=parse,
-                resend=resend, view=view, has_token=bool(tok or auth.token))
+                resend=resend, view=view, has_token=bool(tok or auth.token), into=into)
 
         token = auth.current(token)  # renewed by this client (a write run holds the old one)
         sent_with = token or auth.token

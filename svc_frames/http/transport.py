@@ -21,6 +21,7 @@ import requests
 
 from ..errors import OutcomeUnknown, QuotaExceeded, SendDeadlinePassed, ServerError
 from .answers import Answers, read_body
+from .body import Body, BodyBuffers
 from .connections import PacedAdapter, paced_by
 from .limiter import RateLimiter
 from .quota import QuotaBook
@@ -66,9 +67,9 @@ class Transport:
 
     def send(self, method: str, url: str, what: str, *, headers: dict[str, str],
              params: Mapping[str, Any] | None = None, json_body: Any = None,
-             files: Any = None, idempotent: bool, parse: Callable[[bytes], Any] | None,
+             files: Any = None, idempotent: bool, parse: Callable[[Body], Any] | None,
              resend: Callable[[OutcomeUnknown], bool] | None = None, view: bool = False,
-             has_token: bool = False) -> Any:
+             has_token: bool = False, into: BodyBuffers | None = None) -> Any:
         """The one retry and pacing policy (see ``Client.request``)."""
         retries, answers = self.retries, self.answers
         attempt = 0
@@ -105,7 +106,8 @@ class Transport:
                 answered_at = self.limiter.now()  # headers in
                 sent_at = booked[-1]
                 sent = True
-                body = read_body(resp)  # the whole body: a cut-off body raises here
+                # the whole body: a cut-off body raises here
+                body = read_body(resp, into)
             except SendDeadlinePassed:
                 with self._count_lock:
                     self.request_count -= 1  # it never left
@@ -139,7 +141,12 @@ class Transport:
             with self._count_lock:
                 self.status_counts[status] += 1
             if status < 400:
-                return answers.decode_ok(resp, body, method, what, parse)
+                try:
+                    return answers.decode_ok(resp, body, method, what, parse)
+                finally:
+                    if into is not None and isinstance(body, memoryview):
+                        into.give(body)   # parsed: the buffer holds the next body
+            assert isinstance(body, bytes)   # an error's body is never buffered
             try:
                 status = answers.screen(resp, body, method, what)
             except QuotaExceeded as exc:

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from ..errors import QuotaInsufficient, ServerError, UsageError
-from ..http.body import parse_json
+from ..http.body import Body, BodyBuffers, parse_json
 from ..kinds.rawvalues import RawRecord
 from ..lookup import target_keys
 from ..query import Query
@@ -84,7 +84,9 @@ class PageFetcher:
         # read when each request is sent, so a consumer that learns after page 1 that it
         # can decode raw values alone (the loaders) switches the pages still to come
         self.page_format: PageFormat = "both"
-        self.raw_parser: Callable[[bytes], Any] | None = None
+        self.raw_parser: Callable[[Body], Any] | None = None
+        # raw pages are read into these, reused page after page (``ask_raw``)
+        self.buffers: BodyBuffers | None = None
         self.on_page = on_page
         self.on_first = on_first
         self.on_idle: Callable[[Callable[[], bool]], None] | None = None
@@ -142,8 +144,10 @@ class PageFetcher:
                 params["rows_per_page"] = key_range.rows(self.rows_per_page)
         if fmt != "both":
             params["format"] = fmt
+        raw = fmt == "raw"
         env = self.client.get_page(self.target, page=number, params=params,
-                                   parse=self.raw_parser if fmt == "raw" else None)
+                                   parse=self.raw_parser if raw else None,
+                                   into=self.buffers if raw else None)
         try:
             total_pages = int(env.get("total_pages") or 0)
             total_records = int(env.get("total_records") or 0)
@@ -175,12 +179,22 @@ class PageFetcher:
         return page
 
     def ask_raw(self, fields: Sequence[FieldSpec],
-                decode: Callable[[bytes], Any] | None = None) -> None:
+                decode: Callable[[Body], Any] | None = None) -> None:
         """Request the pages still to come with ``format=raw``, parsed into records with
         a slot per field (rawpages), or decoded as they arrive by ``decode`` (a
-        PageDecoder's). Usage: ``pager.ask_raw(fields)``"""
+        PageDecoder's), each read into a buffer reused page after page (as many as the
+        pages in flight: ``prefetch``, and two beside the window's: page 1 verified,
+        a keyset gap check). Usage: ``pager.ask_raw(fields)``"""
         self.raw_parser = decode or raw_page_parser(fields, parse_json)
         self.page_format = "raw"
+        if self.buffers is None:
+            self.buffers = BodyBuffers(self.prefetch + 2)
+
+    def release_buffers(self) -> None:
+        """Unmap the buffers raw pages were read into (the listing's pages are in):
+        pages fetched after this are read as bytes."""
+        if self.buffers is not None:
+            self.buffers.close()
 
     def ask_both(self) -> None:
         """Request the pages still to come with raw and display values (the default)."""

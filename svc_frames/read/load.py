@@ -20,6 +20,7 @@ import pandas as pd
 from ..arrowcols import member
 from ..errors import UsageError
 from ..frames import Frames, Source, warn_skipped
+from ..http.body import Body
 from ..keys import Target
 from ..kinds.base import FieldSpec
 from ..progress import PageProgress, want_progress
@@ -105,7 +106,7 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
             fields, source = describe(client, target, app, page.records, columns, tz)
             pipe.tz = tz
 
-            def start_decoder() -> Callable[[bytes], Any] | None:
+            def start_decoder() -> Callable[[Body], Any] | None:
                 assert fields is not None and source is not None
                 helpers = decode_helpers(processes, pager, page)
                 decoder = stack.enter_context(

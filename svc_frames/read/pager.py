@@ -95,20 +95,23 @@ class Paginator(PageFetcher):
         Consumers de-duplicate by id; after the loop, ``final_ids`` (or, with
         ``keep_ids=False``, the sorted ``final_hashes``) says which records the consistent
         pass holds (records seen earlier but not there were deleted mid-run)."""
-        if self.key_field is not None:
-            keyset = KeysetPass(self, self.passes)
-            yield from keyset.pages()
-            if keyset.done:
-                self.final_ids, self.final_hashes = keyset.final_ids, keyset.final_hashes
-                self.reordered = keyset.reordered
-                return
-            # page 1 showed it cannot be done: paging by number follows
-            self.key_field = None
-            self.params.pop("sort_field", None)
-            self.params.pop("sort_order", None)
-        verifier = Verifier(self, self.passes)
-        yield from verifier.pages()
-        self.final_ids, self.final_hashes = verifier.final_ids, verifier.final_hashes
+        try:
+            if self.key_field is not None:
+                keyset = KeysetPass(self, self.passes)
+                yield from keyset.pages()
+                if keyset.done:
+                    self.final_ids, self.final_hashes = keyset.final_ids, keyset.final_hashes
+                    self.reordered = keyset.reordered
+                    return
+                # page 1 showed it cannot be done: paging by number follows
+                self.key_field = None
+                self.params.pop("sort_field", None)
+                self.params.pop("sort_order", None)
+            verifier = Verifier(self, self.passes)
+            yield from verifier.pages()
+            self.final_ids, self.final_hashes = verifier.final_ids, verifier.final_hashes
+        finally:
+            self.release_buffers()   # not held through what the consumer does next
 
     def refetch(self, page: Page) -> Page:
         """``page`` again, in the current ``page_format`` (its pass and number); raises

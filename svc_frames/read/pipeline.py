@@ -32,6 +32,7 @@ import pandas as pd
 from ..arrowcols import member
 from ..errors import DisplayValuesNeeded
 from ..frames import Frames, Source, build_frames, decodes_raw_alone
+from ..http.body import Body
 from ..kinds.base import FieldSpec
 from .pager import Page, Paginator, record_ids
 
@@ -51,7 +52,7 @@ class PagePipeline:
 
     def settle(self, first: Page | None, fields: Sequence[FieldSpec] | None = None,
                source: Source | None = None, *, raw_pages: bool = True,
-               decoder: Callable[[], Callable[[bytes], Any] | None] | None = None) -> bool:
+               decoder: Callable[[], Callable[[Body], Any] | None] | None = None) -> bool:
         """Decide, once, the format of the pages still to come: ``format=raw`` (about 40%
         fewer bytes) when the schema gave every kind and ``first`` (raw and display values;
         None: nothing to look at, the kinds alone decide) shows that raw values alone will

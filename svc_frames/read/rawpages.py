@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..http.body import Body
 from ..keys import FIELD_KEY
 
 if TYPE_CHECKING:  # kinds.dates and kinds.timer import this module: no kinds at run time
@@ -34,8 +35,8 @@ if TYPE_CHECKING:  # kinds.dates and kinds.timer import this module: no kinds at
 from ..kinds.rawvalues import VALUE_TYPES, RawRecord
 
 
-def raw_page_parser(fields: Sequence[FieldSpec], fallback: Callable[[bytes], Any]
-                    ) -> Callable[[bytes], Any] | None:
+def raw_page_parser(fields: Sequence[FieldSpec], fallback: Callable[[Body], Any]
+                    ) -> Callable[[Body], Any] | None:
     """A parser of ``format=raw`` list pages whose records hold (some of) these fields;
     None when a key cannot be a struct slot (not ``field_N``). ``fallback`` parses a page
     that does not fit."""
@@ -51,7 +52,7 @@ def raw_page_parser(fields: Sequence[FieldSpec], fallback: Callable[[bytes], Any
                                       ("current_page", Any, None)])
     decode = msgspec.json.Decoder(page).decode
 
-    def parse(body: bytes) -> Any:
+    def parse(body: Body) -> Any:
         try:
             env: Any = decode(body)
         except msgspec.MsgspecError:  # an unexpected field or shape: the plain parser

@@ -34,7 +34,7 @@ from zoneinfo import ZoneInfo
 
 from ..errors import DisplayValuesNeeded
 from ..frames import Source, build_frames
-from ..http.body import parse_json
+from ..http.body import Body, parse_json
 from ..kinds.base import FieldSpec
 from .rawpages import raw_page_parser
 
@@ -42,7 +42,7 @@ _LEN = struct.Struct("!Q")
 log = logging.getLogger(__name__)
 
 
-def _send(pipe: IO[bytes], payload: bytes) -> None:
+def _send(pipe: IO[bytes], payload: Body) -> None:
     pipe.write(_LEN.pack(len(payload)))
     pipe.write(payload)
     pipe.flush()
@@ -67,7 +67,7 @@ class _Decode:
         # gaps, where a range goes on)
         self.keys = [f.key for f in fields if f.kind == "auto_increment"]
 
-    def __call__(self, body: bytes) -> dict[str, Any]:
+    def __call__(self, body: Body) -> dict[str, Any]:
         env = self.parse(body)
         records = env.get("records") if isinstance(env, dict) else None
         if not isinstance(records, list):
@@ -113,7 +113,7 @@ class _Helper:
     def ready(self) -> bool:
         return _recv(self.stdout) == b"ready"
 
-    def decode(self, body: bytes) -> dict[str, Any]:
+    def decode(self, body: Body) -> dict[str, Any]:
         _send(self.stdin, body)
         reply = _recv(self.stdout)
         if reply is None:
@@ -174,7 +174,7 @@ class PageDecoder:
         """Wait until ``helpers`` helper processes take work (tests, benchmarks)."""
         return all(self._ready.acquire(timeout=timeout) for _ in range(helpers))
 
-    def decode(self, body: bytes) -> dict[str, Any]:
+    def decode(self, body: Body) -> dict[str, Any]:
         """A raw page's bytes -> its envelope, ``records`` reduced to ids (and
         auto-increment values) and ``frames`` holding the decoded page (absent when the
         page needs display values)."""

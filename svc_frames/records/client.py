@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import quote
 
 from ..errors import AuthenticationError, Forbidden, NotFound, OutcomeUnknown
+from ..http.body import Body, BodyBuffers
 from ..http.client import HttpClient
 from ..keys import Target
 from ..query import Filters, Query
@@ -232,7 +233,8 @@ class Client(HttpClient):
     def get_page(self, target: Target, page: int = 1, rows_per_page: int = MAX_ROWS_PER_PAGE,
                  filters: Filters | Query | None = None, sort_field: str | None = None,
                  sort_order: str | None = None, *, params: Mapping[str, Any] | None = None,
-                 parse: Callable[[bytes], Any] | None = None) -> dict[str, Any]:
+                 parse: Callable[[Body], Any] | None = None,
+                 into: BodyBuffers | None = None) -> dict[str, Any]:
         """One page of a record list, as the service answers it.
 
         Parameters
@@ -245,6 +247,8 @@ class Client(HttpClient):
             Query parameters sent as they are, instead of the five above.
         parse : callable, optional
             Decodes the body instead of the plain JSON parser (see ``request``).
+        into : BodyBuffers, optional
+            Reusable buffers the body is read into and parsed from (see ``request``).
 
         Returns
         -------
@@ -272,7 +276,7 @@ class Client(HttpClient):
         records = Records(self, target)
         if params is None:
             params = page_params(page, rows_per_page, filters, sort_field, sort_order)
-        return records.page(params, parse)
+        return records.page(params, parse, into)
 
     def get_record(self, object_key: str, record_id: str) -> dict[str, Any]:
         """One record of an object, by its id.

@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 from ..errors import OutcomeUnknown, ServerError, UsageError
 from ..http.answers import snippet
+from ..http.body import Body, BodyBuffers
 from ..http.client import HttpClient
 from ..keys import Target, parse_target
 
@@ -80,11 +81,12 @@ class Records:
             kw.update(view=True, token=self.token)
         return self.http.request(method, path, what=what, **kw)
 
-    def page(self, params: Mapping[str, Any],
-             parse: Callable[[bytes], Any] | None = None) -> dict[str, Any]:
-        """One page of the list (``params``: ``listing.page_params``), as answered."""
+    def page(self, params: Mapping[str, Any], parse: Callable[[Body], Any] | None = None,
+             into: BodyBuffers | None = None) -> dict[str, Any]:
+        """One page of the list (``params``: ``listing.page_params``), as answered
+        (``parse``, ``into``: as ``HttpClient.request`` takes them)."""
         out = self._request("GET", self.paths.records, self.name, params=params,
-                            parse=parse)
+                            parse=parse, into=into)
         if not isinstance(out, dict) or not isinstance(out.get("records"), list):
             raise ServerError(f"GET {self.name} page {params.get('page', 1)}: the answer is "
                               f"not a record list envelope: "
