@@ -168,6 +168,11 @@ def _literal(when: dt.datetime) -> str:
     return f"'{when.isoformat()}'::timestamptz"
 
 
+STAGE_MEMORY = "64MB"
+"""The session's ``temp_buffers`` and ``work_mem`` (settings any user may change): a
+batch of 15 pages of work orders (18 MB) stays in memory, where the defaults (8 MB,
+4 MB) write it to temporary files and back."""
+
 ROW_ORDER = "svc_row_order"
 """A column of every table the mirror creates, numbered as its rows are written, which
 reads order by and hide: a record's exploded rows are compared in order, and PostgreSQL
@@ -310,6 +315,11 @@ class PostgresTarget:
                 raise UsageError(f"mirror target {self.name}: this user may not create "
                                  "tables in the current schema")
         self.con.execute("SET TIME ZONE 'UTC'")
+        # the session's memory for a batch of pages that queued while the writer worked:
+        # its stages (temporary tables, whose buffers are set before the first is made)
+        # and the sort of the moves held in memory instead of temporary files
+        self.con.execute(f"SET temp_buffers = '{STAGE_MEMORY}'")
+        self.con.execute(f"SET work_mem = '{STAGE_MEMORY}'")
         row = self.con.execute("SELECT has_database_privilege(current_database(), "
                                "'TEMPORARY')").fetchone()
         self.temp = bool(row and row[0])
