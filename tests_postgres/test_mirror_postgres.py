@@ -297,15 +297,15 @@ def test_rows_and_their_versions_copied_once(pg_url: str, temp: bool) -> None:
         with t.transaction() as w:
             w.create("t", data.schema, ["id"])
             w.create("t__history", versions(data.slice(0, 0), when, 7, "insert").schema)
-            w.insert_with_versions("t", "t__history", data.slice(1500), when, 7)
-            w.insert_with_versions("t", "t__history", data.slice(0, 0), when, 7)
-            w.insert_with_versions("t", "t__history", data.slice(0, 1500), when, 7)
+            w.insert_with_versions([("t", "t__history", data.slice(1500))], when, 7)
+            w.insert_with_versions([("t", "t__history", data.slice(0, 0))], when, 7)
+            w.insert_with_versions([("t", "t__history", data.slice(0, 1500))], when, 7)
             assert t.read("t").column("id").to_pylist() == ids[1500:] + ids[:1500]
             history = t.read("t__history")
             w.drop("t")   # its stage goes with it: the next is made in the new columns
             w.create("t", other.schema, ["id"])
             w.create("t2__history", versions(other.slice(0, 0), when, 7, "insert").schema)
-            w.insert_with_versions("t", "t2__history", other, when, 7)
+            w.insert_with_versions([("t", "t2__history", other)], when, 7)
         assert t.read("t").to_pydict() == other.to_pydict()
         assert t.read("t2__history").select(["id", "w"]).to_pydict() == other.to_pydict()
         assert history.column("id").to_pylist() == ids[1500:] + ids[:1500]

@@ -187,10 +187,11 @@ class ParquetWriter:
         self.tables[table] = pa.concat_tables([have, pa.table(cols, schema=have.schema)])
         self._mark(table, data.column("run_id").to_pylist() if _history(table) else ())
 
-    def insert_with_versions(self, table: str, history: str, data: pa.Table,
+    def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
-        self.insert(table, data)
-        self.insert(history, versions(data, when, run_id, "insert"))
+        for table, history, data in parts:
+            self.insert(table, data)
+            self.insert(history, versions(data, when, run_id, "insert"))
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:

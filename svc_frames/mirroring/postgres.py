@@ -163,6 +163,16 @@ def csv_columns(data: pa.Table) -> pa.Table | None:
     return pa.table(out, names=data.column_names)
 
 
+def _literal(when: dt.datetime) -> str:
+    """A time as a ``timestamptz`` literal (microseconds, its offset)."""
+    return f"'{when.isoformat()}'::timestamptz"
+
+
+STAGE_MEMORY = "64MB"
+"""The session's ``temp_buffers`` and ``work_mem`` (settings any user may change): a
+batch of 15 pages of work orders (18 MB) stays in memory, where the defaults (8 MB,
+4 MB) write it to temporary files and back."""
+
 ROW_ORDER = "svc_row_order"
 """A column of every table the mirror creates, numbered as its rows are written, which
 reads order by and hide: a record's exploded rows are compared in order, and PostgreSQL
@@ -213,33 +223,43 @@ class PostgresWriter:
         table with a column that has no CSV form."""
         self._copy(quote(table), data)
 
-    def insert_with_versions(self, table: str, history: str, data: pa.Table,
+    def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
-        """``data``'s rows into ``table`` and, as the run's ``insert`` versions, into
-        ``history``: copied once, into a temporary table of ``table``'s columns (the
-        session's own, no WAL; dropped at the end of the transaction), then moved into
-        both by ``INSERT ... SELECT`` in the order copied. The rows are converted to text
-        and parsed once, not twice; two ``COPY``s where the user may not create
-        temporary tables."""
-        if data.num_rows == 0:
-            return
+        """Each ``(table, history, data)``: ``data``'s rows into ``table`` and, as the run's
+        ``insert`` versions, into ``history``: copied once, into a temporary table of
+        ``table``'s columns (the session's own, no WAL; dropped at the end of the
+        transaction), then moved into both by ``INSERT ... SELECT`` in the order copied.
+        The rows are converted to text and parsed once, not twice; two ``COPY``s where
+        the user may not create temporary tables.
+
+        The moves of all the tables (two ``INSERT``s and a ``TRUNCATE`` each) go to the
+        server as one string of statements, after the ``COPY``s: every statement waited
+        for is a wait for the interpreter's lock too, which the thread decoding the
+        next pages holds for milliseconds at a time."""
+        parts = [p for p in parts if p[2].num_rows]
         if not self.temp:
-            self.insert(table, data)
-            self.insert(history, versions(data, when, run_id, "insert"))
+            for table, history, data in parts:
+                self.insert(table, data)
+                self.insert(history, versions(data, when, run_id, "insert"))
             return
-        stage = self._stages.get(table)
-        if stage is None:
-            stage = self._stages[table] = f"svc_mirror_stage_{len(self._stages) + 1}"
-            self.con.execute(f"CREATE TEMPORARY TABLE {stage} (LIKE {quote(table)} "
-                             "INCLUDING IDENTITY) ON COMMIT DROP")
-        self._copy(f"pg_temp.{stage}", data)
-        names = ", ".join(quote(c) for c in data.column_names)
-        rows = f"FROM pg_temp.{stage} ORDER BY {ROW_ORDER}"
-        self.con.execute(f"INSERT INTO {quote(table)} ({names}) SELECT {names} {rows}")
-        self.con.execute(f"INSERT INTO {quote(history)} ({names}, valid_from, valid_to, "
-                         f"run_id, change) SELECT {names}, %s, NULL, %s, 'insert' {rows}",
-                         [when, run_id])
-        self.con.execute(f"TRUNCATE pg_temp.{stage}")
+        moves, stamp = [], _literal(when)
+        for table, history, data in parts:
+            stage = self._stages.get(table)
+            if stage is None:
+                stage = self._stages[table] = f"svc_mirror_stage_{len(self._stages) + 1}"
+                self.con.execute(f"CREATE TEMPORARY TABLE {stage} (LIKE {quote(table)} "
+                                 "INCLUDING IDENTITY) ON COMMIT DROP")
+            self._copy(f"pg_temp.{stage}", data)
+            names = ", ".join(quote(c) for c in data.column_names)
+            rows = f"FROM pg_temp.{stage} ORDER BY {ROW_ORDER}"
+            moves += [f"INSERT INTO {quote(table)} ({names}) SELECT {names} {rows}",
+                      f"INSERT INTO {quote(history)} ({names}, valid_from, valid_to, "
+                      f"run_id, change) SELECT {names}, {stamp}, NULL, {int(run_id)}, "
+                      f"'insert' {rows}",
+                      f"TRUNCATE pg_temp.{stage}"]
+        if moves:
+            # no parameters: sent by the simple protocol, which takes several statements
+            self.con.execute(";\n".join(moves))
 
     def _copy(self, table: str, data: pa.Table) -> None:
         """``insert`` into ``table``, a quoted (and perhaps qualified) name."""
@@ -295,6 +315,11 @@ class PostgresTarget:
                 raise UsageError(f"mirror target {self.name}: this user may not create "
                                  "tables in the current schema")
         self.con.execute("SET TIME ZONE 'UTC'")
+        # the session's memory for a batch of pages that queued while the writer worked:
+        # its stages (temporary tables, whose buffers are set before the first is made)
+        # and the sort of the moves held in memory instead of temporary files
+        self.con.execute(f"SET temp_buffers = '{STAGE_MEMORY}'")
+        self.con.execute(f"SET work_mem = '{STAGE_MEMORY}'")
         row = self.con.execute("SELECT has_database_privilege(current_database(), "
                                "'TEMPORARY')").fetchone()
         self.temp = bool(row and row[0])

@@ -193,7 +193,8 @@ class StreamedObject:
 
     def _write(self, pages: list[Frames]) -> None:
         """Pages in order: their main rows and each exploded table's, with their versions,
-        one insert per table (a writer behind the reads catches up in fewer statements)."""
+        one insert per table, all the tables in one call (a writer behind the reads
+        catches up in fewer statements)."""
         w = self.writes.open()
         arrows: dict[str, list[pa.Table]] = {}
         for frames in pages:
@@ -205,6 +206,7 @@ class StreamedObject:
                     self._diverged = f"the column types of {name}"
                     return
                 arrows.setdefault(name, []).append(data)
+        writes: list[tuple[str, str, pa.Table]] = []
         for name, tables in arrows.items():
             data = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
             if name not in self.schemas:
@@ -215,8 +217,9 @@ class StreamedObject:
                 w.create(history_name(name), null_free(
                     versions(data.slice(0, 0), self.when, self.run_id, "insert").schema))
                 data = data.cast(schema)
-            w.insert_with_versions(name, history_name(name), data, self.when, self.run_id)
+            writes.append((name, history_name(name), data))
             self._rows[name] = self._rows.get(name, 0) + data.num_rows
+        w.insert_with_versions(writes, self.when, self.run_id)
         self._ids += [f.main.index.to_numpy(dtype=object) for f in pages]
         self.pages += len(pages)
 

@@ -60,10 +60,11 @@ class Writer(Protocol):
     def insert(self, table: str, data: pa.Table) -> None:
         """Append ``data``'s rows, by column name (columns it lacks are empty)."""
 
-    def insert_with_versions(self, table: str, history: str, data: pa.Table,
+    def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
-        """Append ``data``'s rows to ``table``, and to ``history`` as the run's ``insert``
-        versions (``history.versions``): a listing written as it is read."""
+        """For each ``(table, history, data)``: append ``data``'s rows to ``table``, and
+        to ``history`` as the run's ``insert`` versions (``history.versions``): a
+        listing's pages written as they are read, all their tables at once."""
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:
