@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ..errors import UsageError
 from ..saved.snapshot import SQL_TYPES, import_duckdb, quote
-from .history import versions
+from .history import append_with_versions
 from .lock import file_lock
 
 __all__ = ["DuckDBTarget"]
@@ -109,9 +109,7 @@ class DuckDBWriter:
 
     def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
-        for table, history, data in parts:
-            self.insert(table, data)
-            self.insert(history, versions(data, when, run_id, "insert"))
+        append_with_versions(self.insert, parts, when, run_id)
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:

@@ -23,7 +23,7 @@ Usage::
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from ..frames import Frames
 
-__all__ = ["compare", "versions", "Changed"]
+__all__ = ["append_with_versions", "compare", "versions", "Changed"]
 
 Changed = tuple[list[str], list[str], list[str]]
 """(inserted, updated, deleted) record ids."""
@@ -108,6 +108,17 @@ def versions(rows: pa.Table, when: dt.datetime, run_id: int, change: str,
             .append_column("valid_to", _repeat(pa.scalar(valid_to, ts), n))
             .append_column("run_id", _repeat(pa.scalar(run_id, pa.int64()), n))
             .append_column("change", _repeat(pa.scalar(change, pa.string()), n)))
+
+
+def append_with_versions(insert: Callable[[str, pa.Table], None],
+                         parts: Sequence[tuple[str, str, pa.Table]], when: dt.datetime,
+                         run_id: int) -> None:
+    """Each ``(table, history, data)``: ``data``'s rows appended to ``table`` by ``insert``
+    (a writer's), and to ``history`` as the run's ``insert`` versions: the plain way of
+    ``Writer.insert_with_versions``, two inserts a table."""
+    for table, history, data in parts:
+        insert(table, data)
+        insert(history, versions(data, when, run_id, "insert"))
 
 
 def _repeat(value: pa.Scalar, n: int) -> pa.Array:

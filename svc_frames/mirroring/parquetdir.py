@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 from ..errors import UsageError
 from ..saved.layout import fsync, fsync_tree
 from ..saved.pqfile import write_table
-from .history import versions
+from .history import append_with_versions
 from .lock import file_lock
 
 __all__ = ["ParquetTarget"]
@@ -189,9 +189,7 @@ class ParquetWriter:
 
     def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
-        for table, history, data in parts:
-            self.insert(table, data)
-            self.insert(history, versions(data, when, run_id, "insert"))
+        append_with_versions(self.insert, parts, when, run_id)
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:

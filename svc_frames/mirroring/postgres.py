@@ -35,7 +35,7 @@ import pyarrow.csv as pacsv
 
 from ..errors import TargetBusy, UsageError
 from ..saved.snapshot import quote
-from .history import versions
+from .history import append_with_versions
 from .lock import holder_text
 from .report import display_name
 
@@ -238,9 +238,7 @@ class PostgresWriter:
         next pages holds for milliseconds at a time."""
         parts = [p for p in parts if p[2].num_rows]
         if not self.temp:
-            for table, history, data in parts:
-                self.insert(table, data)
-                self.insert(history, versions(data, when, run_id, "insert"))
+            append_with_versions(self.insert, parts, when, run_id)
             return
         moves, stamp = [], _literal(when)
         for table, history, data in parts:
