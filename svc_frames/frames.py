@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from dataclasses import field as dc_field
 from typing import Any, Literal
@@ -529,13 +529,13 @@ def decodes_raw_alone(records: Sequence[Mapping[str, Any]], fields: Sequence[Fie
 
 def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpec],
                  source: Source, *, tz: ZoneInfo | None = None,
-                 keep_original: bool = True, raw_format: bool = False) -> Frames:
+                 keep_original: bool = True, raw_format: bool = False,
+                 into: Callable[[Any], Any] | None = None) -> Frames:
     """Decode records column by column through the kind codecs into :class:`Frames`.
 
     ``raw_format``: the records came with ``format=raw`` (each raw value under ``field_N``,
-    no display values); the codecs get the raws and no displays.
-
-    Usage: ``build_frames(records, fields, Source("object", "object_1", fields))``"""
+    no display values); ``into``: given each main column in order, returns the one kept
+    (read/pagecolumns.py). Usage: ``build_frames(records, fields, Source(...))``"""
     if records and isinstance(records[0], RawRecord):
         ids = list(map(operator.attrgetter("id"), records))
     else:
@@ -578,7 +578,8 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
             if len(series) != n:
                 raise ValueError(f"codec for {key} ({spec.kind}) returned {len(series)} "
                                  f"values for {n} records")
-            columns[name] = series.array if isinstance(series, pd.Series) else series
+            column = series.array if isinstance(series, pd.Series) else series
+            columns[name] = into(column) if into is not None else column
         tables.update(codec.tables(ids, raws, displays, spec, ctx))
     index = pd.Index(pd.array(ids, dtype="string"), name="id")
     # copy=False: the arrays are fresh from the codecs (pandas would copy each one again)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -229,7 +230,8 @@ def _part(source: Source, ids: list[str], value: str) -> Frames:
                   source)
 
 
-def test_page_parts_join_while_the_pager_waits_and_keep_the_order() -> None:
+@pytest.mark.parametrize("add", [False, True], ids=["append", "add"])
+def test_page_parts_join_while_the_pager_waits_and_keep_the_order(add: bool) -> None:
     # one request at a time, 80 ms each: the consumer waits for every page after the
     # first, and joins a pair of parts in each wait (its decode of a page, on a machine
     # busy with other tests, must stay shorter than the wait; with 40 ms, once the
@@ -243,11 +245,21 @@ def test_page_parts_join_while_the_pager_waits_and_keep_the_order() -> None:
         pipe = PagePipeline(pager, fields, source, tz)
         parts = PageParts(pager)
         for page in pager.iter_pages():
-            parts.append(page.pass_no, pipe.frames(page))
+            if add:   # the columns a join copies in arrays made for the pass
+                parts.add(page, pipe)
+            else:
+                parts.append(page.pass_no, pipe.frames(page))
     assert pager.passes[-1].pages == 15
     assert len(parts) <= 5   # a binary counter over 15 pages: at most 4 parts, + 1 late
     got = final_frames(pager, parts, source)
     pd.testing.assert_frame_equal(got.main, want.main)
+    assert list(got.main.dtypes) == list(want.main.dtypes)
+    if add:   # every page in one block: the joins took its rows, copied nothing
+        block = parts.columns.block
+        assert block is not None and block.used == block.capacity == 45
+        when = [i for i, d in enumerate(got.main.dtypes) if isinstance(d, pd.DatetimeTZDtype)]
+        assert when and all(np.shares_memory(got.main.iloc[:, i].array.asi8,
+                                             block.columns[i].asi8) for i in when)
     assert got.tables.keys() == want.tables.keys()
     for name, table in want.tables.items():
         pd.testing.assert_frame_equal(got.tables[name], table)

@@ -123,7 +123,7 @@ def load(client: Client, target: Target, options: LoadOptions | None = None, *,
                     collected.append(page)
                 else:
                     assert fields is not None and source is not None
-                    parts.append(page.pass_no, got := pipe.frames(page))
+                    got = parts.add(page, pipe)
                     if page.format == "both":   # page 1, held to the pass's end
                         page.decoded_values_dropped(key_names)
                     if on_frames is not None:

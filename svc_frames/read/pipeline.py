@@ -34,6 +34,7 @@ from ..errors import DisplayValuesNeeded
 from ..frames import Frames, Source, build_frames, decodes_raw_alone
 from ..http.body import Body
 from ..kinds.base import FieldSpec
+from .pagecolumns import PageColumns, PageRows, Span
 from .pager import Page, Paginator, record_ids
 
 
@@ -73,11 +74,13 @@ class PagePipeline:
         self.pager.ask_raw(self.fields, decoder() if decoder is not None else None)
         return True
 
-    def frames(self, page: Page, records: Sequence[Any] | None = None) -> Frames:
+    def frames(self, page: Page, records: Sequence[Any] | None = None,
+               into: PageRows | None = None) -> Frames:
         """The frames of ``page`` (or of ``records``, some of its records in page order):
-        decoded already (PageDecoder), or decoded here. A raw page that needs display
-        values (a name-like connection: its ids are only in the display HTML) is fetched
-        again with them, as are the pages still to come."""
+        decoded already (PageDecoder), or decoded here (its columns ``into`` a pass's
+        arrays: ``PageParts.add``). A raw page that needs display values (a name-like
+        connection: its ids are only in the display HTML) is fetched again with them, as
+        are the pages still to come."""
         assert self.fields is not None and self.source is not None
         if page.decoded and page.frames is not None and records is None:
             return page.frames
@@ -85,10 +88,13 @@ class PagePipeline:
         if not page.decoded:
             try:
                 return build_frames(wanted, self.fields, self.source, tz=self.tz,
-                                    keep_original=False, raw_format=page.format == "raw")
+                                    keep_original=False, raw_format=page.format == "raw",
+                                    into=into if records is None else None)
             except DisplayValuesNeeded:
                 if page.format != "raw":
                     raise
+        if into is not None:
+            into.abandon()
         self.pager.ask_both()
         again = self.pager.refetch(page).records
         if records is not None:
@@ -104,7 +110,7 @@ class PagePipeline:
         assert self.source is not None
         parts = PageParts(self.pager)
         for page in self.pager.iter_pages():
-            parts.append(page.pass_no, self.frames(page))
+            parts.add(page, self)
         if not any(n == self.pager.passes[-1].pass_no for n, _ in parts):
             parts.append(self.pager.passes[-1].pass_no, build_frames(
                 [], self.fields or [], self.source, tz=self.tz, keep_original=False))
@@ -127,19 +133,42 @@ class PageParts:
     records in most loads, and stopping the joins left 40 parts to join after the last
     answer).
 
-    Usage: ``parts = PageParts(pager); parts.append(page.pass_no, frames)``"""
+    A page decoded through ``add`` has the columns a join would copy in arrays made for
+    its whole pass (read/pagecolumns.py): parts whose rows follow each other there join
+    without copying them, and the last join holds them once, not twice.
+
+    Usage: ``parts = PageParts(pager); frames = parts.add(page, pipe)``"""
 
     def __init__(self, pager: Paginator) -> None:
         self.pager = pager
-        self._parts: list[tuple[int, Frames, int]] = []   # pass, frames, pages in them
+        # pass, frames, pages in them, their rows in self.columns (None: none or not all)
+        self._parts: list[tuple[int, Frames, int, Span | None]] = []
+        self.columns = PageColumns()
         pager.on_idle = self.join_some
+
+    def add(self, page: Page, pipe: PagePipeline) -> Frames:
+        """``page`` decoded by ``pipe`` (its columns in the arrays of its pass), after the
+        others; returns its frames."""
+        # the records its pass is expected to hold: the pass's total (a keyset page's own
+        # total is its range's), or the load's limit
+        expected = max(self.pager.total_records or 0, page.total_records)
+        if self.pager.limit is not None:
+            expected = min(expected, self.pager.limit)
+        rows = self.columns.rows(page.pass_no, expected)
+        frames = pipe.frames(page, into=rows)
+        self._parts.append((page.pass_no, frames, 1, rows.span(frames.main.shape)))
+        return frames
 
     def append(self, pass_no: int, frames: Frames) -> None:
         """One more page's frames, after the others."""
-        self._parts.append((pass_no, frames, 1))
+        self._parts.append((pass_no, frames, 1, None))
 
     def __iter__(self) -> Iterator[tuple[int, Frames]]:
-        return ((n, f) for n, f, _ in self._parts)
+        return ((n, f) for n, f, _, _ in self._parts)
+
+    def spans(self) -> Iterator[tuple[int, Frames, Span | None]]:
+        """The parts, each with its rows in ``columns`` (None: not there, or not all)."""
+        return ((n, f, s) for n, f, _, s in self._parts)
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -158,7 +187,7 @@ class PageParts:
             return False
         current = passes[-1].pass_no
         for i in range(len(self._parts) - 1, 0, -1):
-            (n1, f1, k1), (n2, f2, k2) = self._parts[i - 1], self._parts[i]
+            (n1, f1, k1, s1), (n2, f2, k2, s2) = self._parts[i - 1], self._parts[i]
             if n2 != current:
                 return False
             if n1 == current and k1 == k2:
@@ -166,8 +195,11 @@ class PageParts:
                 # a record on both (the pass has seen one twice) is kept on the later
                 pair = latest_only([f1, f2], passes[-1].repeated or None) \
                     if passes[-1].duplicates else [f1, f2]
-                self._parts[i - 1: i + 1] = [(current, concat_frames(pair, f1.source),
-                                              k1 + k2)]
+                spans = [s if p is f else None for p, f, s in zip(pair, (f1, f2), (s1, s2),
+                                                                 strict=True)]
+                self._parts[i - 1: i + 1] = [(current, concat_frames(pair, f1.source,
+                                                                     spans=spans),
+                                              k1 + k2, Span.joined(spans))]
                 return True
         return False
 
@@ -181,11 +213,16 @@ def final_frames(pager: Paginator, parts: Iterable[tuple[int, Frames]], source: 
 
     Usage: ``final_frames(pager, parts, source)``"""
     final = pager.passes[-1]
-    kept = [f for n, f in parts if n == final.pass_no]
+    listed = parts.spans() if isinstance(parts, PageParts) else \
+        ((n, f, None) for n, f in parts)
+    held = [(f, s) for n, f, s in listed if n == final.pass_no]
+    kept = [f for f, _ in held]
     if final.duplicates:
         kept = latest_only(kept, final.repeated or None)
+    spans = [s if k is f else None for k, (f, s) in zip(kept, held, strict=True)]
     # records a keyset gap check found go where their key puts them (pager.reordered)
-    return concat_frames(kept, source, order=pager.final_ids if pager.reordered else None)
+    return concat_frames(kept, source, order=pager.final_ids if pager.reordered else None,
+                         spans=spans)
 
 
 def latest_only(parts: list[Frames], repeated: Collection[str] | None = None
@@ -300,9 +337,12 @@ def core_idle() -> bool:
 
 
 def concat_frames(parts: list[Frames], source: Source,
-                  order: Sequence[str] | None = None) -> Frames:
+                  order: Sequence[str] | None = None,
+                  spans: Sequence[Span | None] | None = None) -> Frames:
     """Page frames -> one Frames (same columns and dtypes in every part); ``order``: the
-    ids the main frame's rows follow (rows of no id in it are left out)."""
+    ids the main frame's rows follow (rows of no id in it are left out); ``spans``: each
+    part's rows in a pass's arrays (``PageParts``): when they follow each other, the
+    columns there are those rows, not copied."""
     if not parts:
         raise ValueError("no pages")
     skipped: dict[str, list[str]] = {}
@@ -314,13 +354,27 @@ def concat_frames(parts: list[Frames], source: Source,
     if len(parts) == 1:
         return Frames(mains[0] if len(mains) == 1 else pd.concat(mains),
                       dict(parts[0].tables), source, skipped=skipped)
-    main = pd.concat(mains)
+    joined = Span.joined(spans) if spans is not None and order is None else None
+    main = pd.concat(mains) if joined is None else join_rest(mains, joined.arrays())
     names: list[str] = []
     for p in parts:
         names.extend(n for n in p.tables if n not in names)
     tables = {n: pd.concat([p.tables[n] for p in parts if n in p.tables], ignore_index=True)
               for n in names}
     return Frames(main, tables, source, skipped=skipped)
+
+
+def join_rest(mains: list[pd.DataFrame], kept: dict[int, Any]) -> pd.DataFrame:
+    """``mains`` joined, the columns at the positions of ``kept`` (already joined) taken
+    from it: the others alone are concatenated (Arrow columns chunk: no copy)."""
+    width = mains[0].shape[1]
+    rest = [i for i in range(width) if i not in kept]
+    slim = pd.concat([m.iloc[:, rest] for m in mains])
+    arrays = dict(kept)
+    arrays.update((i, slim.iloc[:, j].array) for j, i in enumerate(rest))
+    main = pd.DataFrame({i: arrays[i] for i in range(width)}, index=slim.index, copy=False)
+    main.columns = mains[0].columns
+    return main
 
 
 MAX_PIECES = 256
