@@ -61,7 +61,19 @@ class ObjectRun:
     # each current table's rows after the run, when ``frames`` holds the changed records
     # only (an incremental run, incremental.py); None: ``frames`` holds every record
     rows: dict[str, int] | None = None
+    # per exploded field, the updated records whose rows in it changed (an incremental
+    # run compares each table); None: every updated record's rows are written again
+    exploded: dict[str, list[str]] | None = None
     stream: StreamedObject | None = None   # its listing written as read (stream.py)
+
+    def updated_in(self, fkey: str) -> list[str]:
+        """The updated records whose rows change in a table (``fkey``: an exploded
+        field's key, "" the main table): an updated record whose exploded rows are as
+        they were keeps them, and their open versions, in that table; a table not
+        compared has every updated record's rows written again."""
+        if not fkey or self.exploded is None:
+            return self.updated
+        return self.exploded.get(fkey, self.updated)
 
 
 @dataclass
@@ -86,7 +98,8 @@ def current_tables(run: ObjectRun, ids: list[str] | None = None,
     field, named ``<table>__<field key>`` (a relabel renames nothing); and each table's
     rows. ``ids``: only these records' rows are converted (a refreshed object's inserted
     and updated ones: the target holds the others already, and converting every row would
-    make a run cost what the object holds rather than what changed). ``written``: the
+    make a run cost what the object holds rather than what changed; in an exploded table
+    the updated ones whose rows changed there, ``ObjectRun.updated_in``). ``written``: the
     tables' columns, their rows written already (stream.py): no row is converted."""
     assert run.frames is not None and run.frames.source is not None
     frames = run.frames
@@ -105,8 +118,10 @@ def current_tables(run: ObjectRun, ids: list[str] | None = None,
                            else "choices")
         name = fit_name(f"{run.table}__{fkey}")
         rows[name] = len(tdf)
+        tids = ids if ids is None or run.exploded is None else [
+            *run.inserted, *run.updated_in(fkey)]
         out.append(TableSpec(name, written[name].empty_table() if written else
-                             _rows_of(tdf, ids, "record_id",
+                             _rows_of(tdf, tids, "record_id",
                                       tables.get(fkey, {}).get("dtypes")), kind,
                              run.key, fkey, [], [("record_id", run.table, "id")],
                              spec.label if spec is not None else fkey))
@@ -183,7 +198,6 @@ def write_object(w: Writer, target: MirrorTarget, have: set[str], run: ObjectRun
     if streamed:
         return specs, rows, renames
     new_names = {t.name for t in specs}
-    changed = run.updated + run.deleted
     if run.rebuild:
         for name, col in prev_tables:
             if name not in new_names:
@@ -197,20 +211,21 @@ def write_object(w: Writer, target: MirrorTarget, have: set[str], run: ObjectRun
     else:
         for t in specs:
             col = "id" if t.kind == "object" else "record_id"
-            w.delete(t.name, col, changed)
+            w.delete(t.name, col, run.updated_in(t.field) + run.deleted)
             w.insert(t.name, t.data)   # the inserted and updated records' rows only
     for t in specs:
         col = "id" if t.kind == "object" else "record_id"
+        updated = run.updated_in(t.field)
         hist = history_name(t.name)
         shape = versions(t.data.slice(0, 0), when, run_id, "insert").schema
         if hist not in have:
             w.create(hist, _null_free(shape))
         elif run.rebuild:
             renames += _follow_schema(w, target, hist, shape, run.changes)
-        w.close_versions(hist, col, changed, when)
+        w.close_versions(hist, col, updated + run.deleted, when)
         w.insert(hist, pa.concat_tables([   # one statement for both
             versions(rows_for(t.data, col, run.inserted), when, run_id, "insert"),
-            versions(rows_for(t.data, col, run.updated), when, run_id, "update")]))
+            versions(rows_for(t.data, col, updated), when, run_id, "update")]))
     _delete_markers(w, run, when, run_id)
     return specs, rows, renames
 
