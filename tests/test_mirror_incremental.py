@@ -167,6 +167,11 @@ def test_exploded_rows_versioned_when_they_change(fresh_service: LocalService,
                   f"read_parquet('{target}work_orders__field_41__history/*/*.parquet')")
         got = con.execute(f"SELECT record_id, change, valid_to IS NULL FROM {source} "
                           "WHERE run_id = 2 OR valid_to IS NOT NULL ORDER BY ALL").fetchall()
+        if kind == "duckdb":   # the run's row appended; the schema's one version kept
+            assert con.execute("SELECT run_id, report IS NOT NULL FROM svc_mirror_runs "
+                               "ORDER BY 1").fetchall() == [(1, True), (2, True)]
+            assert con.execute("SELECT object_key, version, run_id FROM "
+                               "svc_mirror_schema").fetchall() == [("object_3", 1, 1)]
     finally:
         con.close()
     assert got == sorted([(relinked, "insert", False)] * len(before)

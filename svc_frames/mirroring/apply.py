@@ -5,9 +5,10 @@ Per object (``ObjectRun``): the current tables get the inserted and updated reco
 and lose the updated and deleted ones' (an object listed again after a schema change, or
 seen for the first time, has its current tables written anew); the history tables get the
 versions (history.py), after the schema changes were followed (schemas.py): new columns
-added, the old kind's columns renamed. Then ``svc_mirror_objects``, ``svc_mirror_schema``,
-``svc_mirror_runs``, ``svc_mirror`` and ``to_duckdb``'s ``svc_tables``,
-``svc_connections`` and ``svc_sources`` are written again whole.
+added, the old kind's columns renamed. Then ``svc_mirror_objects`` and ``to_duckdb``'s
+``svc_tables``, ``svc_connections`` and ``svc_sources`` are written again whole,
+``svc_mirror_runs`` gets the run's row, and ``svc_mirror_schema`` and ``svc_mirror`` are
+written again only when they change (a schema version added; the first run).
 
 Usage::
 
@@ -273,10 +274,12 @@ def write_run(target: MirrorTarget, plan: RunPlan, writer: Writer | None = None)
     all_specs: list[TableSpec] = []
     all_rows: dict[str, int] = {}
     frames_now: dict[str, Frames] = dict(plan.others)
+    versioned = state is None   # svc_mirror_schema changes: a version added, a rename
     with nullcontext(writer) if writer is not None else target.transaction() as w:
         for run in plan.objects:
             specs, rows, renames = write_object(w, target, have, run, when, plan.run_id)
             all_rows.update(rows)
+            versioned = versioned or bool(renames)
             for r in renames:   # earlier versions' columns now live under the new names
                 for row in schema_rows:
                     cols = json.loads(row["columns"])
@@ -299,6 +302,7 @@ def write_run(target: MirrorTarget, plan: RunPlan, writer: Writer | None = None)
             new_version = run.prev is None or run.frames is None or bool(
                 run.changes is not None and run.changes.any)
             if new_version:
+                versioned = True
                 version += 1
                 schema_rows.append({
                     "object_key": run.key, "version": version, "run_id": plan.run_id,
@@ -318,7 +322,8 @@ def write_run(target: MirrorTarget, plan: RunPlan, writer: Writer | None = None)
             all_specs += specs
             all_rows.update(rows)
         write_copies(w, target, plan.copies)
-        _write_meta(w, plan, objects, schema_rows, all_specs, all_rows, frames_now)
+        _write_meta(w, plan, objects, schema_rows if versioned else None, all_specs,
+                    all_rows, frames_now)
 
 
 def _columns_map(layout: dict[str, Any]) -> dict[str, Any]:
@@ -333,10 +338,14 @@ def _columns_map(layout: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
-                schema_rows: list[dict[str, Any]], specs: list[TableSpec],
+                schema_rows: list[dict[str, Any]] | None, specs: list[TableSpec],
                 rows: dict[str, int], frames_now: dict[str, Frames]) -> None:
-    """The mirror's own tables and to_duckdb's three, written whole."""
-    for row in schema_rows:   # the main history's name, known once the table is
+    """The mirror's own tables and to_duckdb's three, written whole where they change: a
+    target's ``svc_mirror`` (its application and format) is kept as it is, its
+    ``svc_mirror_runs`` gets the run's row, its ``svc_mirror_schema`` is kept unless a
+    schema version was added or a history column renamed (``schema_rows`` None)."""
+    held = plan.state is not None
+    for row in schema_rows or ():   # the main history's name, known once the table is
         cols = json.loads(row["columns"])
         if cols["main"].get("history") is None:
             cols["main"]["history"] = history_name(objects[row["object_key"]].table_name)
@@ -344,9 +353,8 @@ def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
     ts = pa.timestamp("us", tz="UTC")
     finished = dt.datetime.now(dt.timezone.utc)
     plan.report.finished = finished.isoformat(timespec="seconds")
-    runs = plan.state.runs.to_dict("records") if plan.state is not None else []
-    runs.append({"run_id": plan.run_id, "started": plan.started, "finished": finished,
-                 "report": plan.report.to_json()})
+    runs: list[dict[str, Any]] = [{"run_id": plan.run_id, "started": plan.started,
+                                   "finished": finished, "report": plan.report.to_json()}]
     tables: dict[str, pa.Table] = {
         "svc_mirror": pa.table({"key": ["app_id", "format"], "value": [plan.app_id, FORMAT]}),
         "svc_mirror_runs": pa.table({
@@ -364,7 +372,9 @@ def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
             "rows": pa.array([o.rows for o in objects.values()], pa.int64()),
             "schema_version": pa.array([o.schema_version for o in objects.values()],
                                        pa.int64())}, schema=_OBJECTS),
-        "svc_mirror_schema": pa.table({
+    }
+    if schema_rows is not None:
+        tables["svc_mirror_schema"] = pa.table({
             "object_key": [r["object_key"] for r in schema_rows],
             "version": pa.array([int(r["version"]) for r in schema_rows], pa.int64()),
             "run_id": pa.array([int(r["run_id"]) for r in schema_rows], pa.int64()),
@@ -373,10 +383,12 @@ def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
             "source": [r["source"] for r in schema_rows],
             "layout": [r["layout"] for r in schema_rows],
             "columns": [r["columns"] for r in schema_rows],
-            "changes": [r["changes"] for r in schema_rows]}, schema=_SCHEMA),
-    }
+            "changes": [r["changes"] for r in schema_rows]}, schema=_SCHEMA)
     for name, data in tables.items():
-        w.create(name, data.schema)
+        if held and name == "svc_mirror":
+            continue
+        if not (held and name == "svc_mirror_runs"):   # else the run's row appended
+            w.create(name, data.schema)
         w.insert(name, data)
     present = {k: o for k, o in objects.items() if o.present}
     app = _Described(frames_now, {k: o.name for k, o in present.items()}, plan.connections)
