@@ -137,6 +137,55 @@ def test_incremental_runs_exact_while_other_users_edit(tmp_path: Path, kind: str
         assert history(target, "SELECT count(*) FROM {h}") == [(counted,)]
 
 
+@pytest.mark.parametrize("kind", ["duckdb", "parquet"])
+def test_exploded_rows_versioned_when_they_change(fresh_service: LocalService,
+                                                  tmp_path: Path, kind: str) -> None:
+    """An incremental run writes an updated record's exploded rows (and their versions)
+    only in the tables where they changed: a record updated in its main columns alone
+    keeps its connections' open versions; one whose connections changed gets new ones
+    there. The past and the change feed stay exact."""
+    svc = fresh_service
+    client = client_of(svc)
+    target = target_of(tmp_path, kind)
+    sf.mirror(client, target, ["object_3"])
+    loaded = sf.read_object(client, "object_3", columns="keys")
+    blank = set(loaded.main.index[loaded.main["field_46"].isna()])
+    links = loaded.tables["field_41"]
+    counts = links["record_id"].value_counts()
+    linked = [str(i) for i in counts.index[counts >= 2] if i not in blank]
+    plain, relinked = linked[0], linked[1]
+    before = links.loc[links["record_id"] == relinked, "connected_id"].tolist()
+    svc.pages.update_record("object_3", plain, {"field_12": "Main columns only"})
+    svc.pages.update_record("object_3", relinked, {"field_41": before[:1]})
+    time.sleep(0.05)
+    at = pd.Timestamp.now(tz="UTC")
+    o = sf.mirror(client, target, ["object_3"]).objects["object_3"]
+    assert (o.inserted, o.updated, o.deleted) == (0, 2, 0) and not o.full
+    con = duckdb.connect(target, read_only=True) if kind == "duckdb" else duckdb.connect()
+    try:
+        source = ("work_orders__field_41__history" if kind == "duckdb" else
+                  f"read_parquet('{target}work_orders__field_41__history/*/*.parquet')")
+        got = con.execute(f"SELECT record_id, change, valid_to IS NULL FROM {source} "
+                          "WHERE run_id = 2 OR valid_to IS NOT NULL ORDER BY ALL").fetchall()
+        if kind == "duckdb":   # the run's row appended; the schema's one version kept
+            assert con.execute("SELECT run_id, report IS NOT NULL FROM svc_mirror_runs "
+                               "ORDER BY 1").fetchall() == [(1, True), (2, True)]
+            assert con.execute("SELECT object_key, version, run_id FROM "
+                               "svc_mirror_schema").fetchall() == [("object_3", 1, 1)]
+    finally:
+        con.close()
+    assert got == sorted([(relinked, "insert", False)] * len(before)
+                         + [(relinked, "update", True)])
+    assert history(target, "SELECT id FROM {h} WHERE change = 'update' ORDER BY id") == [
+        (i,) for i in sorted([plain, relinked])]
+    same_frames(sf.as_of(target, at)["object_3"], loaded)
+    same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
+                sf.read_object(client, "object_3", columns="keys"))
+    feed = sf.changes(target, since=at)
+    assert sorted(feed.loc[feed["field"] == "field_41", "record"]) == [relinked]
+    assert sorted(feed.loc[feed["field"] == "field_12", "record"]) == [plain]
+
+
 def test_incremental_run_without_the_service_clock(fresh_service: LocalService,
                                                    tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:

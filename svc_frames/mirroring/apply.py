@@ -5,9 +5,10 @@ Per object (``ObjectRun``): the current tables get the inserted and updated reco
 and lose the updated and deleted ones' (an object listed again after a schema change, or
 seen for the first time, has its current tables written anew); the history tables get the
 versions (history.py), after the schema changes were followed (schemas.py): new columns
-added, the old kind's columns renamed. Then ``svc_mirror_objects``, ``svc_mirror_schema``,
-``svc_mirror_runs``, ``svc_mirror`` and ``to_duckdb``'s ``svc_tables``,
-``svc_connections`` and ``svc_sources`` are written again whole.
+added, the old kind's columns renamed. Then ``svc_mirror_objects`` and ``to_duckdb``'s
+``svc_tables``, ``svc_connections`` and ``svc_sources`` are written again whole,
+``svc_mirror_runs`` gets the run's row, and ``svc_mirror_schema`` and ``svc_mirror`` are
+written again only when they change (a schema version added; the first run).
 
 Usage::
 
@@ -61,7 +62,19 @@ class ObjectRun:
     # each current table's rows after the run, when ``frames`` holds the changed records
     # only (an incremental run, incremental.py); None: ``frames`` holds every record
     rows: dict[str, int] | None = None
+    # per exploded field, the updated records whose rows in it changed (an incremental
+    # run compares each table); None: every updated record's rows are written again
+    exploded: dict[str, list[str]] | None = None
     stream: StreamedObject | None = None   # its listing written as read (stream.py)
+
+    def updated_in(self, fkey: str) -> list[str]:
+        """The updated records whose rows change in a table (``fkey``: an exploded
+        field's key, "" the main table): an updated record whose exploded rows are as
+        they were keeps them, and their open versions, in that table; a table not
+        compared has every updated record's rows written again."""
+        if not fkey or self.exploded is None:
+            return self.updated
+        return self.exploded.get(fkey, self.updated)
 
 
 @dataclass
@@ -86,7 +99,8 @@ def current_tables(run: ObjectRun, ids: list[str] | None = None,
     field, named ``<table>__<field key>`` (a relabel renames nothing); and each table's
     rows. ``ids``: only these records' rows are converted (a refreshed object's inserted
     and updated ones: the target holds the others already, and converting every row would
-    make a run cost what the object holds rather than what changed). ``written``: the
+    make a run cost what the object holds rather than what changed; in an exploded table
+    the updated ones whose rows changed there, ``ObjectRun.updated_in``). ``written``: the
     tables' columns, their rows written already (stream.py): no row is converted."""
     assert run.frames is not None and run.frames.source is not None
     frames = run.frames
@@ -105,8 +119,10 @@ def current_tables(run: ObjectRun, ids: list[str] | None = None,
                            else "choices")
         name = fit_name(f"{run.table}__{fkey}")
         rows[name] = len(tdf)
+        tids = ids if ids is None or run.exploded is None else [
+            *run.inserted, *run.updated_in(fkey)]
         out.append(TableSpec(name, written[name].empty_table() if written else
-                             _rows_of(tdf, ids, "record_id",
+                             _rows_of(tdf, tids, "record_id",
                                       tables.get(fkey, {}).get("dtypes")), kind,
                              run.key, fkey, [], [("record_id", run.table, "id")],
                              spec.label if spec is not None else fkey))
@@ -183,7 +199,6 @@ def write_object(w: Writer, target: MirrorTarget, have: set[str], run: ObjectRun
     if streamed:
         return specs, rows, renames
     new_names = {t.name for t in specs}
-    changed = run.updated + run.deleted
     if run.rebuild:
         for name, col in prev_tables:
             if name not in new_names:
@@ -197,20 +212,21 @@ def write_object(w: Writer, target: MirrorTarget, have: set[str], run: ObjectRun
     else:
         for t in specs:
             col = "id" if t.kind == "object" else "record_id"
-            w.delete(t.name, col, changed)
+            w.delete(t.name, col, run.updated_in(t.field) + run.deleted)
             w.insert(t.name, t.data)   # the inserted and updated records' rows only
     for t in specs:
         col = "id" if t.kind == "object" else "record_id"
+        updated = run.updated_in(t.field)
         hist = history_name(t.name)
         shape = versions(t.data.slice(0, 0), when, run_id, "insert").schema
         if hist not in have:
             w.create(hist, _null_free(shape))
         elif run.rebuild:
             renames += _follow_schema(w, target, hist, shape, run.changes)
-        w.close_versions(hist, col, changed, when)
+        w.close_versions(hist, col, updated + run.deleted, when)
         w.insert(hist, pa.concat_tables([   # one statement for both
             versions(rows_for(t.data, col, run.inserted), when, run_id, "insert"),
-            versions(rows_for(t.data, col, run.updated), when, run_id, "update")]))
+            versions(rows_for(t.data, col, updated), when, run_id, "update")]))
     _delete_markers(w, run, when, run_id)
     return specs, rows, renames
 
@@ -258,10 +274,12 @@ def write_run(target: MirrorTarget, plan: RunPlan, writer: Writer | None = None)
     all_specs: list[TableSpec] = []
     all_rows: dict[str, int] = {}
     frames_now: dict[str, Frames] = dict(plan.others)
+    versioned = state is None   # svc_mirror_schema changes: a version added, a rename
     with nullcontext(writer) if writer is not None else target.transaction() as w:
         for run in plan.objects:
             specs, rows, renames = write_object(w, target, have, run, when, plan.run_id)
             all_rows.update(rows)
+            versioned = versioned or bool(renames)
             for r in renames:   # earlier versions' columns now live under the new names
                 for row in schema_rows:
                     cols = json.loads(row["columns"])
@@ -284,6 +302,7 @@ def write_run(target: MirrorTarget, plan: RunPlan, writer: Writer | None = None)
             new_version = run.prev is None or run.frames is None or bool(
                 run.changes is not None and run.changes.any)
             if new_version:
+                versioned = True
                 version += 1
                 schema_rows.append({
                     "object_key": run.key, "version": version, "run_id": plan.run_id,
@@ -303,7 +322,8 @@ def write_run(target: MirrorTarget, plan: RunPlan, writer: Writer | None = None)
             all_specs += specs
             all_rows.update(rows)
         write_copies(w, target, plan.copies)
-        _write_meta(w, plan, objects, schema_rows, all_specs, all_rows, frames_now)
+        _write_meta(w, plan, objects, schema_rows if versioned else None, all_specs,
+                    all_rows, frames_now)
 
 
 def _columns_map(layout: dict[str, Any]) -> dict[str, Any]:
@@ -318,10 +338,14 @@ def _columns_map(layout: dict[str, Any]) -> dict[str, Any]:
 
 
 def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
-                schema_rows: list[dict[str, Any]], specs: list[TableSpec],
+                schema_rows: list[dict[str, Any]] | None, specs: list[TableSpec],
                 rows: dict[str, int], frames_now: dict[str, Frames]) -> None:
-    """The mirror's own tables and to_duckdb's three, written whole."""
-    for row in schema_rows:   # the main history's name, known once the table is
+    """The mirror's own tables and to_duckdb's three, written whole where they change: a
+    target's ``svc_mirror`` (its application and format) is kept as it is, its
+    ``svc_mirror_runs`` gets the run's row, its ``svc_mirror_schema`` is kept unless a
+    schema version was added or a history column renamed (``schema_rows`` None)."""
+    held = plan.state is not None
+    for row in schema_rows or ():   # the main history's name, known once the table is
         cols = json.loads(row["columns"])
         if cols["main"].get("history") is None:
             cols["main"]["history"] = history_name(objects[row["object_key"]].table_name)
@@ -329,9 +353,8 @@ def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
     ts = pa.timestamp("us", tz="UTC")
     finished = dt.datetime.now(dt.timezone.utc)
     plan.report.finished = finished.isoformat(timespec="seconds")
-    runs = plan.state.runs.to_dict("records") if plan.state is not None else []
-    runs.append({"run_id": plan.run_id, "started": plan.started, "finished": finished,
-                 "report": plan.report.to_json()})
+    runs: list[dict[str, Any]] = [{"run_id": plan.run_id, "started": plan.started,
+                                   "finished": finished, "report": plan.report.to_json()}]
     tables: dict[str, pa.Table] = {
         "svc_mirror": pa.table({"key": ["app_id", "format"], "value": [plan.app_id, FORMAT]}),
         "svc_mirror_runs": pa.table({
@@ -349,7 +372,9 @@ def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
             "rows": pa.array([o.rows for o in objects.values()], pa.int64()),
             "schema_version": pa.array([o.schema_version for o in objects.values()],
                                        pa.int64())}, schema=_OBJECTS),
-        "svc_mirror_schema": pa.table({
+    }
+    if schema_rows is not None:
+        tables["svc_mirror_schema"] = pa.table({
             "object_key": [r["object_key"] for r in schema_rows],
             "version": pa.array([int(r["version"]) for r in schema_rows], pa.int64()),
             "run_id": pa.array([int(r["run_id"]) for r in schema_rows], pa.int64()),
@@ -358,10 +383,12 @@ def _write_meta(w: Writer, plan: RunPlan, objects: dict[str, ObjectState],
             "source": [r["source"] for r in schema_rows],
             "layout": [r["layout"] for r in schema_rows],
             "columns": [r["columns"] for r in schema_rows],
-            "changes": [r["changes"] for r in schema_rows]}, schema=_SCHEMA),
-    }
+            "changes": [r["changes"] for r in schema_rows]}, schema=_SCHEMA)
     for name, data in tables.items():
-        w.create(name, data.schema)
+        if held and name == "svc_mirror":
+            continue
+        if not (held and name == "svc_mirror_runs"):   # else the run's row appended
+            w.create(name, data.schema)
         w.insert(name, data)
     present = {k: o for k, o in objects.items() if o.present}
     app = _Described(frames_now, {k: o.name for k, o in present.items()}, plan.connections)

@@ -20,7 +20,9 @@ what the target knows of it:
    neither held nor in the window was created after the window was read: the next run's
    window has it (its stamp is later than this run's start), so, unlike ``refresh``,
    nothing more is listed;
-4. apply.py writes the inserted and updated records' rows and versions only.
+4. apply.py writes the inserted and updated records' rows and versions only; in an
+   exploded table, only those of the updated records whose rows in it changed (a record
+   updated in its main columns alone keeps its exploded rows and their open versions).
 
 The run's first object's window is begun beside the schema's request (:class:`HeadStart`):
 its inputs are what the last run left (the source, the stamped field it saw: ``load``'s
@@ -253,7 +255,7 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
     # the window's size and span: the next run's guess of its own (pages_ahead)
     seen = {"records": len(server.main), "seconds": round(_span(load, started), 3)}
     old = state.rows_of(run.key, [str(i) for i in server.main.index])
-    inserted, updated = changed(old, server)
+    inserted, updated, exploded = changed(old, server)
     gone: list[str] = []
     held_rows = prev.rows + len(inserted)
     if total != held_rows:
@@ -271,6 +273,7 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
         out, went = pd.Index(gone, dtype=object), set(gone)
         inserted = [i for i in inserted if i not in went]
         updated = [i for i in updated if i not in went]
+        exploded = {k: [i for i in v if i not in went] for k, v in exploded.items()}
         keep = ~member(server.main.index, out)
         server = Frames(server.main[keep], {
             k: t[~member(t["record_id"], out)].reset_index(drop=True)
@@ -286,16 +289,19 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
     run.frames = Frames(server.main, server.tables, source)
     run.old = old
     run.inserted, run.updated, run.deleted = inserted, updated, gone
+    run.exploded = exploded
     run.rows = _rows_after(state, run)
     return True
 
 
-def changed(old: Frames, new: Frames) -> tuple[list[str], list[str]]:
-    """(inserted, updated): the records of ``new`` that ``old`` (the target's rows of the
-    same records) does not hold, and those whose cells or exploded rows differ, compared
-    as refresh's merge compares a listed record with the one held.
+def changed(old: Frames, new: Frames
+            ) -> tuple[list[str], list[str], dict[str, list[str]]]:
+    """(inserted, updated, exploded): the records of ``new`` that ``old`` (the target's
+    rows of the same records) does not hold, those whose cells or exploded rows differ,
+    compared as refresh's merge compares a listed record with the one held, and per
+    exploded field the updated records whose rows in it differ.
 
-    Usage: ``inserted, updated = changed(state.rows_of(key, ids), window)``"""
+    Usage: ``inserted, updated, exploded = changed(state.rows_of(key, ids), window)``"""
     held = member(new.main.index, old.main.index)
     inserted = [str(i) for i in new.main.index[~held]]
     common = new.main.index[held]
@@ -307,13 +313,15 @@ def changed(old: Frames, new: Frames) -> tuple[list[str], list[str]]:
             differ |= ~same(a[col], b[col])
     out = {str(i) for i in common[differ]}
     ids = pd.Index([str(i) for i in common], dtype=object)
+    exploded: dict[str, list[str]] = {}
     for fkey, t in new.tables.items():
         before = old.tables.get(fkey)
         if before is None:
             continue
-        out.update(records_differing(before[member(before["record_id"], ids)],
-                                     t[member(t["record_id"], ids)]))
-    return inserted, [str(i) for i in common if str(i) in out]
+        exploded[fkey] = records_differing(before[member(before["record_id"], ids)],
+                                           t[member(t["record_id"], ids)])
+        out.update(exploded[fkey])
+    return inserted, [str(i) for i in common if str(i) in out], exploded
 
 
 def _concat(a: Frames, b: Frames) -> Frames:
