@@ -324,6 +324,47 @@ def test_rows_and_their_versions_copied_once(pg_url: str, temp: bool) -> None:
         t.close()
 
 
+def test_rows_keep_the_stages_numbers_in_the_order_written(pg_url: str) -> None:
+    """The moves number the rows by their stage's numbers (the order copied), after any
+    row of the table or its history, however written before: read back, every row comes
+    in the order written, in this transaction and the next."""
+    when = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.timezone.utc)
+
+    def part(lo: int, hi: int) -> pa.Table:
+        return pa.table({"id": [f"r{i:05d}" for i in range(hi - 1, lo - 1, -1)],
+                         "v": pa.array(range(hi - 1, lo - 1, -1), pa.int64())})
+
+    def hist(data: pa.Table, run: int) -> pa.Table:
+        return versions(data, when, run, "insert")
+
+    t = PostgresTarget(pg_url)
+    t.check()
+    try:
+        with t.transaction() as w:
+            w.create("t", part(0, 0).schema, ["id"])
+            w.create("t__history", hist(part(0, 0), 1).schema)
+            w.insert("t", part(0, 10))
+            w.insert("t__history", hist(part(0, 20), 1))
+            w.insert_with_versions([("t", "t__history", part(20, 2000))], when, 1)
+            w.insert("t", part(2000, 2010))
+            w.insert_with_versions([("t", "t__history", part(2010, 4000))], when, 1)
+        with t.transaction() as w:
+            w.insert("t__history", hist(part(4000, 4010), 2))
+            w.insert_with_versions([("t", "t__history", part(4010, 4100))], when, 2)
+        with t.transaction() as w:
+            w.insert("t", part(4100, 4110))
+        ids = t.read("t").column("id").to_pylist()
+        assert ids == [f"r{i:05d}" for lo, hi in [(0, 10), (20, 2000), (2000, 2010),
+                                                  (2010, 4000), (4010, 4100), (4100, 4110)]
+                       for i in range(hi - 1, lo - 1, -1)]
+        history = t.read("t__history").column("id").to_pylist()
+        assert history == [f"r{i:05d}" for lo, hi in [(0, 20), (20, 2000), (2010, 4000),
+                                                       (4000, 4010), (4010, 4100)]
+                           for i in range(hi - 1, lo - 1, -1)]
+    finally:
+        t.close()
+
+
 def test_moves_left_running_are_waited_for_and_their_errors_roll_back(pg_url: str
                                                                       ) -> None:
     """The moves of a batch (stage to table and history) are sent in a pipeline and not

@@ -201,6 +201,8 @@ class PostgresWriter:
         self.con = con
         self.temp = temp                       # may create temporary tables (stages)
         self._stages: dict[str, str] = {}      # table -> its stage (insert_with_versions)
+        self._sequences: dict[str, str] = {}   # table -> its ROW_ORDER sequence
+        self._numbered: dict[str, str] = {}    # table -> the history its stage numbers after
         self._moving: ExitStack | None = None  # the pipeline of moves not yet answered
 
     def settle(self) -> None:
@@ -232,6 +234,9 @@ class PostgresWriter:
     def drop(self, table: str) -> None:
         self.settle()
         self.con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
+        self._sequences.pop(table, None)
+        self._numbered.pop(table, None)
+        self._numbered = {t: h for t, h in self._numbered.items() if h != table}
         stage = self._stages.pop(table, None)
         if stage is not None:   # made in the table's columns of then
             self.con.execute(f"DROP TABLE IF EXISTS pg_temp.{stage}")
@@ -260,6 +265,8 @@ class PostgresWriter:
         chunks = _csv_chunks(data)
         self.settle()
         self._copy(quote(table), data, chunks)
+        # numbered by the table's own sequence: a stage numbers after it again
+        self._numbered = {t: h for t, h in self._numbered.items() if table not in (t, h)}
 
     def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
@@ -290,13 +297,16 @@ class PostgresWriter:
                 stage = self._stages[table] = f"svc_mirror_stage_{len(self._stages) + 1}"
                 self.con.execute(f"CREATE TEMPORARY TABLE {stage} (LIKE {quote(table)} "
                                  "INCLUDING IDENTITY) ON COMMIT DROP")
+            numbers = self._number_after(table, history, stage)
             self._copy(f"pg_temp.{stage}", data, chunks)
-            names = ", ".join(quote(c) for c in data.column_names)
-            rows = f"FROM pg_temp.{stage} ORDER BY {ROW_ORDER}"
-            moves += [f"INSERT INTO {quote(table)} ({names}) SELECT {names} {rows}",
+            names = ", ".join(quote(c) for c in [*data.column_names, ROW_ORDER])
+            into = f"OVERRIDING SYSTEM VALUE SELECT {names}"
+            moves += [f"INSERT INTO {quote(table)} ({names}) {into} FROM pg_temp.{stage}",
                       f"INSERT INTO {quote(history)} ({names}, valid_from, valid_to, "
-                      f"run_id, change) SELECT {names}, {stamp}, NULL, {int(run_id)}, "
-                      f"'insert' {rows}",
+                      f"run_id, change) {into}, {stamp}, NULL, {int(run_id)}, 'insert' "
+                      f"FROM pg_temp.{stage}",
+                      f"SELECT setval('{self._sequence(table)}', last_value), "
+                      f"setval('{self._sequence(history)}', last_value) FROM {numbers}",
                       f"TRUNCATE pg_temp.{stage}"]
         if moves:
             pipeline = ExitStack()
@@ -304,10 +314,34 @@ class PostgresWriter:
             try:
                 for statement in moves:   # sent, not waited for
                     self.con.execute(statement, prepare=False)
-            except BaseException:
-                pipeline.close()
+            except BaseException:   # a move's error, answered already: raised as it is
+                self._moving = pipeline
+                self.abandon()
                 raise
             self._moving = pipeline
+
+    def _sequence(self, table: str) -> str:
+        """The name of the sequence that numbers ``table``'s ``ROW_ORDER``."""
+        if table not in self._sequences:
+            row = self.con.execute("SELECT pg_get_serial_sequence(%s, %s)",
+                                   [quote(table) if "." not in table else table, ROW_ORDER]
+                                   ).fetchone()
+            self._sequences[table] = str(row[0])
+        return self._sequences[table]
+
+    def _number_after(self, table: str, history: str, stage: str) -> str:
+        """The stage's sequence, set to number its rows after every row of ``table`` and
+        ``history``: the moves keep the stage's numbers (``ROW_ORDER``, the order the rows
+        were copied in) instead of drawing each row's twice more and sorting the stage,
+        then set both tables' sequences to the stage's last number."""
+        numbers = self._sequence(f"pg_temp.{stage}")
+        if self._numbered.get(table) != history:
+            self.con.execute(
+                f"SELECT setval('{numbers}', GREATEST(s.last_value, t.last_value, "
+                f"h.last_value)) FROM {numbers} s, {self._sequence(table)} t, "
+                f"{self._sequence(history)} h")
+            self._numbered[table] = history
+        return numbers
 
     def _copy(self, table: str, data: pa.Table, chunks: list[memoryview] | None) -> None:
         """``data`` into ``table`` (a quoted, perhaps qualified name): ``chunks`` of CSV
