@@ -188,10 +188,10 @@ batch of 15 pages of work orders (18 MB) stays in memory, where the defaults (8 
 4 MB) write it to temporary files and back."""
 
 ROW_ORDER = "svc_row_order"
-"""A column of every table the mirror creates, numbered as its rows are written, which
-reads order by and hide: a record's exploded rows are compared in order, and PostgreSQL
-returns rows in their place on disk, where a ``COPY`` puts them in any hole deleted rows
-left."""
+"""A column of every table the mirror creates, increasing (with gaps) in the order its
+rows are written, which reads order by and hide: a record's exploded rows are compared in
+order, and PostgreSQL returns rows in their place on disk, where a ``COPY`` puts them in
+any hole deleted rows left."""
 
 
 class PostgresWriter:
