@@ -337,27 +337,28 @@ def test_rows_keep_the_stages_numbers_in_the_order_written(pg_url: str) -> None:
     def hist(data: pa.Table, run: int) -> pa.Table:
         return versions(data, when, run, "insert")
 
+    T, H = "it's t", "it's t__history"   # names quoted as identifiers and as text
     t = PostgresTarget(pg_url)
     t.check()
     try:
         with t.transaction() as w:
-            w.create("t", part(0, 0).schema, ["id"])
-            w.create("t__history", hist(part(0, 0), 1).schema)
-            w.insert("t", part(0, 10))
-            w.insert("t__history", hist(part(0, 20), 1))
-            w.insert_with_versions([("t", "t__history", part(20, 2000))], when, 1)
-            w.insert("t", part(2000, 2010))
-            w.insert_with_versions([("t", "t__history", part(2010, 4000))], when, 1)
+            w.create(T, part(0, 0).schema, ["id"])
+            w.create(H, hist(part(0, 0), 1).schema)
+            w.insert(T, part(0, 10))
+            w.insert(H, hist(part(0, 20), 1))
+            w.insert_with_versions([(T, H, part(20, 2000))], when, 1)
+            w.insert(T, part(2000, 2010))
+            w.insert_with_versions([(T, H, part(2010, 4000))], when, 1)
         with t.transaction() as w:
-            w.insert("t__history", hist(part(4000, 4010), 2))
-            w.insert_with_versions([("t", "t__history", part(4010, 4100))], when, 2)
+            w.insert(H, hist(part(4000, 4010), 2))
+            w.insert_with_versions([(T, H, part(4010, 4100))], when, 2)
         with t.transaction() as w:
-            w.insert("t", part(4100, 4110))
-        ids = t.read("t").column("id").to_pylist()
+            w.insert(T, part(4100, 4110))
+        ids = t.read(T).column("id").to_pylist()
         assert ids == [f"r{i:05d}" for lo, hi in [(0, 10), (20, 2000), (2000, 2010),
                                                   (2010, 4000), (4010, 4100), (4100, 4110)]
                        for i in range(hi - 1, lo - 1, -1)]
-        history = t.read("t__history").column("id").to_pylist()
+        history = t.read(H).column("id").to_pylist()
         assert history == [f"r{i:05d}" for lo, hi in [(0, 20), (20, 2000), (2010, 4000),
                                                        (4000, 4010), (4010, 4100)]
                            for i in range(hi - 1, lo - 1, -1)]

@@ -177,6 +177,11 @@ def _csv_chunks(data: pa.Table) -> list[memoryview] | None:
     return chunks
 
 
+def _text(value: str) -> str:
+    """A text literal (a sequence's name for ``setval``)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def _literal(when: dt.datetime) -> str:
     """A time as a ``timestamptz`` literal (microseconds, its offset)."""
     return f"'{when.isoformat()}'::timestamptz"
@@ -277,10 +282,10 @@ class PostgresWriter:
         The rows are converted to text and parsed once, not twice; two ``COPY``s where
         the user may not create temporary tables.
 
-        The moves (two ``INSERT``s and a ``TRUNCATE`` a table) are sent in a pipeline and
-        not waited for: the server moves one batch while the writer converts the next,
-        whose rows are turned into CSV before the call waits for the last moves (a
-        ``COPY`` cannot join a pipeline). ``settle`` waits for them; the other methods
+        The moves (two ``INSERT``s, the sequences set, a ``TRUNCATE``) are sent in a
+        pipeline and not waited for: the server moves one batch while the writer converts
+        the next, whose rows are turned into CSV before the call waits for the last moves
+        (a ``COPY`` cannot join a pipeline). ``settle`` waits for them; the other methods
         and the transaction's end call it."""
         parts = [p for p in parts if p[2].num_rows]
         if not self.temp:
@@ -305,8 +310,8 @@ class PostgresWriter:
                       f"INSERT INTO {quote(history)} ({names}, valid_from, valid_to, "
                       f"run_id, change) {into}, {stamp}, NULL, {int(run_id)}, 'insert' "
                       f"FROM pg_temp.{stage}",
-                      f"SELECT setval('{self._sequence(table)}', last_value), "
-                      f"setval('{self._sequence(history)}', last_value) FROM {numbers}",
+                      f"SELECT setval({_text(self._sequence(table))}, last_value), "
+                      f"setval({_text(self._sequence(history))}, last_value) FROM {numbers}",
                       f"TRUNCATE pg_temp.{stage}"]
         if moves:
             pipeline = ExitStack()
@@ -337,7 +342,7 @@ class PostgresWriter:
         numbers = self._sequence(f"pg_temp.{stage}")
         if self._numbered.get(table) != history:
             self.con.execute(
-                f"SELECT setval('{numbers}', GREATEST(s.last_value, t.last_value, "
+                f"SELECT setval({_text(numbers)}, GREATEST(s.last_value, t.last_value, "
                 f"h.last_value)) FROM {numbers} s, {self._sequence(table)} t, "
                 f"{self._sequence(history)} h")
             self._numbered[table] = history
