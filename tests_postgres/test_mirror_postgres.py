@@ -324,6 +324,85 @@ def test_rows_and_their_versions_copied_once(pg_url: str, temp: bool) -> None:
         t.close()
 
 
+def test_rows_keep_the_stages_numbers_in_the_order_written(pg_url: str) -> None:
+    """The moves number the rows by their stage's numbers (the order copied), after any
+    row of the table or its history, however written before: read back, every row comes
+    in the order written, in this transaction and the next."""
+    when = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.timezone.utc)
+
+    def part(lo: int, hi: int) -> pa.Table:
+        return pa.table({"id": [f"r{i:05d}" for i in range(hi - 1, lo - 1, -1)],
+                         "v": pa.array(range(hi - 1, lo - 1, -1), pa.int64())})
+
+    def hist(data: pa.Table, run: int) -> pa.Table:
+        return versions(data, when, run, "insert")
+
+    T, H = "it's t", "it's t__history"   # names quoted as identifiers and as text
+    t = PostgresTarget(pg_url)
+    t.check()
+    try:
+        with t.transaction() as w:
+            w.create(T, part(0, 0).schema, ["id"])
+            w.create(H, hist(part(0, 0), 1).schema)
+            w.insert(T, part(0, 10))
+            w.insert(H, hist(part(0, 20), 1))
+            w.insert_with_versions([(T, H, part(20, 2000))], when, 1)
+            w.insert(T, part(2000, 2010))
+            w.insert_with_versions([(T, H, part(2010, 4000))], when, 1)
+        with t.transaction() as w:
+            w.insert(H, hist(part(4000, 4010), 2))
+            w.insert_with_versions([(T, H, part(4010, 4100))], when, 2)
+        with t.transaction() as w:
+            w.insert(T, part(4100, 4110))
+        ids = t.read(T).column("id").to_pylist()
+        assert ids == [f"r{i:05d}" for lo, hi in [(0, 10), (20, 2000), (2000, 2010),
+                                                  (2010, 4000), (4010, 4100), (4100, 4110)]
+                       for i in range(hi - 1, lo - 1, -1)]
+        history = t.read(H).column("id").to_pylist()
+        assert history == [f"r{i:05d}" for lo, hi in [(0, 20), (20, 2000), (2010, 4000),
+                                                       (4000, 4010), (4010, 4100)]
+                           for i in range(hi - 1, lo - 1, -1)]
+    finally:
+        t.close()
+
+
+def test_moves_left_running_are_waited_for_and_their_errors_roll_back(pg_url: str
+                                                                      ) -> None:
+    """The moves of a batch (stage to table and history) are sent in a pipeline and not
+    waited for: a read, the next writes and the end of the transaction wait for them;
+    a move that fails raises there and the whole transaction is rolled back, and the
+    connection serves the next run."""
+    when = dt.datetime(2026, 11, 28, 12, 0, tzinfo=dt.timezone.utc)
+    data = pa.table({"id": [f"r{i}" for i in range(3000)],
+                     "v": pa.array(range(3000), pa.int64())})
+    t = PostgresTarget(pg_url)
+    t.check()
+    try:
+        with t.transaction() as w:
+            w.create("t", data.schema, ["id"])
+            w.create("t__history", versions(data.slice(0, 0), when, 1, "insert").schema)
+            w.insert_with_versions([("t", "t__history", data)], when, 1)
+            assert t.count("t") == 3000 and t.count("t__history") == 3000
+            w.insert_with_versions([("t", "t__history", data.slice(0, 0))], when, 1)
+        with pytest.raises(psycopg.errors.UniqueViolation), t.transaction() as w:
+            w.create("u", data.schema, ["id"])
+            w.create("u__history", versions(data.slice(0, 0), when, 2, "insert").schema)
+            w.insert_with_versions([("u", "u__history", data.slice(0, 10))], when, 2)
+            w.insert_with_versions([("t", "t__history", data.slice(5, 10))], when, 2)
+            w.insert_with_versions([("u", "u__history", data.slice(10, 20))], when, 2)
+        assert "u" not in t.tables() and t.count("t__history") == 3000
+        with pytest.raises(psycopg.errors.UniqueViolation), t.transaction() as w:
+            w.insert_with_versions([("t", "t__history", data.slice(0, 1))], when, 3)
+        with t.transaction() as w:   # the commit waits for the last moves
+            w.insert_with_versions([("t", "t__history", pa.table({
+                "id": ["r3000"], "v": pa.array([3000], pa.int64())}))], when, 4)
+        assert t.count("t") == 3001
+        assert rows(pg_url, "SELECT run_id, count(*) FROM t__history GROUP BY 1 ORDER BY 1"
+                    ) == [(1, 3000), (4, 1)]
+    finally:
+        t.close()
+
+
 def test_a_first_run_killed_while_it_streams(pg_url: str) -> None:
     """``kill -9`` of a first run once it has written pages (its transaction holds a
     transaction id): nothing of it is left, neither tables nor the temporary ones its

@@ -26,7 +26,7 @@ import datetime as dt
 import io
 import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -163,6 +163,25 @@ def csv_columns(data: pa.Table) -> pa.Table | None:
     return pa.table(out, names=data.column_names)
 
 
+def _csv_chunks(data: pa.Table) -> list[memoryview] | None:
+    """``data`` as the CSV ``COPY ... (FORMAT csv)`` reads, in chunks of ``COPY_ROWS``
+    rows (``csv_columns``); None when a column has no CSV form."""
+    flat = csv_columns(data) if data.num_rows else None
+    if flat is None:
+        return None
+    chunks = []
+    for batch in flat.to_batches(max_chunksize=COPY_ROWS):
+        buf = io.BytesIO()
+        pacsv.write_csv(batch, buf, _CSV)
+        chunks.append(buf.getbuffer())
+    return chunks
+
+
+def _text(value: str) -> str:
+    """A text literal (a sequence's name for ``setval``)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
 def _literal(when: dt.datetime) -> str:
     """A time as a ``timestamptz`` literal (microseconds, its offset)."""
     return f"'{when.isoformat()}'::timestamptz"
@@ -174,10 +193,10 @@ batch of 15 pages of work orders (18 MB) stays in memory, where the defaults (8 
 4 MB) write it to temporary files and back."""
 
 ROW_ORDER = "svc_row_order"
-"""A column of every table the mirror creates, numbered as its rows are written, which
-reads order by and hide: a record's exploded rows are compared in order, and PostgreSQL
-returns rows in their place on disk, where a ``COPY`` puts them in any hole deleted rows
-left."""
+"""A column of every table the mirror creates, increasing (with gaps) in the order its
+rows are written, which reads order by and hide: a record's exploded rows are compared in
+order, and PostgreSQL returns rows in their place on disk, where a ``COPY`` puts them in
+any hole deleted rows left."""
 
 
 class PostgresWriter:
@@ -187,6 +206,26 @@ class PostgresWriter:
         self.con = con
         self.temp = temp                       # may create temporary tables (stages)
         self._stages: dict[str, str] = {}      # table -> its stage (insert_with_versions)
+        self._sequences: dict[str, str] = {}   # table -> its ROW_ORDER sequence
+        self._numbered: dict[str, str] = {}    # table -> the history its stage numbers after
+        self._moving: ExitStack | None = None  # the pipeline of moves not yet answered
+
+    def settle(self) -> None:
+        """Wait for the moves ``insert_with_versions`` left running on the server; raise
+        the first one's error. Every other use of the connection settles first."""
+        moving, self._moving = self._moving, None
+        if moving is not None:
+            moving.close()
+
+    def abandon(self) -> None:
+        """Wait for the moves left running, their errors ignored (the transaction is
+        rolled back for another error)."""
+        moving, self._moving = self._moving, None
+        if moving is not None:
+            try:
+                moving.close()
+            except Exception:  # noqa: BLE001  # the error being raised is the run's
+                pass
 
     def create(self, table: str, schema: pa.Schema, primary_key: Sequence[str] = ()
                ) -> None:
@@ -198,21 +237,28 @@ class PostgresWriter:
         self.con.execute(f"CREATE TABLE {quote(table)} ({', '.join(parts)})")
 
     def drop(self, table: str) -> None:
+        self.settle()
         self.con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
+        self._sequences.pop(table, None)
+        self._numbered.pop(table, None)
+        self._numbered = {t: h for t, h in self._numbered.items() if h != table}
         stage = self._stages.pop(table, None)
         if stage is not None:   # made in the table's columns of then
             self.con.execute(f"DROP TABLE IF EXISTS pg_temp.{stage}")
 
     def add_columns(self, table: str, schema: pa.Schema) -> None:
+        self.settle()
         for f in schema:
             self.con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(f.name)} "
                              f"{pg_type(f.type)}")
 
     def rename_column(self, table: str, old: str, new: str) -> None:
+        self.settle()
         self.con.execute(f"ALTER TABLE {quote(table)} RENAME COLUMN {quote(old)} TO "
                          f"{quote(new)}")
 
     def delete(self, table: str, column: str, ids: Sequence[str]) -> None:
+        self.settle()
         if len(ids):
             self.con.execute(f"DELETE FROM {quote(table)} WHERE {quote(column)} = ANY(%s)",
                              [list(ids)])
@@ -221,7 +267,11 @@ class PostgresWriter:
         """The rows by ``COPY ... FROM STDIN``: as the CSV Arrow writes of ``csv_columns``,
         in chunks of ``COPY_ROWS`` rows; row by row (psycopg adapting each value) for a
         table with a column that has no CSV form."""
-        self._copy(quote(table), data)
+        chunks = _csv_chunks(data)
+        self.settle()
+        self._copy(quote(table), data, chunks)
+        # numbered by the table's own sequence: a stage numbers after it again
+        self._numbered = {t: h for t, h in self._numbered.items() if table not in (t, h)}
 
     def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
@@ -232,47 +282,84 @@ class PostgresWriter:
         The rows are converted to text and parsed once, not twice; two ``COPY``s where
         the user may not create temporary tables.
 
-        The moves of all the tables (two ``INSERT``s and a ``TRUNCATE`` each) go to the
-        server as one string of statements, after the ``COPY``s: every statement waited
-        for is a wait for the interpreter's lock too, which the thread decoding the
-        next pages holds for milliseconds at a time."""
+        The moves (two ``INSERT``s, the sequences set, a ``TRUNCATE``) are sent in a
+        pipeline and not waited for: the server moves one batch while the writer converts
+        the next, whose rows are turned into CSV before the call waits for the last moves
+        (a ``COPY`` cannot join a pipeline). ``settle`` waits for them; the other methods
+        and the transaction's end call it."""
         parts = [p for p in parts if p[2].num_rows]
         if not self.temp:
+            self.settle()
             append_with_versions(self.insert, parts, when, run_id)
             return
+        converted = [(table, history, data, _csv_chunks(data))
+                     for table, history, data in parts]
+        self.settle()
         moves, stamp = [], _literal(when)
-        for table, history, data in parts:
+        for table, history, data, chunks in converted:
             stage = self._stages.get(table)
             if stage is None:
                 stage = self._stages[table] = f"svc_mirror_stage_{len(self._stages) + 1}"
                 self.con.execute(f"CREATE TEMPORARY TABLE {stage} (LIKE {quote(table)} "
                                  "INCLUDING IDENTITY) ON COMMIT DROP")
-            self._copy(f"pg_temp.{stage}", data)
-            names = ", ".join(quote(c) for c in data.column_names)
-            rows = f"FROM pg_temp.{stage} ORDER BY {ROW_ORDER}"
-            moves += [f"INSERT INTO {quote(table)} ({names}) SELECT {names} {rows}",
+            numbers = self._number_after(table, history, stage)
+            self._copy(f"pg_temp.{stage}", data, chunks)
+            names = ", ".join(quote(c) for c in [*data.column_names, ROW_ORDER])
+            into = f"OVERRIDING SYSTEM VALUE SELECT {names}"
+            moves += [f"INSERT INTO {quote(table)} ({names}) {into} FROM pg_temp.{stage}",
                       f"INSERT INTO {quote(history)} ({names}, valid_from, valid_to, "
-                      f"run_id, change) SELECT {names}, {stamp}, NULL, {int(run_id)}, "
-                      f"'insert' {rows}",
+                      f"run_id, change) {into}, {stamp}, NULL, {int(run_id)}, 'insert' "
+                      f"FROM pg_temp.{stage}",
+                      f"SELECT setval({_text(self._sequence(table))}, last_value), "
+                      f"setval({_text(self._sequence(history))}, last_value) FROM {numbers}",
                       f"TRUNCATE pg_temp.{stage}"]
         if moves:
-            # no parameters: sent by the simple protocol, which takes several statements
-            self.con.execute(";\n".join(moves))
+            pipeline = ExitStack()
+            pipeline.enter_context(self.con.pipeline())
+            try:
+                for statement in moves:   # sent, not waited for
+                    self.con.execute(statement, prepare=False)
+            except BaseException:   # a move's error, answered already: raised as it is
+                self._moving = pipeline
+                self.abandon()
+                raise
+            self._moving = pipeline
 
-    def _copy(self, table: str, data: pa.Table) -> None:
-        """``insert`` into ``table``, a quoted (and perhaps qualified) name."""
+    def _sequence(self, table: str) -> str:
+        """The name of the sequence that numbers ``table``'s ``ROW_ORDER``."""
+        if table not in self._sequences:
+            row = self.con.execute("SELECT pg_get_serial_sequence(%s, %s)",
+                                   [quote(table) if "." not in table else table, ROW_ORDER]
+                                   ).fetchone()
+            self._sequences[table] = str(row[0])
+        return self._sequences[table]
+
+    def _number_after(self, table: str, history: str, stage: str) -> str:
+        """The stage's sequence, set to number its rows after every row of ``table`` and
+        ``history``: the moves keep the stage's numbers (``ROW_ORDER``, the order the rows
+        were copied in) instead of drawing each row's twice more and sorting the stage,
+        then set both tables' sequences to the stage's last number."""
+        numbers = self._sequence(f"pg_temp.{stage}")
+        if self._numbered.get(table) != history:
+            self.con.execute(
+                f"SELECT setval({_text(numbers)}, GREATEST(s.last_value, t.last_value, "
+                f"h.last_value)) FROM {numbers} s, {self._sequence(table)} t, "
+                f"{self._sequence(history)} h")
+            self._numbered[table] = history
+        return numbers
+
+    def _copy(self, table: str, data: pa.Table, chunks: list[memoryview] | None) -> None:
+        """``data`` into ``table`` (a quoted, perhaps qualified name): ``chunks`` of CSV
+        (``_csv_chunks``), or row by row when None."""
         if data.num_rows == 0:
             return
         names = ", ".join(quote(c) for c in data.column_names)
         with self.con.cursor() as cur:
-            flat = csv_columns(data)
-            if flat is not None:
+            if chunks is not None:
                 with cur.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv, "
                               "ENCODING 'UTF8')") as copy:
-                    for batch in flat.to_batches(max_chunksize=COPY_ROWS):
-                        buf = io.BytesIO()
-                        pacsv.write_csv(batch, buf, _CSV)
-                        copy.write(buf.getbuffer())
+                    for chunk in chunks:
+                        copy.write(chunk)
                 return
             columns = [data.column(i).to_pylist() for i in range(data.num_columns)]
             with cur.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
@@ -281,6 +368,7 @@ class PostgresWriter:
 
     def close_versions(self, table: str, column: str, ids: Sequence[str], when: Any
                        ) -> None:
+        self.settle()
         if len(ids):
             self.con.execute(f"UPDATE {quote(table)} SET valid_to = %s WHERE valid_to IS "
                              f"NULL AND {quote(column)} = ANY(%s)", [when, list(ids)])
@@ -295,6 +383,13 @@ class PostgresTarget:
         self.readonly = readonly
         self.con: Any = None
         self.temp = False   # may create temporary tables (check() asks)
+        self._writer: PostgresWriter | None = None   # the open transaction's
+
+    def _db(self) -> Any:
+        """The connection, once the open transaction's moves are answered."""
+        if self._writer is not None:
+            self._writer.settle()
+        return self.con
 
     def check(self) -> None:
         psycopg = import_psycopg()
@@ -323,16 +418,16 @@ class PostgresTarget:
         self.temp = bool(row and row[0])
 
     def _lock_key(self) -> int:
-        schema = self.con.execute("SELECT current_schema()").fetchone()[0]
+        schema = self._db().execute("SELECT current_schema()").fetchone()[0]
         return zlib.crc32(f"svc_frames mirror {schema}".encode()) & 0x7FFFFFFF
 
     @contextmanager
     def _lock(self, wait: float) -> Iterator[None]:
         key = self._lock_key()
         deadline = dt.datetime.now() + dt.timedelta(seconds=max(float(wait), 0.0))
-        while not self.con.execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()[0]:
+        while not self._db().execute("SELECT pg_try_advisory_lock(%s)", [key]).fetchone()[0]:
             if dt.datetime.now() >= deadline:
-                row = self.con.execute(
+                row = self._db().execute(
                     "SELECT a.application_name, a.pid, a.client_addr, a.backend_start FROM "
                     "pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE "
                     "l.locktype = 'advisory' AND l.objid = %s AND l.granted", [key]
@@ -342,18 +437,18 @@ class PostgresTarget:
                         if row else "unknown")
                 raise TargetBusy(f"another mirror run holds {self.name}: {held}; waited "
                                  f"{wait:g} s (pass wait= to wait longer)")
-            self.con.execute("SELECT pg_sleep(0.1)")
+            self._db().execute("SELECT pg_sleep(0.1)")
         try:
             yield
         finally:
             if self.con is not None and not self.con.closed:
-                self.con.execute("SELECT pg_advisory_unlock(%s)", [key])
+                self._db().execute("SELECT pg_advisory_unlock(%s)", [key])
 
     def lock(self, wait: float) -> AbstractContextManager[None]:
         return self._lock(wait)
 
     def tables(self) -> set[str]:
-        return {r[0] for r in self.con.execute(
+        return {r[0] for r in self._db().execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = "
             "current_schema()").fetchall()}
 
@@ -363,7 +458,7 @@ class PostgresTarget:
     def _columns(self, table: str) -> tuple[pa.Schema, bool]:
         """The table's columns but ``ROW_ORDER``, and whether it has that column (not
         in a table an earlier version made)."""
-        rows = self.con.execute(
+        rows = self._db().execute(
             "SELECT column_name, data_type, udt_name FROM information_schema.columns "
             "WHERE table_schema = current_schema() AND table_name = %s ORDER BY "
             "ordinal_position", [table]).fetchall()
@@ -382,7 +477,7 @@ class PostgresTarget:
         return self._select(table, columns, "", [])
 
     def count(self, table: str) -> int:
-        row = self.con.execute(f"SELECT count(*) FROM {quote(table)}").fetchone()
+        row = self._db().execute(f"SELECT count(*) FROM {quote(table)}").fetchone()
         return int(row[0]) if row else 0
 
     def _select(self, table: str, columns: Sequence[str] | None, where: str,
@@ -393,7 +488,7 @@ class PostgresTarget:
             schema = pa.schema([schema.field(c) for c in columns])
         what = ", ".join(map(quote, schema.names))
         order = f" ORDER BY {ROW_ORDER}" if ordered else ""
-        with self.con.cursor() as cur:
+        with self._db().cursor() as cur:
             cur.execute(f"SELECT {what} FROM {quote(table)}{where}{order}", params)
             rows = cur.fetchall()
         data = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
@@ -404,7 +499,15 @@ class PostgresTarget:
     @contextmanager
     def _transaction(self) -> Iterator[PostgresWriter]:
         with self.con.transaction():
-            yield PostgresWriter(self.con, self.temp)
+            writer = self._writer = PostgresWriter(self.con, self.temp)
+            try:
+                yield writer
+                writer.settle()   # before COMMIT: the moves' errors roll the run back
+            except BaseException:
+                writer.abandon()
+                raise
+            finally:
+                self._writer = None
 
     def transaction(self) -> AbstractContextManager[PostgresWriter]:
         return self._transaction()
