@@ -122,6 +122,7 @@ class FetchWindow:
                         self.on_all_in([self.pending[n].result() for n in sorted(self.pending)])
                         self.on_all_in = None
                     page = f.answer(self.pending.pop(number))
+                    f.pages_in(self.next_submit <= self.wanted, self.pending.values())
                     if f.stopped(page, self.report):
                         yield page
                         break
