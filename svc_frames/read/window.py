@@ -38,7 +38,9 @@ class FetchWindow:
     ``on_all_in`` is called once, with the pages not yet handed out, when the consumer
     asks for a page and every page the pass planned has been answered: a consumer slower
     than the pages learns what they hold before it has decoded them (the keyset pass
-    sends its gap check then). ``submit`` replaces the request of a page by number."""
+    sends its gap check then). ``submit`` replaces the request of a page by number.
+    Once every page the pass planned is in, the fetcher's buffers are released
+    (``PageFetcher.pages_in``), not held through the decode of the last pages."""
 
     def __init__(self, fetcher: PageFetcher, report: PassReport, first: Page | None = None,
                  on_all_in: Callable[[list[Page]], None] | None = None,
