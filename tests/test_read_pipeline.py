@@ -113,6 +113,44 @@ def test_raw_pages_are_read_into_buffers_reused_page_after_page(
         pd.testing.assert_frame_equal(got.tables[name], table, check_exact=True)
 
 
+@pytest.mark.parametrize("how", ["by number", "ordered", "ranges"])
+def test_buffers_are_unmapped_once_the_pages_are_in_not_after_their_decode(
+        svc: LocalService, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """A pass's raw-page buffers are unmapped once its pages are in, before the consumer
+    has the last one (by number, keyset ordered pages, keyset ranges); what comes after
+    (page 1 verified, a gap check) is read as bytes, and the records are the same."""
+    monkeypatch.setattr(body, "BUFFERED_MIN", 1)   # this service's pages are small
+    client = client_of(svc)
+    fields, _, _ = fields_and_source(client, WO)
+    key = next(f.key for f in client.schema().object_fields(WO) or []
+               if f.kind == "auto_increment")
+    filters = [{"field": key, "operator": "higher than", "value": 0}] \
+        if how == "ranges" else None
+    received: list[Page] = []
+    closed_at: list[int] = []
+    close = BodyBuffers.close
+
+    def spy_close(self: BodyBuffers) -> None:
+        closed_at.append(len(received))
+        close(self)
+    monkeypatch.setattr(BodyBuffers, "close", spy_close)
+
+    def pages(spy: bool) -> list[Any]:
+        pager = Paginator(client, WO, rows_per_page=5, filters=filters,
+                          keyset=how != "by number")
+        pager.on_first = lambda first: pager.ask_raw(fields)
+        got = [r for page in pager.iter_pages() if not spy or received.append(page) is None
+               for r in page.records]
+        assert (pager.key_field is None) == (how == "by number")
+        return got
+
+    got = pages(spy=True)
+    assert len(received) >= 9 and len(closed_at) == 1
+    assert closed_at[0] < len(received)   # unmapped before the last page was handed out
+    monkeypatch.setattr(BodyBuffers, "take", lambda self, length: None)
+    assert [repr(r) for r in got] == [repr(r) for r in pages(spy=False)]
+
+
 def test_pages_asked_ahead_of_the_decoder_follow_the_pace(svc: LocalService) -> None:
     """Once raw pages are decoded as they come, an unpaced load asks 4 pages ahead of
     its decoder (each one asked ahead waits, parsed, in memory); a paced one 0.8 s of its

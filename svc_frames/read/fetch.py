@@ -13,7 +13,7 @@ Usage::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -193,8 +193,17 @@ class PageFetcher:
     def release_buffers(self) -> None:
         """Unmap the buffers raw pages were read into (the listing's pages are in):
         pages fetched after this are read as bytes."""
-        if self.buffers is not None:
-            self.buffers.close()
+        buffers, self.buffers = self.buffers, None
+        if buffers is not None:
+            buffers.close()
+
+    def pages_in(self, more: bool, pending: Iterable[Future[Any]]) -> None:
+        """A pass's pages received (none ``more`` to ask, every ``pending`` one answered):
+        the buffers are released now, not after the consumer has decoded those pages (a
+        body read from now on, as page 1 verified, a refetch, a gap check or a next pass,
+        is read as bytes). Usage: ``pager.pages_in(bool(todo), pending)``"""
+        if not more and all(fut.done() for fut in pending):
+            self.release_buffers()
 
     def ask_both(self) -> None:
         """Request the pages still to come with raw and display values (the default)."""

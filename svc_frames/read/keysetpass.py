@@ -342,6 +342,8 @@ class KeysetPass:
                                 f"value is blank: where its range goes on cannot be told")
                         pending.insert(0, pool.submit(f.fetch, 0, 1, True,
                                                       rng.rest(last[0])))
+                    if lead is not None:   # the pass's own ranges (not a gap check's)
+                        f.pages_in(bool(todo), pending)
                     yield page
             finally:
                 for fut in pending:

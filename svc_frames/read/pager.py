@@ -111,7 +111,7 @@ class Paginator(PageFetcher):
             yield from verifier.pages()
             self.final_ids, self.final_hashes = verifier.final_ids, verifier.final_hashes
         finally:
-            self.release_buffers()   # not held through what the consumer does next
+            self.release_buffers()   # released once a pass's pages are in; else here
 
     def refetch(self, page: Page) -> Page:
         """``page`` again, in the current ``page_format`` (its pass and number); raises

@@ -38,7 +38,9 @@ class FetchWindow:
     ``on_all_in`` is called once, with the pages not yet handed out, when the consumer
     asks for a page and every page the pass planned has been answered: a consumer slower
     than the pages learns what they hold before it has decoded them (the keyset pass
-    sends its gap check then). ``submit`` replaces the request of a page by number."""
+    sends its gap check then). ``submit`` replaces the request of a page by number.
+    Once every page the pass planned is in, the fetcher's buffers are released
+    (``PageFetcher.pages_in``), not held through the decode of the last pages."""
 
     def __init__(self, fetcher: PageFetcher, report: PassReport, first: Page | None = None,
                  on_all_in: Callable[[list[Page]], None] | None = None,
@@ -122,6 +124,7 @@ class FetchWindow:
                         self.on_all_in([self.pending[n].result() for n in sorted(self.pending)])
                         self.on_all_in = None
                     page = f.answer(self.pending.pop(number))
+                    f.pages_in(self.next_submit <= self.wanted, self.pending.values())
                     if f.stopped(page, self.report):
                         yield page
                         break
