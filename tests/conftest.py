@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import signal
 import tempfile
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -37,6 +38,11 @@ os.environ.setdefault("SVC_PACE_DIR", tempfile.mkdtemp(prefix="svc-frames-pace-"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow(seconds=10): a test of many seconds, started "
                                        "first (the longest first)")
+    # started in the background by a script (``make test &``), the tests inherit Ctrl-C
+    # ignored, and so would the CLI runs and writes they interrupt: Python's own handler
+    # back, in this process and (reset to the default at exec) in every child it starts
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
