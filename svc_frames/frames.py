@@ -24,7 +24,7 @@ from .display import Outline, frames_html, frames_text, outline, pending_edits
 from .errors import DisplayValuesNeeded, PrecisionWarning, warn_user
 from .joins import join
 from .keys import FIELD_KEY
-from .kinds import blank_to_none, codec_for, infer_field
+from .kinds import blank_to_none, codec_for, infer_field, text_array
 from .kinds.base import Codec, FieldSpec, ReadContext
 from .kinds.choices import is_multi
 from .kinds.rawvalues import RawRecord, column_getter
@@ -581,7 +581,7 @@ def build_frames(records: Sequence[Mapping[str, Any]], fields: Sequence[FieldSpe
             column = series.array if isinstance(series, pd.Series) else series
             columns[name] = into(column) if into is not None else column
         tables.update(codec.tables(ids, raws, displays, spec, ctx))
-    index = pd.Index(pd.array(ids, dtype="string"), name="id")
+    index = pd.Index(text_array(ids), name="id")
     # copy=False: the arrays are fresh from the codecs (pandas would copy each one again)
     main = (pd.DataFrame(columns, index=index, copy=False) if columns
             else pd.DataFrame(index=index))

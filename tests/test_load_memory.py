@@ -84,3 +84,34 @@ def test_a_load_holds_few_pages_beyond_its_frames(svc: LocalService) -> None:
     assert ratio <= BOUND, (f"the load's memory peaked {got['peak'] / 1e6:.1f} MB above "
                             f"its start for {got['frames'] / 1e6:.1f} MB of frames "
                             f"({ratio:.2f}x)")
+
+
+_POOL_CHILD = r"""
+import json, sys
+import pyarrow as pa
+from svc_frames import Client, read_object
+app_id, api_key, base_url = sys.argv[1:4]
+pool = pa.default_memory_pool()
+before = pool.bytes_allocated()
+client = Client(app_id, api_key=api_key, base_url=base_url, rate_limit=0)
+frames = read_object(client, "object_3", progress=False, columns="keys", rows_per_page=1000)
+print(json.dumps({"rows": len(frames.main), "held": pool.bytes_allocated() - before,
+                  "backend": pool.backend_name, "index": frames.main.index.memory_usage()}))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Arrow's default pool differs")
+def test_a_loads_arrow_arrays_are_not_held_by_arrows_default_pool(svc: LocalService
+                                                                   ) -> None:
+    # the ids, the connections' record ids and numbers read through Arrow go to the C
+    # library's pool, as the text columns do: the default one (mimalloc) kept memory of
+    # its own beside the C library's free memory (docs/benchmarks.md, "A load's memory")
+    proc = subprocess.run([sys.executable, "-c", _POOL_CHILD, svc.app_id, svc.api_key,
+                           svc.base_url], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["rows"] == RECORDS
+    if got["backend"] == "system":
+        pytest.skip("Arrow's default pool is the C library's here")
+    assert got["held"] < got["index"] / 4, got

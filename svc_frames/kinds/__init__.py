@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from pandas.api.extensions import ExtensionArray
 
-from ._util import BLANK, blank_to_none, is_empty_cell, is_na, unencodable_text
+from ._util import BLANK, blank_to_none, is_empty_cell, is_na, text_array, unencodable_text
 from .assets import AssetCodec, SignatureCodec
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 from .choices import ChoiceCodec, UserRolesCodec
@@ -224,7 +224,7 @@ def _is_number(value: Any) -> bool:
 
 
 __all__ = [
-    "BLANK", "blank_to_none", "is_empty_cell", "unencodable_text",
+    "BLANK", "blank_to_none", "is_empty_cell", "text_array", "unencodable_text",
     "Codec", "FieldSpec", "ReadContext", "ServiceHooks", "codec_for", "infer_field",
     "values_equal", "resolve_timezone", "is_date_result", "REGISTRY", "KINDS", "READ_ONLY_KINDS",
 ]

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import InvalidValue
 from .base import FieldSpec
@@ -196,11 +197,20 @@ def blank_to_none(values: Sequence[Any]) -> Sequence[Any]:
 
 
 TEXT_POOL = pa.system_memory_pool()
-"""The allocator of the text columns decoded page by page: the C library's. ``pa.array``
-grows a column's buffer by doubling and shrinks it when done; the C library takes the
-excess back, where Arrow's default allocator (mimalloc) kept it: a large load's text
-columns held about twice their bytes in the process (docs/benchmarks.md, "A load's
-memory")."""
+"""The allocator of the Arrow arrays decoded page by page (text columns, ids, numbers read
+through Arrow): the C library's. ``pa.array`` grows a column's buffer by doubling and
+shrinks it when done; the C library takes the excess back, where Arrow's default
+allocator (mimalloc) kept it: a large load's text columns held about twice their bytes
+in the process. The rest (a page's ids, its connections' record ids) went to mimalloc
+too, which then held its own memory beside the C library's free memory
+(docs/benchmarks.md, "A load's memory")."""
+
+
+def text_array(values: Sequence[str]) -> pd.arrays.ArrowStringArray:
+    """``pd.array(values, dtype="string")`` (every value text, none blank), in
+    :data:`TEXT_POOL`. Usage: ``pd.Index(text_array(ids), name="id")``"""
+    return pd.arrays.ArrowStringArray(pa.array(values, type=pa.large_string(),
+                                               memory_pool=TEXT_POOL))
 
 
 def string_series(values: Iterable[Any]) -> pd.Series:
@@ -245,11 +255,12 @@ def _float_or_none(value: Any) -> float:
 def int_series(values: Sequence[Any]) -> pd.Series:
     """An Int64 Series; None is NA."""
     try:
-        arr = pa.array(values, type=pa.int64())
+        arr = pa.array(values, type=pa.int64(), memory_pool=TEXT_POOL)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return pd.Series(pd.array([_int_or_none(v) for v in values], dtype="Int64"))
-    return pd.Series(pd.arrays.IntegerArray(arr.fill_null(0).to_numpy(),
-                                            arr.is_null().to_numpy(zero_copy_only=False)))
+    return pd.Series(pd.arrays.IntegerArray(
+        pc.coalesce(arr, pa.scalar(0, pa.int64()), memory_pool=TEXT_POOL).to_numpy(),
+        pc.is_null(arr, memory_pool=TEXT_POOL).to_numpy(zero_copy_only=False)))
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -17,9 +17,10 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import InvalidValue
-from ._util import invalid, is_blank, is_na, raw_values, string_series
+from ._util import TEXT_POOL, invalid, is_blank, is_na, raw_values, string_series
 from .base import Codec, FieldSpec, ReadContext, ServiceHooks
 from .rawvalues import ConnectionItem
 
@@ -163,8 +164,9 @@ class ConnectionCodec(Codec):
             if items:
                 conn_ids, conn_texts = (list(c) for c in zip(*map(_id_text, items),
                                                              strict=True))
-            rows = pa.array(ids, type=pa.large_string()).take(
-                pa.array(np.repeat(np.arange(len(lists)), list(map(len, lists)))))
+            rows = pc.take(pa.array(ids, type=pa.large_string(), memory_pool=TEXT_POOL),
+                           np.repeat(np.arange(len(lists)), list(map(len, lists))),
+                           memory_pool=TEXT_POOL)
             return {field.key: pd.DataFrame({
                 "record_id": pd.Series(pd.arrays.ArrowStringArray(rows)),
                 "connected_id": string_series(conn_ids),
