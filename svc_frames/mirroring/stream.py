@@ -35,6 +35,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from ..frames import Frames
@@ -196,19 +197,22 @@ class StreamedObject:
         one insert per table, all the tables in one call (a writer behind the reads
         catches up in fewer statements)."""
         w = self.writes.open()
-        arrows: dict[str, list[pa.Table]] = {}
+        frames_of: dict[str, list[pd.DataFrame]] = {}
         for frames in pages:
-            parts = [(self.table, frames.main)] + [
-                (fit_name(f"{self.table}__{k}"), t) for k, t in frames.tables.items()]
-            for name, df in parts:
-                data = self._fit(name, frame_to_arrow(df), arrows.get(name))
-                if data is None:
-                    self._diverged = f"the column types of {name}"
-                    return
-                arrows.setdefault(name, []).append(data)
+            frames_of.setdefault(self.table, []).append(frames.main)
+            for k, t in frames.tables.items():
+                frames_of.setdefault(fit_name(f"{self.table}__{k}"), []).append(t)
+        arrows: dict[str, pa.Table] = {}
+        for name, dfs in frames_of.items():
+            # the batch's pages joined, then converted once: each Arrow call lets go of
+            # the interpreter's lock and waits to take it back from the reading thread
+            data = self._fit(name, frame_to_arrow(_joined(dfs, name == self.table)))
+            if data is None:
+                self._diverged = f"the column types of {name}"
+                return
+            arrows[name] = data
         writes: list[tuple[str, str, pa.Table]] = []
-        for name, tables in arrows.items():
-            data = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+        for name, data in arrows.items():
             if name not in self.schemas:
                 # kept with its metadata: the column dtypes the object's layout records
                 schema = null_free(data.schema).with_metadata(data.schema.metadata)
@@ -223,12 +227,11 @@ class StreamedObject:
         self._ids += [f.main.index.to_numpy(dtype=object) for f in pages]
         self.pages += len(pages)
 
-    def _fit(self, name: str, data: pa.Table, batch: list[pa.Table] | None
-             ) -> pa.Table | None:
-        """``data`` in the table's columns (a column empty on this page takes the table's
-        type); None when a column's type differs (the whole listing decides it then).
-        The table's columns: those it was made with, else the batch's first page's."""
-        have = self.schemas.get(name) or (batch[0].schema if batch else None)
+    def _fit(self, name: str, data: pa.Table) -> pa.Table | None:
+        """``data`` in the table's columns (a column empty in this batch takes the
+        table's type); None when a column's type differs (the whole listing decides it
+        then)."""
+        have = self.schemas.get(name)
         if have is None:
             return data
         if data.column_names != have.names:
@@ -241,6 +244,16 @@ class StreamedObject:
                 return None
             data = data.set_column(i, f, pa.nulls(len(col), f.type))
         return data.replace_schema_metadata(have.metadata)
+
+
+def _joined(dfs: list[pd.DataFrame], main: bool) -> pd.DataFrame:
+    """A batch's pages of one table as one frame: the main table's index (the ids) kept,
+    an exploded table's numbered again; a page without rows left out (its columns may be
+    of another dtype), unless every page is empty."""
+    full = [df for df in dfs if len(df)] or dfs[:1]
+    if len(full) == 1:
+        return full[0]
+    return pd.concat(full, ignore_index=not main)
 
 
 def read_listing(client: Client, key: str, rows_per_page: int,
