@@ -374,6 +374,8 @@ def _unequal(held: pa.ChunkedArray, values: pd.Series) -> np.ndarray:
     """Where ``values`` (a column of plain dtype) are not provably those ``held`` (as
     written, then read back): their Arrow values, cast to the held type exactly, differ
     or one of the two is empty; everywhere when they do not convert or compare."""
+    if pa.types.is_decimal(held.type):   # a cast to it rounds: not an exact test
+        return np.ones(len(values), dtype=bool)
     try:
         now = arrow_column(values, False)
         if now.type != held.type:
