@@ -330,3 +330,55 @@ def test_second_page_asked_ahead_when_expected(fresh_service: LocalService,
     assert requests == [2, 1]
     same_frames(sf.as_of(target, pd.Timestamp.now(tz="UTC"))["object_3"],
                 sf.read_object(client, "object_3", columns="keys"))
+
+
+def test_changed_on_the_stored_values_says_what_the_typed_rows_say(tmp_path: Path) -> None:
+    """The main table compared on its stored (Arrow) values first, only the cells that
+    differ there typed: the same records updated as when every row is typed and compared
+    (equal values of another dtype, empty cells, instants in another zone, lists)."""
+    from svc_frames.frames import Frames
+    from svc_frames.mirroring.duckdbtarget import DuckDBTarget
+    from svc_frames.mirroring.incremental import changed
+    from svc_frames.mirroring.state import typed
+    from svc_frames.saved.arrow import frame_to_arrow, table_meta
+
+    ids = pd.Index([f"r{i}" for i in range(8)], name="id", dtype=object)
+    when = pd.Timestamp("2026-01-02 03:04:05.123456", tz="UTC")
+    old = pd.DataFrame({
+        "text": pd.array(["a", "b", None, "d", "e", "f", "g", "h"], dtype="string"),
+        "num": pd.array([1.0, 2.5, None, 4.0, 5.0, 6.0, 7.0, np.nan], dtype="Float64"),
+        "count": pd.array([1, 2, 3, None, 5, 6, 7, 8], dtype="Int64"),
+        "flag": pd.array([True, False, None, True, True, False, True, False],
+                         dtype="boolean"),
+        "at": pd.array([when] * 8, dtype="datetime64[ns, UTC]"),
+        "tags": [["x"], [], None, ["y", "z"], ["x"], ["q"], None, ["w"]],
+        "blob": pd.array(["", None, "k", "l", "m", "n", "o", "p"], dtype=object),
+    }, index=ids)
+    new = old.copy()
+    new.loc["r1", "text"] = "B"                          # differs
+    new["count"] = new["count"].astype("Float64")        # 1 == 1.0: the same
+    new.loc["r2", "num"] = 0.0                           # empty -> 0: differs
+    new.loc["r3", "at"] = when + pd.Timedelta(microseconds=1)   # differs
+    new["at"] = new["at"].dt.tz_convert("Europe/Paris")  # the same instants
+    new.loc["r4", "tags"] = ["x", "y"]                   # differs
+    new.loc["r5", "blob"] = None                         # "n" -> empty: differs
+    new.loc["r0", "blob"] = None                         # "" and empty
+    new.loc["r6", "flag"] = None                         # differs
+    new = pd.concat([new, new.iloc[:1].rename(index={"r0": "r9"})])   # inserted
+    t = DuckDBTarget(tmp_path / "t.duckdb")
+    t.check()
+    try:
+        data = frame_to_arrow(old)
+        with t.transaction() as w:
+            w.create("wo", data.schema, ["id"])
+            w.insert("wo", data)
+        dtypes = table_meta(data)["dtypes"]
+        held = t.read_rows("wo", "id", [str(i) for i in new.index])
+        whole = Frames(typed(held, dtypes, "id"), {}, None)
+        fast = changed(Frames(new.iloc[:0], {}, None), Frames(new, {}, None),
+                       (held, dtypes))
+        assert fast == changed(whole, Frames(new, {}, None))
+        assert fast[0] == ["r9"] and {"r1", "r2", "r3", "r4", "r5", "r6"} <= set(fast[1])
+        assert "r7" not in fast[1]
+    finally:
+        t.close()

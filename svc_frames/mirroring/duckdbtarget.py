@@ -218,10 +218,14 @@ class DuckDBTarget:
             return self.schema(table).empty_table()
         src = "svc_mirror_wanted"
         self.con.register(src, pa.table({"id": pa.array(list(ids), pa.string())}))
+        # an exploded table's rows as written (a record's rows in their order), as read();
+        # a main table's (one row a record, found by its id) in any order: sorting them
+        # moved every column of every row read (a fifth of the read at 100,000 records)
+        order = "" if column == "id" else " ORDER BY rowid"
         try:
             return arrow_of(self.con.sql(f"SELECT * FROM {quote(table)} WHERE "
-                                         f"{quote(column)} IN (SELECT id FROM {src}) "
-                                         "ORDER BY rowid"))   # as written, as read()
+                                         f"{quote(column)} IN (SELECT id FROM {src})"
+                                         + order))
         finally:
             self.con.unregister(src)
 

@@ -13,6 +13,8 @@ what the target knows of it:
 2. the current rows of those records alone, read from the target (``read_rows``): a
    record it does not hold is inserted, one whose values differ updated (compared as
    refresh's merge compares: ``same``, ``records_differing``), the others unchanged;
+   the main table's rows are compared on their stored values first, and only the cells
+   that differ there are typed (``_differing``: equal stored values are the same);
 3. when the total is not the rows the last run left plus the inserted ones, refresh's
    deletion search (``find_gone``) over the ids and auto-increment values the target
    holds (those two columns read); the deleted records' rows are read to close their
@@ -55,6 +57,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..arrowcols import member
 from ..frames import Frames, Source
@@ -64,8 +68,9 @@ from ..refreshing.listing import column_maps
 from ..refreshing.merge import records_differing, same
 from ..refreshing.policy import stamp_window, sweep_due
 from ..refreshing.window import clock_skew, stamp_cutoff
+from ..saved.arrow import _arrow_column as arrow_column  # how a run writes a column
 from .apply import ObjectRun
-from .state import MirrorState
+from .state import MirrorState, typed
 
 __all__ = ["HeadStart", "pages_ahead", "read_changes"]
 
@@ -242,6 +247,9 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
         return False
     source, load, rpp, count = inputs.source, inputs.load, inputs.rpp, inputs.count
     _, bare = column_maps(source)
+    assert state.target is not None   # each exploded table's rows, read while the window
+    counts = {t["table"]: state.target.count(t["table"])   # is on the wire (_rows_after)
+              for t in prev.layout.get("tables", {}).values()}
     got = head.take(run.key, inputs.mod) if head is not None else None
     if got is not None:
         started, server, total = got
@@ -254,8 +262,13 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
                                         ahead=inputs.ahead)
     # the window's size and span: the next run's guess of its own (pages_ahead)
     seen = {"records": len(server.main), "seconds": round(_span(load, started), 3)}
-    old = state.rows_of(run.key, [str(i) for i in server.main.index])
-    inserted, updated, exploded = changed(old, server)
+    ids = [str(i) for i in server.main.index]
+    dtypes = prev.layout["main"]["dtypes"]
+    held_main = state.main_rows(run.key, ids)   # typed only where it differs (changed)
+    # its rows typed only when a record is gone (their delete rows): none needs them else
+    old = Frames(server.main.iloc[:0], state.exploded_rows(run.key, ids),
+                 Source.from_dict(dict(prev.source)))
+    inserted, updated, exploded = changed(old, server, (held_main, dtypes))
     gone: list[str] = []
     held_rows = prev.rows + len(inserted)
     if total != held_rows:
@@ -270,6 +283,7 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
         assert found is not None   # unseen_ok: never None
         gone = [str(i) for i in found]
     if gone:   # a record stamped then deleted while the run read: gone, as refresh says
+        old = Frames(typed(held_main, dtypes, "id"), old.tables, old.source)
         out, went = pd.Index(gone, dtype=object), set(gone)
         inserted = [i for i in inserted if i not in went]
         updated = [i for i in updated if i not in went]
@@ -290,27 +304,35 @@ def read_changes(client: Client, state: MirrorState, run: ObjectRun, every: int,
     run.old = old
     run.inserted, run.updated, run.deleted = inserted, updated, gone
     run.exploded = exploded
-    run.rows = _rows_after(state, run)
+    run.rows = _rows_after(run, counts)
     return True
 
 
-def changed(old: Frames, new: Frames
+def changed(old: Frames, new: Frames, main: tuple[pa.Table, dict[str, str]] | None = None
             ) -> tuple[list[str], list[str], dict[str, list[str]]]:
     """(inserted, updated, exploded): the records of ``new`` that ``old`` (the target's
     rows of the same records) does not hold, those whose cells or exploded rows differ,
     compared as refresh's merge compares a listed record with the one held, and per
     exploded field the updated records whose rows in it differ.
 
+    ``main``: the main table's rows as the target holds them (``state.main_rows``) and
+    its dtypes, compared in place of ``old.main`` (:func:`_differing`).
+
     Usage: ``inserted, updated, exploded = changed(state.rows_of(key, ids), window)``"""
-    held = member(new.main.index, old.main.index)
+    held_ids = (pd.Index(main[0].column("id").to_pylist(), dtype=object)
+                if main is not None else old.main.index)
+    held = member(new.main.index, held_ids)
     inserted = [str(i) for i in new.main.index[~held]]
     common = new.main.index[held]
-    a = old.main.loc[common].reset_index(drop=True)
-    b = new.main.loc[common].reset_index(drop=True)
-    differ = np.zeros(len(common), dtype=bool)
-    for col in a.columns:
-        if col in b.columns:
-            differ |= ~same(a[col], b[col])
+    if main is not None:
+        differ = _differing(main[0], main[1], new.main.loc[common])
+    else:
+        a = old.main.loc[common].reset_index(drop=True)
+        b = new.main.loc[common].reset_index(drop=True)
+        differ = np.zeros(len(common), dtype=bool)
+        for col in a.columns:
+            if col in b.columns:
+                differ |= ~same(a[col], b[col])
     out = {str(i) for i in common[differ]}
     ids = pd.Index([str(i) for i in common], dtype=object)
     exploded: dict[str, list[str]] = {}
@@ -324,6 +346,47 @@ def changed(old: Frames, new: Frames
     return inserted, [str(i) for i in common if str(i) in out], exploded
 
 
+def _differing(rows: pa.Table, dtypes: dict[str, str], new: pd.DataFrame) -> np.ndarray:
+    """Per record of ``new`` (each held in ``rows``, the main table's rows as the target
+    holds them), whether a column differs, as ``same`` says of the rows typed as
+    ``state.typed`` types them. A column of a plain dtype is compared on its stored
+    values first (the record's values as a run writes them, against those it wrote):
+    equal stored values type to the same values, so only the cells that differ there are
+    typed and given to ``same``; a column of objects or lists, or one whose values do
+    not convert exactly, is typed and compared whole."""
+    pos = pd.Index(rows.column("id").to_pylist(), dtype=object).get_indexer(new.index)
+    rows = rows.take(pa.array(pos, pa.int64()))
+    differ = np.zeros(len(new), dtype=bool)
+    for col in rows.column_names:
+        if col == "id" or col not in new.columns:
+            continue
+        b = new[col]
+        whole = dtypes.get(col) in (None, "object", "list") or b.dtype == object
+        look = np.ones(len(new), dtype=bool) if whole else _unequal(rows.column(col), b)
+        idx = np.flatnonzero(look & ~differ)
+        if len(idx):
+            a = typed(rows.select([col]).take(pa.array(idx, pa.int64())), dtypes, None)
+            differ[idx] |= ~same(a[col], b.iloc[idx].reset_index(drop=True))
+    return differ
+
+
+def _unequal(held: pa.ChunkedArray, values: pd.Series) -> np.ndarray:
+    """Where ``values`` (a column of plain dtype) are not provably those ``held`` (as
+    written, then read back): their Arrow values, cast to the held type exactly, differ
+    or one of the two is empty; everywhere when they do not convert or compare."""
+    if pa.types.is_decimal(held.type):   # a cast to it rounds: not an exact test
+        return np.ones(len(values), dtype=bool)
+    try:
+        now = arrow_column(values, False)
+        if now.type != held.type:
+            now = now.cast(held.type)   # safe: a cast that would lose a value raises
+        eq = pc.fill_null(pc.equal(held, now), False)
+        ok = pc.or_(eq, pc.and_(pc.is_null(held), pc.is_null(now)))
+        return ~np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
+    except (pa.ArrowException, TypeError, ValueError):
+        return np.ones(len(values), dtype=bool)
+
+
 def _concat(a: Frames, b: Frames) -> Frames:
     """Two sets of rows of one object's tables as one."""
     if not len(b.main):
@@ -333,16 +396,16 @@ def _concat(a: Frames, b: Frames) -> Frames:
         for k, t in a.tables.items()}, a.source)
 
 
-def _rows_after(state: MirrorState, run: ObjectRun) -> dict[str, int]:
-    """Each current table's rows once the run is written: the target's count, less the
-    rows of the updated and deleted records, plus the rows written."""
+def _rows_after(run: ObjectRun, counts: dict[str, int]) -> dict[str, int]:
+    """Each current table's rows once the run is written: the target's count
+    (``counts``), less the rows of the updated and deleted records, plus the rows
+    written."""
     assert run.prev is not None and run.frames is not None and run.old is not None
     out = {run.table: run.prev.rows + len(run.inserted) - len(run.deleted)}
-    assert state.target is not None
     going = pd.Index(run.updated + run.deleted, dtype=object)
     coming = pd.Index(run.inserted + run.updated, dtype=object)
     for fkey, t in run.prev.layout.get("tables", {}).items():
-        before = state.target.count(t["table"])
+        before = counts[t["table"]]
         old = run.old.tables.get(fkey)
         new = run.frames.tables.get(fkey)
         less = int(np.sum(member(old["record_id"], going))) if old is not None and len(

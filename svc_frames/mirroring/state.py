@@ -178,17 +178,26 @@ class MirrorState:
     def rows_of(self, key: str, ids: list[str]) -> Frames:
         """The current rows of these records only (main and exploded tables), as Frames
         typed as :meth:`frames` types them: what an incremental run compares with."""
-        assert self.target is not None
         obj = self.objects[key]
-        got = self.target.read_rows(obj.table_name, "id", ids)
+        main = typed(self.main_rows(key, ids), obj.layout["main"]["dtypes"], "id")
+        return Frames(main, self.exploded_rows(key, ids), Source.from_dict(dict(obj.source)))
+
+    def main_rows(self, key: str, ids: list[str]) -> pa.Table:
+        """The main table's rows of these records, as the target holds them (untyped)."""
+        assert self.target is not None
+        got = self.target.read_rows(self.objects[key].table_name, "id", ids)
         self.rows_read += got.num_rows
-        main = typed(got, obj.layout["main"]["dtypes"], "id")
+        return got
+
+    def exploded_rows(self, key: str, ids: list[str]) -> dict[str, pd.DataFrame]:
+        """The exploded tables' rows of these records, typed (by field key)."""
+        assert self.target is not None
         tables = {}
-        for fkey, t in obj.layout.get("tables", {}).items():
+        for fkey, t in self.objects[key].layout.get("tables", {}).items():
             part = self.target.read_rows(t["table"], "record_id", ids)
             self.rows_read += part.num_rows
             tables[fkey] = typed(part, t["dtypes"], None)
-        return Frames(main, tables, Source.from_dict(dict(obj.source)))
+        return tables
 
     def columns_of(self, key: str, columns: list[str]) -> pd.DataFrame:
         """Every record's values of a few main columns (``id`` the index), typed: what
