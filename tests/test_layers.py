@@ -5,6 +5,8 @@ says what each layer holds and why."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 from test_server_imports import ROOT, import_graph
 
@@ -140,3 +142,16 @@ def test_no_module_outside_the_service_runs_over_the_limit() -> None:
             if not p.relative_to(ROOT).parts[0] == SERVER
             and (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    """A name with a leading underscore belongs to its module: another module that needs
+    it needs it public (named and documented), not reached into."""
+    reached = [f"{path.relative_to(ROOT.parent)}: {node.module}.{alias.name}"
+               for path in ROOT.rglob("*.py")
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.ImportFrom)
+               for alias in node.names
+               if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert not reached, f"private names imported across modules: {reached}"
+

@@ -68,7 +68,7 @@ from ..refreshing.listing import column_maps
 from ..refreshing.merge import records_differing, same
 from ..refreshing.policy import stamp_window, sweep_due
 from ..refreshing.window import clock_skew, stamp_cutoff
-from ..saved.arrow import _arrow_column as arrow_column  # how a run writes a column
+from ..saved.arrow import arrow_column  # how a run writes a column
 from .apply import ObjectRun
 from .state import MirrorState, typed
 

@@ -36,7 +36,9 @@ def _is_list_column(s: pd.Series) -> bool:
     return True  # all empty object column: list kinds are the only object columns
 
 
-def _arrow_column(s: pd.Series, list_col: bool) -> pa.Array:
+def arrow_column(s: pd.Series, list_col: bool) -> pa.Array:
+    """A column as every Parquet writer and the mirror write it (``list_col``: a list
+    kind's column, its members as text)."""
     if list_col:
         return pa.array([None if not isinstance(v, (list, tuple)) else
                          [None if x is None else str(x) for x in v] for v in s], type=_LIST)
@@ -69,13 +71,13 @@ def frame_to_arrow(df: pd.DataFrame, meta: Mapping[str, Any] | None = None,
     dtypes: dict[str, str] = {}
     if index_name is not None:
         names.insert(0, index_name)
-        arrays.append(_arrow_column(pd.Series(df.index, dtype=df.index.dtype), False))
+        arrays.append(arrow_column(pd.Series(df.index, dtype=df.index.dtype), False))
         dtypes[index_name] = str(df.index.dtype)
     for col in df.columns:
         s = df[col]
         is_list = (pa.types.is_list(schema.field(str(col)).type) if schema is not None
                    else _is_list_column(s))
-        arrays.append(_arrow_column(s, is_list))
+        arrays.append(arrow_column(s, is_list))
         dtypes[str(col)] = "list" if is_list else str(s.dtype)
     info = dict(meta or {})
     info.update({"dtypes": dtypes, "index": index_name})
