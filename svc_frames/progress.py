@@ -16,8 +16,6 @@ import threading
 from collections.abc import Callable, Sized
 from typing import Any, Protocol
 
-from tqdm.auto import tqdm
-
 __all__ = ["want_progress", "Progress", "PageProgress", "AppProgress"]
 
 
@@ -60,6 +58,9 @@ class Progress:
 
     def open(self, total: int) -> None:
         if self.enabled and self.bar is None:
+            # imported with the first bar: tqdm.auto imports asyncio and its notebook
+            # support, a tenth of a second each command that shows no bar would pay
+            from tqdm.auto import tqdm
             self.bar = tqdm(total=total, desc=self.desc, unit=self.unit, leave=self.leave)
 
     def update(self, n: int = 1, **postfix: Any) -> None:

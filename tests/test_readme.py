@@ -13,9 +13,10 @@ of "Ten lines" runs in a fresh interpreter. Two things differ from a reader's ru
   recurse) and ``make demo`` is the whole demo job, which ``tests/test_demo.py`` runs;
 - the long-running ``svc-frames serve`` runs with ``--port 0`` instead of 8765 (a
   developer's own ``make serve`` or a parallel run may hold 8765; the address reaches the
-  other commands through the env file, so the block reads the same otherwise), and the
-  "Ten lines" demo has 60 records instead of 500 (fewer paced writes). A trap stops the
-  service if a command fails.
+  other commands through the env file, so the block reads the same otherwise); the CLI
+  block's service holds 60 work orders instead of 200 and the "Ten lines" demo 60 records
+  instead of 500 (fewer paced writes: the push is paced as on the hosted service). A trap
+  stops the service if a command fails.
 
 The environment is cleaned of ``SVC_*`` settings; the notebook run gets a small demo and no
 client pacing (``SVC_DEMO_RECORDS``, ``SVC_RATE_LIMIT``, documented knobs) to stay quick,
@@ -37,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 BLOCK = re.compile(r"^```(?:bash|sh|shell)\n(.*?)^```", re.S | re.M)
 OUT = ROOT / "demo-output"
+CLI_RECORDS = 60   # the CLI block's service, as it runs here (module docstring)
 
 
 def shell_blocks() -> list[str]:
@@ -52,7 +54,8 @@ def runnable(block: str) -> str:
     """The block as it runs here: ``make`` lines out, the demo port made free (module
     docstring)."""
     lines = [line for line in block.splitlines() if not line.lstrip().startswith("make ")]
-    return "\n".join(lines).replace("--port 8765", "--port 0") + "\n"
+    return ("\n".join(lines).replace("--port 8765", "--port 0")
+            .replace("--records 200", f"--records {CLI_RECORDS}") + "\n")
 
 
 def work_tree() -> str:
@@ -90,7 +93,7 @@ def run_block(block: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 def test_readme_has_the_blocks_this_test_knows() -> None:
     blocks = shell_blocks()
     assert len(blocks) == 3, "a new shell block: say below what it must leave behind"
-    assert any("svc-frames push" in b for b in blocks)
+    assert any("svc-frames push" in b and "--records 200" in b for b in blocks)
     assert any("jupyter execute" in b and "--output" in b for b in blocks)
     assert "records=500" in ten_lines()
 
@@ -133,7 +136,7 @@ def test_cli_round_trip_block_runs_twice(repo: Path, tmp_path: Path) -> None:
         assert "sys.exit(main())" not in done.stderr, done.stderr[-2000:]
     assert work_tree() == before
     cli = OUT / "cli"
-    assert len(pd.read_parquet(cli / "orders")) == 200
+    assert len(pd.read_parquet(cli / "orders")) == CLI_RECORDS
     assert (cli / "orders.svc_frames.json").is_file()
     board = list((cli / "board").glob("*.csv"))
     assert board and len(pd.read_csv(board[0])) > 0
@@ -160,5 +163,6 @@ def test_make_lines_are_the_only_ones_left_out() -> None:
     for block in shell_blocks():
         kept = runnable(block).splitlines()
         dropped = [line for line in block.splitlines()
-                   if line not in kept and line.replace("--port 8765", "--port 0") not in kept]
+                   if line not in kept and line.replace("--port 8765", "--port 0")
+                   .replace("--records 200", f"--records {CLI_RECORDS}") not in kept]
         assert all(line.lstrip().startswith("make ") for line in dropped), dropped
