@@ -21,7 +21,7 @@ import pytest
 import svc_frames as sf
 from svc_frames.errors import SchemaChanged, TargetBusy, TargetMismatch, UsageError
 from svc_frames.mirroring.history import versions
-from svc_frames.mirroring.postgres import ROW_ORDER, PostgresTarget, PostgresWriter
+from svc_frames.mirroring.postgres import PostgresTarget, PostgresWriter
 from svc_frames.server import LocalService
 from svc_frames.testing import mirror_consistent
 from tests.test_mirror import client_of, same_frames
@@ -182,12 +182,10 @@ def test_incremental_run_reads_the_changed_records_only(pg_url: str) -> None:
                             "NULL AND change <> 'delete'") == [(len(now),)]
 
 
-@pytest.mark.parametrize("made", ["in the run", "before"])
-def test_copy_round_trips_every_value(pg_url: str, made: str) -> None:
-    """The rows written by COPY read back equal: empty and missing text apart, quotes,
-    newlines, spaces, a line of ``\\.``, -0.0, NaN and infinities, microseconds, dates,
-    NULLs of every type, in lists too. Into tables made in the run, binary rows
-    (pgcopy.py); into tables made before, Arrow's CSV (row by row for bytes)."""
+def test_copy_round_trips_every_value(pg_url: str) -> None:
+    """The rows written by COPY (Arrow's CSV for flat columns, row by row for the others)
+    read back equal: empty and missing text apart, quotes, newlines, spaces, a line of
+    ``\\.``, -0.0, NaN and infinities, microseconds, dates, NULLs of every type."""
     ts = pa.timestamp("us", tz="UTC")
     flat = pa.table({
         "id": ["a", "", None, 'q"u,o\nte', "  spaced  ", "\\.", "é ✓"],
@@ -206,7 +204,6 @@ def test_copy_round_trips_every_value(pg_url: str, made: str) -> None:
         "tags": pa.array([["a", "b,c", 'q"', "back\\slash", "{}", "NULL"], None, [],
                           [None, "", " s "]], pa.list_(pa.large_string())),
         "ints": pa.array([[1, None], [], None, [2 ** 62]], pa.list_(pa.int64())),
-        "flags": pa.array([[True, None], None, [], [False]], pa.list_(pa.bool_())),
         "took": pa.array([1_500_000, -3_000_000_001, None, 86_400_000_000_000],
                          pa.duration("ns")),
         "at": pa.array([1_700_000_000_123_456_000, None, 0, 1_710_054_000_000_000_000],
@@ -215,17 +212,10 @@ def test_copy_round_trips_every_value(pg_url: str, made: str) -> None:
     t = PostgresTarget(pg_url)
     t.check()
     try:
-        tables = (("flat", flat), ("listed", listed), ("binary", binary))
-        if made == "before":
-            with t.transaction() as w:
-                for name, data in tables:
-                    w.create(name, data.schema)
         with t.transaction() as w:
-            for name, data in tables:
-                if made != "before":
-                    w.create(name, data.schema)
-                # in two chunks, the second a slice (its lists' offsets not from 0)
-                w.insert(name, pa.concat_tables([data.slice(0, 2), data.slice(2)]))
+            for name, data in (("flat", flat), ("listed", listed), ("binary", binary)):
+                w.create(name, data.schema)
+                w.insert(name, data)
         back = t.read("flat")
         for name in flat.column_names:
             if name == "n":   # a null column is text in PostgreSQL: all NULL
@@ -239,10 +229,6 @@ def test_copy_round_trips_every_value(pg_url: str, made: str) -> None:
         back = t.read("listed")
         assert back.column("tags").to_pylist() == listed.column("tags").to_pylist()
         assert back.column("ints").to_pylist() == listed.column("ints").to_pylist()
-        assert back.column("flags").to_pylist() == listed.column("flags").to_pylist()
-        assert rows(pg_url, "SELECT array_ndims(tags), array_ndims(ints) FROM listed "
-                    f"ORDER BY {ROW_ORDER}") == [(1, 1), (None, None), (None, None),
-                                                 (1, 1)]
         assert back.column("took").to_pylist() == [
             dt.timedelta(microseconds=1_500), dt.timedelta(seconds=-3),  # to zero
             None, dt.timedelta(days=1)]
@@ -290,15 +276,13 @@ def test_rows_read_back_in_the_order_written(pg_url: str) -> None:
         t.close()
 
 
-@pytest.mark.parametrize(("made", "temp"), [("in the run", True), ("before", True),
-                                            ("before", False)])
-def test_rows_and_their_versions_copied_once(pg_url: str, made: str, temp: bool) -> None:
-    """A listing's rows go into the current table and the history: by two binary COPYs
-    into tables made in the run (a first run's), else by one COPY into a temporary table
-    (``temp``; two COPYs where the user may not create one): the same values and the
-    same order in both, the version columns the run's, and the temporary table gone with
-    the transaction (after two batches, and a table dropped and made again with other
-    columns, as a listing whose rows are not kept is)."""
+@pytest.mark.parametrize("temp", [True, False])
+def test_rows_and_their_versions_copied_once(pg_url: str, temp: bool) -> None:
+    """A listing's rows go into the current table and the history by one COPY into a
+    temporary table (``temp``; two COPYs where the user may not create one): the same
+    values and the same order in both, the version columns the run's, and the
+    temporary table gone with the transaction (after two batches, and a table dropped
+    and made again with other columns, as a listing whose rows are not kept is)."""
     when = dt.datetime(2026, 11, 28, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
     ids = [f"r{i:04d}" for i in range(2500)]
     data = pa.table({"id": ids, "v": pa.array(range(2500), pa.float64()),
@@ -310,15 +294,9 @@ def test_rows_and_their_versions_copied_once(pg_url: str, made: str, temp: bool)
     assert t.temp   # the cluster's superuser may
     t.temp = temp
     try:
-        if made == "before":
-            with t.transaction() as w:
-                w.create("t", data.schema, ["id"])
-                w.create("t__history", versions(data.slice(0, 0), when, 7, "insert").schema)
         with t.transaction() as w:
-            if made != "before":
-                w.create("t", data.schema, ["id"])
-                w.create("t__history", versions(data.slice(0, 0), when, 7,
-                                                "insert").schema)
+            w.create("t", data.schema, ["id"])
+            w.create("t__history", versions(data.slice(0, 0), when, 7, "insert").schema)
             w.insert_with_versions([("t", "t__history", data.slice(1500))], when, 7)
             w.insert_with_versions([("t", "t__history", data.slice(0, 0))], when, 7)
             w.insert_with_versions([("t", "t__history", data.slice(0, 1500))], when, 7)

@@ -37,7 +37,6 @@ from ..errors import TargetBusy, UsageError
 from ..saved.snapshot import quote
 from .history import append_with_versions
 from .lock import holder_text
-from .pgcopy import binary_fields, binary_rows, copy_stream, version_fields
 from .report import display_name
 
 __all__ = ["PostgresTarget", "pg_type", "arrow_type_of"]
@@ -190,10 +189,6 @@ def _literal(when: dt.datetime) -> str:
     return f"'{when.isoformat()}'::timestamptz"
 
 
-_VERSION_KINDS = {"valid_from": "timestamptz", "valid_to": "timestamptz", "run_id": "bigint",
-                  "change": "text"}
-"""The version columns of a history (history.versions), as ``create`` declares them."""
-
 STAGE_MEMORY = "64MB"
 """The session's ``temp_buffers`` and ``work_mem`` (settings any user may change): a
 batch of 15 pages of work orders (18 MB) stays in memory, where the defaults (8 MB,
@@ -216,7 +211,6 @@ class PostgresWriter:
         self._sequences: dict[str, str] = {}   # table -> its ROW_ORDER sequence
         self._numbered: dict[str, str] = {}    # table -> the history its stage numbers after
         self._moving: ExitStack | None = None  # the pipeline of moves not yet answered
-        self._kinds: dict[str, dict[str, str]] = {}  # table made here -> its column types
 
     def settle(self) -> None:
         """Wait for the moves ``insert_with_versions`` left running on the server; raise
@@ -243,13 +237,11 @@ class PostgresWriter:
         if primary_key:
             parts.append(f"PRIMARY KEY ({', '.join(map(quote, primary_key))})")
         self.con.execute(f"CREATE TABLE {quote(table)} ({', '.join(parts)})")
-        self._kinds[table] = {f.name: pg_type(f.type) for f in schema}
 
     def drop(self, table: str) -> None:
         self.settle()
         self.con.execute(f"DROP TABLE IF EXISTS {quote(table)}")
         self._sequences.pop(table, None)
-        self._kinds.pop(table, None)
         self._numbered.pop(table, None)
         self._numbered = {t: h for t, h in self._numbered.items() if h != table}
         stage = self._stages.pop(table, None)
@@ -261,16 +253,11 @@ class PostgresWriter:
         for f in schema:
             self.con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(f.name)} "
                              f"{pg_type(f.type)}")
-            if table in self._kinds:
-                self._kinds[table][f.name] = pg_type(f.type)
 
     def rename_column(self, table: str, old: str, new: str) -> None:
         self.settle()
         self.con.execute(f"ALTER TABLE {quote(table)} RENAME COLUMN {quote(old)} TO "
                          f"{quote(new)}")
-        kinds = self._kinds.get(table)
-        if kinds is not None and old in kinds:
-            kinds[new] = kinds.pop(old)
 
     def delete(self, table: str, column: str, ids: Sequence[str]) -> None:
         self.settle()
@@ -279,31 +266,23 @@ class PostgresWriter:
                              [list(ids)])
 
     def insert(self, table: str, data: pa.Table) -> None:
-        """The rows by ``COPY ... FROM STDIN``: in the binary format (pgcopy.py) into a
-        table made in this transaction from the same column types (``_binary``); else as
-        the CSV Arrow writes of ``csv_columns``, in chunks of ``COPY_ROWS`` rows; row by
-        row (psycopg adapting each value) for a table with a column that has neither."""
-        fields = self._binary(table, data)
-        if fields is not None:
-            rows = binary_rows(fields, data.num_columns)
-            self.settle()
-            self._copy_binary(quote(table), data.column_names, rows)
-        else:
-            chunks = _csv_chunks(data)
-            self.settle()
-            self._copy(quote(table), data, chunks)
+        """The rows by ``COPY ... FROM STDIN``: as the CSV Arrow writes of ``csv_columns``,
+        in chunks of ``COPY_ROWS`` rows; row by row (psycopg adapting each value) for a
+        table with a column that has no CSV form."""
+        chunks = _csv_chunks(data)
+        self.settle()
+        self._copy(quote(table), data, chunks)
         # numbered by the table's own sequence: a stage numbers after it again
         self._numbered = {t: h for t, h in self._numbered.items() if table not in (t, h)}
 
     def insert_with_versions(self, parts: Sequence[tuple[str, str, pa.Table]],
                              when: dt.datetime, run_id: int) -> None:
         """Each ``(table, history, data)``: ``data``'s rows into ``table`` and, as the run's
-        ``insert`` versions, into ``history``. Into tables made in this transaction from
-        ``data``'s column types (a first run's), two binary ``COPY``s (``_insert_binary``):
-        nothing parsed or moved by the server. Else copied once as CSV into a temporary
-        table of ``table``'s columns (the session's own, no WAL; dropped at the end of the
-        transaction), then moved into both by ``INSERT ... SELECT`` in the order copied
-        (two ``COPY``s where the user may not create temporary tables).
+        ``insert`` versions, into ``history``: copied once, into a temporary table of
+        ``table``'s columns (the session's own, no WAL; dropped at the end of the
+        transaction), then moved into both by ``INSERT ... SELECT`` in the order copied.
+        The rows are converted to text and parsed once, not twice; two ``COPY``s where
+        the user may not create temporary tables.
 
         The moves (two ``INSERT``s, the sequences set, a ``TRUNCATE``) are sent in a
         pipeline and not waited for: the server moves one batch while the writer converts
@@ -311,12 +290,6 @@ class PostgresWriter:
         (a ``COPY`` cannot join a pipeline). ``settle`` waits for them; the other methods
         and the transaction's end call it."""
         parts = [p for p in parts if p[2].num_rows]
-        binary = [(table, history, data, fields) for table, history, data in parts
-                  if (fields := self._binary(table, data, history)) is not None]
-        if binary or not self.temp:
-            plain = {table for table, _, _, _ in binary}
-            self._insert_binary(binary, when, run_id)
-            parts = [p for p in parts if p[0] not in plain]
         if not self.temp:
             self.settle()
             append_with_versions(self.insert, parts, when, run_id)
@@ -353,49 +326,6 @@ class PostgresWriter:
                 self.abandon()
                 raise
             self._moving = pipeline
-
-    def _binary(self, table: str, data: pa.Table, history: str | None = None
-                ) -> list[pa.Array] | None:
-        """``data``'s fields in the binary ``COPY`` format (pgcopy.binary_fields) when
-        ``table`` (and ``history``, with the version columns) was made in this
-        transaction with ``data``'s columns of the types ``pg_type`` gives them: the
-        server reads a binary field as its column's type, so a table an earlier run made
-        (whose columns may have other types) goes as text, which the server converts."""
-        kinds = [pg_type(f.type) for f in data.schema]
-        for name, more in [(table, {}), *([(history, _VERSION_KINDS)] if history else [])]:
-            have = self._kinds.get(name)
-            if have is None or any(have.get(c) != k for c, k in [
-                    *zip(data.column_names, kinds, strict=True), *more.items()]):
-                return None
-        return binary_fields(data, kinds)
-
-    def _insert_binary(self, parts: Sequence[tuple[str, str, pa.Table, list[pa.Array]]],
-                       when: dt.datetime, run_id: int) -> None:
-        """Each ``(table, history, data, fields)``: the rows copied in the binary format
-        into ``table``, and again with the version columns of an ``insert`` into
-        ``history``: nothing for the server to parse or move, where a stage is copied
-        as text and moved twice (the rows are formatted here once, joined twice)."""
-        since = pa.scalar(when, pa.timestamp("us", tz="UTC")).cast(pa.int64()).as_py()
-        suffix = version_fields(since, run_id)
-        rows = [(table, history, data.column_names, binary_rows(fields, data.num_columns),
-                 binary_rows(fields, data.num_columns + 4, suffix))
-                for table, history, data, fields in parts]
-        self.settle()
-        for table, history, names, current, versions_ in rows:
-            self._copy_binary(quote(table), names, current)
-            self._copy_binary(quote(history), [*names, *_VERSION_KINDS], versions_)
-            self._numbered = {t: h for t, h in self._numbered.items()
-                              if table not in (t, h)}
-
-    def _copy_binary(self, table: str, names: Sequence[str], rows: pa.Array) -> None:
-        """``rows`` (pgcopy.binary_rows) into ``table`` (quoted), by a binary ``COPY``."""
-        if not len(rows):
-            return
-        columns = ", ".join(map(quote, names))
-        with self.con.cursor() as cur, cur.copy(f"COPY {table} ({columns}) FROM STDIN "
-                                                "(FORMAT binary)") as copy:
-            for piece in copy_stream(rows, COPY_ROWS):
-                copy.write(piece)
 
     def _sequence(self, table: str) -> str:
         """The name of the sequence that numbers ``table``'s ``ROW_ORDER``."""
