@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from svc_frames import Client, read_object
+from svc_frames.kinds.choices import is_multi
 from svc_frames.server import LocalService
 
 _CHILD = r"""
@@ -115,3 +117,23 @@ def test_a_loads_arrow_arrays_are_not_held_by_arrows_default_pool(svc: LocalServ
     if got["backend"] == "system":
         pytest.skip("Arrow's default pool is the C library's here")
     assert got["held"] < got["index"] / 4, got
+
+
+def test_a_multi_choices_lists_hold_its_options_own_strings(svc: LocalService) -> None:
+    # a frame keeps its multi choices' lists to the end: holding each page's parsed
+    # strings, they were most of what a decoded page left alive (memory its frames' size
+    # does not count, and that the next pages could not reuse)
+    client = Client(svc.app_id, api_key=svc.api_key, base_url=svc.base_url, rate_limit=0)
+    frames = read_object(client, "object_3", progress=False, columns="keys",
+                         rows_per_page=1000)
+    assert frames.source is not None
+    multi = [f for f in frames.source.fields if f.kind == "multiple_choice" and is_multi(f)]
+    assert multi
+    for field in multi:
+        lists = frames.main[field.key].dropna().tolist()
+        values = [v for lst in lists for v in lst]
+        options = field.format["options"]
+        assert len(values) > len(lists) > 1000 and set(values) <= set(options)
+        assert len({id(v) for v in values}) <= len(options)
+        # each list of its exact size, as a copy of the parsed list is
+        assert all(sys.getsizeof(lst) == sys.getsizeof(list(lst)) for lst in lists)

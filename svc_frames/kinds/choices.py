@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pandas as pd
@@ -34,6 +34,19 @@ def _as_list(value: Any) -> list[Any]:
     if hasattr(value, "tolist") and not isinstance(value, str):
         return list(value.tolist())
     return [value]
+
+
+def _own_list(values: list[Any], own: Callable[[Any, Any], Any]) -> list[Any]:
+    """A copy of a page's parsed list whose values that are options of the field are the
+    option's own strings (``own``: a dict's ``get``), of the list's exact size.
+
+    A frame keeps a multi choice's lists to its end: holding the page's parsed strings
+    in them, they were most of what a decoded page leaves alive, pinning memory the next
+    pages could have reused, and the frames' size does not count them
+    (docs/benchmarks.md, "A load's memory")."""
+    out = list(values)          # exactly its size (a list built from ``map`` is not)
+    out[:] = map(own, values, values)
+    return out
 
 
 class ChoiceCodec(Codec):
@@ -108,7 +121,8 @@ class ChoiceCodec(Codec):
     def _fast_lists(self, raws: Sequence[Any], displays: Sequence[Any],
                     field: FieldSpec) -> list[list[str] | None]:
         # fast path: lists of non-empty strings, as the service answers
-        return [list(r) if type(r) is list and r and None not in r and "" not in r
+        own = {o: o for o in self._options(field)}.get
+        return [_own_list(r, own) if type(r) is list and r and None not in r and "" not in r
                 else self._slow_list(r, d, field) for r, d in zip(raws, displays, strict=False)]
 
     def _slow_list(self, r: Any, d: Any, field: FieldSpec) -> list[str] | None:
@@ -143,6 +157,7 @@ class ChoiceCodec(Codec):
         if not is_multi(field):
             return {}
         lists = self._lists(raws, displays, field)
+        self._memo = None   # the page's raw values are not held past its decode
         rec = [rid for rid, vals in zip(ids, lists, strict=False) if vals for _ in vals]
         val = [v for vals in lists if vals for v in vals]
         return {field.key: pd.DataFrame({"record_id": string_series(rec),
