@@ -154,4 +154,3 @@ def test_no_private_name_is_imported_from_another_module() -> None:
                for alias in node.names
                if alias.name.startswith("_") and not alias.name.startswith("__")]
     assert not reached, f"private names imported across modules: {reached}"
-

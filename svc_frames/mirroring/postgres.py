@@ -138,10 +138,10 @@ def _array_literals(col: pa.ChunkedArray) -> pa.ChunkedArray | None:
 
 def csv_columns(data: pa.Table) -> pa.Table | None:
     """``data`` with every column as one whose Arrow CSV text PostgreSQL reads as the
-    column's value: timestamps in microseconds and UTC (``+00``), durations as ``N microseconds``,
-    lists as array literals (sub-microsecond parts cut toward zero, as Arrow casts);
-    None when a column has no such form (binaries, nested
-    lists, lists of floats or timestamps): those go row by row."""
+    column's value: timestamps in microseconds and UTC (``+00``), durations as
+    ``N microseconds``, lists as array literals (sub-microsecond parts cut toward zero,
+    as Arrow casts); None when a column has no such form (binaries, nested lists, lists
+    of floats or timestamps): those go row by row."""
     out = []
     for col, f in zip(data.columns, data.schema, strict=True):
         t = f.type
